@@ -1,0 +1,194 @@
+"""Spec loading, strict validation (one line naming the key) and expansion into trials."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from explorer.errors import SpecError
+from explorer.spec import load_spec, parse_spec, plan
+from trials import ReferenceConfig
+from trials.reference import largest_reference_key
+
+BASE = {
+    "name": "quick",
+    "problem": {"d_in": 5, "d_out": 5, "samples": 10, "seed": 1},
+    "model": {"activation": "tanh", "preset": "mlu"},
+    "train": {"steps": 10, "lr": 1.0, "dtype": "float64"},
+    "reference": {"depth": 1024, "width": 512, "replicas": 2},
+    "grid": {"L": [4, 8, 16, 32], "M": [1, 4, 16], "D": [8], "alpha": [1.0], "seeds": 3},
+    "resources": {"cpus_per_trial": 1, "gpus_per_trial": 0},
+}
+
+
+def with_changes(**sections) -> dict:
+    raw = copy.deepcopy(BASE)
+    for section, changes in sections.items():
+        if section == "top":
+            raw.update(changes)
+            continue
+        for key, value in changes.items():
+            if value is _DROP:
+                raw[section].pop(key, None)
+            else:
+                raw[section][key] = value
+    return raw
+
+
+_DROP = object()
+
+
+def test_issue_example_spec_loads_with_its_values():
+    spec = parse_spec(BASE)
+    assert spec.name == "quick"
+    assert spec.grid.L == (4, 8, 16, 32) and spec.grid.M == (1, 4, 16) and spec.grid.seeds == 3
+    assert spec.reference.kind == "mean_ode" and spec.coupled_embeddings is False
+    assert spec.resources.gpus_per_trial == 0.0 and spec.grid_points() == 12
+
+
+# Each case: the bad input, then text the one-line message must contain (the key and the problem).
+SPEC_ERRORS = {
+    "unknown_top_key": (with_changes(top={"colour": "red"}), "colour: unknown key"),
+    "unknown_section_key": (with_changes(train={"stepz": 5}), "[train] stepz: unknown key"),
+    "unknown_grid_axis": (with_changes(grid={"K": [1, 2]}), "[grid] K: unknown key"),
+    "missing_name": (with_changes(top={"name": None}), "name: missing"),
+    "bad_name": (with_changes(top={"name": "a/b"}), "name: expected a name"),
+    "missing_grid_axis": (with_changes(grid={"D": _DROP}), "[grid] D: missing"),
+    "section_not_table": (with_changes(top={"train": 5}), "[train]: expected a table"),
+    "negative_depth": (with_changes(grid={"L": [4, -1]}), "[grid] L: expected a list of positive integers, got [4, -1]"),
+    "zero_width": (with_changes(grid={"M": [0]}), "[grid] M: expected a list of positive integers"),
+    "float_in_int_axis": (with_changes(grid={"D": [8.5]}), "[grid] D: expected a list of positive integers"),
+    "empty_axis": (with_changes(grid={"L": []}), "[grid] L: expected a non-empty list"),
+    "axis_not_list": (with_changes(grid={"L": 4}), "[grid] L: expected a non-empty list of positive integers, got 4"),
+    "duplicate_axis_value": (with_changes(grid={"L": [4, 4]}), "[grid] L: value 4 is listed twice"),
+    "negative_alpha": (with_changes(grid={"alpha": [1.0, -2.0]}), "[grid] alpha: expected a list of positive numbers"),
+    "zero_seeds": (with_changes(grid={"seeds": 0}), "[grid] seeds: expected a positive integer, got 0"),
+    "bool_seeds": (with_changes(grid={"seeds": True}), "[grid] seeds: expected a positive integer, got true"),
+    "string_steps": (with_changes(train={"steps": "10"}), '[train] steps: expected a positive integer, got "10"'),
+    "zero_steps": (with_changes(train={"steps": 0}), "[train] steps: expected a positive integer, got 0"),
+    "zero_lr": (with_changes(train={"lr": 0}), "[train] lr: expected a positive number, got 0"),
+    "bad_dtype": (with_changes(train={"dtype": "float16"}), '[train] dtype: expected one of "float32", "float64"'),
+    "bad_device": (with_changes(train={"device": "tpu"}), "[train] device: expected one of"),
+    "bad_activation": (with_changes(model={"activation": "sigmoid"}), '[model] activation: expected one of "tanh"'),
+    "bad_preset": (with_changes(model={"preset": "ntk"}), "[model] preset: expected one of"),
+    "antithetic_not_bool": (with_changes(model={"antithetic": 1}), "[model] antithetic: expected true or false, got 1"),
+    "antithetic_odd_M": (with_changes(model={"antithetic": True}), "[grid] M: antithetic units come in pairs"),
+    "lazy_with_alpha_one": (with_changes(model={"preset": "lazy"}), '[grid] alpha: preset "lazy" needs every alpha > 1'),
+    "zero_samples": (with_changes(problem={"samples": 0}), "[problem] samples: expected a positive integer, got 0"),
+    "negative_problem_seed": (with_changes(problem={"seed": -1}), "[problem] seed: expected a non-negative integer"),
+    "bad_reference_kind": (with_changes(reference={"kind": "exact"}), '[reference] kind: expected one of "mean_ode", "largest"'),
+    "odd_reference_width": (with_changes(reference={"width": 511}), "[reference] width: expected an even number"),
+    "odd_reference_depth": (with_changes(reference={"depth": 1023}), "[reference] depth: expected an even number"),
+    "one_replica": (with_changes(reference={"replicas": 1}), "[reference] replicas: expected at least 2"),
+    "zero_reference_depth": (with_changes(reference={"depth": 0}), "[reference] depth: expected a positive integer"),
+    "largest_with_resolution": (
+        with_changes(reference={"kind": "largest"}), '[reference] depth: not used with kind = "largest"'),
+    "largest_uncoupled_over_D": (
+        with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+                     problem={"coupled_embeddings": False}, grid={"D": [4, 8]}),
+        "[problem] coupled_embeddings: kind = \"largest\" over several D"),
+    "axis_and_scalar_both": (
+        with_changes(model={"sigma_u": 2.0}, grid={"sigma_u": [1.0, 2.0]}), "[grid] sigma_u: also set as [model] sigma_u"),
+    "zero_cpus": (with_changes(resources={"cpus_per_trial": 0}), "[resources] cpus_per_trial: expected a positive number"),
+    "negative_gpus": (with_changes(resources={"gpus_per_trial": -0.5}), "[resources] gpus_per_trial: expected a non-negative number"),
+    "fractional_gpus_above_one": (
+        with_changes(resources={"gpus_per_trial": 1.5}), "[resources] gpus_per_trial: a fraction must be below 1"),
+    "gpus_with_cpu_device": (
+        with_changes(resources={"gpus_per_trial": 0.25}, train={"device": "cpu"}), '[resources] gpus_per_trial: 0.25 GPU per trial but [train] device = "cpu"'),
+    "cuda_without_gpus": (with_changes(train={"device": "cuda"}), '[train] device: "cuda" needs [resources] gpus_per_trial > 0'),
+    "zero_max_concurrent": (with_changes(resources={"max_concurrent": 0}), "[resources] max_concurrent: expected a positive integer"),
+    "negative_retries": (with_changes(resources={"retries": -1}), "[resources] retries: expected a non-negative integer"),
+    "bad_points_per_trial": (with_changes(resources={"points_per_trial": "many"}), '[resources] points_per_trial: expected "auto" or a positive integer'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_ERRORS))
+def test_spec_error_names_key_and_problem_in_one_line(case):
+    raw, expected = SPEC_ERRORS[case]
+    raw = {k: v for k, v in raw.items() if v is not None}
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw)
+    message = str(info.value)
+    assert message.startswith("spec error: ")
+    assert expected in message
+    assert "\n" not in message
+    assert info.value.exit_code == 2
+
+
+def test_spec_file_errors(tmp_path):
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec(tmp_path / "absent.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = 'x'\n[grid\nL = [4]\n")
+    with pytest.raises(SpecError, match="invalid TOML"):
+        load_spec(bad)
+
+
+def test_overrides_replace_values_and_are_validated(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
+    spec = load_spec(path, ["grid.L=[4, 8]", "--train.steps=5", "model.activation=relu", "name=other"])
+    assert spec.grid.L == (4, 8) and spec.train.steps == 5 and spec.model.activation == "relu"
+    assert spec.name == "other"
+    with pytest.raises(SpecError, match=r"\[train\] steps: expected a positive integer, got -5"):
+        load_spec(path, ["train.steps=-5"])
+    with pytest.raises(SpecError, match="expected KEY=VALUE"):
+        load_spec(path, ["train.steps"])
+    with pytest.raises(SpecError, match="unknown key 'trian.steps'"):
+        load_spec(path, ["trian.steps=5"])
+
+
+def test_grid_expands_to_product_with_batched_seeds():
+    p = plan(parse_spec(BASE), schema_version=1)
+    assert len(p.trials) == 12
+    assert {(t.config.L, t.config.M) for t in p.trials} == {(L, M) for L in (4, 8, 16, 32) for M in (1, 4, 16)}
+    assert all(t.config.seeds == (0, 1, 2) for t in p.trials)
+    assert len({t.trial_key for t in p.trials}) == 12
+
+
+def test_mean_ode_reference_shared_by_all_L_and_M_and_split_by_alpha_and_D():
+    raw = with_changes(grid={"alpha": [1.0, 2.0], "D": [4, 8]})
+    p = plan(parse_spec(raw), schema_version=1)
+    assert len(p.references) == 4  # one per (alpha, D)
+    for ref in p.references:
+        assert ref.kind == "mean_ode"
+        assert isinstance(ref.config, ReferenceConfig) and ref.config.depth == 1024
+    groups = p.trials_by_reference()
+    assert sorted(len(g) for g in groups.values()) == [12, 12, 12, 12]
+    for ref in p.references:
+        assert ref.ref_key == ref.config.key()
+        assert {t.config.D for t in groups[ref.ref_key]} == {ref.config.limit.D}
+
+
+def test_largest_reference_is_the_largest_point_with_embeddings_coupled_at_largest_D():
+    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+                       grid={"D": [4, 8, 16], "alpha": [1.0, 4.0]})
+    spec = parse_spec(raw)
+    assert spec.coupled_embeddings is True
+    p = plan(spec, schema_version=1)
+    assert len(p.references) == 2  # one per alpha
+    for ref in p.references:
+        largest = ref.config
+        assert (largest.L, largest.M, largest.D) == (32, 16, 16)
+        assert ref.ref_key == largest_reference_key(largest)
+    assert {t.config.problem.coupled_dim for t in p.trials} == {16}
+
+
+def test_trial_keys_are_stable_and_change_with_schema_reference_and_config():
+    first = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    assert first == {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(BASE), schema_version=2).trials})
+    finer_ref = with_changes(reference={"depth": 2048})
+    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(finer_ref), schema_version=1).trials})
+
+
+def test_extending_an_axis_keeps_the_existing_trial_keys():
+    before = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    after = {t.trial_key for t in plan(parse_spec(with_changes(grid={"L": [4, 8, 16, 32, 64]})), schema_version=1).trials}
+    assert before < after and len(after - before) == 3
+
+
+def test_grid_axis_replaces_scalar_setting():
+    p = plan(parse_spec(with_changes(grid={"sigma_u": [0.5, 2.0]})), schema_version=1)
+    assert {t.config.sigma_u for t in p.trials} == {0.5, 2.0}
+    assert len(p.trials) == 24
