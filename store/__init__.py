@@ -1,2 +1,25 @@
-"""Results store: Parquet layout, schema, atomic writes, reference cache and SQL views."""
-__all__: list[str] = []
+"""Results store: Parquet layout, schema, atomic writes, reference cache and SQL views.
+
+Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
+"""
+from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError
+from .integrity import CheckReport
+from .compaction import CompactionReport
+from .schema import COLUMNS, SCHEMA_VERSION, schema
+from .store import Store, connect
+from .write import trial_row_from_metrics
+
+__all__ = [
+    "COLUMNS",
+    "CheckReport",
+    "CompactionReport",
+    "InvalidNameError",
+    "SCHEMA_VERSION",
+    "SchemaError",
+    "Store",
+    "StoreError",
+    "StoreQueryError",
+    "connect",
+    "schema",
+    "trial_row_from_metrics",
+]

@@ -1,0 +1,196 @@
+"""``compact``: merge a sweep's small files into a few large ones, losing nothing.
+
+For each kind (metrics, trials, fits) of one sweep:
+1. inputs: every small file (for metrics, only those of complete trials, i.e. with a trials row,
+   so that a rerun of an interrupted trial never meets a compacted copy), compacted files under
+   half of ``rows_per_file``, and compacted files partly or wholly shadowed by newer copies;
+2. read exactly the rows the views serve from them (``catalog.resolve``: one copy per key), sort
+   them by key (and seed, step), cut them at key boundaries into parts of at most
+   ``rows_per_file`` rows, and write each part atomically as ``compacted.<gen>.<n>.parquet``;
+3. read each part back and compare it with what was meant, row count and every value bit for
+   bit; any difference removes the new parts and stops, originals untouched;
+4. only then delete the inputs. A small file that changed since it was read (a trial rewritten
+   meanwhile) is kept, and being a small file it keeps precedence over the compacted copy.
+An interruption anywhere leaves every row readable: before step 4 the new parts are extra
+copies that the resolution rule ignores or prefers identically, and a later ``compact`` removes
+them. Readers racing a compaction may fail with "file not found" and should simply rerun.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .catalog import Source, file_keys, list_kind, resolve
+from .errors import StoreError
+from .files import Entry, Files
+from .layout import DATA_KINDS, check_sweep, compacted_name, join, kind_dir
+from .query import kind_dataset
+from .schema import KEY_COLUMN
+from .write import parquet_bytes
+
+SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"]}
+STALE_TEMPORARY_S = 3600.0
+
+
+@dataclass
+class KindCompaction:
+    """What compaction did to one kind of one sweep."""
+
+    kind: str
+    files_in: int = 0
+    files_out: int = 0
+    rows: int = 0
+    removed: int = 0
+    kept_changed: int = 0  # inputs rewritten during compaction, kept
+
+
+@dataclass
+class CompactionReport:
+    sweep: str
+    kinds: list[KindCompaction] = field(default_factory=list)
+    temporaries_removed: int = 0
+    seconds: float = 0.0
+
+
+def same_content(a: pa.Table, b: pa.Table) -> bool:
+    """True when both tables hold the same columns, types and values, bit for bit (NaN too)."""
+    if a.num_rows != b.num_rows or a.schema.names != b.schema.names:
+        return False
+    for x, y in zip(a.columns, b.columns):
+        if x.type != y.type:
+            return False
+        x, y = x.combine_chunks(), y.combine_chunks()
+        if pa.types.is_floating(x.type):
+            as_int = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[x.type.bit_width]
+            x, y = x.view(as_int), y.view(as_int)
+        if not x.equals(y):
+            return False
+    return True
+
+
+def _generation() -> str:
+    return f"{time.time_ns():020d}{secrets.token_hex(4)}"
+
+
+def _cut(table: pa.Table, key_column: str, rows_per_file: int) -> list[pa.Table]:
+    """Slices of a key-sorted table, at key boundaries, each <= rows_per_file (unless one key is larger)."""
+    if table.num_rows <= rows_per_file:
+        return [table]
+    keys = table.column(key_column).to_pylist()
+    parts, start = [], 0
+    while start < len(keys):
+        end = min(start + rows_per_file, len(keys))
+        if end < len(keys):
+            boundary = end
+            while boundary > start and keys[boundary] == keys[boundary - 1]:
+                boundary -= 1
+            if boundary == start:  # one key larger than a part: keep it whole
+                boundary = end
+                while boundary < len(keys) and keys[boundary] == keys[boundary - 1]:
+                    boundary += 1
+            end = boundary
+        parts.append(table.slice(start, end - start))
+        start = end
+    return parts
+
+
+def _completed(files: Files, sweep: str) -> set[str]:
+    listing = list_kind(files, sweep, "trials")
+    keys = set(listing.singles)
+    for entry in listing.compacted:
+        keys |= file_keys(files, entry, "trial_key")
+    return keys
+
+
+def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> KindCompaction:
+    done = KindCompaction(kind)
+    listing = list_kind(files, sweep, kind, stat=True)
+    resolution = resolve(files, listing, kind)
+    by_path = {s.path: s for s in resolution.sources}
+    complete = _completed(files, sweep) if kind == "metrics" else None
+    singles = [e for k, e in listing.singles.items() if complete is None or k in complete]
+    compacted_inputs: list[Entry] = []
+    for entry in listing.compacted:
+        rows = files.read_metadata(entry.path).num_rows
+        if rows < rows_per_file // 2 or entry.path in resolution.shadowed or entry.path in resolution.superseded:
+            compacted_inputs.append(entry)
+    if len(singles) + len(compacted_inputs) <= 1 and not (resolution.shadowed or resolution.superseded):
+        return done
+    done.files_in = len(singles) + len(compacted_inputs)
+    sources = [Source(e.path) for e in singles] + [by_path[e.path] for e in compacted_inputs if e.path in by_path]
+    parts = kind_dataset(files, kind, sources)
+    try:
+        table = pa.concat_tables([p.to_table() if not isinstance(p, pa.Table) else p for p in parts])
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"cannot compact {sweep}/{kind}: {str(exc).strip()}; run `explorer check`") from None
+    table = table.sort_by([(k, "ascending") for k in SORT_KEYS[kind]]).combine_chunks()
+    generation = _generation()
+    directory = kind_dir(files.root, sweep, kind)
+    written: list[str] = []
+    try:
+        for n, part in enumerate(_cut(table, KEY_COLUMN[kind], rows_per_file)):
+            path = join(directory, compacted_name(generation, n))
+            files.put(path, parquet_bytes(part))
+            written.append(path)
+            back = files.read_table(path)
+            if not same_content(back, part):
+                raise StoreError(f"compaction of {sweep}/{kind}: {files.display(path)} does not read back as written; originals kept")
+    except BaseException:
+        for path in written:
+            files.delete(path)
+        raise
+    done.files_out, done.rows = len(written), table.num_rows
+    for entry in singles:
+        now = files.info(entry.path)
+        if now is not None and (now.size != entry.size or (entry.mtime and now.mtime and now.mtime != entry.mtime)):
+            done.kept_changed += 1
+            continue
+        files.delete(entry.path)
+        done.removed += 1
+    for entry in compacted_inputs:
+        files.delete(entry.path)
+        done.removed += 1
+    return done
+
+
+def _remove_stale_temporaries(files: Files, sweep: str) -> int:
+    if not files.is_local:
+        return 0
+    now = _dt.datetime.now(_dt.timezone.utc)
+    removed = 0
+    for kind in DATA_KINDS:
+        for entry in list_kind(files, sweep, kind, stat=True).temporary:
+            if entry.mtime is not None and (now - entry.mtime).total_seconds() > STALE_TEMPORARY_S:
+                files.delete(entry.path)
+                removed += 1
+    return removed
+
+
+def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000) -> CompactionReport:
+    """Compact one sweep (see the module docstring); safe to interrupt and to rerun.
+
+    Args:
+        rows_per_file: target size of a compacted file; one trial is never split.
+
+    Returns:
+        A CompactionReport with, per kind, files read and written, rows and files removed.
+
+    Raises:
+        InvalidNameError: a bad sweep name. StoreError: an unreadable input (run check) or a
+            part that does not read back as written (nothing removed).
+    """
+    check_sweep(sweep)
+    if rows_per_file < 1:
+        raise ValueError(f"rows_per_file must be positive, got {rows_per_file}")
+    started = time.perf_counter()
+    report = CompactionReport(sweep)
+    # metrics first: its inputs are chosen by the trials rows, which compaction never loses.
+    for kind in DATA_KINDS:
+        report.kinds.append(_compact_kind(files, sweep, kind, rows_per_file))
+    report.temporaries_removed = _remove_stale_temporaries(files, sweep)
+    report.seconds = time.perf_counter() - started
+    return report

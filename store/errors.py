@@ -1,0 +1,22 @@
+"""Exceptions of the results store. Each is one line a user can act on.
+
+The CLI maps every ``StoreError`` to a one-line error and a non-zero exit code; the store itself
+knows nothing of the CLI.
+"""
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """A results store that cannot be read, written or understood."""
+
+
+class SchemaError(StoreError, ValueError):
+    """Rows that do not match the declared schema; nothing was written."""
+
+
+class InvalidNameError(StoreError, ValueError):
+    """A sweep name or key that cannot be a file name inside the store."""
+
+
+class StoreQueryError(StoreError):
+    """A SQL query that DuckDB rejected; the message is DuckDB's."""

@@ -1,0 +1,231 @@
+"""Storage access for the store: a root on a local disk or in object storage, via pyarrow.
+
+Every file appears whole or not at all:
+- local disk: bytes go to a hidden temporary sibling (``.tmp.<token>.<name>``), are fsynced
+  (unless ``durable=False``), then ``os.replace`` puts them at their name in one atomic step;
+- object storage (s3, gcs, abfs): the object is sent in one request (a single PUT for S3 with
+  ``allow_delayed_open``, which ``open_root`` sets), and an object only becomes visible once its
+  upload completes;
+- any other pyarrow filesystem: temporary name, then ``move``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .errors import StoreError
+from .layout import join, temporary_path
+
+_OBJECT_STORES = ("s3", "gcs", "abfs")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry; mtime is UTC (None where the filesystem does not say)."""
+
+    name: str
+    path: str
+    is_dir: bool
+    size: int | None = None
+    mtime: _dt.datetime | None = None
+
+
+class Files:
+    """A root directory on one pyarrow filesystem, with atomic writes."""
+
+    def __init__(self, filesystem: pafs.FileSystem, root: str, uri: str, durable: bool = True):
+        self.fs = filesystem
+        self.root = root.rstrip("/") or "/"
+        self.uri = uri
+        self.durable = durable
+        self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
+        self._object_store = filesystem.type_name in _OBJECT_STORES
+
+    # -- reading -------------------------------------------------------------------------------
+    def list_dir(self, path: str, stat: bool = False) -> list[Entry]:
+        """Direct children of ``path`` (empty when it does not exist), sorted by name.
+
+        Args:
+            stat: also fetch size and mtime (free on object stores, one stat per file locally).
+        """
+        if self.is_local:
+            try:
+                with os.scandir(path) as it:
+                    entries = []
+                    for e in it:
+                        is_dir = e.is_dir()
+                        size = mtime = None
+                        if stat and not is_dir:
+                            st = e.stat()
+                            size = st.st_size
+                            mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
+                        entries.append(Entry(e.name, join(path, e.name), is_dir, size, mtime))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            except OSError as exc:
+                raise StoreError(f"cannot list {path}: {exc}") from None
+        else:
+            selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
+            try:
+                infos = self.fs.get_file_info(selector)
+            except (OSError, pa.ArrowException) as exc:
+                raise StoreError(f"cannot list {self.display(path)}: {exc}") from None
+            entries = [
+                Entry(i.base_name, i.path, i.type == pafs.FileType.Directory, i.size if i.is_file else None, i.mtime)
+                for i in infos
+                if i.type in (pafs.FileType.File, pafs.FileType.Directory)
+            ]
+        return sorted(entries, key=lambda e: e.name)
+
+    def info(self, path: str) -> Entry | None:
+        """Size and mtime of one file, or None when it does not exist."""
+        if self.is_local:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                return None
+            mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
+            return Entry(os.path.basename(path), path, os.path.isdir(path), st.st_size, mtime)
+        try:
+            i = self.fs.get_file_info(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot stat {self.display(path)}: {exc}") from None
+        if i.type == pafs.FileType.NotFound:
+            return None
+        return Entry(i.base_name, i.path, i.type == pafs.FileType.Directory, i.size, i.mtime)
+
+    def exists(self, path: str) -> bool:
+        return self.info(path) is not None
+
+    def read_table(self, path: str, columns: list[str] | None = None, read_dictionary=None) -> pa.Table:
+        """Read a Parquet file; StoreError (naming the file) when it is unreadable."""
+        try:
+            return pq.read_table(
+                path, filesystem=self.fs, columns=columns, read_dictionary=read_dictionary, pre_buffer=True
+            )
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot read {self.display(path)}: {exc}; run `explorer check`") from None
+
+    def read_metadata(self, path: str) -> pq.FileMetaData:
+        """The Parquet footer of a file (raises OSError/ArrowException when unreadable)."""
+        with self.fs.open_input_file(path) as f:
+            return pq.read_metadata(f)
+
+    # -- writing -------------------------------------------------------------------------------
+    def put(self, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` atomically, replacing any file already there."""
+        try:
+            if self.is_local:
+                self._put_local(path, data)
+            elif self._object_store:
+                with self.fs.open_output_stream(path) as f:
+                    f.write(data)
+            else:
+                self.fs.create_dir(path.rpartition("/")[0], recursive=True)
+                tmp = temporary_path(path, uuid.uuid4().hex)
+                with self.fs.open_output_stream(tmp) as f:
+                    f.write(data)
+                self.fs.move(tmp, path)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot write {self.display(path)}: {exc}") from None
+
+    def _put_local(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = temporary_path(path, uuid.uuid4().hex)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+
+    def delete(self, path: str, missing_ok: bool = True) -> None:
+        try:
+            if self.is_local:
+                os.remove(path)
+            else:
+                self.fs.delete_file(path)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise StoreError(f"cannot delete {self.display(path)}: it does not exist") from None
+        except (OSError, pa.ArrowException) as exc:
+            if self.info(path) is None and missing_ok:
+                return
+            raise StoreError(f"cannot delete {self.display(path)}: {exc}") from None
+
+    def create_exclusive(self, path: str, content: bytes = b"") -> bool:
+        """Create a file only if it does not exist (local disk only); True when created."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            os.write(fd, content)
+        finally:
+            os.close(fd)
+        return True
+
+    def display(self, path: str) -> str:
+        """A path as the user knows it (with the URI scheme for object stores)."""
+        if self.is_local:
+            return path
+        return f"{self.fs.type_name}://{path}"
+
+
+def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None, durable: bool = True) -> Files:
+    """Resolve a store URI (local path, file://, s3://bucket/prefix, ...) to ``Files``.
+
+    Args:
+        uri: the store root. Without ``filesystem``, a URI with a scheme goes through
+            ``pyarrow.fs.FileSystem.from_uri`` (for S3 the endpoint, region and credentials come
+            from the usual AWS variables, ``AWS_ENDPOINT_URL`` included); anything else is a local
+            path.
+        filesystem: an explicit pyarrow filesystem; ``uri`` is then a path on it (a leading
+            ``scheme://`` is dropped).
+        durable: fsync local files before renaming them (off only for benchmarks and scratch).
+
+    Raises:
+        StoreError: the URI cannot be resolved (unknown scheme, bad S3 options).
+    """
+    text = os.fspath(uri)
+    if not text:
+        raise StoreError("empty store URI; pass a directory or s3://bucket/prefix")
+    if filesystem is not None:
+        root = text.split("://", 1)[1] if "://" in text else text
+        if isinstance(filesystem, pafs.LocalFileSystem):
+            root = os.path.abspath(os.path.expanduser(root))
+        return Files(filesystem, root, text, durable)
+    if "://" not in text:
+        root = os.path.abspath(os.path.expanduser(text))
+        return Files(pafs.LocalFileSystem(), root, text, durable)
+    scheme = text.split("://", 1)[0].lower()
+    resolved = text
+    if scheme == "s3" and "allow_delayed_open" not in text:
+        # Single PUT per object instead of a multipart upload (fewer requests, same atomicity).
+        resolved += ("&" if "?" in text else "?") + "allow_delayed_open=true"
+    try:
+        fs, root = pafs.FileSystem.from_uri(resolved)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise StoreError(f"cannot open store {text!r}: {exc}") from None
+    if isinstance(fs, pafs.LocalFileSystem):
+        root = os.path.abspath(root)
+    return Files(fs, root, text.split("?", 1)[0], durable)

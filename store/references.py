@@ -1,0 +1,195 @@
+"""The reference cache: one Parquet file per reference key, arrays stored bit-exactly.
+
+A reference is ``(arrays, meta)``: a dict of numpy arrays and a JSON-serializable dict. Each
+array is one row (name, dtype with byte order, shape, raw C-order bytes), so it comes back with
+the same bits, NaN payloads and signed zeros included. ``meta`` is stored as JSON in each row and
+in the file's metadata (so a reference without arrays keeps it too); JSON turns tuples into lists.
+
+Concurrency (``get_or_compute``):
+- local disk: the first worker to create ``references/.lock.<key>`` (O_EXCL) computes; the
+  others wait for the file. The holder refreshes the lock's mtime while it computes; a lock not
+  refreshed for ``stale_after_s`` (its holder died) is removed and the next worker computes.
+- object storage has no exclusive create: each worker that misses the cache computes, and,
+  just before writing, reads a copy another worker wrote meanwhile instead of its own.
+Either way a duplicate computation is harmless: the key fixes the numbers, and every file is
+written whole (a worker replacing it writes the same content).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import SchemaError
+from .files import Files
+from .layout import check_key, reference_file, reference_lock
+from .schema import SCHEMA_VERSION, package_version, schema, to_table
+from .write import parquet_bytes
+
+META_KEY = "explorer.reference_meta"
+Arrays = dict[str, np.ndarray]
+
+
+def encode(ref_key: str, arrays: Mapping[str, np.ndarray], meta: Mapping) -> tuple[pa.Table, str]:
+    """The stored table of a reference and its meta as JSON.
+
+    Raises:
+        SchemaError: a non-array value, an object array, or meta that is not JSON-serializable.
+    """
+    if not isinstance(arrays, Mapping):
+        raise SchemaError(f"reference arrays must be a dict of numpy arrays, got {type(arrays).__name__}")
+    try:
+        meta_json = json.dumps(dict(meta), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"reference meta must be JSON-serializable: {exc}") from None
+    rows = []
+    for name, array in arrays.items():
+        if not isinstance(array, np.ndarray) or array.dtype.hasobject:
+            raise SchemaError(f"reference array {name!r} must be a numpy array of numbers, got {type(array).__name__}")
+        rows.append({
+            "name": str(name), "dtype": array.dtype.str, "shape": list(array.shape),
+            "data": np.ascontiguousarray(array).tobytes(), "meta_json": meta_json,
+        })
+    fill = {"ref_key": ref_key, "schema_version": SCHEMA_VERSION, "package_version": package_version()}
+    if rows:
+        table = to_table("references", rows, fill)
+    else:
+        table = schema("references").empty_table()
+    return table, meta_json
+
+
+def decode(table: pa.Table) -> tuple[Arrays, dict]:
+    """Arrays and meta back from a stored reference table (writable copies)."""
+    metadata = table.schema.metadata or {}
+    meta = json.loads(metadata[META_KEY.encode()]) if META_KEY.encode() in metadata else None
+    arrays: Arrays = {}
+    for row in table.select(["name", "dtype", "shape", "data", "meta_json"]).to_pylist():
+        array = np.frombuffer(row["data"], dtype=np.dtype(row["dtype"])).reshape(row["shape"]).copy()
+        arrays[row["name"]] = array
+        if meta is None:
+            meta = json.loads(row["meta_json"])
+    return arrays, meta if meta is not None else {}
+
+
+def read(files: Files, ref_key: str) -> tuple[Arrays, dict] | None:
+    """The cached reference, or None when it is not cached."""
+    path = reference_file(files.root, ref_key)
+    if not files.exists(path):
+        return None
+    return decode(files.read_table(path))
+
+
+def write(files: Files, ref_key: str, arrays: Mapping[str, np.ndarray], meta: Mapping) -> None:
+    """Store a reference (replacing any copy of it)."""
+    table, meta_json = encode(check_key(ref_key, "reference key"), arrays, meta)
+    files.put(reference_file(files.root, ref_key), parquet_bytes(table, {META_KEY: meta_json}))
+
+
+def get_or_compute(
+    files: Files,
+    ref_key: str,
+    compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]],
+    *,
+    stale_after_s: float = 60.0,
+    poll_s: float = 0.1,
+) -> tuple[Arrays, dict]:
+    """The reference of ``ref_key``, computed by ``compute()`` only when no worker has stored it.
+
+    Args:
+        compute: returns ``(arrays, meta)``; called at most once per call, and (on local disk)
+            by at most one worker at a time per key.
+        stale_after_s: a lock whose holder stopped refreshing it this long ago is broken.
+        poll_s: how often a waiting worker looks for the file.
+
+    Returns:
+        ``(arrays, meta)`` as stored: read back from the cache, or what ``compute`` returned
+        (with ``meta`` normalized through JSON) when this worker computed it.
+
+    Raises:
+        Whatever ``compute`` raises (the lock is released first); SchemaError for arrays or meta
+        that cannot be stored; StoreError when the store cannot be read or written.
+    """
+    check_key(ref_key, "reference key")
+    cached = read(files, ref_key)
+    if cached is not None:
+        return cached
+    if not files.is_local:
+        return _compute_and_store(files, ref_key, compute, recheck=True)
+    lock = reference_lock(files.root, ref_key)
+    token = f"{os.getpid()}@{os.uname().nodename}".encode()
+    while True:
+        if files.create_exclusive(lock, token):
+            try:
+                cached = read(files, ref_key)  # finished by another worker since we looked
+                if cached is not None:
+                    return cached
+                with _Heartbeat(lock, interval_s=max(stale_after_s / 4, 0.05)):
+                    return _compute_and_store(files, ref_key, compute, recheck=False)
+            finally:
+                try:
+                    os.remove(lock)
+                except FileNotFoundError:
+                    pass
+        cached = read(files, ref_key)
+        if cached is not None:
+            return cached
+        _break_if_stale(lock, stale_after_s)
+        time.sleep(poll_s)
+
+
+def _compute_and_store(files: Files, ref_key: str, compute, recheck: bool) -> tuple[Arrays, dict]:
+    result = compute()
+    try:
+        arrays, meta = result
+    except (TypeError, ValueError):
+        raise SchemaError(f"compute() must return (arrays, meta), got {type(result).__name__}") from None
+    table, meta_json = encode(ref_key, arrays, meta)
+    if recheck:
+        cached = read(files, ref_key)
+        if cached is not None:
+            return cached
+    files.put(reference_file(files.root, ref_key), parquet_bytes(table, {META_KEY: meta_json}))
+    return {k: np.array(v, copy=True) for k, v in arrays.items()}, json.loads(meta_json)
+
+
+def _break_if_stale(lock: str, stale_after_s: float) -> None:
+    try:
+        age = time.time() - os.stat(lock).st_mtime
+    except FileNotFoundError:
+        return
+    if age > stale_after_s:
+        # Two waiters may both break it and both compute: harmless (identical whole-file writes).
+        try:
+            os.remove(lock)
+        except FileNotFoundError:
+            pass
+
+
+class _Heartbeat:
+    """Refreshes a lock file's mtime from a daemon thread while its holder computes."""
+
+    def __init__(self, path: str, interval_s: float):
+        self.path, self.interval_s = path, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                os.utime(self.path)
+            except OSError:
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        return False

@@ -1,0 +1,345 @@
+"""The one declaration of every stored column: name, Arrow type, nullability, meaning.
+
+Four kinds of rows live in the store (see docs/store.md for the table):
+- ``metrics``: one row per trial, seed and step (the numbers of SPEC.md section 4);
+- ``trials``: one row per trial (a grid point with all its seeds): config, status, timing;
+- ``fits``: one row per fitted parameter of a scaling-law fit (written by the analysis);
+- ``references``: one row per array of a cached Mean ODE reference.
+
+``to_table(kind, rows, fill)`` is the gate every write goes through: a row with a missing or
+unknown column, a value of the wrong type, or a status outside the allowed set raises
+``SchemaError`` before anything is written. Bump ``SCHEMA_VERSION`` whenever a column is added,
+removed or changes type; the version is stored in every row.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import SchemaError
+
+SCHEMA_VERSION = 1
+KINDS = ("metrics", "trials", "fits", "references")
+STATUSES = ("ok", "diverged", "failed")
+PACKAGE_NAME = "resnet-scaling-explorer"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One stored column."""
+
+    name: str
+    type: pa.DataType
+    meaning: str  # one line for docs/store.md and `explorer` users
+    nullable: bool = False  # None allowed (floats always allow NaN)
+    allowed: tuple[str, ...] | None = None  # closed set of string values
+
+
+_INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
+_TIME = pa.timestamp("us", tz="UTC")
+
+_IDENTITY = (
+    Column("sweep", _STR, "sweep name (the partition directory sweep=<name>)"),
+    Column("trial_key", _STR, "16-hex hash of everything that defines the trial's numbers"),
+    Column("ref_key", _STR, "key of the reference the trial is compared with"),
+    Column("ref_kind", _STR, "reference kind: mean_ode | largest"),
+)
+CONFIG_COLUMNS = (
+    Column("L", _INT, "depth: number of residual blocks"),
+    Column("M", _INT, "hidden width: units per block"),
+    Column("D", _INT, "embedding dimension"),
+    Column("d_in", _INT, "input dimension"),
+    Column("d_out", _INT, "output dimension"),
+    Column("samples", _INT, "N, full-batch training set size"),
+    Column("problem_seed", _INT, "seed of data and embeddings (shared with the reference)"),
+    Column("coupled_dim", _INT, "width at which coupled embeddings are drawn (null: not coupled)", nullable=True),
+    Column("activation", _STR, "activation sigma, e.g. tanh"),
+    Column("block", _STR, "residual block type, e.g. 2lp"),
+    Column("preset", _STR, "residual scaling preset: mlu | lazy | completep | depth_mup"),
+    Column("alpha", _FLOAT, "residual multiplier (>> 1: lazy regime)"),
+    Column("sigma_u", _FLOAT, "init std of u entries, in units of sqrt(D)"),
+    Column("sigma_v", _FLOAT, "init std of v entries, in units of sqrt(D)"),
+    Column("lr", _FLOAT, "learning rate eta, mean-field convention"),
+    Column("steps", _INT, "K, number of gradient steps (metrics at step 0..K)"),
+    Column("dtype", _STR, "float32 | float64"),
+    Column("antithetic", _BOOL, "units drawn in antithetic pairs"),
+    Column("residual_scale", _FLOAT, "c = alpha * L^-a * M^-b * D^-g of the preset"),
+)
+_PROVENANCE = (
+    Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
+    Column("package_version", _STR, "version of resnet-scaling-explorer that wrote the row"),
+)
+
+_METRICS = _IDENTITY + CONFIG_COLUMNS + (
+    Column("seed", _INT, "seed of the unit parameters (one repetition)"),
+    Column("step", _INT, "gradient step k; 0 is before the first update"),
+    Column("err_out", _FLOAT, "RMS over outputs and samples of f_k - f_k^ref"),
+    Column("err_hidden", _FLOAT, "RMS over coordinates and samples of h_L - h^ref(1)"),
+    Column("loss", _FLOAT, "training loss of the trial"),
+    Column("ref_loss", _FLOAT, "training loss of the reference"),
+    Column("ref_err_out", _FLOAT, "the reference's own error estimate for err_out"),
+    Column("ref_err_hidden", _FLOAT, "the reference's own error estimate for err_hidden"),
+    Column("feature_update", _FLOAT, "RMS local feature update of the units"),
+    Column("lin_ratio", _FLOAT, "local linearization error ratio of the units"),
+    Column("output_change", _FLOAT, "RMS change of the output since step 0"),
+    Column("weight_change", _FLOAT, "relative change of the unit weights since step 0"),
+    Column("status", _STR, "ok | diverged | failed", allowed=STATUSES),
+    Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
+    Column("device", _STR, "device the trial ran on: cpu | cuda"),
+    Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
+    Column("wall_s", _FLOAT, "wall-clock seconds of the whole trial"),
+) + _PROVENANCE
+
+_TRIALS = _IDENTITY + CONFIG_COLUMNS + (
+    Column("seeds", pa.list_(_INT), "seeds of the trial's repetitions"),
+    Column("n_seeds", _INT, "number of seeds"),
+    Column("status", _STR, "ok | diverged (some seed diverged) | failed", allowed=STATUSES),
+    Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
+    Column("wall_s", _FLOAT, "wall-clock seconds of the whole trial"),
+    Column("device", _STR, "device the trial ran on: cpu | cuda"),
+    Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
+    Column("started_at", _TIME, "UTC time the trial started"),
+    Column("final_err_out", _FLOAT, "RMS over seeds of err_out at the last step"),
+    Column("final_err_hidden", _FLOAT, "RMS over seeds of err_hidden at the last step"),
+    Column("config_json", _STR, "the resolved trial config as JSON"),
+) + _PROVENANCE
+
+_FITS = (
+    Column("sweep", _STR, "sweep name"),
+    Column("fit_id", _STR, "id of one fit (one file per fit id)"),
+    Column("form", _STR, "scaling-law form, a key of the fit registry"),
+    Column("metric", _STR, "fitted metric column, e.g. err_out"),
+    Column("step", _INT, "step the metric was taken at (null: not step-specific)", nullable=True),
+    Column("parameter", _STR, "name of the fitted parameter, e.g. a, c1"),
+    Column("estimate", _FLOAT, "point estimate of the parameter"),
+    Column("ci_low", _FLOAT, "lower end of the bootstrap confidence interval", nullable=True),
+    Column("ci_high", _FLOAT, "upper end of the bootstrap confidence interval", nullable=True),
+    Column("r2_log", _FLOAT, "R^2 of the fit in log space", nullable=True),
+    Column("n_points", _INT, "grid points used by the fit"),
+    Column("n_excluded", _INT, "grid points left out (floor-limited, diverged, failed)"),
+    Column("extrapolation_error", _FLOAT, "relative error on held-out larger points", nullable=True),
+    Column("created_at", _TIME, "UTC time the fit was written"),
+) + _PROVENANCE
+
+_REFERENCES = (
+    Column("ref_key", _STR, "reference key (one file per key)"),
+    Column("name", _STR, "array name"),
+    Column("dtype", _STR, "numpy dtype string, byte order included, e.g. <f8"),
+    Column("shape", pa.list_(_INT), "array shape"),
+    Column("data", pa.large_binary(), "raw C-order bytes of the array (bit-exact)"),
+    Column("meta_json", _STR, "the reference's metadata as JSON"),
+) + _PROVENANCE
+
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES,
+}
+# Each file of a kind holds whole groups of this column (one group per small file).
+KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key"}
+
+
+def _hostname() -> str:
+    return socket.gethostname()
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+# Columns a writer may leave out, and where their value then comes from.
+DEFAULTS = {
+    "metrics": {"error": lambda: None, "node_id": _hostname},
+    "trials": {"error": lambda: None, "node_id": _hostname},
+    "fits": {"created_at": _now},
+    "references": {},
+}
+
+
+@lru_cache(maxsize=None)
+def package_version() -> str:
+    """Installed version of resnet-scaling-explorer, or '0+unknown' when not installed."""
+    try:
+        return importlib.metadata.version(PACKAGE_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def schema(kind: str) -> pa.Schema:
+    """The Arrow schema of one kind of row.
+
+    Raises:
+        ValueError: for an unknown kind (the message lists the kinds).
+    """
+    return _schema(_check_kind(kind))
+
+
+@lru_cache(maxsize=None)
+def _schema(kind: str) -> pa.Schema:
+    fields = [pa.field(c.name, c.type, nullable=c.nullable) for c in COLUMNS[kind]]
+    return pa.schema(fields, metadata={"explorer.schema_version": str(SCHEMA_VERSION), "explorer.kind": kind})
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in COLUMNS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+    return kind
+
+
+def column_names(kind: str) -> tuple[str, ...]:
+    """Column names of a kind, in stored order."""
+    return tuple(c.name for c in COLUMNS[_check_kind(kind)])
+
+
+# Python types accepted for each Arrow type. bool is an int subclass: refused explicitly below.
+_INTEGER = (int, np.integer)
+_ACCEPTED = {
+    "int64": (_INTEGER, "an integer"),
+    "double": ((int, float, np.integer, np.floating), "a number (NaN allowed)"),
+    "string": ((str,), "a string"),
+    "bool": ((bool, np.bool_), "a bool"),
+    "timestamp[us, tz=UTC]": ((_dt.datetime,), "a timezone-aware datetime"),
+    "list<item: int64>": ((list, tuple), "a list of integers"),
+    "large_binary": ((bytes,), "bytes"),
+}
+_BOOLS = (bool, np.bool_)
+
+
+def _type_ok(value_type: type, arrow_type: str) -> bool:
+    accepted, _ = _ACCEPTED[arrow_type]
+    if issubclass(value_type, _BOOLS) and arrow_type != "bool":
+        return False
+    return issubclass(value_type, accepted)
+
+
+def _fail_row(kind: str, column: Column, values: list, test) -> SchemaError:
+    index = next(i for i, v in enumerate(values) if not test(v))
+    value = values[index]
+    _, expected = _ACCEPTED[str(column.type)]
+    if value is None:
+        return SchemaError(f"{kind} column {column.name!r} is null in row {index}; it is required ({expected})")
+    return SchemaError(
+        f"{kind} column {column.name!r} ({column.type}) got {value!r} ({type(value).__name__}) in row {index}; "
+        f"expected {expected}"
+    )
+
+
+def _check_values(kind: str, column: Column, values: list) -> None:
+    arrow_type = str(column.type)
+    types = set(map(type, values))
+    none_type = type(None)
+    if none_type in types:
+        if not column.nullable:
+            raise _fail_row(kind, column, values, lambda v: v is not None)
+        types.discard(none_type)
+    bad = [t for t in types if not _type_ok(t, arrow_type)]
+    if bad:
+        raise _fail_row(kind, column, values, lambda v: v is None or _type_ok(type(v), arrow_type))
+    if column.type == _TIME:
+        naive = [v for v in values if v is not None and v.tzinfo is None]
+        if naive:
+            raise _fail_row(kind, column, values, lambda v: v is None or v.tzinfo is not None)
+    if column.type == pa.list_(_INT):
+        def ints(v):
+            return v is None or all(_type_ok(type(x), "int64") for x in v)
+
+        if not all(map(ints, values)):
+            raise SchemaError(f"{kind} column {column.name!r} must hold lists of integers; got {next(v for v in values if not ints(v))!r}")
+    if column.allowed is not None:
+        unknown = set(values) - set(column.allowed) - {None}
+        if unknown:
+            raise SchemaError(
+                f"{kind} column {column.name!r} got {sorted(unknown)[0]!r}; expected one of: {', '.join(column.allowed)}"
+            )
+
+
+def to_table(kind: str, rows: Sequence[Mapping], fill: Mapping[str, object] | None = None) -> pa.Table:
+    """Validate rows against the declared schema and build the Arrow table to store.
+
+    Args:
+        kind: one of KINDS.
+        rows: a non-empty sequence of mappings, one per row, each with exactly the kind's
+            columns, except the ``fill`` columns and those with a default (``DEFAULTS``).
+        fill: columns the store sets itself (sweep, key, schema_version, package_version). A row
+            may repeat them only with the same value.
+
+    Returns:
+        A ``pa.Table`` with ``schema(kind)``.
+
+    Raises:
+        SchemaError: a missing or unknown column, a wrong type, a null in a required column, a
+            value outside an allowed set, or no rows at all. Nothing is written.
+    """
+    columns = COLUMNS[_check_kind(kind)]
+    fill = dict(fill or {})
+    if isinstance(rows, Mapping) or not isinstance(rows, Sequence):
+        raise SchemaError(f"{kind} rows must be a list of dicts, got {type(rows).__name__}")
+    if not rows:
+        raise SchemaError(f"no {kind} rows given; a write needs at least one row")
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise SchemaError(f"{kind} row {index} must be a dict, got {type(row).__name__}")
+    names = {c.name for c in columns}
+    defaults = DEFAULTS[kind]
+    first_keys = rows[0].keys()
+    for index, row in enumerate(rows):
+        if index and row.keys() == first_keys:
+            continue
+        keys = set(row.keys())
+        unknown = keys - names
+        if unknown:
+            raise SchemaError(
+                f"{kind} row {index} has unknown column(s) {', '.join(sorted(map(str, unknown)))}; "
+                f"declare new columns in store/schema.py (and bump SCHEMA_VERSION)"
+            )
+        missing = names - keys - set(fill) - set(defaults)
+        if missing:
+            raise SchemaError(f"{kind} row {index} is missing column(s) {', '.join(sorted(missing))}")
+        if index and keys != set(first_keys):
+            # Optional columns must be given in every row or in none: a mix is almost surely a bug.
+            raise SchemaError(
+                f"{kind} row {index} has columns {sorted(keys ^ set(first_keys))} that row 0 "
+                "does not have (or the reverse); give every row the same columns"
+            )
+    arrays = []
+    for column in columns:
+        if column.name in fill:
+            value = fill[column.name]
+            if column.name in first_keys:
+                differing = [r[column.name] for r in rows if r[column.name] != value]
+                if differing:
+                    raise SchemaError(
+                        f"{kind} column {column.name!r} is {differing[0]!r} in a row but the write is for {value!r}"
+                    )
+            values = [value] * len(rows)
+        elif column.name in first_keys:
+            values = [r[column.name] for r in rows]
+        else:
+            values = [defaults[column.name]()] * len(rows)
+        _check_values(kind, column, values)
+        try:
+            arrays.append(pa.array(values, type=column.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise SchemaError(f"{kind} column {column.name!r} cannot be stored as {column.type}: {exc}") from None
+    return pa.Table.from_arrays(arrays, schema=_schema(kind))
+
+
+def check_table_schema(kind: str, actual: pa.Schema) -> str | None:
+    """Why a file's schema cannot be read as ``kind`` (None when it can)."""
+    expected = _schema(_check_kind(kind))
+    missing = [f.name for f in expected if f.name not in actual.names]
+    if missing:
+        return f"missing column(s) {', '.join(missing)}"
+    unknown = [n for n in actual.names if n not in expected.names]
+    if unknown:
+        return f"unknown column(s) {', '.join(unknown)}"
+    for field in expected:
+        got = actual.field(field.name).type
+        if got != field.type:
+            return f"column {field.name!r} is {got}, expected {field.type}"
+    return None

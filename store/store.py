@@ -1,0 +1,186 @@
+"""``Store``: the one object the rest of the project uses to write and read results.
+
+    st = Store("results")                       # or "s3://bucket/prefix"
+    st.write_trial(sweep, trial_key, metric_rows, trial_row)
+    st.completed_trial_keys(sweep)              # -> set of trial keys with a trials row
+    st.get_or_compute_reference(ref_key, compute)
+    st.write_fit(sweep, fit_id, rows)
+    st.sql("SELECT L, avg(err_out) FROM metrics GROUP BY L").df()
+    st.check(); st.compact(sweep)
+
+It holds no open files: every method lists what it needs, so a Store can be pickled to Ray
+workers (it is rebuilt from its URI and filesystem) and sees what other workers wrote.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from . import compaction, integrity, query, references
+from .catalog import file_keys, list_kind, list_sweeps
+from .files import Files, open_root
+from .layout import check_key, check_sweep
+from .write import write_fit, write_trial
+
+
+class Store:
+    """A results store rooted at a local directory or an object-storage URI.
+
+    Args:
+        uri: a directory (created on first write) or ``s3://bucket/prefix`` (any URI pyarrow
+            resolves; for S3 the endpoint and credentials come from the AWS variables,
+            ``AWS_ENDPOINT_URL`` included).
+        filesystem: an explicit ``pyarrow.fs`` filesystem (e.g. ``S3FileSystem(endpoint_override=...)``);
+            ``uri`` is then a path on it.
+        durable: fsync each local file before it is renamed into place (default True).
+
+    Raises:
+        StoreError: a URI that cannot be resolved.
+    """
+
+    def __init__(self, uri: str | os.PathLike = "results", filesystem: pafs.FileSystem | None = None, durable: bool = True):
+        self._args = (os.fspath(uri), filesystem, durable)
+        self._files: Files = open_root(uri, filesystem, durable)
+
+    def __reduce__(self):
+        return (Store, self._args)
+
+    def __repr__(self) -> str:
+        return f"Store({self._files.uri!r})"
+
+    @property
+    def uri(self) -> str:
+        """The store root as given."""
+        return self._files.uri
+
+    @property
+    def files(self) -> Files:
+        """Low-level file access (for tests and tools)."""
+        return self._files
+
+    def exists(self) -> bool:
+        """True when the root holds anything (a sweep or a reference)."""
+        return bool(self._files.list_dir(self._files.root))
+
+    def sweeps(self) -> list[str]:
+        """Names of the sweeps in the store, sorted."""
+        return list_sweeps(self._files)
+
+    # -- writing -------------------------------------------------------------------------------
+    def write_trial(self, sweep: str, trial_key: str, metric_rows: Sequence[Mapping], trial_row: Mapping) -> None:
+        """Validate and atomically write one trial: its metric rows, then its trials row.
+
+        Args:
+            sweep: the sweep name (letters, digits, '_', '-', '.').
+            trial_key: the trial's key (letters, digits, '_', '-'); rewriting a key replaces it.
+            metric_rows: one dict per (seed, step) with the metrics columns (schema.COLUMNS),
+                except sweep, trial_key, schema_version and package_version, which the store
+                sets; error and node_id may be left out (null, this host).
+            trial_row: one dict with the trials columns, filled the same way (see
+                ``store.trial_row_from_metrics``).
+
+        Raises:
+            SchemaError: rows that do not match the schema (nothing written).
+            InvalidNameError: a bad sweep name or key. StoreError: the store cannot be written.
+        """
+        write_trial(self._files, sweep, trial_key, metric_rows, trial_row)
+
+    def write_fit(self, sweep: str, fit_id: str, rows: Sequence[Mapping]) -> None:
+        """Validate and atomically write the rows of one fit (one row per fitted parameter).
+
+        The store sets sweep, fit_id, schema_version, package_version (and created_at when
+        left out). Writing a fit id again replaces that fit.
+
+        Raises:
+            SchemaError, InvalidNameError, StoreError: as for ``write_trial``.
+        """
+        write_fit(self._files, sweep, fit_id, rows)
+
+    # -- reading -------------------------------------------------------------------------------
+    def completed_trial_keys(self, sweep: str) -> set[str]:
+        """Keys of the sweep's trials that have a trials row (written after their metrics).
+
+        A failed trial counts as complete (it has its rows, status 'failed'); find those with
+        ``SELECT trial_key FROM trials WHERE status = 'failed'``. Cost: one directory listing,
+        plus reading the trial_key column of compacted files.
+        """
+        listing = list_kind(self._files, check_sweep(sweep), "trials")
+        keys = set(listing.singles)
+        for entry in listing.compacted:
+            keys |= file_keys(self._files, entry, "trial_key")
+        return keys
+
+    def get_or_compute_reference(
+        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = 60.0
+    ) -> tuple[dict[str, np.ndarray], dict]:
+        """The cached reference ``(arrays, meta)`` of ``ref_key``, computing it only if absent.
+
+        Safe when many workers ask for the same key at once: on local disk one computes and the
+        others wait; on object storage duplicates may compute, and the copies are identical.
+        Arrays come back bit-exact; meta goes through JSON (tuples become lists).
+
+        Args:
+            compute: returns ``(arrays, meta)``: a dict of numpy arrays and a JSON-serializable dict.
+            stale_after_s: break a lock not refreshed for this long (its worker died).
+
+        Raises:
+            Whatever compute raises; SchemaError for arrays or meta that cannot be stored;
+            InvalidNameError for a bad key; StoreError when the store cannot be used.
+        """
+        return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s)
+
+    def read_reference(self, ref_key: str) -> tuple[dict[str, np.ndarray], dict] | None:
+        """The cached reference of ``ref_key``, or None when it is not cached."""
+        return references.read(self._files, check_key(ref_key, "reference key"))
+
+    def connect(self, sweep: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with views metrics, trials, fits and references.
+
+        The views show the files present now; connect again to see later writes.
+
+        Args:
+            sweep: restrict metrics, trials and fits to one sweep.
+            read_only: forbid the connection to read or write files by itself.
+        """
+        return query.connect(self._files, sweep=sweep, read_only=read_only)
+
+    def sql(self, sql: str, sweep: str | None = None) -> duckdb.DuckDBPyRelation:
+        """A DuckDB relation for a query over fresh views (``.df()`` for pandas, ``.to_arrow_table()``).
+
+        Raises:
+            StoreQueryError: DuckDB rejected the query (its message).
+        """
+        return query.relation(self.connect(sweep=sweep), sql)
+
+    def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
+        """Run a query over fresh views and return the whole result as an Arrow table.
+
+        Raises:
+            StoreQueryError: DuckDB rejected the query (its message).
+        """
+        con = self.connect(sweep=sweep, read_only=read_only)
+        try:
+            return query.run(con, sql)
+        finally:
+            con.close()
+
+    # -- integrity -----------------------------------------------------------------------------
+    def check(self, sweep: str | None = None) -> integrity.CheckReport:
+        """Report unreadable, foreign and temporary files, duplicate rows, missing steps and
+        incomplete trials (``report.ok`` is False when there is any); changes nothing."""
+        return integrity.check(self._files, sweep)
+
+    def compact(self, sweep: str, rows_per_file: int = 4_000_000) -> compaction.CompactionReport:
+        """Merge the sweep's small files into large ones with exactly the same rows (checked
+        before any original is removed; an interrupted compaction loses nothing)."""
+        return compaction.compact(self._files, sweep, rows_per_file=rows_per_file)
+
+
+def connect(uri: str | os.PathLike = "results", sweep: str | None = None, filesystem: pafs.FileSystem | None = None) -> duckdb.DuckDBPyConnection:
+    """Shortcut for notebooks: ``connect("results").sql("SELECT * FROM trials").df()``."""
+    return Store(uri, filesystem=filesystem).connect(sweep=sweep)
