@@ -14,3 +14,23 @@ class SpecError(UsageError):
 
 class QueryError(UsageError):
     """A SQL query that DuckDB rejected (exit 2)."""
+
+
+class ExpressionError(UsageError):
+    """A scaling-law expression that cannot be parsed or uses forbidden syntax (exit 2)."""
+
+
+class FitError(UsageError):
+    """A fit that cannot be done as asked: unknown form or metric, too few points (exit 2)."""
+
+
+class SweepDataError(UsageError):
+    """An analysis asked for a sweep, step or column the store does not hold (exit 2)."""
+
+
+class StoreAccessError(UsageError):
+    """A results store that cannot be opened, read or written, or rows it refused (exit 2)."""
+
+
+class ClusterError(UsageError):
+    """Ray could not be started or the cluster at --address could not be reached (exit 2)."""

@@ -33,7 +33,7 @@ REFERENCE_KINDS = ("mean_ode", "largest")
 # Axes a [grid] list may sweep, and the scalar setting each one replaces when swept.
 GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr")
 _AXIS_SCALAR = {"sigma_u": "model", "sigma_v": "model", "lr": "train"}
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # the store's rule for sweep names
 
 
 # --- value checks: each returns the normalized value or raises _Bad(problem) -----------------
@@ -119,9 +119,10 @@ def _list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
 
 
 def _sweep_name(v: Any) -> str:
-    if not isinstance(v, str) or not _NAME_PATTERN.match(v):
+    if not isinstance(v, str) or not _NAME_PATTERN.match(v) or ".." in v:
         raise _Bad(
-            f"expected a name of letters, digits, '_', '-' or '.' (it names a folder in the store), got {_fmt(v)}"
+            "expected 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit, no '..' "
+            f"(it names a folder in the store), got {_fmt(v)}"
         )
     return v
 
