@@ -55,6 +55,16 @@ class CompactionReport:
     temporaries_removed: int = 0
     seconds: float = 0.0
 
+    def summary(self) -> str:
+        """One line: what was merged, per kind."""
+        parts = [
+            f"{k.kind} {k.files_in} -> {k.files_out} files ({k.rows} rows)"
+            + (f", {k.kept_changed} changed meanwhile and kept" if k.kept_changed else "")
+            for k in self.kinds if k.files_in
+        ]
+        done = "; ".join(parts) if parts else "nothing to compact"
+        return f"sweep {self.sweep}: {done} in {self.seconds:.2f} s"
+
 
 def same_content(a: pa.Table, b: pa.Table) -> bool:
     """True when both tables hold the same columns, types and values, bit for bit (NaN too)."""

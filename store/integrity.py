@@ -67,6 +67,20 @@ class CheckReport:
             out[f.category] = out.get(f.category, 0) + 1
         return out
 
+    def lines(self, limit_per_category: int = 20) -> list[str]:
+        """A human summary: one line per finding (at most ``limit_per_category`` each), then totals."""
+        out, shown = [], {}
+        for f in self.findings:
+            shown[f.category] = shown.get(f.category, 0) + 1
+            if shown[f.category] <= limit_per_category:
+                out.append(f"{'problem' if f.is_problem else 'note'}: {f.category}: {f.where}: {f.detail}")
+        for category, n in self.counts().items():
+            if n > limit_per_category:
+                out.append(f"... {n - limit_per_category} more {category} finding(s)")
+        verdict = "ok" if self.ok else f"{len(self.problems)} problem(s)"
+        out.append(f"checked {self.files_checked} files, {self.trials} trials, {self.metric_rows} metric rows: {verdict}")
+        return out
+
 
 def _footer_problem(files: Files, entry: Entry, kind: str, key: str | None) -> Finding | None:
     try:

@@ -82,6 +82,13 @@ def connect(
     return con
 
 
+def _message(exc: Exception) -> str:
+    """DuckDB's message on one line: its first line, plus the "LINE n: ..." context if any."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    context = [line for line in lines[1:] if line.startswith("LINE ")]
+    return " ".join(lines[:1] + context[:1])
+
+
 def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """Execute SQL and fetch the whole result as Arrow.
 
@@ -94,7 +101,7 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
             return pa.table({})
         return result.to_arrow_table()
     except duckdb.Error as exc:
-        raise StoreQueryError(str(exc).strip()) from None
+        raise StoreQueryError(_message(exc)) from None
 
 
 def relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation:
@@ -106,7 +113,7 @@ def relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelatio
     try:
         rel = con.sql(sql)
     except duckdb.Error as exc:
-        raise StoreQueryError(str(exc).strip()) from None
+        raise StoreQueryError(_message(exc)) from None
     if rel is None:
         raise StoreQueryError(f"the statement returns no rows: {sql.strip()[:80]}")
     return rel

@@ -56,3 +56,33 @@ def trial(L=4, M=2, D=8, alpha=1.0, steps=3, seeds=(0, 1), **kw) -> tuple[str, l
 
 def grid(n_L=3, n_M=2, steps=3, seeds=(0, 1)) -> list[tuple[str, list[dict], dict]]:
     return [trial(L=2 ** (i + 1), M=2 ** j, steps=steps, seeds=seeds) for i in range(n_L) for j in range(n_M)]
+
+
+def reference_arrays(ref_key: str) -> tuple[dict, dict]:
+    """A deterministic fake reference (what compute_reference would return for ref_key)."""
+    import numpy as np
+
+    rng = np.random.default_rng(int(ref_key, 16) % 2**32)
+    return {"f_ref": rng.standard_normal((4, 5, 10)), "h_ref": rng.standard_normal((4, 8, 10))}, {"ref_key": ref_key}
+
+
+def concurrent_worker(store, worker: int, n_trials: int, ref_key: str, calls_dir: str) -> dict:
+    """Run in a spawned process: ask for the shared reference, then write trials (the last one
+    is written by every worker). Returns what this worker saw of the reference."""
+    import os
+    import time
+    import uuid
+
+    def compute():
+        with open(os.path.join(calls_dir, f"{worker}-{uuid.uuid4().hex}"), "w"):
+            pass
+        time.sleep(0.5)  # long enough for the other workers to arrive meanwhile
+        return reference_arrays(ref_key)
+
+    arrays, meta = store.get_or_compute_reference(ref_key, compute)
+    for i in range(n_trials):
+        key, rows, row = trial(L=2 + worker, M=1 + i, steps=3, seeds=(0, 1))
+        store.write_trial("race", key, rows, row)
+    key, rows, row = trial(L=64, M=64, steps=3, seeds=(0, 1))
+    store.write_trial("race", key, rows, row)
+    return {"bytes": {k: v.tobytes() for k, v in arrays.items()}, "meta": meta}

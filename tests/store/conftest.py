@@ -1,0 +1,60 @@
+"""Fixtures for the store tests: a local store, and an S3 store on a moto server on 127.0.0.1."""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # store_testkit, importable by spawned workers too
+
+from store import Store  # noqa: E402
+
+S3_KEYS = {"access_key": "testing", "secret_key": "testing", "region": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """``host:port`` of a moto S3 server started for this test session."""
+    moto_server = pytest.importorskip("moto.server")
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop()
+
+
+def s3_filesystem(endpoint: str):
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(
+        endpoint_override=endpoint, scheme="http", allow_delayed_open=True, allow_bucket_creation=True, **S3_KEYS
+    )
+
+
+@pytest.fixture
+def s3_store(s3_endpoint) -> Store:
+    """An empty store in a fresh bucket on the moto server."""
+    fs = s3_filesystem(s3_endpoint)
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    fs.create_dir(bucket)
+    return Store(f"s3://{bucket}/results", filesystem=fs)
+
+
+@pytest.fixture
+def local_store(tmp_path) -> Store:
+    return Store(tmp_path / "results")
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_store(request) -> Store:
+    """The same test against a local directory and against S3."""
+    return request.getfixturevalue(f"{request.param}_store")
