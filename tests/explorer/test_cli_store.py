@@ -1,0 +1,108 @@
+"""The store commands: explorer sql, check and compact."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "store"))
+import store_testkit as kit  # noqa: E402
+
+from explorer.cli import main  # noqa: E402
+from store import Store  # noqa: E402
+from store.layout import key_file  # noqa: E402
+
+QUERY = "SELECT L, M, count(*) AS n, avg(err_out) AS e FROM metrics GROUP BY L, M ORDER BY L, M"
+
+
+@pytest.fixture
+def results(tmp_path):
+    store = Store(tmp_path / "results")
+    for key, rows, trial in kit.grid(n_L=2, n_M=2, steps=3, seeds=(0, 1)):
+        store.write_trial("quick", key, rows, trial)
+    return store
+
+
+def run(*args):
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("command", ["sql", "check", "compact"])
+def test_store_commands_have_help(command):
+    code, out = run(command, "--help")
+    assert code == 0 and "--store URI" in out and len(out.splitlines()) > 5
+
+
+def test_sql_prints_an_aligned_table(results):
+    code, out = run("sql", QUERY, "--store", results.uri)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].split() == ["L", "M", "n", "e"] and set(lines[1]) <= {"-", " "}
+    assert lines[2].split()[:3] == ["2", "1", "8"] and lines[-1] == "(4 rows)"
+
+
+def test_sql_csv_and_json_agree(results):
+    _, out_csv = run("sql", QUERY, "--store", results.uri, "--format", "csv")
+    _, out_json = run("sql", QUERY, "--store", results.uri, "--format", "json")
+    rows = list(csv.DictReader(io.StringIO(out_csv)))
+    records = json.loads(out_json)
+    assert len(rows) == len(records) == 4
+    for row, record in zip(rows, records):
+        assert int(row["L"]) == record["L"] and float(row["e"]) == record["e"]
+
+
+def test_sql_json_turns_nan_into_null(results):
+    code, out = run("sql", "SELECT 'nan'::DOUBLE AS x, NULL AS y, [1, 2] AS z", "--store", results.uri, "--format", "json")
+    assert code == 0 and json.loads(out) == [{"x": None, "y": None, "z": [1, 2]}]
+
+
+def test_sql_error_prints_duckdbs_message_and_exits_2(results):
+    code, out = run("sql", "SELECT nope FROM metrics", "--store", results.uri)
+    assert code == 2
+    assert out.startswith('error: Binder Error: Referenced column "nope" not found') and out.count("\n") == 1
+
+
+def test_sql_is_read_only(results, tmp_path):
+    code, out = run("sql", f"COPY metrics TO '{tmp_path / 'out.csv'}'", "--store", results.uri)
+    assert code == 2 and "disabled by configuration" in out and not (tmp_path / "out.csv").exists()
+
+
+def test_a_missing_store_is_one_clean_line(tmp_path):
+    code, out = run("sql", "SELECT 1", "--store", str(tmp_path / "nowhere"))
+    assert code == 2 and out == f"error: no results store at '{tmp_path / 'nowhere'}' (nothing written there yet); pass --store URI\n"
+
+
+def test_sweep_option_filters_and_validates(results):
+    code, out = run("sql", "SELECT count(*) AS n FROM trials", "--store", results.uri, "--sweep", "quick", "--format", "csv")
+    assert (code, out) == (0, "n\n4\n")
+    code, out = run("sql", "SELECT 1", "--store", results.uri, "--sweep", "../etc")
+    assert code == 2 and out.startswith("error: invalid sweep name '../etc'")
+
+
+def test_store_option_reads_the_environment(results, monkeypatch):
+    monkeypatch.setenv("EXPLORER_STORE", results.uri)
+    assert run("sql", "SELECT count(*) AS n FROM trials", "--format", "csv") == (0, "n\n4\n")
+
+
+def test_check_exits_0_when_clean_and_1_with_problems(results):
+    code, out = run("check", "--store", results.uri)
+    assert code == 0 and out.endswith("checked 8 files, 4 trials, 32 metric rows: ok\n")
+    key = results.completed_trial_keys("quick").pop()
+    os.remove(key_file(results.files.root, "quick", "trials", key))
+    code, out = run("check", "--store", results.uri)
+    assert code == 1 and f"problem: incomplete: quick/{key}" in out and out.endswith("1 problem(s)\n")
+
+
+def test_compact_merges_and_answers_stay(results):
+    _, before = run("sql", QUERY, "--store", results.uri, "--format", "csv")
+    code, out = run("compact", "--store", results.uri)
+    assert code == 0 and out.startswith("sweep quick: metrics 4 -> 1 files (32 rows); trials 4 -> 1 files (4 rows)")
+    _, after = run("sql", QUERY, "--store", results.uri, "--format", "csv")
+    assert after == before
+    assert run("check", "--store", results.uri)[0] == 0
