@@ -1,3 +1,15 @@
 """The user-facing package: specs, sweeps on Ray Tune, fits, charts, reports and the CLI."""
 __version__ = "0.1.0"
 __all__ = ["__version__"]
+
+# Sweeps (explorer.api), imported on first use so that `import explorer` stays light (no torch, no Ray).
+_LAZY_API = {"sweep": "sweep", "sweep_status": "sweep_status", "load_spec": "load"}
+__all__ += list(_LAZY_API)
+
+
+def __getattr__(name):
+    if name in _LAZY_API:
+        from . import api
+
+        return getattr(api, _LAZY_API[name])
+    raise AttributeError(f"module 'explorer' has no attribute {name!r}")

@@ -82,5 +82,171 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int) -> No
             click.echo(st.compact(name, rows_per_file=rows_per_file).summary())
 
 
+@main.command("sweep", context_settings={"ignore_unknown_options": True})
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@store_option
+@click.option("--address", default=None, metavar="ADDR",
+              help="Join a Ray cluster: 'auto' (this machine is part of one) or ray://host:port. "
+              "Default: start an embedded local Ray for this run.")
+@click.option("--max-concurrent", type=click.IntRange(min=1), default=None, metavar="N",
+              help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
+def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
+                  max_concurrent: int | None) -> None:
+    """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
+
+    KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
+    (also written --train.steps=5). Rerunning resumes: complete trials are skipped, failed
+    ones run again. Exits 0 when every trial ended ok or diverged, 1 when some failed.
+
+    Example: explorer sweep examples/quick.toml --store results
+    """
+    from . import api
+
+    with store_errors():
+        result = api.sweep(spec, store=store_uri, address=address, max_concurrent=max_concurrent,
+                           overrides=overrides)
+    click.echo(result.summary())
+    sys.exit(result.exit_code)
+
+
+@main.command("status")
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@store_option
+@click.option("--sweep", "sweep_name", default=None, metavar="NAME", help="A sweep of the store, by name (instead of SPEC).")
+def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str, sweep_name: str | None) -> None:
+    """Counts of a sweep's trials by status (ok, diverged, failed), read from the store.
+
+    With SPEC: the spec's trials, plus how many are pending. Example: explorer status --sweep quick
+    """
+    from . import api
+
+    if (spec is None) == (sweep_name is None):
+        raise click.UsageError("give a SPEC file or --sweep NAME (one of them)")
+    with store_errors():
+        report = api.sweep_status(spec, sweep=sweep_name, store=store_uri, overrides=overrides)
+    for line in report.lines():
+        click.echo(line)
+
+
+@main.command("demo")
+@store_option
+@click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False),
+              help="Folder of the report (when the analysis is installed).")
+def demo_command(store_uri: str, out: str) -> None:
+    """Run a small built-in sweep end to end on an embedded Ray (a few minutes on 2 cores),
+    then fit and report on it. Rerunning reuses the trials already in the store."""
+    from . import demo
+
+    with store_errors():
+        code = demo.run_demo(store=store_uri, out=out)
+    sys.exit(code)
+
+
+_sweep_required = click.option("--sweep", "sweep", required=True, metavar="NAME", help="The sweep to analyse.")
+_metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME",
+                              help="Error metric: err_out (outputs) or err_hidden (last hidden state).")
+_step_option = click.option("--step", type=int, default=None, metavar="K",
+                            help="GD step to read (default: each trial's final step).")
+_where_option = click.option("--where", default=None, metavar="SQL",
+                             help="Only metric rows matching this SQL condition, e.g. \"alpha = 1\".")
+
+
+@main.command("fit")
+@_sweep_required
+@store_option
+@_metric_option
+@_step_option
+@click.option("--form", default="theory", show_default=True, metavar="F",
+              help="theory (c1/L + c2 sqrt(D/(LM))), free (c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), "
+              "output (c1/L + c2 D/(LM)), or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\".")
+@_where_option
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+              help="Bootstrap resamples for the confidence intervals.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
+@click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
+              help="Shape advice: the (L, M, D) minimizing the fitted error at L*M*D = P (repeatable).")
+@click.option("--save/--no-save", default=True, show_default=True, help="Write the fit to the store (kind fits).")
+def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, where: str | None,
+                n_boot: int, seed: int, budgets: tuple[float, ...], save: bool) -> None:
+    """Fit a scaling law to a sweep's errors, with 95% bootstrap confidence intervals.
+
+    Errors are RMS over seeds per grid point, fitted in log space (robust loss, several
+    starts); floor-limited points are left out and counted.
+    Example: explorer fit --sweep demo --form free
+    """
+    from . import fit as fitting
+    from .report import open_sweep
+
+    with store_errors():
+        fitting.resolve_form(form)
+        st, con = open_sweep(store_uri, sweep)
+        result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed)
+        click.echo(fitting.format_table(result))
+        if budgets:
+            from .shapes import format_advice, shape_advice
+
+            click.echo(format_advice(shape_advice(result, budgets)))
+        if save:
+            fitting.save_fit(st, result)
+            click.echo(f"wrote fit {result.fit_id} ({len(result.parameters)} rows, kind fits) to {st.uri}")
+
+
+@main.command("phase")
+@_sweep_required
+@store_option
+@click.option("--x", "x", default="alpha", show_default=True, help="Axis across (a swept column: alpha, lr, L, M, D, ...).")
+@click.option("--y", "y", default="D", show_default=True, help="Axis down.")
+@_step_option
+@_where_option
+@click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Also save the chart as DIR/phase.png, .svg and .html.")
+def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
+                  out: str | None) -> None:
+    """Classify each (x, y) cell of a sweep as mlu, lazy, trivial, diverged (or failed).
+
+    The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
+    lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
+    """
+    from .phase import format_phase, phase_diagram
+    from .report import open_sweep
+
+    with store_errors():
+        _, con = open_sweep(store_uri, sweep)
+        diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
+        click.echo(format_phase(diagram))
+        if out:
+            from .charts import phase_chart
+            from .report import save_chart
+
+            paths = save_chart(phase_chart(diagram), out, "phase")
+            click.echo("chart: " + ", ".join(str(p) for p in paths))
+
+
+@main.command("report")
+@_sweep_required
+@store_option
+@click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Folder of the report (index.html, charts as PNG/SVG/HTML, fits.csv).")
+@_metric_option
+@_step_option
+@_where_option
+@click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+              help="Bootstrap resamples per fit.")
+def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
+                   form: str, n_boot: int) -> None:
+    """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
+
+    DIR/index.html opens offline (Vega inline). Example: explorer report --sweep demo --out report
+    """
+    from .report import write_report
+
+    with store_errors():
+        path = write_report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot)
+    click.echo(f"report: {path / 'index.html'}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,6 +1,7 @@
 """Running a sweep on Ray: references first, then packed grid points as Ray Tune trials.
 
-The only module that imports Ray. The flow of ``run_sweep``:
+The only module that imports Ray (named for it: ``explorer.sweep`` is the public function of
+``explorer.api``). The flow of ``run_sweep``:
 
 1. Plan the spec (``spec.plan``) and read the store: trials already complete (ok or diverged)
    are skipped, failed ones run again. Nothing left to do -> no Ray at all.
@@ -29,20 +30,19 @@ import json
 import logging
 import math
 import os
-import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import ray
 from ray import tune
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from store import COLUMNS, SCHEMA_VERSION, Store, trial_row_from_metrics
 from trials import Reference, ReferenceDiverged, compute_reference, reference_from_trial, train_trial
 
+from .api import open_store, trial_statuses
 from .errors import ClusterError, SpecError
 from .progress import Progress
 from .spec import Plan, PlannedReference, PlannedTrial, SweepSpec, plan
@@ -270,7 +270,10 @@ def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> tuple[str, float
 def _run_pack(config: dict, job: _Job) -> None:
     """Tune function trainable: run one pack of grid points, reporting keys and statuses."""
     pack_id = config["pack"]
-    attempt = ray.get(job.ledger.attempt.remote(pack_id))
+    try:
+        attempt = ray.get(job.ledger.attempt.remote(pack_id))
+    except ray.exceptions.RayError:  # the ledger is gone: assume a restart, list the store
+        attempt = 1
     done_before: set[str] = set()
     if attempt > 0:  # a restart after a lost worker: skip what the first attempt already wrote
         done_before = job.store.completed_trial_keys(job.sweep) - job.rerun
@@ -427,14 +430,6 @@ def check_resources(spec: SweepSpec) -> int:
     return slots
 
 
-def trial_statuses(store: Store, sweep: str) -> dict[str, tuple[str, str | None]]:
-    """trial_key -> (status, error) of the sweep's trials in the store."""
-    if not store.completed_trial_keys(sweep):
-        return {}
-    table = store.query("SELECT trial_key, status, error FROM trials", sweep=sweep)
-    return {k: (s, e) for k, s, e in zip(*(table.column(i).to_pylist() for i in range(3)))}
-
-
 def _describe(trial: PlannedTrial) -> str:
     c = trial.config
     return f"L={c.L} M={c.M} D={c.D} alpha={c.alpha:g}"
@@ -468,8 +463,7 @@ def run_sweep(
         ClusterError: Ray cannot be started or reached.
     """
     started = time.monotonic()
-    if not isinstance(store, Store):
-        store = Store(_absolute(store))
+    store = open_store(store)
     the_plan = plan(spec, SCHEMA_VERSION)
     known = trial_statuses(store, spec.name)
     planned_keys = {t.trial_key for t in the_plan.trials}
@@ -497,11 +491,6 @@ def run_sweep(
         if status == "failed" and len(result.failures) < 5:
             result.failures.append(f"{_describe(by_key[key])} ({key}): {error}")
     return result
-
-
-def _absolute(uri: str | os.PathLike) -> str:
-    text = os.fspath(uri)
-    return text if "://" in text else str(Path(text).expanduser().resolve())
 
 
 def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial], bar: Progress) -> dict[str, str]:
@@ -532,7 +521,9 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
 
 def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> None:
     packs = pack(todo, slots, spec.resources.points_per_trial)
-    ledger = ray.remote(num_cpus=0)(_Ledger).remote()
+    # On the driver's node: a lost worker node must not take the ledger with it.
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+    ledger = ray.remote(num_cpus=0, scheduling_strategy=here)(_Ledger).remote()
     job = _Job(sweep=spec.name, store=store, packs=tuple(tuple(p) for p in packs),
                references={r.ref_key: r for r in the_plan.references}, reference_errors=reference_errors,
                rerun=rerun, retries=spec.resources.retries, ledger=ledger)

@@ -1,0 +1,150 @@
+"""The Python API of sweeps: the same as the CLI, for notebooks and scripts.
+
+    import explorer
+    result = explorer.sweep("examples/quick.toml", store="results")   # embedded Ray
+    result = explorer.sweep(spec, store="s3://bucket/prefix", address="auto")  # join a cluster
+    explorer.sweep_status("examples/quick.toml", store="results").counts
+
+A script that already called ``ray.init`` (or joined a cluster) keeps its Ray: ``sweep`` uses it
+and leaves it running. Ray is imported only when a sweep actually has trials to run.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from store import SCHEMA_VERSION, Store
+
+from .spec import SweepSpec, load_spec, parse_spec, plan
+
+if TYPE_CHECKING:
+    from .ray_runner import SweepResult
+
+STATUSES = ("ok", "diverged", "failed")
+
+
+def load(spec_or_path: SweepSpec | Mapping | str | os.PathLike, overrides: Sequence[str] = ()) -> SweepSpec:
+    """A validated spec from a ``SweepSpec``, a dict of TOML data, or a path to a TOML file.
+
+    Raises:
+        SpecError: see ``explorer.spec.parse_spec``.
+    """
+    if isinstance(spec_or_path, SweepSpec):
+        if overrides:
+            return parse_spec(_as_raw(spec_or_path), overrides)
+        return spec_or_path
+    if isinstance(spec_or_path, Mapping):
+        return parse_spec(spec_or_path, overrides)
+    return load_spec(spec_or_path, overrides)
+
+
+def _as_raw(spec: SweepSpec) -> dict:
+    raw = spec.to_dict()
+    for section, keys in raw.items():
+        if isinstance(keys, dict):  # keep only what the user gave, so defaults stay defaults
+            raw[section] = {k: v for k, v in keys.items() if f"{section}.{k}" in spec.given}
+    return raw
+
+
+def open_store(store: Store | str | os.PathLike) -> Store:
+    """A ``Store`` from a Store or a URI (relative paths are made absolute: workers run elsewhere)."""
+    if isinstance(store, Store):
+        return store
+    text = os.fspath(store)
+    return Store(text if "://" in text else str(Path(text).expanduser().resolve()))
+
+
+def sweep(
+    spec_or_path: SweepSpec | Mapping | str | os.PathLike,
+    store: Store | str | os.PathLike = "results",
+    address: str | None = None,
+    max_concurrent: int | None = None,
+    overrides: Sequence[str] = (),
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> "SweepResult":
+    """Run a sweep: every trial of the spec that the store does not have yet.
+
+    Args:
+        spec_or_path: a spec file path, a dict of TOML data, or a ``SweepSpec``.
+        store: results store, a directory (default ``results``) or ``s3://bucket/prefix``, or a Store.
+        address: None starts an embedded Ray (unless this process already has one);
+            ``"auto"`` or ``"ray://host:port"`` joins a cluster.
+        max_concurrent: at most this many trials at once.
+        overrides: ``KEY=VALUE`` strings such as ``"grid.L=[4,8]"``, applied to the spec.
+        progress: show the progress line on standard error.
+        num_cpus: CPUs of an embedded Ray (default: all of this machine's).
+
+    Returns:
+        A ``SweepResult`` (counts by status, ``summary()``, ``exit_code``).
+
+    Raises:
+        SpecError: an invalid spec or resources no node provides. ClusterError: Ray unreachable.
+    """
+    spec = load(spec_or_path, overrides)  # spec errors come before Ray is even imported
+    from .ray_runner import run_sweep
+
+    return run_sweep(spec, open_store(store), address=address,
+                     max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
+
+
+def trial_statuses(store: Store, sweep_name: str) -> dict[str, tuple[str, str | None]]:
+    """trial_key -> (status, error) of every trial of ``sweep_name`` that the store holds."""
+    if not store.completed_trial_keys(sweep_name):
+        return {}
+    table = store.query("SELECT trial_key, status, error FROM trials", sweep=sweep_name)
+    keys, statuses, errors = (table.column(i).to_pylist() for i in range(3))
+    return {k: (s, e) for k, s, e in zip(keys, statuses, errors)}
+
+
+@dataclass
+class SweepStatus:
+    """Counts of a sweep's trials by status, as the store sees them."""
+
+    sweep: str
+    store: str
+    counts: dict[str, int] = field(default_factory=dict)  # ok, diverged, failed (+ pending, other with a spec)
+    planned: int | None = None  # trials the spec defines (None without a spec)
+
+    def lines(self) -> list[str]:
+        head = f"sweep {self.sweep} in {self.store}"
+        if self.planned is not None:
+            done = sum(self.counts.get(s, 0) for s in ("ok", "diverged"))
+            head += f": {done}/{self.planned} trials complete"
+        order = list(STATUSES) + (["pending", "other"] if self.planned is not None else [])
+        lines = [head]
+        for name in order:
+            note = {"pending": "  (not run yet, or lost: rerun the sweep)",
+                    "other": "  (in the store, not in this spec)"}.get(name, "")
+            lines.append(f"  {name:<9}{self.counts.get(name, 0):>8}{note}")
+        return lines
+
+
+def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | str = "results",
+                 overrides: Sequence[str] = ()) -> SweepStatus:
+    """Counts by status of a sweep's trials: of the spec's trials (with a spec), or of every
+    trial the store holds under the name ``sweep``.
+
+    Raises:
+        SpecError: an invalid spec. ValueError: neither or both of a spec and a sweep name.
+    """
+    if (spec_or_path is None) == (sweep is None):
+        raise ValueError("give a spec or a sweep name (not both)")
+    st = open_store(store)
+    if sweep is not None:
+        known = trial_statuses(st, sweep)
+        counts = {s: 0 for s in STATUSES}
+        for status, _ in known.values():
+            counts[status] = counts.get(status, 0) + 1
+        return SweepStatus(sweep=sweep, store=st.uri, counts=counts)
+    spec = load(spec_or_path, overrides)
+    planned = {t.trial_key for t in plan(spec, SCHEMA_VERSION).trials}
+    known = trial_statuses(st, spec.name)
+    counts = {s: 0 for s in (*STATUSES, "pending", "other")}
+    for key in planned:
+        counts[known.get(key, ("pending",))[0]] += 1
+    counts["other"] = len(set(known) - planned)
+    return SweepStatus(sweep=spec.name, store=st.uri, counts=counts, planned=len(planned))

@@ -1,0 +1,198 @@
+"""Sweeps on a local Ray: every row lands once, reruns resume, failures are recorded, resources
+are checked; plus the driver-free parts (packing, retries, failed rows, progress)."""
+from __future__ import annotations
+
+import io
+import os
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import pytest  # noqa: E402
+import ray  # noqa: E402
+
+import explorer  # noqa: E402
+from explorer import ray_runner  # noqa: E402
+from explorer.errors import SpecError  # noqa: E402
+from explorer.progress import Progress  # noqa: E402
+from explorer.spec import parse_spec, plan  # noqa: E402
+from store import SCHEMA_VERSION, Store  # noqa: E402
+
+TINY = {
+    "name": "tiny",
+    "train": {"steps": 5},
+    "reference": {"depth": 16, "width": 8},
+    "grid": {"L": [2, 4, 8, 16], "M": [1, 2, 4], "D": [4, 8], "seeds": 2},
+}
+
+
+def spec_with(**changes) -> dict:
+    raw = {k: dict(v) if isinstance(v, dict) else v for k, v in TINY.items()}
+    for key, value in changes.items():
+        section, _, name = key.partition("__")
+        if name:
+            raw.setdefault(section, {})[name] = value
+        else:
+            raw[section] = value
+    return raw
+
+
+def no_duplicate_rows(store: Store, sweep: str) -> bool:
+    table = store.query(
+        "SELECT count(*) AS n, count(DISTINCT (trial_key, seed, step)) AS distinct_n FROM metrics", sweep=sweep)
+    return table.column("n")[0].as_py() == table.column("distinct_n")[0].as_py()
+
+
+def data_files(root) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
+
+
+def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path):
+    assert not ray.is_initialized()
+    result = explorer.sweep(TINY, store=tmp_path, progress=False, num_cpus=2)
+    assert not ray.is_initialized()  # the embedded Ray is shut down on exit
+    assert (result.total, result.ran, result.ok, result.failed, result.exit_code) == (24, 24, 24, 0, 0)
+    store = Store(tmp_path)
+    counts = store.query("SELECT count(*) AS rows, count(DISTINCT trial_key) AS trials, "
+                         "count(DISTINCT node_id) AS nodes FROM metrics", sweep="tiny").to_pylist()[0]
+    assert counts == {"rows": 24 * 2 * 6, "trials": 24, "nodes": 1}
+    assert no_duplicate_rows(store, "tiny")
+    planned = {t.trial_key for t in plan(parse_spec(TINY), SCHEMA_VERSION).trials}
+    assert store.completed_trial_keys("tiny") == planned
+    assert store.check().ok
+
+    before = data_files(tmp_path)
+    again = explorer.sweep(TINY, store=tmp_path, progress=False)
+    assert (again.ran, again.skipped, again.ok, again.exit_code) == (0, 24, 24, 0)
+    assert data_files(tmp_path) == before  # not one file rewritten
+    assert not ray.is_initialized()  # nothing to do: Ray was not even started
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_extending_the_grid_runs_only_the_new_points(tmp_path, local_ray):
+    small = spec_with(grid={"L": [2, 4], "M": [1], "D": [4], "seeds": 2})
+    first = explorer.sweep(small, store=tmp_path, progress=False)
+    assert (first.ran, first.ok) == (2, 2)
+    before = data_files(tmp_path)
+    extended = explorer.sweep(small, store=tmp_path, progress=False, overrides=["grid.L=[2, 4, 8]", "grid.M=[1, 2]"])
+    assert (extended.total, extended.skipped, extended.ran, extended.ok) == (6, 2, 4, 6)
+    after = data_files(tmp_path)
+    assert all(after[path] == mtime for path, mtime in before.items())  # old trials untouched
+    assert ray.is_initialized()  # a Ray the caller started stays up
+
+
+def test_diverged_trials_are_recorded_and_the_sweep_still_succeeds(tmp_path, local_ray):
+    # tanh at L=2, M=1: lr=1 trains; lr=1000 blows the trial's output up past the divergence
+    # threshold while the wide reference (bounded activations, averaged particles) stays finite.
+    raw = spec_with(grid={"L": [2], "M": [1], "D": [4], "lr": [1.0, 1000.0], "seeds": 2})
+    result = explorer.sweep(raw, store=tmp_path, progress=False)
+    assert (result.ok, result.diverged, result.failed, result.exit_code) == (1, 1, 0, 0)
+    rows = Store(tmp_path).query("SELECT seed, max(step) AS last, count(*) FILTER (status = 'diverged') AS marks "
+                                 "FROM metrics WHERE lr = 1000 GROUP BY seed", sweep="tiny").to_pylist()
+    assert any(r["marks"] == 1 and r["last"] < 5 for r in rows)  # its rows stop at the diverged step
+    rerun = explorer.sweep(raw, store=tmp_path, progress=False)
+    assert (rerun.ran, rerun.skipped) == (0, 2)  # diverged trials are final, not retried
+
+
+def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, local_ray):
+    # identity activation at lr=1000: the reference itself blows up, so its trials cannot be
+    # measured and are recorded failed (one row per seed at step 0, NaN metrics, the error).
+    raw = spec_with(name="failing", model={"activation": "identity"},
+                    grid={"L": [2, 4], "M": [1], "D": [4], "lr": [1000.0], "seeds": 2})
+    result = explorer.sweep(raw, store=tmp_path, progress=False)
+    assert (result.ok, result.failed, result.exit_code) == (0, 2, 1)
+    assert "reference" in result.failures[0] and "diverged" in result.failures[0]
+    assert "2 failed" in result.summary()
+    store = Store(tmp_path)
+    failed = store.query("SELECT L, seed, step, error, err_out FROM metrics ORDER BY L, seed", sweep="failing").to_pylist()
+    assert [(r["L"], r["seed"], r["step"]) for r in failed] == [(2, 0, 0), (2, 1, 0), (4, 0, 0), (4, 1, 0)]
+    assert all("diverged" in r["error"] and r["err_out"] != r["err_out"] for r in failed)  # message, NaN
+    rerun = explorer.sweep(raw, store=tmp_path, progress=False)
+    assert (rerun.ran, rerun.failed, rerun.exit_code) == (2, 2, 1)  # failed trials run again
+    assert no_duplicate_rows(store, "failing")
+
+
+def test_gpu_request_on_a_cluster_without_gpus_is_a_clear_error(tmp_path, local_ray):
+    with pytest.raises(SpecError, match=r"\[resources\] gpus_per_trial: 0.5 GPU per trial, but the Ray cluster has "
+                                        r"2 CPUs and 0 GPUs"):
+        explorer.sweep(spec_with(resources={"gpus_per_trial": 0.5}), store=tmp_path, progress=False)
+    with pytest.raises(SpecError, match=r"cpus_per_trial: a trial asks for 4 CPUs"):
+        explorer.sweep(spec_with(resources={"cpus_per_trial": 4}), store=tmp_path, progress=False)
+    assert not Store(tmp_path).exists()  # refused before anything ran
+
+
+# --- the parts that need no Ray --------------------------------------------------------------
+
+
+def test_packing_balances_cost_and_keeps_every_point_once():
+    the_plan = plan(parse_spec(spec_with(grid={"L": [2, 4, 8, 16, 32, 64, 128], "M": [1, 4, 16, 64], "D": [8]})),
+                    SCHEMA_VERSION)
+    packs = ray_runner.pack(list(the_plan.trials), slots=2)
+    keys = [t.trial_key for p in packs for t in p]
+    assert sorted(keys) == sorted(t.trial_key for t in the_plan.trials)
+    assert len(packs) >= 8  # at least 4 per slot
+    loads = [sum(map(ray_runner.estimated_seconds, p)) for p in packs]
+    assert loads == sorted(loads, reverse=True)  # longest first
+    biggest = max(map(ray_runner.estimated_seconds, the_plan.trials))
+    assert max(loads) - min(loads) <= biggest  # longest-first greedy: within one point
+    assert [len(p) for p in ray_runner.pack(list(the_plan.trials), slots=2, points_per_trial=5)][:2] == [5, 5]
+    tiny = plan(parse_spec(spec_with(grid={"L": [2, 4, 8], "M": [1, 2, 4, 8], "D": [4], "seeds": 1},
+                                     train={"steps": 5})), SCHEMA_VERSION)
+    many = [t for _ in range(50) for t in tiny.trials]  # 600 tiny points
+    assert len(ray_runner.pack(many, slots=2)) == 8  # tiny points share Tune trials
+
+
+def _job(store, the_plan, retries=2):
+    return ray_runner._Job(sweep="tiny", store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
+                             reference_errors={}, rerun=frozenset(), retries=retries, ledger=None)
+
+
+def test_a_point_that_raises_is_retried_then_recorded_failed(tmp_path, monkeypatch):
+    the_plan = plan(parse_spec(spec_with(grid={"L": [2], "M": [1], "D": [4]})), SCHEMA_VERSION)
+    trial = the_plan.trials[0]
+    store = Store(tmp_path)
+    real = ray_runner.train_trial
+    calls = []
+
+    def flaky(config, reference):
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("transient worker trouble")
+        return real(config, reference)
+
+    monkeypatch.setattr(ray_runner, "train_trial", flaky)
+    status, _ = ray_runner._run_point(_job(store, the_plan, retries=2), trial, node_id="node-a")
+    assert (status, len(calls)) == ("ok", 3)
+
+    calls.clear()
+    monkeypatch.setattr(ray_runner, "train_trial", lambda c, r: calls.append(1) or 1 / 0)
+    status, _ = ray_runner._run_point(_job(store, the_plan, retries=1), trial, node_id="node-a")
+    assert (status, len(calls)) == ("failed", 2)
+    rows = store.query("SELECT status, error, node_id FROM trials", sweep="tiny").to_pylist()
+    assert rows == [{"status": "failed", "error": "ZeroDivisionError: division by zero", "node_id": "node-a"}]
+
+
+def test_progress_redraws_in_place_on_a_terminal_and_prints_lines_otherwise():
+    tty = io.StringIO()
+    bar = Progress(total=10, stream=tty, interactive=True)
+    bar.update(force=True, done=3, running=2, failed=1)
+    bar.update(force=True, done=4)
+    bar.finish()
+    text = tty.getvalue()
+    assert text.count("\r") >= 3 and text.count("\n") == 1
+    assert "trials 4/10 | running 2 | failed 1" in text and "ETA" in text
+
+    log = io.StringIO()
+    bar = Progress(total=10, stream=log, interactive=False, plain_every_s=3600)
+    bar.update(done=1)
+    bar.update(done=2)  # throttled: no line
+    bar.finish()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2 and "\r" not in log.getvalue()
+    assert lines[-1].startswith("trials 2/10")
