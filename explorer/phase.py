@@ -1,0 +1,207 @@
+"""The phase diagram: each cell of two swept axes classified as mlu, lazy, trivial or diverged.
+
+Source: Chizat, "The Hidden Width of Deep ResNets" (arXiv:2509.10167), the phase diagram of
+SPEC.md section 5. In the maximal-local-update (MLU) regime every unit's own preactivation
+change (``feature_update``) and the block's local linearization error (``lin_ratio``) are
+Theta(1), as large as the change of the output; in the lazy regime (alpha >> 1) both are about
+1/alpha while the output still moves Theta(1). A learning rate too small leaves the output where
+it started (trivial); too large blows up (diverged).
+
+The rule (``PhaseRule``, documented in docs/analysis.md), applied per cell to the medians over
+seeds of the final-step values:
+
+1. failed:   every seed of the cell failed (no measurement).
+2. diverged: any seed diverged at any step, or a final value is missing or non-finite.
+3. trivial:  output_change < 0.05 * initial_residual, where initial_residual = sqrt(loss at
+             step 0) is how far the output had to go (RMS of f_0 - y).
+4. lazy:     local_ratio = max(feature_update, lin_ratio) / output_change < 0.5: the units'
+             own, local movement is small next to the function's movement.
+5. mlu:      otherwise.
+
+Measured with the trial engine at L = M = 8..64, D = 8, K = 10, eta = 1: local_ratio is about
+1.0 at alpha = 1, 0.3 at alpha = 4 and 0.06 to 0.13 at alpha = 16, i.e. about 1/alpha; the
+threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4 already reads lazy.
+A cell whose initial output noise alpha / sqrt(L M) is >= 0.25 (trials without antithetic units)
+is flagged ``init_noise``: it lies outside the Mean ODE picture whatever its class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import SweepDataError
+from .fit import GRID_COLUMNS, _run, _where_clause, check_sweep, held_axes, held_where, table_columns
+
+PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
+AXES = ("L", "M", "D") + GRID_COLUMNS
+_NEEDED = ("feature_update", "lin_ratio", "output_change", "loss")
+
+
+@dataclass(frozen=True)
+class PhaseRule:
+    """Thresholds of the phase rule (see the module docstring)."""
+
+    trivial_output: float = 0.05  # output_change below this fraction of sqrt(loss_0): trivial
+    lazy_ratio: float = 0.5  # max(feature_update, lin_ratio) / output_change below this: lazy
+    init_noise: float = 0.25  # alpha / sqrt(L M) at or above this: flagged init_noise
+
+
+@dataclass
+class PhaseDiagram:
+    """Cells of a phase diagram.
+
+    Attributes:
+        cells: one row per (x, y) cell: x, y, L, M, alpha, n_seeds, n_diverged, n_failed, the
+            medians feature_update, lin_ratio, output_change, initial_residual, then local_ratio,
+            init_noise (alpha / sqrt(L M), 0 with antithetic units), init_noise_flag and phase.
+        x, y: the two axes. fixed: the values the other varying axes were held at.
+        rule: the thresholds used.
+    """
+
+    cells: pd.DataFrame
+    x: str
+    y: str
+    fixed: dict = field(default_factory=dict)
+    rule: PhaseRule = field(default_factory=PhaseRule)
+
+    def counts(self) -> dict:
+        """phase -> number of cells."""
+        return {p: int((self.cells["phase"] == p).sum()) for p in PHASES}
+
+
+def classify(cells: pd.DataFrame, rule: PhaseRule = PhaseRule()) -> pd.Series:
+    """Apply the phase rule to cells with the median columns of ``PhaseDiagram.cells``."""
+    fu, lin, oc = (cells[c].astype(float) for c in ("feature_update", "lin_ratio", "output_change"))
+    residual = cells["initial_residual"].astype(float)
+    finite = np.isfinite(fu) & np.isfinite(lin) & np.isfinite(oc)
+    with np.errstate(all="ignore"):
+        ratio = np.maximum(fu, lin) / oc
+    phase = np.where(ratio < rule.lazy_ratio, "lazy", "mlu")
+    phase = np.where(oc < rule.trivial_output * residual, "trivial", phase)
+    phase = np.where((cells["n_diverged"] > 0) | ~finite | (cells["n_final"] < cells["n_seeds"] - cells["n_failed"]),
+                     "diverged", phase)
+    phase = np.where(cells["n_failed"] >= cells["n_seeds"], "failed", phase)
+    return pd.Series(phase, index=cells.index, name="phase")
+
+
+def _held_for_phase(con, sweep: str, x: str, y: str, columns: list[str], where: str | None) -> dict:
+    """Values for the varying axes that are not drawn, chosen one axis at a time: the value with
+    the most (x, y) cells; ties go to the largest L, M, D (closest to the limit), else to
+    ``held_axes``'s choice (the most common value)."""
+    fixed: dict = {}
+    preferred = held_axes(con, sweep, (x, y), where)
+    for col in preferred:
+        sql = (f'SELECT "{col}" AS v, count(DISTINCT ("{x}", "{y}")) AS cells FROM metrics '
+               f"WHERE sweep = $sweep{_where_clause(held_where(fixed, where))} GROUP BY 1")
+        counts = _run(con, sql, {"sweep": sweep})
+        top = counts[counts["cells"] == counts["cells"].max()]["v"].tolist()
+        value = preferred[col] if preferred[col] in top else (max(top) if col in ("L", "M", "D") else min(top))
+        fixed[col] = value.item() if isinstance(value, np.generic) else value
+    return fixed
+
+
+def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int | None = None,
+                  where: str | None = None, rule: PhaseRule = PhaseRule()) -> PhaseDiagram:
+    """Classify every (x, y) cell of a sweep.
+
+    Args:
+        con: a DuckDB connection with a ``metrics`` view.
+        sweep: the sweep name.
+        x, y: two distinct axes among L, M, D and the grid columns (alpha, lr, sigma_u, ...).
+        step: the GD step to read; None means each trial's final step.
+        where: an optional SQL filter on metric rows.
+        rule: the thresholds.
+    Returns:
+        A :class:`PhaseDiagram`; other varying axes are held at the values in ``fixed``.
+    Raises:
+        SweepDataError: unknown sweep or axis, axes equal, or missing metric columns.
+    """
+    columns = table_columns(con)
+    for axis in (x, y):
+        if axis not in AXES or axis not in columns:
+            allowed = ", ".join(a for a in AXES if a in columns)
+            raise SweepDataError(f"unknown phase axis {axis!r}; expected one of: {allowed}")
+    if x == y:
+        raise SweepDataError(f"the phase diagram needs two different axes, got {x!r} twice")
+    missing = [c for c in _NEEDED if c not in columns]
+    if missing:
+        raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
+    check_sweep(con, sweep)
+    fixed = _held_for_phase(con, sweep, x, y, columns, where)
+    conditions = _where_clause(held_where(fixed, where))
+    final = f"step = {int(step)}" if step is not None else ("step = steps" if "steps" in columns else
+                                                            "step = (SELECT max(step) FROM metrics WHERE sweep = $sweep)")
+    alpha = '"alpha"' if "alpha" in columns else "1.0"
+    anti = '"antithetic"' if "antithetic" in columns else "FALSE"
+
+    def at_final(c):
+        return f"max(CASE WHEN {final} AND status = 'ok' THEN {c} END)"
+
+    sql = f"""
+        WITH seeds AS (
+            SELECT "{x}" AS x, "{y}" AS y, trial_key, seed,
+                   any_value("L") AS "L", any_value("M") AS "M", any_value({alpha}) AS alpha,
+                   bool_or({anti}) AS antithetic,
+                   bool_or(status = 'diverged') AS diverged, bool_or(status = 'failed') AS failed,
+                   max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
+                   max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
+                   {at_final('feature_update')} AS feature_update, {at_final('lin_ratio')} AS lin_ratio,
+                   {at_final('output_change')} AS output_change
+            FROM metrics WHERE sweep = $sweep{conditions}
+            GROUP BY "{x}", "{y}", trial_key, seed)
+        SELECT x, y, any_value("L") AS "L", any_value("M") AS "M", any_value(alpha) AS alpha,
+               bool_or(antithetic) AS antithetic, count(*) AS n_seeds,
+               sum(CAST(diverged AS INTEGER)) AS n_diverged, sum(CAST(failed AS INTEGER)) AS n_failed,
+               sum(has_final) AS n_final,
+               median(feature_update) AS feature_update, median(lin_ratio) AS lin_ratio,
+               median(output_change) AS output_change, median(initial_residual) AS initial_residual
+        FROM seeds GROUP BY x, y ORDER BY x, y
+    """
+    cells = _run(con, sql, {"sweep": sweep})
+    if cells.empty:
+        raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
+    for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
+        cells[c] = cells[c].astype(float)
+    for c in ("n_seeds", "n_diverged", "n_failed", "n_final"):
+        cells[c] = cells[c].astype(int)
+    with np.errstate(all="ignore"):
+        cells["local_ratio"] = np.maximum(cells["feature_update"], cells["lin_ratio"]) / cells["output_change"]
+        noise = cells["alpha"] / np.sqrt(cells["L"].astype(float) * cells["M"].astype(float))
+    cells["init_noise"] = np.where(cells["antithetic"].astype(bool), 0.0, noise)
+    cells["init_noise_flag"] = cells["init_noise"] >= rule.init_noise
+    cells["phase"] = classify(cells, rule)
+    cells = _rename_axes(cells, x, y)
+    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule)
+
+
+def _rename_axes(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """Axis columns named after the axis; an axis that is L, M or alpha replaces that column."""
+    cells = cells.drop(columns=[c for c in (x, y) if c in cells.columns])
+    return cells.rename(columns={"x": x, "y": y})
+
+
+def format_phase(diagram: PhaseDiagram) -> str:
+    """A text grid: rows are y values, columns x values, each cell its phase (* = init noise)."""
+    cells = diagram.cells
+    xs = sorted(cells[diagram.x].unique())
+    ys = sorted(cells[diagram.y].unique())
+    lookup = {(r[diagram.x], r[diagram.y]): r["phase"] + ("*" if r["init_noise_flag"] else "")
+              for _, r in cells.iterrows()}
+    corner = f"{diagram.y} \\ {diagram.x}"
+    head = f"{corner:>12} " + " ".join(f"{_short(v):>9}" for v in xs)
+    lines = [head]
+    for yv in ys:
+        lines.append(f"{_short(yv):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
+    fixed = ", ".join(f"{k}={_short(v)}" for k, v in diagram.fixed.items())
+    lines.append("* init noise alpha/sqrt(LM) >= %g (outside the Mean ODE picture)" % diagram.rule.init_noise)
+    if fixed:
+        lines.append(f"other axes held at: {fixed}")
+    return "\n".join(lines)
+
+
+def _short(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):g}"
+    return str(v)

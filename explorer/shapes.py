@@ -1,0 +1,159 @@
+"""Shape advice: for a parameter budget P = L*M*D, the (L, M, D) that minimizes a fitted law.
+
+Source: Chaintron, Chizat, Maass, "ResNets of All Shapes and Sizes" (arXiv:2603.18168). With the
+``joint`` law err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D) and L M = P/D, the sampling term is
+c2 D / sqrt(P) whatever the split between L and M, so depth is free to replace width (the best
+M is 1: "depth begets width"), and balancing c2 D / sqrt(P) against c3 / sqrt(D) gives
+D ~ P^(1/3) and a best error ~ P^(-1/6).
+
+The minimization is numeric (any fitted law works): a grid over log L and log M with
+log D = log P - log L - log M and L, M, D >= 1, refined twice around its best cell; then the
+integer shapes around the continuous optimum with L*M*D <= P are scored and the best kept.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .errors import FitError
+from .fit import FitResult
+
+THEORY_EXPONENT = -1 / 6  # companion paper: best error ~ P^(-1/6) for the joint law
+
+
+def _continuous_best(law, log_p: float, n: int = 61) -> tuple[float, float, float, float]:
+    """(L, M, D, err) minimizing law(L, M, D) on L*M*D = P, L, M, D >= 1 (continuous)."""
+    lo_u, hi_u, lo_v, hi_v = 0.0, log_p, 0.0, log_p
+    best = None
+    for _ in range(3):
+        u, v = np.meshgrid(np.linspace(lo_u, hi_u, n), np.linspace(lo_v, hi_v, n), indexing="ij")
+        w = log_p - u - v
+        ok = w >= -1e-12
+        with np.errstate(all="ignore"):
+            err = law(np.exp(u), np.exp(v), np.exp(np.maximum(w, 0.0)))
+        err = np.where(ok & np.isfinite(err) & (err > 0), err, np.inf)
+        i, j = np.unravel_index(np.argmin(err), err.shape)
+        if not np.isfinite(err[i, j]):
+            break
+        best = (float(u[i, j]), float(v[i, j]), float(err[i, j]))
+        du, dv = (hi_u - lo_u) / (n - 1), (hi_v - lo_v) / (n - 1)
+        lo_u, hi_u = max(0.0, best[0] - 2 * du), min(log_p, best[0] + 2 * du)
+        lo_v, hi_v = max(0.0, best[1] - 2 * dv), min(log_p, best[1] + 2 * dv)
+    if best is None:
+        return (math.nan,) * 4
+    u, v, err = best
+    return math.exp(u), math.exp(v), math.exp(max(log_p - u - v, 0.0)), err
+
+
+def _integer_best(law, P: float, L: float, M: float, D: float) -> tuple[int, int, int, float]:
+    """The best integer shape with L*M*D <= P near a continuous optimum."""
+    def around(x):
+        base = max(1, int(math.floor(x)))
+        return {max(1, base + k) for k in (-1, 0, 1, 2)}
+
+    best = (1, 1, 1, math.inf)
+    for d in around(D):
+        for m in around(M):
+            ell = int(P // (m * d))
+            if ell < 1:
+                continue
+            err = float(law(ell, m, d))
+            if np.isfinite(err) and err < best[3]:
+                best = (ell, m, d, err)
+    return best
+
+
+def best_shape(fit: FitResult, budget: float) -> dict:
+    """The shape minimizing the fitted error at a parameter budget P = L*M*D.
+
+    Args:
+        fit: a fitted law (a ``joint`` fit is the one the theory is about; without a D term in
+            the law, the answer is D = 1).
+        budget: P, the number of unit parameters (L*M*D), > 1.
+    Returns:
+        dict with P, the continuous optimum L, M, D, best_err, and the integer shape L_int,
+        M_int, D_int (L_int*M_int*D_int <= P) with its fitted error err_int.
+    Raises:
+        FitError: a budget that is not a number > 1.
+    """
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 1 or not math.isfinite(budget):
+        raise FitError(f"the parameter budget P must be a number > 1, got {budget!r}")
+    law = fit.predict
+    L, M, D, err = _continuous_best(law, math.log(budget))
+    Li, Mi, Di, erri = _integer_best(law, budget, L, M, D)
+    return {"P": float(budget), "L": L, "M": M, "D": D, "best_err": err,
+            "L_int": Li, "M_int": Mi, "D_int": Di, "err_int": erri}
+
+
+def shape_frontier(fit: FitResult, budgets) -> pd.DataFrame:
+    """``best_shape`` at each budget: one row per P (columns of ``best_shape``)."""
+    return pd.DataFrame([best_shape(fit, float(p)) for p in budgets])
+
+
+def frontier_exponent(frontier: pd.DataFrame) -> float:
+    """The log-log slope of the best error against P (the theory says -1/6 for ``joint``)."""
+    ok = np.isfinite(frontier["best_err"]) & (frontier["best_err"] > 0)
+    if ok.sum() < 2:
+        return math.nan
+    return float(np.polyfit(np.log(frontier["P"][ok]), np.log(frontier["best_err"][ok]), 1)[0])
+
+
+def default_budgets(fit: FitResult, count: int = 13) -> np.ndarray:
+    """Budgets from the sweep's smallest P = L*M*D to 1000 times its largest, log-spaced."""
+    P = (fit.grid["L"] * fit.grid["M"] * fit.grid["D"]).to_numpy(float)
+    return np.geomspace(max(2.0, P.min()), P.max() * 1000, count)
+
+
+def _grid_max_p(fit: FitResult) -> float:
+    return float((fit.grid["L"] * fit.grid["M"] * fit.grid["D"]).max())
+
+
+def shape_advice(fit: FitResult, budgets=None, n_samples: int = 100) -> dict:
+    """Best shapes over budgets, the exponent of the best error in P, and its bootstrap CI.
+
+    Args:
+        fit: a fitted law with bootstrap samples (``fit.samples``).
+        budgets: the P values; default ``default_budgets(fit)``.
+        n_samples: bootstrap parameter vectors used for the exponent's CI (0: no CI).
+    Returns:
+        dict: ``frontier`` (DataFrame), ``exponent`` (float, the log-log slope of the best error
+        over the budgets at or above the sweep's largest P, ``exponent_range``), ``ci_low``,
+        ``ci_high`` (95%, from the fit's bootstrap samples),
+        ``theory`` (-1/6), ``d_values`` (distinct D in the fitted grid: one value means the D
+        dependence is the law's assumption, not a measurement).
+    """
+    budgets = default_budgets(fit) if budgets is None else np.asarray(budgets, dtype=float)
+    frontier = shape_frontier(fit, budgets)
+    # The exponent is read beyond the sweep (P >= its largest model), where the law's leading
+    # terms dominate; the frontier inside the sweep's range is still curving.
+    tail = budgets >= _grid_max_p(fit) * (1 - 1e-9)
+    if tail.sum() < 2:
+        tail = np.ones_like(budgets, dtype=bool)
+    exponent = frontier_exponent(frontier[tail])
+    slopes = []
+    for params in fit.samples[: max(0, n_samples)]:
+        def law(L, M, D, _p=params):
+            return fit.expression(_p, L, M, D)
+        errs = np.array([_continuous_best(law, math.log(p), n=25)[3] for p in budgets[tail]])
+        ok = np.isfinite(errs) & (errs > 0)
+        if ok.sum() >= 2:
+            slopes.append(np.polyfit(np.log(budgets[tail][ok]), np.log(errs[ok]), 1)[0])
+    lo, hi = (np.percentile(slopes, [2.5, 97.5]) if slopes else (math.nan, math.nan))
+    return {"frontier": frontier, "exponent": exponent, "ci_low": float(lo), "ci_high": float(hi),
+            "exponent_range": (float(budgets[tail].min()), float(budgets[tail].max())),
+            "theory": THEORY_EXPONENT, "d_values": sorted(fit.grid["D"].unique().tolist())}
+
+
+def format_advice(advice: dict) -> str:
+    """Text lines: the best integer shape per budget, and the exponent of the best error in P."""
+    lines = [f"{'P':>12} {'L':>8} {'M':>6} {'D':>6} {'fitted error':>13}"]
+    for row in advice["frontier"].itertuples():
+        lines.append(f"{row.P:>12.4g} {row.L_int:>8d} {row.M_int:>6d} {row.D_int:>6d} {row.err_int:>13.4g}")
+    lo, hi = advice["exponent_range"]
+    lines.append(f"best error ~ P^{advice['exponent']:.3f} (95% CI [{advice['ci_low']:.3f}, {advice['ci_high']:.3f}]) "
+                 f"for P in [{lo:.3g}, {hi:.3g}]; theory -1/6 for the joint law")
+    if len(advice["d_values"]) < 2:
+        lines.append("note: the sweep has a single D, so the law's D dependence is assumed, not measured")
+    return "\n".join(lines)
