@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .catalog import Source, file_keys, list_kind, resolve
+from .catalog import Source, completed_keys, list_kind, resolve
 from .errors import StoreError
 from .files import Entry, Files
 from .layout import DATA_KINDS, check_sweep, compacted_name, join, kind_dir
@@ -108,20 +108,12 @@ def _cut(table: pa.Table, key_column: str, rows_per_file: int) -> list[pa.Table]
     return parts
 
 
-def _completed(files: Files, sweep: str) -> set[str]:
-    listing = list_kind(files, sweep, "trials")
-    keys = set(listing.singles)
-    for entry in listing.compacted:
-        keys |= file_keys(files, entry, "trial_key")
-    return keys
-
-
 def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> KindCompaction:
     done = KindCompaction(kind)
     listing = list_kind(files, sweep, kind, stat=True)
     resolution = resolve(files, listing, kind)
     by_path = {s.path: s for s in resolution.sources}
-    complete = _completed(files, sweep) if kind == "metrics" else None
+    complete = completed_keys(files, sweep) if kind == "metrics" else None
     singles = [e for k, e in listing.singles.items() if complete is None or k in complete]
     compacted_inputs: list[Entry] = []
     for entry in listing.compacted:
@@ -144,7 +136,7 @@ def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> Ki
     try:
         for n, part in enumerate(_cut(table, KEY_COLUMN[kind], rows_per_file)):
             path = join(directory, compacted_name(generation, n))
-            files.put(path, parquet_bytes(part))
+            files.put(path, parquet_bytes(part, compression="zstd"))
             written.append(path)
             back = files.read_table(path)
             if not same_content(back, part):

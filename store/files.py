@@ -83,6 +83,18 @@ class Files:
             ]
         return sorted(entries, key=lambda e: e.name)
 
+    def list_file_names(self, path: str) -> list[str]:
+        """Names of the files directly in ``path`` (empty when it does not exist); no stat."""
+        if not self.is_local:
+            return [e.name for e in self.list_dir(path) if not e.is_dir]
+        try:
+            with os.scandir(path) as it:
+                return [e.name for e in it if e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot list {path}: {exc}") from None
+
     def info(self, path: str) -> Entry | None:
         """Size and mtime of one file, or None when it does not exist."""
         if self.is_local:

@@ -126,6 +126,15 @@ def classify(name: str) -> FileName:
     return FileName("foreign")
 
 
+def single_key(name: str) -> str | None:
+    """The key of a small file's name ``<key>.parquet``, or None (fast path of ``classify``)."""
+    if name.endswith(SUFFIX):
+        stem = name[: -len(SUFFIX)]
+        if _KEY.fullmatch(stem):
+            return stem
+    return None
+
+
 def parse_sweep_dir(name: str) -> str | None:
     """The sweep of a directory name ``sweep=<name>``, or None for anything else."""
     if name.startswith("sweep="):

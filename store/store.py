@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import compaction, integrity, query, references
-from .catalog import file_keys, list_kind, list_sweeps
+from .catalog import completed_keys, list_sweeps
 from .files import Files, open_root
 from .layout import check_key, check_sweep
 from .write import write_fit, write_trial
@@ -109,11 +109,7 @@ class Store:
         ``SELECT trial_key FROM trials WHERE status = 'failed'``. Cost: one directory listing,
         plus reading the trial_key column of compacted files.
         """
-        listing = list_kind(self._files, check_sweep(sweep), "trials")
-        keys = set(listing.singles)
-        for entry in listing.compacted:
-            keys |= file_keys(self._files, entry, "trial_key")
-        return keys
+        return completed_keys(self._files, check_sweep(sweep))
 
     def get_or_compute_reference(
         self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = 60.0

@@ -1,0 +1,21 @@
+"""docs/store.md documents every stored column and every store command."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from store import COLUMNS
+
+DOC = (pathlib.Path(__file__).parents[2] / "docs" / "store.md").read_text()
+
+
+@pytest.mark.parametrize("kind", sorted(COLUMNS))
+def test_every_column_has_a_row_in_the_schema_tables(kind):
+    missing = [c.name for c in COLUMNS[kind] if f"| `{c.name}` |" not in DOC]
+    assert not missing, f"docs/store.md lacks {kind} columns {missing}"
+
+
+@pytest.mark.parametrize("command", ["explorer sql", "explorer check", "explorer compact"])
+def test_every_store_command_is_documented_with_an_example(command):
+    assert f"{command} " in DOC
