@@ -500,7 +500,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         return vals[0] if len(vals) == 1 else None
 
     step = _one("step")
-    notes = _notes(expr, estimate, float(data["err"].max()), converged)
+    notes = _notes(expr, estimate, float(data["err"].max()), converged) + _identifiability(expr, best.jac)
     return FitResult(
         form=label, expression=expr, estimate=estimate,
         ci_low={n: float(v) for n, v in zip(names, lo)}, ci_high={n: float(v) for n, v in zip(names, hi)},
@@ -509,6 +509,23 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         sweep=_one("sweep"), metric=_one("metric"), step=None if step is None else int(step), where=where, seed=seed,
         notes=notes,
     )
+
+
+def _identifiability(expr: Expression, jac) -> list[str]:
+    """A note when the Jacobian at the fit is (nearly) rank deficient: some combination of
+    parameters leaves the fitted law unchanged, so their separate values are not determined."""
+    jac = np.asarray(jac.toarray() if hasattr(jac, "toarray") else jac, dtype=float)
+    if jac.size == 0 or not np.all(np.isfinite(jac)):
+        return []
+    scale = np.linalg.norm(jac, axis=0)
+    if np.any(scale == 0):
+        return [f"{', '.join(n for n, s in zip(expr.parameters, scale) if s == 0)} do not change the fit: not determined"]
+    _, sv, vt = np.linalg.svd(jac / scale, full_matrices=False)
+    if sv[-1] > 1e-6 * sv[0]:
+        return []
+    direction = np.abs(vt[-1])
+    involved = [n for n, w in zip(expr.parameters, direction) if w > 0.2]
+    return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
 def _notes(expr: Expression, estimate: dict, err_max: float, converged: bool) -> list[str]:
@@ -609,7 +626,12 @@ def _bootstrap(problem: _Problem, data: pd.DataFrame, theta: np.ndarray, n_boot:
         rms = np.sqrt(np.where(mask, chosen**2, 0.0).sum(axis=2) / counts[None, :])
         fitted, ok = solve_batch(problem, np.log(rms), starts)
     ok &= np.all(np.isfinite(fitted), axis=1)
-    return problem.values(fitted[ok]), ("points" if by_points else "seeds")
+    fitted = fitted[ok]
+    # Resampling n values spreads their mean by only (n - 1)/n of its variance: widen the
+    # replicates around the estimate by sqrt(n / (n - 1)) (n: seeds per point, or points).
+    n_eff = float(n) if by_points else float(len(counts) / np.sum(1.0 / np.maximum(counts, 2)))
+    fitted = theta + np.sqrt(n_eff / (n_eff - 1.0)) * (fitted - theta)
+    return problem.values(np.clip(fitted, *problem.bounds)), ("points" if by_points else "seeds")
 
 
 def _extrapolation_error(problem: _Problem, data: pd.DataFrame, theta: np.ndarray, n_params: int) -> float:

@@ -41,20 +41,89 @@ def grid_configs(base: TrialConfig, **axes) -> list[TrialConfig]:
     return [base.replace(**dict(zip(names, values))) for values in itertools.product(*(axes[n] for n in names))]
 
 
-def law_rows(law, *, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), Ds=(8,), seeds: int = 5, entries: int = 50,
-             steps: int = 10, ref_err: float = 1e-5, sweep: str = "law", rng=None) -> pd.DataFrame:
-    """Synthetic metric rows whose per-seed error is an RMS over ``entries`` Gaussian errors of
-    mean square law(L, M, D)^2: err_seed = law * sqrt(chi2_entries / entries), so the RMS over
-    seeds estimates the law itself (as a trial's error estimates its expected error)."""
+def law_rows(law, *, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), Ds=(8,), alphas=(1.0,), seeds: int = 5,
+             entries: int = 50, steps: int = 10, ref_err: float = 1e-5, sweep: str = "law", rng=None) -> pd.DataFrame:
+    """Synthetic metric rows with every column of the store's schema.
+
+    The per-seed error is an RMS over ``entries`` Gaussian errors of mean square law(L, M, D)^2:
+    err_seed = law * sqrt(chi2_entries / entries), so the RMS over seeds estimates the law itself
+    (as a trial's error estimates its expected error); errors grow along the steps to reach it
+    at the last one. The phase metrics follow the measured pattern (SPEC section 4):
+    feature_update = 0.5 / alpha, lin_ratio = 0.4 / alpha, output_change = 0.6, initial loss 1.6.
+    """
     rng = rng if rng is not None else np.random.default_rng(0)
     rows = []
-    for L, M, D in itertools.product(Ls, Ms, Ds):
+    for L, M, D, alpha in itertools.product(Ls, Ms, Ds, alphas):
         true = float(law(L, M, D))
+        key = f"L{L}-M{M}-D{D}-a{alpha:g}"
         for seed in range(seeds):
             noise = np.sqrt(rng.chisquare(entries, size=steps + 1) / entries)
             for step in range(steps + 1):
-                scale = (step + 1) / (steps + 1)  # errors grow along training, like the real ones
-                rows.append(dict(sweep=sweep, trial_key=f"{L}-{M}-{D}", seed=seed, step=step, steps=steps, L=L, M=M,
-                                 D=D, alpha=1.0, lr=1.0, status="ok", err_out=true * scale * noise[step],
-                                 err_hidden=true * scale * noise[step], ref_err_out=ref_err, ref_err_hidden=ref_err))
+                grown = (step + 1) / (steps + 1)
+                moved = step / steps
+                err = true * grown * noise[step]
+                rows.append(dict(
+                    sweep=sweep, trial_key=key, ref_key="ref-" + str(D), ref_kind="mean_ode", L=L, M=M, D=D, d_in=5,
+                    d_out=5, samples=10, problem_seed=1, coupled_dim=None, activation="tanh", block="2lp",
+                    preset="mlu", alpha=float(alpha), sigma_u=1.0, sigma_v=1.0, lr=1.0, steps=steps, dtype="float64",
+                    antithetic=False, residual_scale=alpha / (L * M), seed=seed, step=step, err_out=err,
+                    err_hidden=err, loss=1.6 * (1 - 0.5 * moved), ref_loss=1.6 * (1 - 0.5 * moved),
+                    ref_err_out=ref_err, ref_err_hidden=ref_err, feature_update=moved * 0.5 / alpha,
+                    lin_ratio=moved * 0.4 / alpha, output_change=moved * 0.6, weight_change=moved * 0.3 / alpha,
+                    status="ok", error=None, device="cpu", node_id="test", wall_s=0.01))
     return pd.DataFrame(rows)
+
+
+def law_grid(law, *, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), Ds=(8,), seeds: int = 5, entries: int = 50,
+             rng=None) -> pd.DataFrame:
+    """The table ``grid_errors`` would return for ``law_rows`` at the last step, built directly
+    (no DuckDB): for tests that fit hundreds of grids."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    points = list(itertools.product(Ls, Ms, Ds))
+    true = np.array([float(law(L, M, D)) for L, M, D in points])
+    per_seed = true[:, None] * np.sqrt(rng.chisquare(entries, size=(len(points), seeds)) / entries)
+    grid = pd.DataFrame(points, columns=["L", "M", "D"])
+    grid["err"] = np.sqrt((per_seed**2).mean(axis=1))
+    grid["ref_err"] = 1e-5
+    grid["n_seeds"] = seeds
+    grid["seed_errs"] = list(per_seed)
+    grid["floor_limited"] = False
+    return grid
+
+
+def mark_trial(frame: pd.DataFrame, trial_key: str, status: str, seeds=None, from_step: int = 0) -> pd.DataFrame:
+    """A copy of ``frame`` where a trial (some seeds) diverged at ``from_step`` (rows after it
+    dropped, that row NaN) or failed (one NaN row per seed at step 0, with an error)."""
+    hit = (frame["trial_key"] == trial_key) & (frame["seed"].isin(seeds) if seeds is not None else True)
+    metrics = ["err_out", "err_hidden", "loss", "feature_update", "lin_ratio", "output_change", "weight_change"]
+    if status == "failed":
+        out = frame[~hit | (frame["step"] == 0)].copy()
+        rows = hit[out.index]
+        out.loc[rows, metrics] = np.nan
+        out.loc[rows, "status"] = "failed"
+        out.loc[rows, "error"] = "RuntimeError: simulated failure"
+        return out.reset_index(drop=True)
+    out = frame[~hit | (frame["step"] <= from_step)].copy()
+    rows = hit[out.index] & (out["step"] == from_step)
+    out.loc[rows, ["err_out", "err_hidden", "loss"]] = np.nan
+    out.loc[rows, "status"] = "diverged"
+    return out.reset_index(drop=True)
+
+
+def write_to_store(frame: pd.DataFrame, store) -> None:
+    """Write metric rows into a ``store.Store``, one trial per trial_key (sweep from the rows)."""
+    import datetime as dt
+
+    from store import trial_row_from_metrics
+
+    for (sweep, key), rows in frame.groupby(["sweep", "trial_key"]):
+        records = rows.drop(columns=["sweep", "trial_key"]).astype(object).where(rows.notna(), None)
+        records = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
+                   for r in records.to_dict("records")]
+        for r in records:
+            for k in ("err_out", "err_hidden", "loss", "feature_update", "lin_ratio", "output_change", "weight_change",
+                      "ref_loss", "ref_err_out", "ref_err_hidden", "wall_s"):
+                if r.get(k) is None:
+                    r[k] = float("nan")
+        trial = trial_row_from_metrics(records, config_json="{}", started_at=dt.datetime.now(dt.timezone.utc))
+        store.write_trial(sweep, key, records, trial)

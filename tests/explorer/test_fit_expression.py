@@ -1,0 +1,80 @@
+"""The scaling-law expression parser: arithmetic over L, M, D, P and parameters, nothing else."""
+import math
+
+import numpy as np
+import pytest
+
+from explorer.errors import ExpressionError, UsageError
+from explorer.expression import parse_expression
+from explorer.fit import FORMS
+
+
+def test_expression_evaluates_like_the_formula():
+    expr = parse_expression("c1/L + c2*sqrt(D/(L*M))")
+    L, M, D = np.array([2.0, 8.0]), np.array([4.0, 1.0]), np.array([8.0, 8.0])
+    expected = 0.5 / L + 0.25 * np.sqrt(D / (L * M))
+    np.testing.assert_allclose(expr({"c1": 0.5, "c2": 0.25}, L, M, D), expected, rtol=1e-15)
+    np.testing.assert_allclose(expr([0.5, 0.25], L, M, D), expected, rtol=1e-15)
+
+
+def test_parameters_are_ordered_constants_first_and_constants_are_positive():
+    expr = parse_expression("c10*L**-a + c2*(D/(L*M))**b + c1")
+    assert expr.parameters == ("c1", "c2", "c10", "a", "b")
+    assert expr.positive == {"c1", "c2", "c10"}
+    assert expr.variables == {"L", "M", "D"}
+
+
+def test_p_is_the_parameter_count_and_functions_work():
+    expr = parse_expression("c1 * P**-a + log(exp(c2)) * 0 + pi*0")
+    assert float(expr({"c1": 2.0, "c2": 1.0, "a": 0.5}, 2, 3, 6)) == pytest.approx(2.0 / 6.0)
+
+
+def test_batch_evaluation_matches_one_at_a_time():
+    expr = parse_expression("c1*L**-a + c2*(D/(L*M))**b")
+    L, M, D = np.array([2.0, 4.0, 8.0]), np.array([1.0, 4.0, 16.0]), np.full(3, 8.0)
+    values = np.array([[0.8, 0.3, 1.0, 0.5], [1.0, 0.1, 0.9, 0.4]])
+    batch = expr.batch(values, L, M, D)
+    for row, params in zip(batch, values):
+        np.testing.assert_allclose(row, expr(params, L, M, D), rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_every_registry_form_parses(name):
+    expr = parse_expression(FORMS[name].expression)
+    assert expr.positive, "every registry form has positive constants"
+    assert set(FORMS[name].theory) <= set(expr.parameters)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('__import__("os").system("true")', "unknown function"),
+    ('__import__("os")', "unknown function '__import__'"),
+    ("L.__class__", "unsupported syntax 'Attribute'"),
+    ("c1 if L else c2", "unsupported syntax 'IfExp'"),
+    ("c1*[L][0]", "unsupported syntax"),
+    ("(lambda: c1)()", "unknown function"),
+    ("c1 * L % 2", "unsupported syntax 'Mod'"),
+    ("c1 < L", "unsupported syntax 'Compare'"),
+    ("c1*'L'", "unsupported constant"),
+    ("c1*L +", "cannot parse"),
+    ("c1*open(L)", "unknown function 'open'"),
+    ("sqrt(L, M)*c1", "exactly one argument"),
+    ("c1*sqrt", "without parentheses"),
+    ("2*L", "no parameter"),
+    ("c1 + c2", "none of L, M, D, P"),
+    ("c1*L**__x", "bad parameter name"),
+    ("", "empty"),
+    ("c1*L" + " + c1*L" * 100, "characters long"),
+    (" + ".join(f"c{i}*L" for i in range(1, 11)), "at most 8"),
+])
+def test_forbidden_or_broken_expressions_are_refused_with_a_clear_message(text, fragment):
+    with pytest.raises(ExpressionError, match=None) as info:
+        parse_expression(text)
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, UsageError)
+
+
+def test_undefined_values_become_nan_not_exceptions():
+    expr = parse_expression("c1*sqrt(L - 4) + c2*L**1000")
+    out = expr({"c1": 1.0, "c2": 1.0}, np.array([2.0, 9.0]), 1.0, 1.0)
+    assert math.isnan(out[0]) and math.isinf(out[1])
