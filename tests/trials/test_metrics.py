@@ -1,0 +1,92 @@
+"""Metrics against explicit per-unit loops, and the rows train_trial produces."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tests import naive
+from tests.trials.conftest import rms, seed_weights
+from trials import METRICS, ReferenceConfig, TrialConfig, compute_reference, train_trial
+from trials.metrics import Snapshot
+from trials.model import ResNet
+
+ROW_METRICS = set(METRICS) | {"ref_loss", "ref_err_out", "ref_err_hidden"}
+
+
+@pytest.fixture(scope="module")
+def small_reference():
+    limit = TrialConfig(L=2, M=2, D=4, steps=4, device="cpu")
+    return compute_reference(ReferenceConfig(limit=limit, depth=32, width=16, replicas=2, device="cpu"))
+
+
+def _snapshot_after(cfg: TrialConfig, steps: int):
+    net = ResNet(cfg)
+    start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
+    units0 = net.units.clone()
+    out0 = net.forward().out.clone()
+    for k, fwd in net.trajectory():
+        if k == steps:
+            return net, start, Snapshot(net, fwd, units0, out0, torch.zeros_like(out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
+    raise AssertionError("not reached")
+
+
+@pytest.mark.parametrize("activation", ["tanh", "gelu", "relu", "identity"])
+def test_unit_metrics_match_explicit_loops(activation):
+    cfg = TrialConfig(L=3, M=4, D=5, steps=3, activation=activation, seeds=(5, 6), device="cpu")
+    net, start, snap = _snapshot_after(cfg, 3)
+    for r in range(2):
+        x, _, W_E, W_U, U0, V0 = start[r]
+        _, _, _, _, U, V = seed_weights(net, r)
+        fu, lin = naive.unit_metrics(x, W_E, W_U, U0, V0, U, V, net.scale, activation)
+        assert float(METRICS["feature_update"](snap)[r]) == pytest.approx(fu, rel=1e-9)
+        assert float(METRICS["lin_ratio"](snap)[r]) == pytest.approx(lin, rel=1e-7)
+
+
+def test_distance_metrics_match_numpy():
+    cfg = TrialConfig(L=3, M=4, D=5, steps=2, seeds=(1,), device="cpu")
+    net, start, snap = _snapshot_after(cfg, 2)
+    out = snap.fwd.out[0].numpy().T  # (d_out, N), like naive's y
+    _, y, _, _, U0, V0 = start[0]
+    _, _, _, _, U, V = seed_weights(net, 0)
+    assert float(METRICS["err_out"](snap)[0]) == pytest.approx(rms(out))  # reference set to 0 above
+    assert float(METRICS["loss"](snap)[0]) == pytest.approx(np.mean((out - y) ** 2))
+    assert float(METRICS["output_change"](snap)[0]) == pytest.approx(rms(out - snap.out0[0].numpy().T))
+    moved = sum(np.sum((a - b) ** 2) for a, b in zip(U + V, U0 + V0))
+    assert float(METRICS["weight_change"](snap)[0]) == pytest.approx(math.sqrt(moved / sum(np.sum(b**2) for b in U0 + V0)))
+
+
+def test_every_metric_is_zero_or_finite_at_step_zero(small_reference):
+    rows = train_trial(TrialConfig(L=4, M=2, D=4, steps=4, seeds=(0, 1), device="cpu"), small_reference)
+    first = [r for r in rows if r["step"] == 0]
+    for name in METRICS:
+        assert all(math.isfinite(r[name]) for r in first), name
+    for name in ("feature_update", "lin_ratio", "output_change", "weight_change"):
+        assert all(r[name] == 0.0 for r in first), name
+
+
+def test_train_trial_rows_cover_every_seed_and_step(small_reference):
+    cfg = TrialConfig(L=4, M=2, D=4, steps=4, seeds=(3, 9), device="cpu")
+    rows = train_trial(cfg, small_reference)
+    assert [(r["seed"], r["step"]) for r in rows] == [(s, k) for s in (3, 9) for k in range(5)]
+    for row in rows:
+        assert ROW_METRICS <= set(row)
+        assert row["status"] == "ok" and row["ref_key"] == small_reference.key
+        assert row["ref_err_out"] == small_reference.arrays["err_out"][row["step"]]
+        assert {k: row[k] for k in cfg.columns()} == cfg.columns()
+
+
+def test_divergence_ends_the_seed_with_a_diverged_row_and_never_raises(small_reference):
+    cfg = TrialConfig(L=4, M=2, D=4, steps=4, lr=200.0, activation="identity", seeds=(0,), device="cpu",
+                      divergence_threshold=1e3)
+    rows = train_trial(cfg, small_reference)
+    assert rows[-1]["status"] == "diverged"
+    assert all(r["status"] == "ok" for r in rows[:-1])
+    assert len(rows) < cfg.steps + 1
+
+
+def test_reference_with_other_steps_is_refused(small_reference):
+    with pytest.raises(ValueError, match="steps"):
+        train_trial(TrialConfig(L=2, M=2, D=4, steps=5, device="cpu"), small_reference)

@@ -1,0 +1,48 @@
+"""The rates of SPEC section 5, measured on the real engine against a Mean ODE reference.
+
+Error after K steps: O(1/L + sqrt(D / (L M))). At very large M with antithetic units the Euler
+term 1/L dominates; at M = 1 the sampling term sqrt(D / (L M)) does.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
+
+LIMIT = TrialConfig(L=1, M=2, D=8, steps=10, lr=1.0, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return compute_reference(ReferenceConfig(limit=LIMIT, depth=1024, width=512, replicas=2, device="cpu"))
+
+
+def final_err(reference, **shape) -> float:
+    rows = train_trial(LIMIT.replace(**shape), reference)
+    return float(np.sqrt(np.mean([r["err_out"] ** 2 for r in rows if r["step"] == LIMIT.steps])))
+
+
+def slope(x, y) -> float:
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def test_error_decays_like_one_over_depth_at_large_width(reference):
+    depths = [2, 4, 8, 16]
+    errors = [final_err(reference, L=L, M=4096, antithetic=True, seeds=(0, 1)) for L in depths]
+    assert min(errors) > 3 * reference.arrays["err_out"][-1]  # not floor-limited
+    assert slope(depths, errors) == pytest.approx(-1.0, abs=0.15), errors
+
+
+@pytest.mark.parametrize("M,depths", [(1, [8, 32, 128, 512]), (64, [4, 16, 64])])
+def test_error_decays_like_one_over_sqrt_of_units(reference, M, depths):
+    errors = [final_err(reference, L=L, M=M, seeds=tuple(range(8))) for L in depths]
+    units = [L * M for L in depths]
+    assert slope(units, errors) == pytest.approx(-0.5, abs=0.1), errors
+
+
+def test_depth_begets_width_same_units_same_error(reference):
+    """The sampling term depends on L*M only: (L, M) = (256, 1) and (16, 16) match within noise."""
+    deep = final_err(reference, L=256, M=1, seeds=tuple(range(8)))
+    wide = final_err(reference, L=16, M=16, seeds=tuple(range(8)))
+    assert deep / wide == pytest.approx(1.0, abs=0.3)

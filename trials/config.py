@@ -1,0 +1,221 @@
+"""Validated configurations of a trial and of its reference, and their stable keys.
+
+A configuration is a frozen dataclass: every default is commented, every field is checked in
+``__post_init__`` (one ``ValueError`` naming the field, what it got and what is allowed), and
+``key()`` hashes exactly the fields that define the numbers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+# Bumped whenever a change to the numerics changes the numbers a configuration produces.
+NUMERICS_VERSION = 1
+
+# Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
+# depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch
+# multiplier 1/L and 1/sqrt(L): in unit-variance form their scales are 1/(L sqrt(M)) and
+# 1/sqrt(L M), against sqrt(D)/(L M) for mlu.
+PRESETS: dict[str, tuple[float, float, float]] = {
+    "mlu": (1.0, 1.0, 0.0),
+    "lazy": (1.0, 1.0, 0.0),
+    "completep": (1.0, 0.5, 0.5),
+    "depth_mup": (0.5, 0.5, 0.5),
+}
+ACTIVATION_NAMES = ("tanh", "identity", "gelu", "relu")
+BLOCKS = ("2lp",)
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def _choice(name: str, value: object, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; expected one of: {', '.join(map(str, allowed))}")
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _positive_float(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def stable_hash(payload: dict) -> str:
+    """A 16-hex-digit SHA-256 of a JSON-serializable dict, independent of key order."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ProblemConfig:
+    """The data and the frozen embeddings: shared by a trial and its reference."""
+
+    d_in: int = 5  # input dimension
+    d_out: int = 5  # output dimension
+    samples: int = 10  # N, full-batch training set size
+    seed: int = 1  # draws X, Y, W_E, W_U (never the units)
+    coupled_dim: int | None = None  # draw W_E, W_U at this width and keep the first D rows
+
+    def __post_init__(self) -> None:
+        for name in ("d_in", "d_out", "samples"):
+            _positive_int(f"problem.{name}", getattr(self, name))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"problem.seed must be a non-negative integer, got {self.seed!r}")
+        if self.coupled_dim is not None:
+            _positive_int("problem.coupled_dim", self.coupled_dim)
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """One grid point: a ResNet shape, its initialization and training, and its seeds."""
+
+    L: int  # depth: number of residual blocks
+    M: int  # hidden width: units per block
+    D: int  # embedding dimension
+    problem: ProblemConfig = field(default_factory=ProblemConfig)
+    activation: str = "tanh"  # sigma, one of ACTIVATION_NAMES
+    block: str = "2lp"  # residual block type, one of BLOCKS
+    preset: str = "mlu"  # residual scaling, one of PRESETS
+    alpha: float = 1.0  # residual multiplier; >> 1 is the lazy regime
+    sigma_u: float = 1.0  # init std of u entries, in units of sqrt(D)
+    sigma_v: float = 1.0  # init std of v entries, in units of sqrt(D)
+    lr: float = 1.0  # eta, in the mean-field convention (see model.py)
+    steps: int = 10  # K gradient steps; metrics at k = 0..K
+    dtype: str = "float64"  # float32 | float64
+    device: str = "auto"  # auto (cuda if available) | cpu | cuda
+    seeds: tuple[int, ...] = (0,)  # repetitions: seeds of the unit parameters, batched
+    antithetic: bool = False  # units in pairs (u, v), (u, -v): cancels the init noise; M even
+    divergence_threshold: float = 1e6  # |f| beyond this (or NaN/Inf) marks a repetition diverged
+
+    def __post_init__(self) -> None:
+        for name in ("L", "M", "D"):
+            _positive_int(name, getattr(self, name))
+        if not isinstance(self.problem, ProblemConfig):
+            raise TypeError(f"problem must be a ProblemConfig, got {type(self.problem).__name__}")
+        _choice("activation", self.activation, ACTIVATION_NAMES)
+        _choice("block", self.block, BLOCKS)
+        _choice("preset", self.preset, tuple(PRESETS))
+        _choice("dtype", self.dtype, tuple(DTYPES))
+        _choice("device", self.device, DEVICES)
+        for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_threshold"):
+            _positive_float(name, getattr(self, name))
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
+            raise ValueError(f"steps must be a non-negative integer, got {self.steps!r}")
+        seeds = tuple(self.seeds)
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+            raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {self.seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct, got {self.seeds!r}")
+        object.__setattr__(self, "seeds", seeds)
+        if self.preset == "lazy" and self.alpha <= 1:
+            raise ValueError(f"preset 'lazy' needs alpha > 1 (typically >= 8), got alpha={self.alpha}; use preset 'mlu' for alpha = 1")
+        if self.antithetic and self.M % 2:
+            raise ValueError(f"antithetic units come in pairs: M must be even, got M={self.M}")
+        if self.problem.coupled_dim is not None and self.problem.coupled_dim < self.D:
+            raise ValueError(
+                f"problem.coupled_dim={self.problem.coupled_dim} is smaller than D={self.D}; "
+                "coupled embeddings are drawn at the largest D of the sweep"
+            )
+
+    @property
+    def residual_scale(self) -> float:
+        """c = alpha * L^-a * M^-b * D^-g for this preset."""
+        a, b, g = PRESETS[self.preset]
+        return self.alpha * self.L**-a * self.M**-b * self.D**-g
+
+    def replace(self, **changes) -> "TrialConfig":
+        return dataclasses.replace(self, **changes)
+
+    def numerics(self) -> dict:
+        """Every field that defines the numbers, as plain values (device excluded)."""
+        d = dataclasses.asdict(self)
+        d.pop("device")
+        d["seeds"] = list(self.seeds)
+        d["numerics_version"] = NUMERICS_VERSION
+        return d
+
+    def key(self) -> str:
+        """Stable hash of everything that defines this trial's numbers."""
+        return stable_hash(self.numerics())
+
+    def columns(self) -> dict:
+        """Flat hyperparameter columns written with every metric row."""
+        p = self.problem
+        return {
+            "L": self.L, "M": self.M, "D": self.D,
+            "d_in": p.d_in, "d_out": p.d_out, "samples": p.samples, "problem_seed": p.seed,
+            "coupled_dim": p.coupled_dim,
+            "activation": self.activation, "block": self.block, "preset": self.preset,
+            "alpha": float(self.alpha), "sigma_u": float(self.sigma_u), "sigma_v": float(self.sigma_v),
+            "lr": float(self.lr), "steps": self.steps, "dtype": self.dtype,
+            "antithetic": self.antithetic, "residual_scale": self.residual_scale,
+        }
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """A particle solution of the Mean ODE: the trial's limit-defining fields, at resolution
+    (depth, width), with ``replicas`` independent particle systems (SPEC section 3)."""
+
+    limit: TrialConfig  # any trial of the group; its L, M, seeds and antithetic are ignored
+    depth: int = 1024  # L_ref
+    width: int = 512  # M_ref (even: particles come in antithetic pairs)
+    replicas: int = 2  # R_ref >= 2: their spread estimates the sampling error
+    seed: int = 1_000_003  # particle seeds are seed, seed + 1, ...: never a trial's seeds
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        _positive_int("reference.depth", self.depth)
+        _positive_int("reference.width", self.width)
+        _positive_int("reference.replicas", self.replicas)
+        if self.replicas < 2:
+            raise ValueError(f"reference.replicas must be at least 2 to estimate its own error, got {self.replicas}")
+        if self.width % 2:
+            raise ValueError(f"reference.width must be even (antithetic pairs), got {self.width}")
+        if self.depth < 2 or self.depth % 2:
+            raise ValueError(f"reference.depth must be even and >= 2 (a half-depth replica estimates discretization), got {self.depth}")
+        _choice("reference.device", self.device, DEVICES)
+
+    def limit_fields(self) -> dict:
+        """Exactly what the Mean ODE limit depends on: no L, M or trial seed."""
+        t = self.limit
+        return {
+            "problem": dataclasses.asdict(t.problem), "D": t.D, "activation": t.activation, "block": t.block,
+            "scaling": list(PRESETS[t.preset]), "alpha": t.alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
+            "lr": t.lr, "steps": t.steps, "dtype": t.dtype,
+        }
+
+    def key(self) -> str:
+        """Stable hash of the limit's fields and this reference's resolution."""
+        payload = {
+            "limit": self.limit_fields(), "depth": self.depth, "width": self.width,
+            "replicas": self.replicas, "seed": self.seed, "numerics_version": NUMERICS_VERSION,
+        }
+        return stable_hash(payload)
+
+    def particle_config(self, depth: int) -> TrialConfig:
+        """The trial configuration that runs this reference's particles at a given depth."""
+        seeds = tuple(range(self.seed, self.seed + self.replicas))
+        return self.limit.replace(L=depth, M=self.width, seeds=seeds, antithetic=True, device=self.device)
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' -> cuda when available, else cpu; 'cuda' without a GPU is a clear error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but no CUDA device is available; use device='cpu' or 'auto'")
+    return torch.device(name)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    _choice("dtype", name, tuple(DTYPES))
+    return DTYPES[name]

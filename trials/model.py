@@ -1,0 +1,235 @@
+"""The ResNet with two-layer-perceptron blocks and its gradient-descent step (SPEC section 1).
+
+Source: L. Chizat, "The Hidden Width of Deep ResNets" (arXiv:2509.10167), section 2, and the
+companion paper Chaintron, Chizat, Maass (arXiv:2603.18168), section 5 (experiments).
+
+Layer l = 1..L adds a residual branch of M units z = (u, v), u, v in R^D:
+
+    p_j = u_j^T h / D,     h <- h + c * sum_j v_j sigma(p_j)
+
+with residual scale c = alpha * L^-a * M^-b * D^-g.  The mean-field ("mlu") preset has
+a = b = 1, g = 0, i.e. c = alpha / (L M) as in the paper.  Unit parameters start with entries
+N(0, sigma_u^2 D) and N(0, sigma_v^2 D).
+
+Learning-rate convention: each unit parameter takes the step
+theta <- theta - eta * D / (2 c^2 L M) * dl/dtheta.  For mlu this is exactly the paper's
+(eta / alpha^2) * (L M D / 2) * dl/dtheta, and for every preset it keeps the function's change
+per step of order eta.  In backprop form (B = (D / 2) dl/dh, Q = V^T B / D) the update is
+U_l -= lr_hat * H_{l-1} (sigma'(P_l) * Q_l)^T and V_l -= lr_hat * B_l sigma(P_l)^T with
+lr_hat = eta / (c L M), summed over samples.
+
+Repetitions (seeds) of one configuration are a leading batch axis: every tensor below carries
+it, so R seeds cost one batched matrix product per layer, not R Python loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .config import TrialConfig, resolve_device, torch_dtype
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """(L, R, ...) -> (L * R, ...): every layer and repetition as one batch of matrices."""
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
+
+
+def _tanh_prime(p: torch.Tensor) -> torch.Tensor:
+    t = torch.tanh(p)
+    return 1.0 - t * t
+
+
+def _gelu_prime(p: torch.Tensor) -> torch.Tensor:
+    cdf = 0.5 * (1.0 + torch.erf(p * 0.7071067811865476))
+    pdf = torch.exp(-0.5 * p * p) * 0.3989422804014327
+    return cdf + p * pdf
+
+
+# name -> (sigma, sigma'): the derivative is written out so that backprop needs no autograd.
+ACTIVATIONS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]] = {
+    "tanh": (torch.tanh, _tanh_prime),
+    "identity": (lambda p: p, torch.ones_like),
+    "gelu": (torch.nn.functional.gelu, _gelu_prime),
+    "relu": (torch.relu, lambda p: (p > 0).to(p.dtype)),
+}
+
+
+@dataclass
+class Problem:
+    """Data and frozen embeddings: everything the Mean ODE limit shares with a trial.
+
+    Sample-major shapes (rows are samples, so the thin products below stream the weights
+    row by row): x (N, d_in), y (N, d_out); embed W_E (D, d_in), readout W_U (D, d_out).
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    embed: torch.Tensor
+    readout: torch.Tensor
+
+
+def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) -> Problem:
+    """Draw the synthetic data and embeddings from the problem seed alone.
+
+    With coupled embeddings, W_E and W_U are drawn once at width ``coupled_dim`` and a model of
+    width D uses their first D rows, so models of different D see the same directions.
+    """
+    p = config.problem
+    gen = torch.Generator().manual_seed(p.seed)
+    f64 = torch.float64
+    x = torch.randn(p.samples, p.d_in, generator=gen, dtype=f64)
+    y = torch.randn(p.samples, p.d_out, generator=gen, dtype=f64)
+    width = p.coupled_dim or config.D
+    embed = torch.randn(width, p.d_in, generator=gen, dtype=f64) / p.d_in**0.5
+    readout = torch.randn(width, p.d_out, generator=gen, dtype=f64) * p.d_out**0.5
+    return Problem(*(t.to(device=device, dtype=dtype) for t in (x, y, embed[: config.D], readout[: config.D])))
+
+
+@dataclass
+class Units:
+    """The trainable unit parameters, stacked as (L, R, D, M): layer, repetition, coordinate, unit."""
+
+    u: torch.Tensor
+    v: torch.Tensor
+
+    def clone(self) -> "Units":
+        return Units(self.u.clone(), self.v.clone())
+
+
+def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> Units:
+    """Draw unit parameters, one independent generator per seed (drawn in float64 on the CPU, so
+    the same seed gives the same network on every device and dtype).
+
+    With ``antithetic`` the second half of each layer's units mirrors the first: (u, v) and
+    (u, -v). Each unit still has the law mu_0, and the branch output is exactly zero at init.
+    """
+    L, M, D = config.L, config.M, config.D
+    drawn = M // 2 if config.antithetic else M
+    us, vs = [], []
+    for seed in seeds:
+        gen = torch.Generator().manual_seed(int(seed))
+        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_u * D**0.5)
+        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_v * D**0.5)
+        if config.antithetic:
+            u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
+        us.append(u)
+        vs.append(v)
+    # (R, L, D, M) -> (L, R, D, M): a layer's weights for all seeds are one contiguous block.
+    u = torch.stack(us, dim=1).to(device=device, dtype=dtype).contiguous()
+    v = torch.stack(vs, dim=1).to(device=device, dtype=dtype).contiguous()
+    return Units(u, v)
+
+
+@dataclass
+class Forward:
+    """One forward pass, sample-major. hidden: (L + 1, R, N, D) block inputs h_0..h_L as rows;
+    preact P: (L, R, N, M); activated sigma(P): (L, R, N, M); out: (R, N, d_out)."""
+
+    hidden: torch.Tensor
+    preact: torch.Tensor
+    activated: torch.Tensor
+    out: torch.Tensor
+
+
+class ResNet:
+    """The 2LP ResNet engine for one configuration and a batch of seeds.
+
+    Holds the problem and the current units; ``forward`` and ``step`` work in place on them.
+    Every product has the samples as rows: (N, D) @ (D, M) and (N, M) @ (M, D) stream a weight
+    matrix once, which on CPUs is several times faster than the column-major (M, D) @ (D, N).
+    """
+
+    def __init__(self, config: TrialConfig, seeds: tuple[int, ...] | None = None, units: Units | None = None):
+        self.config = config
+        self.device = resolve_device(config.device)
+        self.dtype = torch_dtype(config.dtype)
+        self.seeds = tuple(config.seeds if seeds is None else seeds)
+        self.problem = make_problem(config, self.device, self.dtype)
+        self.units = units if units is not None else init_units(config, self.seeds, self.device, self.dtype)
+        self.sigma, self.sigma_prime = ACTIVATIONS[config.activation]
+        self.scale = config.residual_scale
+        self.lr_hat = config.lr / (self.scale * config.L * config.M)
+
+    @property
+    def repetitions(self) -> int:
+        return self.units.u.shape[1]
+
+    def forward(self) -> Forward:
+        cfg, units = self.config, self.units
+        L, R, D, N = cfg.L, self.repetitions, cfg.D, cfg.problem.samples
+        hidden = torch.empty(L + 1, R, N, D, device=self.device, dtype=self.dtype)
+        preact = torch.empty(L, R, N, cfg.M, device=self.device, dtype=self.dtype)
+        activated = torch.empty_like(preact)
+        hidden[0] = self.problem.x @ self.problem.embed.T
+        for layer in range(L):
+            # P = h U / D: (R, N, D) @ (R, D, M) -> (R, N, M)
+            torch.bmm(hidden[layer], units.u[layer], out=preact[layer]).div_(D)
+            activated[layer] = self.sigma(preact[layer])
+            # h_l = h_{l-1} + c sigma(P) V^T: (R, N, M) @ (R, M, D) -> (R, N, D)
+            torch.baddbmm(hidden[layer], activated[layer], units.v[layer].transpose(1, 2), alpha=self.scale, out=hidden[layer + 1])
+        out = self.readout(hidden[L])
+        return Forward(hidden, preact, activated, out)
+
+    def readout(self, h_last: torch.Tensor) -> torch.Tensor:
+        """f = W_U^T h_L / D, per sample: (R, N, D) -> (R, N, d_out)."""
+        return torch.matmul(h_last, self.problem.readout) / self.config.D
+
+    def loss(self, out: torch.Tensor) -> torch.Tensor:
+        """Full-batch mean squared error per repetition: (R,)."""
+        return ((out - self.problem.y) ** 2).mean(dim=(1, 2))
+
+    def backward(self, fwd: Forward) -> Units:
+        """Gradients dl/dU, dl/dV of each repetition's loss, shaped like the units."""
+        cotangent, gated = self._backprop(fwd)
+        factor = 2.0 * self.scale / self.config.D  # dl/dtheta = (2 c / D) * (backprop term)
+        return Units(self._outer(fwd.hidden[:-1], gated) * factor, self._outer(cotangent, fwd.activated) * factor)
+
+    def step(self, fwd: Forward) -> None:
+        """One gradient-descent step, in place, from the forward pass at the current units:
+        U_l -= lr_hat H_{l-1} G_l^T and V_l -= lr_hat B_l sigma(P_l)^T, all layers in two
+        batched products once the backward sweep has produced every G_l and B_l."""
+        cotangent, gated = self._backprop(fwd)
+        L, R, D, M = self.units.u.shape
+        self.units.u.view(L * R, D, M).baddbmm_(_flat(fwd.hidden[:-1]).transpose(1, 2), _flat(gated), alpha=-self.lr_hat)
+        self.units.v.view(L * R, D, M).baddbmm_(_flat(cotangent).transpose(1, 2), _flat(fwd.activated), alpha=-self.lr_hat)
+
+    @staticmethod
+    def _outer(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """Per layer and repetition, left^T @ right summed over samples: (L, R, N, D) x (L, R, N, M) -> (L, R, D, M)."""
+        L, R = left.shape[:2]
+        return torch.bmm(_flat(left).transpose(1, 2), _flat(right)).view(L, R, left.shape[3], right.shape[3])
+
+    def _backprop(self, fwd: Forward) -> tuple[torch.Tensor, torch.Tensor]:
+        """The backward sweep. Returns B_l = (D / 2) dl/dh_l at each block's output, (L, R, N, D),
+        and G_l = sigma'(P_l) * B_l V_l / D, (L, R, N, M), from the units before any update."""
+        cfg, units = self.config, self.units
+        D, c = cfg.D, self.scale
+        d_out, N = cfg.problem.d_out, cfg.problem.samples
+        cotangent = torch.empty_like(fwd.hidden[1:])
+        gated = self.sigma_prime(fwd.preact)  # becomes G in place, layer by layer
+        # B_L = (D / 2) dl/dh_L, with l = ||f - y||^2 / (N d_out) and f = W_U^T h / D.
+        cotangent[-1] = torch.matmul(fwd.out - self.problem.y, self.problem.readout.T) / (N * d_out)
+        for layer in reversed(range(cfg.L)):
+            b = cotangent[layer]
+            q = torch.bmm(b, units.v[layer])  # B V: (R, N, D) @ (R, D, M)
+            gated[layer].mul_(q).div_(D)
+            if layer:
+                # B_{l-1} = B_l + c G_l U_l^T
+                torch.baddbmm(b, gated[layer], units.u[layer].transpose(1, 2), alpha=c, out=cotangent[layer - 1])
+        return cotangent, gated
+
+    def trajectory(self):
+        """Yield (k, forward pass at step k) for k = 0..K, taking a GD step after each but the
+        last. The consumer reads the pass (metrics, outputs) before the next step mutates it."""
+        for k in range(self.config.steps + 1):
+            fwd = self.forward()
+            yield k, fwd
+            if k < self.config.steps:
+                self.step(fwd)
+
+    def step_size(self) -> float:
+        """The per-parameter learning rate eta * D / (2 c^2 L M) that multiplies dl/dtheta."""
+        cfg = self.config
+        return cfg.lr * cfg.D / (2.0 * self.scale**2 * cfg.L * cfg.M)

@@ -1,0 +1,184 @@
+"""The reference a trial is compared with (SPEC section 3).
+
+``mean_ode``: a particle solution of the Neural Mean ODE. The same training as the trial, on a
+network of depth L_ref and width M_ref, sharing the data, embeddings and every limit-defining
+knob but never the unit parameters. Particles come in antithetic pairs (u, v), (u, -v), which
+cancels the initial output noise exactly. R_ref >= 2 independent replicas run as one batch;
+their mean is the reference, their spread / sqrt(R_ref) estimates its sampling error, and the
+distance of one more replica at depth L_ref / 2 estimates the Euler discretization error (the
+O(1/L) error at L_ref / 2 is about twice that at L_ref, so their difference is about the error
+at L_ref), after subtracting the sampling noise that distance carries (``_discretization``).
+
+``largest``: the companion paper's protocol for D-sweeps. The largest grid point of the sweep,
+run with its own seeds, is the reference of every other point; its error estimate is the
+spread of its seeds / sqrt(seeds) (no discretization part).
+
+A reference is plain arrays plus JSON metadata (``to_record`` / ``from_record``), which is what
+the store caches; trials never does I/O.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, stable_hash
+from .model import ResNet, make_problem
+
+REFERENCE_KINDS = ("mean_ode", "largest")
+
+
+class ReferenceDiverged(RuntimeError):
+    """The reference's own training blew up (NaN/Inf): no trial of its group can be measured."""
+
+
+@dataclass
+class Reference:
+    """Arrays indexed by step k = 0..K, sample-major: out (K+1, N, d_out), hidden (K+1, N, D_ref),
+    loss, err_out, err_hidden and their sampling / discretization parts (K+1,), all float64."""
+
+    key: str
+    kind: str
+    arrays: dict[str, np.ndarray]
+    meta: dict
+
+    def to_record(self) -> tuple[dict[str, np.ndarray], dict]:
+        meta = dict(self.meta, key=self.key, kind=self.kind)
+        return dict(self.arrays), meta
+
+    @classmethod
+    def from_record(cls, arrays: dict[str, np.ndarray], meta: dict) -> "Reference":
+        meta = dict(meta)
+        key, kind = meta.pop("key"), meta.pop("kind")
+        if kind not in REFERENCE_KINDS:
+            raise ValueError(f"unknown reference kind {kind!r}; expected one of: {', '.join(REFERENCE_KINDS)}")
+        missing = {"out", "hidden", "loss", "err_out", "err_hidden"} - set(arrays)
+        if missing:
+            raise ValueError(f"reference {key} lacks arrays: {', '.join(sorted(missing))}")
+        return cls(key, kind, dict(arrays), meta)
+
+    @property
+    def steps(self) -> int:
+        return self.arrays["out"].shape[0] - 1
+
+
+def _trajectory(config: TrialConfig) -> tuple[np.ndarray, np.ndarray, str]:
+    """Run one batch of seeds; return outputs (K+1, R, N, d_out) and last hidden states
+    (K+1, R, N, D) as float64 numpy arrays, and the device it ran on."""
+    net = ResNet(config)
+    outs, hiddens = [], []
+    for _, fwd in net.trajectory():
+        outs.append(fwd.out.to(torch.float64).cpu())
+        hiddens.append(fwd.hidden[-1].to(torch.float64).cpu())
+    return torch.stack(outs).numpy(), torch.stack(hiddens).numpy(), net.device.type
+
+
+def _targets(config: TrialConfig) -> np.ndarray:
+    return make_problem(config, torch.device("cpu"), torch.float64).y.numpy()
+
+
+def _spread(samples: np.ndarray) -> np.ndarray:
+    """RMS over entries of the standard error of the mean over axis 1: (K+1, R, ...) -> (K+1,)."""
+    replicas = samples.shape[1]
+    if replicas < 2:
+        return np.full(samples.shape[0], np.nan)
+    sem = samples.std(axis=1, ddof=1) / math.sqrt(replicas)
+    return np.sqrt((sem**2).reshape(samples.shape[0], -1).mean(axis=1))
+
+
+def _discretization(half_minus_mean: np.ndarray, sem: np.ndarray, replicas: int) -> np.ndarray:
+    """Euler error at L_ref from the half-depth replica's distance to the mean, (K+1,).
+
+    Its mean square is disc^2 plus sampling noise: the half-depth replica has half the particles,
+    so twice one replica's variance (2 R sem^2), and the mean adds sem^2. That known noise is
+    subtracted; what remains (never below 0) is the discretization part.
+    """
+    mean_square = (half_minus_mean**2).reshape(half_minus_mean.shape[0], -1).mean(axis=1)
+    noise = (2 * replicas + 1) * sem**2
+    return np.sqrt(np.clip(mean_square - noise, 0.0, None))
+
+
+def _loss(out: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return ((out - y) ** 2).reshape(out.shape[0], -1).mean(axis=1)
+
+
+def _check_finite(key: str, out: np.ndarray) -> None:
+    bad = ~np.isfinite(out).reshape(out.shape[0], -1).all(axis=1)
+    if bad.any():
+        raise ReferenceDiverged(
+            f"reference {key} diverged at step {int(np.argmax(bad))}: lower lr or alpha, or use float64"
+        )
+
+
+def compute_reference(config: ReferenceConfig) -> Reference:
+    """Solve the Mean ODE with particles; see the module docstring for the error estimate.
+
+    Raises:
+        ReferenceDiverged: the particle system's output became NaN/Inf.
+    """
+    started = time.perf_counter()
+    key = config.key()
+    full_cfg = config.particle_config(config.depth)
+    out, hidden, device = _trajectory(full_cfg)
+    _check_finite(key, out)
+    half_seed = config.seed + config.replicas
+    half_out, half_hidden, _ = _trajectory(config.particle_config(config.depth // 2).replace(seeds=(half_seed,)))
+    mean_out, mean_hidden = out.mean(axis=1), hidden.mean(axis=1)
+    sampling_out, sampling_hidden = _spread(out), _spread(hidden)
+    disc_out = _discretization(half_out[:, 0] - mean_out, sampling_out, config.replicas)
+    disc_hidden = _discretization(half_hidden[:, 0] - mean_hidden, sampling_hidden, config.replicas)
+    y = _targets(full_cfg)
+    arrays = {
+        "out": mean_out,
+        "hidden": mean_hidden,
+        "loss": _loss(mean_out, y),
+        "err_out": np.hypot(sampling_out, disc_out),
+        "err_hidden": np.hypot(sampling_hidden, disc_hidden),
+        "err_out_sampling": sampling_out,
+        "err_out_discretization": disc_out,
+        "err_hidden_sampling": sampling_hidden,
+        "err_hidden_discretization": disc_hidden,
+    }
+    meta = {
+        "limit": config.limit_fields(), "depth": config.depth, "width": config.width,
+        "replicas": config.replicas, "seed": config.seed, "D": config.limit.D,
+        "device": device, "numerics_version": NUMERICS_VERSION,
+        "wall_s": time.perf_counter() - started,
+    }
+    return Reference(key, "mean_ode", arrays, meta)
+
+
+def largest_reference_key(config: TrialConfig) -> str:
+    """Key of the ``largest`` reference made from this grid point."""
+    return stable_hash({"kind": "largest", "trial": config.numerics()})
+
+
+def reference_from_trial(config: TrialConfig) -> Reference:
+    """The companion paper's reference: this (largest) grid point's own run, averaged over its
+    seeds. Its error estimate is the seeds' spread / sqrt(seeds), NaN with one seed."""
+    started = time.perf_counter()
+    key = largest_reference_key(config)
+    out, hidden, device = _trajectory(config)
+    _check_finite(key, out)
+    mean_out, mean_hidden = out.mean(axis=1), hidden.mean(axis=1)
+    y = _targets(config)
+    sampling_out, sampling_hidden = _spread(out), _spread(hidden)
+    arrays = {
+        "out": mean_out,
+        "hidden": mean_hidden,
+        "loss": _loss(mean_out, y),
+        "err_out": sampling_out,
+        "err_hidden": sampling_hidden,
+        "err_out_sampling": sampling_out,
+        "err_hidden_sampling": sampling_hidden,
+    }
+    meta = {
+        "trial": config.numerics(), "D": config.D, "L": config.L, "M": config.M,
+        "problem": dataclasses.asdict(config.problem), "device": device, "numerics_version": NUMERICS_VERSION,
+        "wall_s": time.perf_counter() - started,
+    }
+    return Reference(key, "largest", arrays, meta)
