@@ -1,0 +1,167 @@
+"""Speed of one gradient-descent step of the trial engine, against its bounds and a naive loop.
+
+    python benchmarks/trials_step.py [--device cpu|cuda] [--repeats 3] [--json out.json]
+
+For each shape (L, M, D, N, reps) and dtype it reports, measured in the same run on the same
+device:
+- step: one batched GD step (forward + backward + in-place update) of all reps, and per seed;
+- step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step);
+- memory bound: the weights' bytes read and written three times (three copies) at the measured
+  copy bandwidth; compute bound: the step's 12 * L * M * D * N flops per seed at the measured
+  large-matrix-product speed;
+- naive: a per-layer numpy loop, one seed at a time, like the papers' scripts (float64 and
+  float32 alike, numpy on the CPU).
+And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import numpy as np
+import torch
+
+from trials import ReferenceConfig, TrialConfig, compute_reference
+from trials.metrics import METRICS, Snapshot
+from trials.model import ResNet
+
+SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def best_of(fn, repeats: int, device: torch.device) -> float:
+    """Fastest of ``repeats`` timed calls, after one untimed warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def copy_bandwidth(device: torch.device, dtype: torch.dtype, nbytes: int, repeats: int) -> float:
+    """Bytes copied per second (each byte read once and written once) for a large tensor."""
+    n = nbytes // torch.tensor([], dtype=dtype).element_size()
+    src = torch.randn(n, dtype=torch.float32, device=device).to(dtype)
+    dst = torch.empty_like(src)
+    return nbytes / best_of(lambda: dst.copy_(src), repeats, device)
+
+
+def matmul_flops(device: torch.device, dtype: torch.dtype, repeats: int) -> float:
+    n = 2048
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return 2 * n**3 / best_of(lambda: a @ b, repeats, device)
+
+
+def naive_seed_step(L, M, D, N, dtype, repeats) -> float:
+    """One seed's GD step as a plain per-layer numpy loop (new arrays, no fusion)."""
+    rng = np.random.default_rng(0)
+    U = [rng.standard_normal((D, M)).astype(dtype) * np.sqrt(D) for _ in range(L)]
+    V = [rng.standard_normal((D, M)).astype(dtype) * np.sqrt(D) for _ in range(L)]
+    x = rng.standard_normal((D, N)).astype(dtype)
+    y = rng.standard_normal((D, N)).astype(dtype)
+    c, lr = 1.0 / (L * M), 1.0
+
+    def step():
+        hs, ps = [x], []
+        for l in range(L):
+            p = U[l].T @ hs[-1] / D
+            ps.append(p)
+            hs.append(hs[-1] + c * V[l] @ np.tanh(p))
+        b = (hs[-1] - y) / N
+        for l in reversed(range(L)):
+            t = np.tanh(ps[l])
+            q = V[l].T @ b / D
+            g = (1 - t * t) * q
+            b_below = b + c * U[l] @ g
+            U[l] = U[l] - lr * hs[l] @ g.T
+            V[l] = V[l] - lr * b @ t.T
+            b = b_below
+
+    return best_of(step, repeats, torch.device("cpu"))
+
+
+def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
+    L, M, D, N, reps = shape
+    cfg = TrialConfig(L=L, M=M, D=D, dtype=dtype_name, device=device.type, seeds=tuple(range(reps)))
+    cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
+    net = ResNet(cfg)
+    step = best_of(lambda: net.step(net.forward()), repeats, device)
+    units0 = net.units.clone()
+    out0 = net.forward().out.clone()
+
+    def step_with_metrics():
+        fwd = net.forward()
+        snap = Snapshot(net, fwd, units0, out0, out0[0], fwd.hidden[-1, 0])
+        [fn(snap).cpu() for fn in METRICS.values()]
+        net.step(fwd)
+
+    with_metrics = best_of(step_with_metrics, repeats, device)
+    del units0
+    weight_bytes = net.units.u.numel() * 2 * net.units.u.element_size()
+    bandwidth = copy_bandwidth(device, net.dtype, min(weight_bytes, 1 << 30), repeats)
+    flops_rate = matmul_flops(device, net.dtype, repeats)
+    result = {
+        "shape": {"L": L, "M": M, "D": D, "N": N, "reps": reps}, "dtype": dtype_name, "device": device.type,
+        "step_s": step, "step_per_seed_s": step / reps, "step_metrics_per_seed_s": with_metrics / reps,
+        "weight_bytes": weight_bytes, "copy_GBps": bandwidth / 1e9, "matmul_GFLOPs": flops_rate / 1e9,
+        "memory_bound_per_seed_s": 3 * weight_bytes / bandwidth / reps,
+        "compute_bound_per_seed_s": 12 * L * M * D * N / flops_rate,
+    }
+    if naive:
+        result["naive_per_seed_s"] = naive_seed_step(L, M, D, N, np.dtype(dtype_name), max(1, repeats - 1))
+        result["speedup_vs_naive"] = result["naive_per_seed_s"] / result["step_per_seed_s"]
+    result["x_memory_bound"] = result["step_per_seed_s"] / result["memory_bound_per_seed_s"]
+    del net
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-naive", action="store_true", help="skip the numpy baseline")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    results = []
+    print(f"# trial engine step, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, device {device}")
+    print("| L | M | D | N | reps | dtype | step/seed | +metrics/seed | naive/seed | speedup | memory bound | compute bound | x mem bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape in SHAPES:
+        for dtype_name in ("float64", "float32"):
+            r = measure_shape(shape, dtype_name, device, args.repeats, not args.no_naive)
+            results.append(r)
+            ms = lambda s: f"{s * 1e3:.1f} ms"
+            naive = ms(r["naive_per_seed_s"]) if "naive_per_seed_s" in r else "-"
+            speed = f"{r['speedup_vs_naive']:.1f}x" if "speedup_vs_naive" in r else "-"
+            print(f"| {' | '.join(map(str, shape))} | {dtype_name} | {ms(r['step_per_seed_s'])} | "
+                  f"{ms(r['step_metrics_per_seed_s'])} | {naive} | {speed} | {ms(r['memory_bound_per_seed_s'])} "
+                  f"({r['copy_GBps']:.1f} GB/s) | {ms(r['compute_bound_per_seed_s'])} ({r['matmul_GFLOPs']:.0f} GFLOP/s) | "
+                  f"{r['x_memory_bound']:.2f} |", flush=True)
+    limit = TrialConfig(L=2, M=2, D=8, steps=10, device=device.type)
+    ref_cfg = ReferenceConfig(limit=limit, depth=1024, width=512, replicas=2, device=device.type)
+    start = time.perf_counter()
+    compute_reference(ref_cfg)
+    ref_s = time.perf_counter() - start
+    print(f"\nreference: L_ref * M_ref = 1024 * 512 = 2^19 particles, D = 8, K = 10, 2 replicas + a half-depth one, "
+          f"float64: {ref_s:.2f} s")
+    results.append({"reference_s": ref_s, "particles": 1024 * 512, "device": device.type})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
