@@ -23,6 +23,7 @@ def small_reference():
 
 
 def _snapshot_after(cfg: TrialConfig, steps: int):
+    """The engine's state after ``steps`` GD steps, with a zero reference."""
     net = ResNet(cfg)
     start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
     units0 = net.units.clone()
@@ -34,15 +35,15 @@ def _snapshot_after(cfg: TrialConfig, steps: int):
 
 
 @pytest.mark.parametrize("activation", ["tanh", "gelu", "relu", "identity"])
-def test_unit_metrics_match_explicit_loops(activation):
-    cfg = TrialConfig(L=3, M=4, D=5, steps=3, activation=activation, seeds=(5, 6), device="cpu")
+def test_unit_metrics_match_explicit_loops(device, activation):
+    cfg = TrialConfig(L=3, M=4, D=5, steps=3, activation=activation, seeds=(5, 6), device=device)
     net, start, snap = _snapshot_after(cfg, 3)
     for r in range(2):
         x, _, W_E, W_U, U0, V0 = start[r]
         _, _, _, _, U, V = seed_weights(net, r)
         fu, lin = naive.unit_metrics(x, W_E, W_U, U0, V0, U, V, net.scale, activation)
-        assert float(METRICS["feature_update"](snap)[r]) == pytest.approx(fu, rel=1e-9)
-        assert float(METRICS["lin_ratio"](snap)[r]) == pytest.approx(lin, rel=1e-7)
+        assert float(METRICS["feature_update"](snap)[r].cpu()) == pytest.approx(fu, rel=1e-9)
+        assert float(METRICS["lin_ratio"](snap)[r].cpu()) == pytest.approx(lin, rel=1e-7)
 
 
 def test_distance_metrics_match_numpy():
@@ -67,19 +68,19 @@ def test_every_metric_is_zero_or_finite_at_step_zero(small_reference):
         assert all(r[name] == 0.0 for r in first), name
 
 
-def test_train_trial_rows_cover_every_seed_and_step(small_reference):
-    cfg = TrialConfig(L=4, M=2, D=4, steps=4, seeds=(3, 9), device="cpu")
+def test_train_trial_rows_cover_every_seed_and_step(device, small_reference):
+    cfg = TrialConfig(L=4, M=2, D=4, steps=4, seeds=(3, 9), device=device)
     rows = train_trial(cfg, small_reference)
     assert [(r["seed"], r["step"]) for r in rows] == [(s, k) for s in (3, 9) for k in range(5)]
     for row in rows:
         assert ROW_METRICS <= set(row)
-        assert row["status"] == "ok" and row["ref_key"] == small_reference.key
+        assert row["status"] == "ok" and row["ref_key"] == small_reference.key and row["device"] == device
         assert row["ref_err_out"] == small_reference.arrays["err_out"][row["step"]]
         assert {k: row[k] for k in cfg.columns()} == cfg.columns()
 
 
-def test_divergence_ends_the_seed_with_a_diverged_row_and_never_raises(small_reference):
-    cfg = TrialConfig(L=4, M=2, D=4, steps=4, lr=200.0, activation="identity", seeds=(0,), device="cpu",
+def test_divergence_ends_the_seed_with_a_diverged_row_and_never_raises(device, small_reference):
+    cfg = TrialConfig(L=4, M=2, D=4, steps=4, lr=200.0, activation="identity", seeds=(0,), device=device,
                       divergence_threshold=1e3)
     rows = train_trial(cfg, small_reference)
     assert rows[-1]["status"] == "diverged"

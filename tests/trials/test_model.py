@@ -14,8 +14,8 @@ SMALL = dict(L=3, M=4, D=5, steps=3)
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
-def test_gradient_matches_finite_differences(activation):
-    net = ResNet(TrialConfig(**SMALL, activation=activation, seeds=(7,), device="cpu"))
+def test_gradient_matches_finite_differences(device, activation):
+    net = ResNet(TrialConfig(**SMALL, activation=activation, seeds=(7,), device=device))
     x, y, W_E, W_U, U, V = seed_weights(net, 0)
     c = net.scale
     grads = net.backward(net.forward())
@@ -31,7 +31,7 @@ def test_gradient_matches_finite_differences(activation):
             args = (plus, V) if which == "u" else (U, plus)
             args_minus = (minus, V) if which == "u" else (U, minus)
             fd = (naive.loss(x, y, W_E, W_U, *args, c, activation) - naive.loss(x, y, W_E, W_U, *args_minus, c, activation)) / (2 * eps)
-            got = float(engine_grad[l, 0, i, j])
+            got = float(engine_grad[l, 0, i, j].cpu())
             assert got == pytest.approx(fd, rel=1e-5, abs=1e-9), (which, l, i, j)
 
 
@@ -65,6 +65,14 @@ def test_training_matches_naive_numpy_loop(device, activation, preset, alpha):
         # the final forward pass saw the units after K steps: compare them too
         assert np.allclose(net.units.u[:, r].cpu().numpy(), np.stack(U_K), rtol=1e-10, atol=1e-12)
         assert np.allclose(net.units.v[:, r].cpu().numpy(), np.stack(V_K), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_and_cpu_train_the_same_network():
+    cfg = TrialConfig(L=16, M=8, D=8, steps=5, seeds=(0, 1), device="cpu")
+    cpu = [fwd.out.clone() for _, fwd in ResNet(cfg).trajectory()][-1]
+    cuda = [fwd.out.clone() for _, fwd in ResNet(cfg.replace(device="cuda")).trajectory()][-1].cpu()
+    torch.testing.assert_close(cuda, cpu, rtol=1e-10, atol=1e-12)
 
 
 def test_seed_batch_equals_seeds_run_one_at_a_time():

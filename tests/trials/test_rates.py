@@ -15,11 +15,11 @@ LIMIT = TrialConfig(L=1, M=2, D=8, steps=10, lr=1.0, device="cpu")
 
 @pytest.fixture(scope="module")
 def reference():
-    return compute_reference(ReferenceConfig(limit=LIMIT, depth=1024, width=512, replicas=2, device="cpu"))
+    return compute_reference(ReferenceConfig(limit=LIMIT, depth=1024, width=512, replicas=2, device="auto"))
 
 
 def final_err(reference, **shape) -> float:
-    rows = train_trial(LIMIT.replace(**shape), reference)
+    rows = train_trial(LIMIT.replace(device="auto", **shape), reference)
     return float(np.sqrt(np.mean([r["err_out"] ** 2 for r in rows if r["step"] == LIMIT.steps])))
 
 

@@ -17,9 +17,9 @@ ALPHAS = (1.0, 4.0, 16.0)
 
 def final_means(alpha: float, problem_seed: int) -> dict:
     preset = "mlu" if alpha == 1 else "lazy"
-    cfg = TrialConfig(L=64, M=64, D=8, steps=10, alpha=alpha, preset=preset, seeds=(0, 1), device="cpu",
+    cfg = TrialConfig(L=64, M=64, D=8, steps=10, alpha=alpha, preset=preset, seeds=(0, 1), device="auto",
                       problem=ProblemConfig(seed=problem_seed))
-    ref = compute_reference(ReferenceConfig(limit=cfg, depth=16, width=8, device="cpu"))
+    ref = compute_reference(ReferenceConfig(limit=cfg, depth=16, width=8, device="auto"))
     rows = [r for r in train_trial(cfg, ref) if r["step"] == cfg.steps]
     return {name: float(np.mean([r[name] for r in rows])) for name in ("feature_update", "lin_ratio", "output_change", "weight_change")}
 
