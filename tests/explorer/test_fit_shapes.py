@@ -1,0 +1,58 @@
+"""Shape advice from a joint fit: the best (L, M, D) at a parameter budget, and P^(-1/6)."""
+import math
+
+import numpy as np
+import pytest
+
+from explorer.errors import FitError
+from explorer.fit import fit
+from explorer.shapes import best_shape, format_advice, shape_advice, shape_frontier
+
+from .analysis_data import law_grid
+
+C1, C2, C3 = 0.5, 0.2, 0.3
+
+
+@pytest.fixture(scope="module")
+def joint():
+    law = lambda L, M, D: C1 / L + C2 * math.sqrt(D / (L * M)) + C3 / math.sqrt(D)  # noqa: E731
+    grid = law_grid(law, Ls=(2, 4, 8, 16, 32), Ms=(1, 4, 16), Ds=(2, 8, 32), seeds=4)
+    return fit(grid, "joint", n_boot=100)
+
+
+def test_best_shape_matches_the_closed_form_optimum(joint):
+    # With L*M = P/D the sampling term is c2 D / sqrt(P) whatever L and M: M = 1, L = P / D, and
+    # D minimizes c1 D / P + c2 D / sqrt(P) + c3 / sqrt(D).
+    P = 1e8
+    c1, c2, c3 = (joint.estimate[k] for k in ("c1", "c2", "c3"))
+    Ds = np.geomspace(1, 1e4, 200001)
+    D_star = Ds[np.argmin(c1 * Ds / P + c2 * Ds / math.sqrt(P) + c3 / np.sqrt(Ds))]
+    shape = best_shape(joint, P)
+    assert shape["M"] == pytest.approx(1.0, abs=0.01) and shape["M_int"] == 1
+    assert shape["D"] == pytest.approx(D_star, rel=0.02)
+    assert shape["L"] * shape["M"] * shape["D"] == pytest.approx(P, rel=1e-9)
+    assert shape["L_int"] * shape["M_int"] * shape["D_int"] <= P
+    assert shape["err_int"] == pytest.approx(shape["best_err"], rel=0.01)
+
+
+def test_best_error_scales_like_p_to_the_minus_one_sixth(joint):
+    advice = shape_advice(joint, budgets=np.geomspace(1e6, 1e12, 7))
+    assert advice["exponent"] == pytest.approx(-1 / 6, abs=0.01)
+    assert advice["ci_low"] <= advice["exponent"] <= advice["ci_high"]
+    frontier = advice["frontier"]
+    assert (np.diff(frontier["best_err"]) < 0).all()
+    assert np.polyfit(np.log(frontier["P"]), np.log(frontier["D"]), 1)[0] == pytest.approx(1 / 3, abs=0.03)
+    text = format_advice(advice)
+    assert "best error ~ P^-0.16" in text and "theory -1/6" in text
+
+
+def test_frontier_has_one_row_per_budget(joint):
+    frontier = shape_frontier(joint, [1e3, 1e4])
+    assert list(frontier["P"]) == [1e3, 1e4]
+    assert set(frontier.columns) >= {"L", "M", "D", "best_err", "L_int", "M_int", "D_int", "err_int"}
+
+
+@pytest.mark.parametrize("budget", [0.5, 1, float("nan"), "1e6", True])
+def test_a_bad_budget_is_refused(joint, budget):
+    with pytest.raises(FitError, match="budget P must be a number > 1"):
+        best_shape(joint, budget)

@@ -1,0 +1,100 @@
+"""The phase diagram: the rule on real trials (alpha sweep) and on constructed cells."""
+import functools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explorer.errors import SweepDataError
+from explorer.phase import PHASES, PhaseRule, classify, format_phase, phase_diagram
+from trials import TrialConfig
+
+from .analysis_data import connect, grid_configs, law_rows, mark_trial, run_trials
+
+
+@functools.lru_cache(maxsize=1)
+def alpha_sweep() -> pd.DataFrame:
+    """Real trials: alpha in 1..64 across D in {4, 8}, L = M = 8, antithetic units (no initial
+    output noise, so large alpha stays inside the Mean ODE picture), 10 GD steps."""
+    base = TrialConfig(L=8, M=8, D=4, steps=10, seeds=(0, 1), device="cpu", antithetic=True)
+    configs = grid_configs(base, alpha=(1.0, 4.0, 16.0, 64.0), D=(4, 8))
+    return run_trials(configs, sweep="alpha", ref_depth=8, ref_width=4)
+
+
+def test_alpha_one_is_mlu_and_alpha_sixteen_and_more_is_lazy_on_real_trials():
+    diagram = phase_diagram(connect(alpha_sweep()), "alpha", "alpha", "D")
+    cells = diagram.cells.set_index(["alpha", "D"])
+    assert len(cells) == 8
+    for D in (4, 8):
+        assert cells.loc[(1.0, D), "phase"] == "mlu"
+        assert cells.loc[(4.0, D), "phase"] == "lazy"  # local_ratio ~ 0.3, already ~1/alpha
+        assert cells.loc[(16.0, D), "phase"] == "lazy"
+        assert cells.loc[(64.0, D), "phase"] == "lazy"
+        # lazy: the units move ~1/alpha while the output still moves Theta(1)
+        ratio = cells.loc[(64.0, D), "local_ratio"] / cells.loc[(1.0, D), "local_ratio"]
+        assert 1 / 128 < ratio < 1 / 32
+        assert cells.loc[(64.0, D), "output_change"] > 0.5 * cells.loc[(1.0, D), "output_change"]
+    assert not cells["init_noise_flag"].any()  # antithetic units: no initial output noise
+    assert diagram.counts() == {"mlu": 2, "lazy": 6, "trivial": 0, "diverged": 0, "failed": 0}
+
+
+def _cells(**columns):
+    base = dict(feature_update=0.44, lin_ratio=0.35, output_change=0.63, initial_residual=1.27, n_seeds=2,
+                n_diverged=0, n_failed=0, n_final=2)
+    base.update(columns)
+    return pd.DataFrame({k: [v] if np.isscalar(v) else v for k, v in base.items()})
+
+
+@pytest.mark.parametrize("columns, phase", [
+    ({}, "mlu"),  # SPEC section 4, alpha = 1
+    ({"feature_update": 0.12, "lin_ratio": 0.12}, "lazy"),  # alpha = 4
+    ({"feature_update": 0.035, "lin_ratio": 0.033}, "lazy"),  # alpha = 16
+    ({"feature_update": 0.035, "lin_ratio": 0.4}, "mlu"),  # one local measure large is enough
+    ({"output_change": 0.02}, "trivial"),
+    ({"n_diverged": 1}, "diverged"),
+    ({"feature_update": float("nan")}, "diverged"),
+    ({"n_final": 1}, "diverged"),
+    ({"n_failed": 2, "n_final": 0}, "failed"),
+])
+def test_phase_rule(columns, phase):
+    assert classify(_cells(**columns))[0] == phase
+
+
+def test_thresholds_are_configurable():
+    cells = _cells(feature_update=0.12, lin_ratio=0.12)
+    assert classify(cells, PhaseRule(lazy_ratio=0.1))[0] == "mlu"
+
+
+def test_diverged_failed_and_trivial_cells_in_a_sweep():
+    rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 4.0, 64.0), seeds=2, sweep="p")
+    rows = mark_trial(rows, "L8-M8-D4-a4", "diverged", seeds=[0], from_step=6)
+    rows = mark_trial(rows, "L8-M8-D8-a4", "failed")
+    trivial = rows["alpha"] == 64.0
+    rows.loc[trivial, "output_change"] *= 0.01
+    diagram = phase_diagram(connect(rows), "p", "alpha", "D")
+    cells = diagram.cells.set_index(["alpha", "D"])["phase"]
+    assert cells[(4.0, 4)] == "diverged" and cells[(4.0, 8)] == "failed"
+    assert cells[(64.0, 4)] == "trivial" and cells[(1.0, 8)] == "mlu"
+    flags = diagram.cells.set_index(["alpha", "D"])["init_noise_flag"]
+    assert flags[(64.0, 8)] and not flags[(1.0, 8)]  # alpha / sqrt(L M) = 8 vs 1/8
+    text = format_phase(diagram)
+    assert "diverged" in text and "trivial*" in text and set(PHASES) >= set(cells)
+
+
+def test_other_varying_axes_are_held_where_the_diagram_is_fullest():
+    rows = pd.concat([
+        law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 16.0), seeds=1, sweep="p"),
+        law_rows(lambda L, M, D: 0.1, Ls=(16,), Ms=(8,), Ds=(4,), alphas=(1.0,), seeds=1, sweep="p")])
+    diagram = phase_diagram(connect(rows), "p", "alpha", "D")
+    assert diagram.fixed == {"L": 8} and len(diagram.cells) == 4
+    assert "other axes held at: L=8" in format_phase(diagram)
+
+
+@pytest.mark.parametrize("x, y, message", [
+    ("alpha", "foo", "unknown phase axis 'foo'; expected one of: L, M, D"),
+    ("alpha", "alpha", "two different axes"),
+])
+def test_bad_axes_are_refused(x, y, message):
+    con = connect(law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), seeds=1, sweep="p"))
+    with pytest.raises(SweepDataError, match=message):
+        phase_diagram(con, "p", x, y)
