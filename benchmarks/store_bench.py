@@ -16,7 +16,6 @@ import math
 import os
 import platform
 import shutil
-import statistics
 import tempfile
 import time
 

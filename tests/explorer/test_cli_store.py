@@ -106,3 +106,14 @@ def test_compact_merges_and_answers_stay(results):
     _, after = run("sql", QUERY, "--store", results.uri, "--format", "csv")
     assert after == before
     assert run("check", "--store", results.uri)[0] == 0
+
+
+def test_check_reports_a_half_written_file_and_exits_1(results):
+    key = sorted(results.completed_trial_keys("quick"))[0]
+    path = key_file(results.files.root, "quick", "metrics", key)
+    partial = os.path.join(os.path.dirname(path), ".tmp.0badc0de.ffff000011112222.parquet")
+    with open(path, "rb") as src, open(partial, "wb") as dst:
+        dst.write(src.read()[:300])
+    assert run("sql", "SELECT count(*) AS n FROM metrics", "--store", results.uri, "--format", "csv") == (0, "n\n32\n")
+    code, out = run("check", "--store", results.uri)
+    assert code == 1 and f"problem: temporary: {partial}" in out

@@ -180,3 +180,12 @@ def test_s3_uri_resolves_through_aws_environment(s3_endpoint, monkeypatch):
     assert Store("s3://envbucket/prefix").completed_trial_keys("s") == {key}
     assert st.query("SELECT count(*) AS n FROM metrics").to_pylist() == [{"n": len(rows)}]
     assert isinstance(st.query("SELECT 1 AS one"), pa.Table)
+
+
+def test_a_lock_left_by_a_dead_worker_is_broken(local_store):
+    lock = os.path.join(local_store.files.root, "references", ".lock.r2")
+    os.makedirs(os.path.dirname(lock))
+    open(lock, "w").close()
+    os.utime(lock, (0, 0))  # its holder stopped refreshing it long ago
+    arrays, meta = local_store.get_or_compute_reference("r2", lambda: ({"x": np.arange(3)}, {}), stale_after_s=1)
+    assert arrays["x"].tolist() == [0, 1, 2] and not os.path.exists(lock)
