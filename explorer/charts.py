@@ -110,7 +110,7 @@ def error_vs_units(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
             x=alt.X("LM:Q", scale=_LOG, title="units L*M"),
             y=alt.Y("err:Q", scale=_LOG, title="error"),
             color=alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M"),
-            shape=alt.Shape("L:O", title="L"),
+            shape=alt.Shape("L:N", title="L", sort="ascending"),
             tooltip=["L:Q", "M:Q", "LM:Q", alt.Tooltip("err:Q", format=".3g"), "point:N"])]
         if fit is not None:
             fitted = points.assign(fitted=fit.predict(points["L"].to_numpy(float), points["M"].to_numpy(float), float(D)))
@@ -241,7 +241,7 @@ def residuals(fit: FitResult, title: str = "log residuals"):
         x=alt.X("LM:Q", scale=_LOG, title="units L*M"),
         y=alt.Y("residual:Q", title="log(measured / fitted)"),
         color=alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M"),
-        shape=alt.Shape("L:O", title="L"),
+        shape=alt.Shape("L:N", title="L", sort="ascending"),
         tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("residual:Q", format=".3f")])
     return alt.layer(zero, points).properties(width=WIDTH, height=HEIGHT, title=f"{title} ({fit.form})")
 

@@ -66,6 +66,10 @@ _EMBED_JS = """
   const errors = [];
   function report(msg) { errors.push(String(msg)); document.getElementById('render-errors').textContent = errors.join('\\n'); }
   window.addEventListener('error', function (e) { report(e.message); });
+  ['error', 'warn'].forEach(function (level) {
+    const original = console[level].bind(console);
+    console[level] = function () { report(level + ': ' + Array.from(arguments).join(' ')); original.apply(null, arguments); };
+  });
   const divs = document.querySelectorAll('div[data-chart]');
   let done = 0;
   divs.forEach(function (div) {

@@ -1,0 +1,143 @@
+"""The report: files beside index.html, numbers that match the fit rows, and a page that renders
+every chart in headless Chromium with no network."""
+import math
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from explorer.cli import main
+from explorer.report import CHART_FORMATS, write_report
+from store import Store
+
+from .analysis_data import law_rows, mark_trial, write_to_store
+
+LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
+CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "error_vs_step",
+          "error_vs_params", "phase")
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A sweep over L, M, D and alpha (one trial diverged, one failed) in a store, and its report."""
+    root = tmp_path_factory.mktemp("report")
+    rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), alphas=(1.0, 16.0), seeds=3, sweep="rep")
+    rows = mark_trial(rows, "L2-M1-D2-a16", "diverged", seeds=[0], from_step=5)
+    rows = mark_trial(rows, "L4-M1-D8-a16", "failed")
+    store = Store(root / "store")
+    write_to_store(rows, store)
+    out = write_report("rep", store, root / "out")
+    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8")}
+
+
+def test_report_writes_index_and_every_chart_as_png_svg_html(made):
+    out = made["out"]
+    for name in CHARTS:
+        for fmt in CHART_FORMATS:
+            assert (out / f"{name}.{fmt}").stat().st_size > 1000, (name, fmt)
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<svg" in (out / f"{name}.svg").read_text()[:500]
+        assert f'data-chart="{name}"' in made["html"]
+
+
+def test_report_needs_no_network(made):
+    html = made["html"]
+    assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "window.vegaEmbed=" in html.replace(" ", "")
+
+
+def test_summary_numbers_match_the_fit_rows_in_the_store(made):
+    fits = made["store"].connect().execute("SELECT * FROM fits").df()
+    assert set(fits["form"]) == {"theory", "free", "output", "joint"}
+    assert len(pd.read_csv(made["out"] / "fits.csv")) == len(fits)
+    spans = re.findall(r'<span class="num" ([^>]*)>([^<]*)</span>', made["html"])
+    checked = 0
+    for attrs, text in spans:
+        data = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', attrs))
+        rows = fits[fits["fit_id"] == data["fit-id"]]
+        assert len(rows), data
+        if data["field"] == "r2_log":
+            expected = rows["r2_log"].iloc[0]
+            assert text == f"{expected:.3f}"
+        else:
+            row = rows[rows["parameter"] == data["parameter"]].iloc[0]
+            column = {"slope": "estimate", "slope_low": "ci_high", "slope_high": "ci_low"}[data["field"]]
+            expected = -row[column]  # a slope is minus the exponent
+            assert text == f"{expected:.3f}", (data, text)
+        assert float(data["value"]) == pytest.approx(expected, rel=1e-12)
+        checked += 1
+    assert checked == 7  # R^2 of the theory fit, slope and CI in L and in L*M
+    assert "Slope in L (free-exponent fit)" in made["html"] and "theory -1" in made["html"]
+
+
+def test_report_states_floor_counts_config_and_phase(made):
+    html = made["html"]
+    assert "Reference error floor" in html and "0 of 24 grid points" in html
+    assert "diverged: 1 trials (1 seeds); failed: 1 trials" in html
+    assert "Fits and error charts hold alpha = 1" in html
+    assert "Phase diagram over alpha and D" in html and 'class="dataframe config-table"' in html
+
+
+def _chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path):
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--no-first-run", "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path}",
+           "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom",
+           (made["out"] / "index.html").as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+    assert re.search(r'<pre id="render-errors">\s*</pre>', dom), dom[:2000]
+    assert f'data-charts-done="{len(CHARTS)}"' in dom
+    assert dom.count('data-rendered="true"') == len(CHARTS)
+    # each chart's root SVG, drawn by Vega with its marks group
+    assert len(re.findall(r'<svg[^>]*class="marks"', dom)) == len(CHARTS)
+    assert dom.count('role="graphics-symbol"') > 100  # the points, lines, cells themselves
+
+
+def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
+    runner = CliRunner()
+    uri = made["store"].uri
+    done = runner.invoke(main, ["report", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "r"),
+                                "--bootstrap", "20"])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip() == f"report: {tmp_path / 'r' / 'index.html'}"
+    done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "free", "--no-save"])
+    assert done.exit_code == 0 and "slice alpha = 1.0" in done.output and "95% CI" in done.output
+    done = runner.invoke(main, ["phase", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "p")])
+    assert done.exit_code == 0 and "mlu" in done.output and (tmp_path / "p" / "phase.svg").exists()
+    done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "joint", "--budget", "1e6",
+                                "--budget", "1e9"])
+    assert done.exit_code == 0 and "best error ~ P^" in done.output and "wrote fit joint-" in done.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fit", "--sweep", "nope"], "error: unknown sweep 'nope'; the store"),
+    (["fit", "--sweep", "rep", "--metric", "loss"], "error: unknown metric 'loss'; expected one of: err_out, err_hidden"),
+    (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: unknown function '__import__'"),
+    (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
+    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite err_out rows"),
+    (["fit", "--sweep", "rep", "--where", "alpa = 3"], "error: query failed"),
+    (["phase", "--sweep", "rep", "--y", "foo"], "error: unknown phase axis 'foo'"),
+    (["report", "--sweep", "nope"], "error: unknown sweep 'nope'"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(made, args, message):
+    done = CliRunner().invoke(main, args + ["--store", made["store"].uri])
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith(message) and done.output.count("\n") == 1, done.output
+
+
+@pytest.mark.parametrize("command", ["fit", "phase", "report"])
+def test_analysis_commands_have_help(command):
+    done = CliRunner().invoke(main, [command, "--help"])
+    assert done.exit_code == 0 and f"Example: explorer {command}" in " ".join(done.output.split())
