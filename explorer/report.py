@@ -27,7 +27,7 @@ import pandas as pd
 from . import charts as _charts
 from .errors import FitError, SweepDataError
 from .fit import (FITS_COLUMNS, FLOOR_FACTOR, GRID_COLUMNS, FitResult, _run, check_sweep, fit, grid_errors,
-                  held_axes, held_where, status_counts, step_errors, table_columns)
+                  held_axes, held_where, resolve_form, status_counts, step_errors, table_columns)
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
 
@@ -303,8 +303,10 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         A :class:`Report`.
     Raises:
         SweepDataError, FitError, QueryError: no data to report (unknown sweep, metric, filter).
+        A form that cannot be fitted (too few points above the floor) is reported, not raised.
     """
     out = Path(out_dir)
+    resolve_form(form)  # a bad form is a usage error, before any work
     check_sweep(con, sweep)
     report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
     report.fixed = held_axes(con, sweep, ("L", "M", "D"), where)
@@ -322,9 +324,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
         except FitError as exc:
             report.fit_errors[name] = str(exc)
-    main = report.fits.get(form)
-    if main is None:
-        raise FitError(f"cannot fit the report's form {form!r}: {report.fit_errors.get(form)}")
+    main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
     if "joint" in report.fits:
         report.advice = shape_advice(report.fits["joint"])
 
@@ -337,13 +337,15 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
 
     steps = step_errors(con, sweep, metric=metric, where=fit_where)
     c = report.charts
-    c["error_vs_depth"] = _charts.error_vs_depth(main.grid, main)
-    c["error_vs_units"] = _charts.error_vs_units(main.grid, main)
-    c["error_heatmap"] = _charts.error_heatmap(main.grid, main)
-    c["parity"] = _charts.parity(main)
-    c["residuals"] = _charts.residuals(main)
+    points = main.grid if main is not None else grid
+    c["error_vs_depth"] = _charts.error_vs_depth(points, main)
+    c["error_vs_units"] = _charts.error_vs_units(points, main)
+    c["error_heatmap"] = _charts.error_heatmap(points, main)
+    if main is not None:
+        c["parity"] = _charts.parity(main)
+        c["residuals"] = _charts.residuals(main)
     c["error_vs_step"] = _charts.error_vs_step(steps)
-    c["error_vs_params"] = _charts.error_vs_params(main.grid, report.advice["frontier"] if report.advice else None)
+    c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
     if report.phase is not None:
         c["phase"] = _charts.phase_chart(report.phase)
 

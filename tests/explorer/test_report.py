@@ -82,6 +82,20 @@ def test_report_states_floor_counts_config_and_phase(made):
     assert "Phase diagram over alpha and D" in html and 'class="dataframe config-table"' in html
 
 
+def test_a_grid_under_the_reference_floor_still_gets_a_report_that_says_why(tmp_path):
+    from explorer.report import build_report
+
+    from .analysis_data import connect
+
+    rows = law_rows(LAW, Ls=(2, 4), Ms=(1, 4), seeds=2, ref_err=10.0, sweep="floor")
+    report = build_report(connect(rows), "floor", tmp_path, n_boot=10, formats=("svg",))
+    assert report.fits == {} and "theory" in report.fit_errors
+    assert "parity" not in report.charts and (tmp_path / "error_vs_depth.svg").exists()
+    html = report.path.read_text()
+    assert "The theory form was not fitted: only 0 grid points above the reference floor" in html
+    assert "4 of 4 grid points within 3&times; of it were left out" in html
+
+
 def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
