@@ -18,9 +18,10 @@ seeds of the final-step values:
              own, local movement is small next to the function's movement.
 5. mlu:      otherwise.
 
-Measured with the trial engine at L = M = 8..64, D = 8, K = 10, eta = 1: local_ratio is about
-1.0 at alpha = 1, 0.3 at alpha = 4 and 0.06 to 0.13 at alpha = 16, i.e. about 1/alpha; the
-threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4 already reads lazy.
+Measured with the trial engine at L = M = 8 and 32, D = 4 and 8, K = 10, eta = 1: local_ratio is
+about 0.73 at alpha = 1, 0.5 at alpha = 2, 0.25 to 0.38 at alpha = 4 and 0.06 to 0.16 at alpha =
+16, i.e. about 1/alpha; the threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4
+already reads lazy (SPEC section 4's numbers give 0.70, 0.19, 0.056 at alpha = 1, 4, 16).
 A cell whose initial output noise alpha / sqrt(L M) is >= 0.25 (trials without antithetic units)
 is flagged ``init_noise``: it lies outside the Mean ODE picture whatever its class.
 """
