@@ -79,6 +79,7 @@ class SweepResult:
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)  # a few "L=.. M=..: error" lines
     stale: int = 0  # trials of this sweep in the store that the spec no longer defines
+    lost: list[str] = field(default_factory=list)  # why Tune trials (packs of points) failed for good
 
     @property
     def exit_code(self) -> int:
@@ -95,7 +96,8 @@ class SweepResult:
                  f"store: {self.store}"]
         lines += [f"failed {line}" for line in self.failures]
         if self.missing:
-            lines.append(f"{self.missing} trials have no rows: run the same command again to retry them")
+            why = f" (first cause: {self.lost[0]})" if self.lost else ""
+            lines.append(f"{self.missing} trials have no rows{why}: run the same command again to retry them")
         if self.stale:
             lines.append(f"note: the store holds {self.stale} other trials of sweep {self.name!r} that this spec does "
                          "not define (an earlier version of it); they stay in the store and in its queries")
@@ -108,13 +110,14 @@ class SweepResult:
 def estimated_seconds(trial: PlannedTrial) -> float:
     """Rough single-core compute time of one grid point (all seeds), for packing only.
 
-    Two parts, measured on a 2-core CPU in float64: a per-layer, per-step cost of the Python loop
-    over depth (~0.1 ms), and the batched matrix work (~80 ns per unit coordinate, sample, seed
-    and step, memory-bound at these sizes).
+    Fitted to ``train_trial`` timings on a 2-core CPU in float64 (within about 2x from
+    L, M, D = 2, 1, 4 to 256, 1024, 64): a fixed cost, the Python loop over layers and steps
+    (~50 us per layer-step) and the batched tensor work (~12 ns per unit coordinate, sample,
+    seed and step; memory-bound at these sizes).
     """
     c = trial.config
     steps = c.steps + 1
-    return 2e-3 + 1e-4 * c.L * steps + 8e-8 * c.L * c.M * c.D * c.problem.samples * len(c.seeds) * steps
+    return 3e-3 + 5e-5 * c.L * steps + 1.2e-8 * c.L * c.M * c.D * c.problem.samples * len(c.seeds) * steps
 
 
 def pack(trials: Sequence[PlannedTrial], slots: int, points_per_trial: int | str = "auto") -> list[list[PlannedTrial]]:
@@ -430,6 +433,33 @@ def check_resources(spec: SweepSpec) -> int:
     return slots
 
 
+def remove_leftover_temporaries(store: Store, sweep: str, before: dt.datetime) -> int:
+    """Delete the temporary files of writes that a lost worker left behind.
+
+    A worker killed mid-write (its node lost, its sweep's driver SIGKILLed) leaves a hidden
+    ``.tmp.*`` file that readers never see. Once this run's trials are all over, a temporary of
+    this sweep (or of the reference cache) last touched before ``before`` has no live writer of
+    this run; a concurrent run of the same sweep, should there be one, only loses a write that
+    it then repeats. Object storage has no temporaries (each file is one PUT).
+
+    Returns:
+        How many files were deleted.
+    """
+    from store.catalog import list_kind, list_references
+
+    if not store.files.is_local:
+        return 0
+    listings = [list_kind(store.files, sweep, kind, stat=True) for kind in ("metrics", "trials")]
+    listings.append(list_references(store.files, stat=True))
+    removed = 0
+    for listing in listings:
+        for entry in listing.temporary:
+            if entry.mtime is None or entry.mtime < before:
+                store.files.delete(entry.path)
+                removed += 1
+    return removed
+
+
 def _describe(trial: PlannedTrial) -> str:
     c = trial.config
     return f"L={c.L} M={c.M} D={c.D} alpha={c.alpha:g}"
@@ -480,7 +510,8 @@ def run_sweep(
             if limit:
                 slots = min(slots, limit)
             errors = _run_references(spec, store, the_plan, todo, bar)
-            _run_trials(spec, store, the_plan, todo, errors, rerun, slots, limit, bar)
+            result.lost = _run_trials(spec, store, the_plan, todo, errors, rerun, slots, limit, bar)
+            remove_leftover_temporaries(store, spec.name, before=dt.datetime.now(dt.timezone.utc))
         bar.finish()
         known = trial_statuses(store, spec.name)
     result.wall_s = time.monotonic() - started
@@ -519,7 +550,8 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
     return errors
 
 
-def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> None:
+def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:
+    """Run the packed points as Tune trials; return why some Tune trials failed for good."""
     packs = pack(todo, slots, spec.resources.points_per_trial)
     # On the driver's node: a lost worker node must not take the ledger with it.
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
@@ -544,5 +576,7 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
             ),
         )
         grid = tuner.fit()
-    if grid.errors:
-        bar.message(f"{len(grid.errors)} Tune trial(s) failed for good: {_error_text(grid.errors[0]).splitlines()[0]}")
+    lost = [_error_text(e).splitlines()[0] for e in grid.errors]
+    if lost:
+        bar.message(f"{len(lost)} Tune trial(s) failed for good: {lost[0]}")
+    return lost

@@ -1,0 +1,101 @@
+"""The sweep commands on the command line: spec errors are one line and exit code 2, status reads
+the store, every command has help."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from explorer.cli import main
+
+from .test_spec import SPEC_ERRORS
+
+GOOD = """
+name = "cli"
+[train]
+steps = 5
+[reference]
+depth = 16
+width = 8
+[grid]
+L = [2, 4]
+M = [1]
+D = [4]
+seeds = 2
+"""
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def to_toml(raw: dict) -> str:
+    lines = [f"{k} = {_toml_value(v)}" for k, v in raw.items() if not isinstance(v, dict) and v is not None]
+    for section, values in raw.items():
+        if isinstance(values, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_ERRORS))
+def test_every_spec_error_exits_2_with_one_line_naming_the_key(tmp_path, case):
+    raw, expected = SPEC_ERRORS[case]
+    path = tmp_path / "spec.toml"
+    path.write_text(to_toml(raw))
+    result = run("sweep", str(path), "--store", str(tmp_path / "results"))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: spec error: ") and expected in result.output
+    assert result.output.count("\n") == 1  # one line, no traceback
+    assert not (tmp_path / "results").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["train.steps=0"], "[train] steps: expected a positive integer, got 0"),
+    (["--grid.L=[4, -1]"], "[grid] L: expected a list of positive integers, got [4, -1]"),
+    (["grid.Q=[1]"], "[grid] Q: unknown key"),
+    (["steps=5"], "unknown key 'steps'"),
+])
+def test_bad_overrides_exit_2(tmp_path, args, expected):
+    path = tmp_path / "spec.toml"
+    path.write_text(GOOD)
+    result = run("sweep", str(path), *args, "--store", str(tmp_path / "results"))
+    assert result.exit_code == 2 and expected in result.output and result.output.count("\n") == 1
+
+
+def test_missing_or_invalid_spec_file_exits_2(tmp_path):
+    result = run("sweep", str(tmp_path / "absent.toml"))
+    assert result.exit_code == 2 and "no such file" in result.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    result = run("sweep", str(bad))
+    assert result.exit_code == 2 and "invalid TOML" in result.output
+
+
+def test_status_counts_pending_trials_of_a_spec_and_of_an_unknown_sweep(tmp_path):
+    path = tmp_path / "spec.toml"
+    path.write_text(GOOD)
+    result = run("status", str(path), "--store", str(tmp_path))
+    assert result.exit_code == 0
+    assert "sweep cli" in result.output and "0/2 trials complete" in result.output
+    counts = {line.split()[0]: int(line.split()[1]) for line in result.output.splitlines()[1:]}
+    assert counts == {"ok": 0, "diverged": 0, "failed": 0, "pending": 2, "other": 0}
+    result = run("status", "--sweep", "nothing", "--store", str(tmp_path))
+    assert result.exit_code == 0 and "ok" in result.output
+    result = run("status", "--store", str(tmp_path))
+    assert result.exit_code == 2  # neither a spec nor --sweep
+
+
+@pytest.mark.parametrize("command", ["sweep", "status", "demo"])
+def test_sweep_commands_have_help(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0 and len(result.output.splitlines()) > 5

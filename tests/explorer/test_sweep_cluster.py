@@ -1,0 +1,86 @@
+"""A sweep on a multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head with no CPUs and two
+worker nodes): trials run on both nodes, and losing one mid-sweep costs only its running trials,
+which run again on the other."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import pytest  # noqa: E402
+import ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+import explorer  # noqa: E402
+from store import Store  # noqa: E402
+
+SPEC = {
+    "name": "cluster",
+    "train": {"steps": 20},
+    "reference": {"depth": 16, "width": 8},
+    # About 13 s of compute in 9 Tune trials: long enough that both nodes take trials (their
+    # actors start a few seconds apart on a busy machine) and that one is lost mid-sweep.
+    "grid": {"L": [64, 128, 256], "M": [64, 128, 256], "D": [8], "seeds": 3},
+    "resources": {"points_per_trial": 1},
+}
+TOTAL = 9
+
+
+@pytest.fixture
+def cluster():
+    # Fast failure detection: a removed node is declared dead within about a second.
+    head = {"num_cpus": 0, "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 200,
+                                              "health_check_failure_threshold": 5}}
+    c = Cluster(initialize_head=True, head_node_args=head)
+    nodes = [c.add_node(num_cpus=1), c.add_node(num_cpus=1)]
+    ray.init(address=c.address, log_to_driver=False)
+    c.wait_for_nodes()
+    yield c, nodes
+    ray.shutdown()
+    c.shutdown()
+
+
+def node_counts(store: Store) -> dict[str, int]:
+    table = store.query("SELECT node_id, count(DISTINCT trial_key) AS trials FROM metrics GROUP BY node_id",
+                        sweep="cluster")
+    return dict(zip(table.column("node_id").to_pylist(), table.column("trials").to_pylist()))
+
+
+def test_trials_run_on_both_nodes_and_survive_losing_one(tmp_path, cluster):
+    c, (first, second) = cluster
+    store = Store(tmp_path)
+    worker_ids = {n.node_id for n in (first, second)}
+    removed = threading.Event()
+    errors: list[Exception] = []
+
+    def remove_second_node_mid_sweep():
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            try:
+                ran_there = (tmp_path / "sweep=cluster").exists() and second.node_id in node_counts(store)
+            except Exception as exc:  # noqa: BLE001 - the store is being written; look again
+                errors.append(exc)
+                ran_there = False
+            if ran_there:
+                c.remove_node(second)  # while the other trials are still to run
+                removed.set()
+                return
+            time.sleep(0.1)
+
+    remover = threading.Thread(target=remove_second_node_mid_sweep, daemon=True)
+    remover.start()
+    result = explorer.sweep(SPEC, store=tmp_path, progress=False)
+    remover.join(timeout=5)
+
+    assert removed.is_set(), errors
+    assert (result.ok, result.failed, result.missing, result.exit_code) == (TOTAL, 0, 0, 0), result.summary()
+    counts = node_counts(store)
+    assert set(counts) == worker_ids  # the node id is a column; both worker nodes ran trials
+    assert sum(counts.values()) == TOTAL  # every trial once
+    rows = store.query("SELECT count(*) AS n, count(DISTINCT (trial_key, seed, step)) AS distinct_n FROM metrics",
+                       sweep="cluster").to_pylist()[0]
+    assert rows["n"] == rows["distinct_n"] == TOTAL * 3 * 21
+    assert store.check().ok
