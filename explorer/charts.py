@@ -263,7 +263,8 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
     return alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("step:Q", title="gradient step k"),
         y=alt.Y("err:Q", scale=_LOG, title="error"),
-        color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M"),
+        color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
+                        legend=alt.Legend(type="gradient")),
         detail="grid_point:N",
         tooltip=["grid_point:N", "step:Q", alt.Tooltip("err:Q", format=".3g")],
     ).properties(width=WIDTH, height=HEIGHT, title=title)

@@ -361,7 +361,9 @@ class FitResult:
 
 def _packed(grid: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Per-seed errors as a NaN-padded (points, max_seeds) array and the seed counts."""
-    seeds = [np.atleast_1d(np.asarray(v, dtype=float)) for v in grid["seed_errs"]]
+    # A grid built by hand may lack per-seed values: each point is then its own single seed.
+    values = grid["seed_errs"] if "seed_errs" in grid else grid["err"]
+    seeds = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
     counts = np.array([len(s) for s in seeds])
     width = max(1, counts.max())
     packed = np.full((len(seeds), width), np.nan)

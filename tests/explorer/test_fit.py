@@ -157,6 +157,13 @@ def test_unsupported_terms_and_unidentified_parameters_are_flagged():
     assert any(note.startswith("c3 ~ 0") for note in no_term.notes), no_term.notes
 
 
+def test_a_hand_made_grid_needs_only_l_m_d_and_err():
+    grid = _grid("theory")[["L", "M", "D", "err"]]
+    result = fit(grid, "theory", n_boot=50)
+    assert result.bootstrap == "points" and result.estimate["c1"] == pytest.approx(0.8, rel=0.08)
+    assert result.sweep is None and result.step is None
+
+
 def test_one_seed_per_point_falls_back_to_resampling_points():
     rows = law_rows(_law("theory"), seeds=1)
     result = fit(grid_errors(connect(rows), "law"), "theory", n_boot=50)
