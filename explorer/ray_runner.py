@@ -369,6 +369,29 @@ def _quiet_loggers(*names: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """Make a Ray started now advertise, and bind its servers to, 127.0.0.1 only.
+
+    On Linux Ray uses the machine's routable address even when given 127.0.0.1 (so that other
+    nodes could join); its single-machine mode (the default on macOS and Windows) uses the
+    loopback address. Ray reads that switch from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``: set for
+    the processes ``ray.init`` spawns, and patched in this process, whose constant was read at
+    import. Both are restored afterwards, so that a later ``ray.init(address=...)`` can join a
+    cluster.
+    """
+    from ray._private import ray_constants
+
+    saved = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    with _environment({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}):
+        ray_constants.ENABLE_RAY_CLUSTER = False
+        try:
+            yield
+        finally:
+            if saved is not None:
+                ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+@contextlib.contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[str]:
     """Use the Ray this process already has, or start/join one for the duration.
 
@@ -389,8 +412,9 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
     try:
         if address is None:
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     object_store_memory=256 * 1024**2, **quiet)
+            with _loopback_only():
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                         object_store_memory=256 * 1024**2, **quiet)
             kind = "embedded"
         else:
             ray.init(address=address, **quiet)

@@ -68,6 +68,17 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path):
     assert not ray.is_initialized()  # nothing to do: Ray was not even started
 
 
+def test_embedded_ray_listens_on_loopback_only_and_is_shut_down():
+    from ray._private import ray_constants
+
+    with ray_runner.ray_session(None, num_cpus=1) as kind:
+        assert kind == "embedded"
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+        assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
+    assert not ray.is_initialized()
+    assert ray_constants.ENABLE_RAY_CLUSTER  # restored: a later ray.init can still join a cluster
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
