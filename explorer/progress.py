@@ -60,6 +60,16 @@ class Progress:
         self._last_text = ""
         self._width = 0
 
+    def __getstate__(self):  # a stream does not pickle (Ray client ships Tune callbacks to the cluster)
+        elapsed = time.monotonic() - self.started  # monotonic clocks differ between machines
+        return dict(self.__dict__, stream=None, interactive=False, _width=0, started=elapsed,
+                    _last_draw=-float("inf"))
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.stream = sys.stderr
+        self.started = time.monotonic() - state["started"]
+
     def line(self, now: float | None = None) -> str:
         """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``."""
         c = self.counts

@@ -311,9 +311,6 @@ class _ProgressCallback(tune.Callback):
         self.compute_s = 0.0
         self.nodes: set[str] = set()
 
-    def __getstate__(self):  # Tune pickles its run config; the terminal stream stays here
-        return {}
-
     def on_trial_result(self, iteration, trials, trial, result, **info):
         keys = result.get("keys")
         if not keys:

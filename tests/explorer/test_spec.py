@@ -193,3 +193,17 @@ def test_grid_axis_replaces_scalar_setting():
     p = plan(parse_spec(with_changes(grid={"sigma_u": [0.5, 2.0]})), schema_version=1)
     assert {t.config.sigma_u for t in p.trials} == {0.5, 2.0}
     assert len(p.trials) == 24
+
+
+def test_every_spec_key_is_documented_in_its_section_of_docs_sweeps():
+    import dataclasses
+    from pathlib import Path
+
+    from explorer.spec import SECTIONS
+
+    docs = (Path(__file__).parents[2] / "docs" / "sweeps.md").read_text()
+    for section, cls in SECTIONS.items():
+        start = docs.index(f"#### [{section}]")
+        table = docs[start:docs.index("\n\n", docs.index("| key |", start))]
+        for f in dataclasses.fields(cls):
+            assert f"| `{f.name}` |" in table, f"[{section}] {f.name} is not in docs/sweeps.md"
