@@ -417,8 +417,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
             ray.init(address=address, **quiet)
             kind = "joined"
     except (ConnectionError, ValueError, RuntimeError) as exc:
-        where = address or "a local Ray"
-        raise ClusterError(f"cannot start or reach {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        what = "cannot start an embedded Ray" if address is None else f"cannot reach the Ray cluster at {address!r}"
+        raise ClusterError(f"{what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     try:
         yield kind
     finally:
