@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from trials import ReferenceConfig, TrialConfig, compute_reference
-from trials.metrics import METRICS, Snapshot
+from trials.metrics import METRICS, Baseline, Snapshot
 from trials.model import ResNet
 
 SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
@@ -97,17 +97,16 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
     cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
     net = ResNet(cfg)
     step = best_of(lambda: net.step(net.forward()), repeats, device)
-    units0 = net.units.clone()
-    out0 = net.forward().out.clone()
+    base = Baseline(net.units.clone(), net.forward().out.clone())
 
     def step_with_metrics():
         fwd = net.forward()
-        snap = Snapshot(net, fwd, units0, out0, out0[0], fwd.hidden[-1, 0])
+        snap = Snapshot(net, fwd, base, base.out0[0], fwd.hidden[-1, 0])
         [fn(snap).cpu() for fn in METRICS.values()]
         net.step(fwd)
 
     with_metrics = best_of(step_with_metrics, repeats, device)
-    del units0
+    del base
     weight_bytes = net.units.u.numel() * 2 * net.units.u.element_size()
     bandwidth = copy_bandwidth(device, net.dtype, min(weight_bytes, 1 << 30), repeats)
     flops_rate = matmul_flops(device, net.dtype, repeats)

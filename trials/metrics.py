@@ -20,7 +20,7 @@ import torch
 
 from .model import Forward, ResNet, Units
 
-# Layers per chunk in the per-unit sums: bounds temporaries to a few million elements.
+# Layers per chunk in the per-unit sums: bounds the scratch buffer to a few million elements.
 _CHUNK_ELEMENTS = 1 << 22
 
 
@@ -28,30 +28,61 @@ def rms(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     return x.square().mean(dim=dims).sqrt()
 
 
+class Baseline:
+    """What every step is compared with, computed once per trial: the units and output at step 0,
+    the initial per-unit norms |v_0|^2, the total ||theta_0||^2 per repetition, and one scratch
+    buffer reused by every step's per-unit sums (fresh temporaries of weight size would cost
+    more in page faults than in arithmetic)."""
+
+    def __init__(self, units0: Units, out0: torch.Tensor):
+        self.units0, self.out0 = units0, out0
+        L, R, D, M = units0.u.shape
+        size = max(1, _CHUNK_ELEMENTS // max(1, R * D * M))
+        self.chunks = [slice(i, min(i + size, L)) for i in range(0, L, size)]
+        self.scratch = torch.empty((min(size, L), R, D, M), dtype=units0.u.dtype, device=units0.u.device)
+        self.v0_sq = self.unit_dot(units0.v, units0.v)  # (L, R, 1, M)
+        self.size0_sq = sum(self.unit_dot(t, t).sum(dim=(0, 2, 3)) for t in (units0.u, units0.v))  # (R,)
+
+    def unit_dot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Per-unit inner products over the D coordinates: (L, R, D, M) x2 -> (L, R, 1, M)."""
+        return torch.cat([self._chunk_dot(a[c], b[c], torch.mul) for c in self.chunks])
+
+    def moved_sq(self, now: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+        """||now - start||^2 per repetition: (L, R, D, M) x2 -> (R,)."""
+        return sum(self._chunk_dot(now[c], start[c], torch.sub, square=True).sum(dim=(0, 2, 3)) for c in self.chunks)
+
+    def _chunk_dot(self, a, b, op, square: bool = False) -> torch.Tensor:
+        buf = self.scratch[: a.shape[0]]
+        op(a, b, out=buf)
+        if square:
+            buf.square_()
+        return buf.sum(dim=2, keepdim=True)
+
+
 @dataclass
 class Snapshot:
     """Everything the metrics of one step read, sample-major as in model.Forward. Shapes:
-    out0 (R, N, d_out); ref_out (N, d_out); ref_hidden (N, D); units as in model.Units."""
+    ref_out (N, d_out); ref_hidden (N, D); the baseline's out0 (R, N, d_out)."""
 
     net: ResNet
     fwd: Forward
-    units0: Units
-    out0: torch.Tensor
+    base: Baseline
     ref_out: torch.Tensor
     ref_hidden: torch.Tensor
 
     @cached_property
     def preact_at_init_weights(self) -> torch.Tensor:
         """u_{l,j,0}^T h_{l-1,k} / D for every layer at once: (L, R, N, M)."""
-        L, R, D, M = self.units0.u.shape
+        L, R, D, M = self.base.units0.u.shape
         hidden_in = self.fwd.hidden[:L].reshape(L * R, -1, D)
-        p0 = torch.bmm(hidden_in, self.units0.u.reshape(L * R, D, M)) / D
+        p0 = torch.bmm(hidden_in / D, self.base.units0.u.reshape(L * R, D, M))
         return p0.reshape(L, R, -1, M)
 
-    def layer_chunks(self):
-        L, R, D, M = self.units0.u.shape
-        size = max(1, _CHUNK_ELEMENTS // max(1, R * D * M))
-        return [slice(i, min(i + size, L)) for i in range(0, L, size)]
+    @cached_property
+    def v_dots(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """|v_k|^2 and v_k . v_0 per unit, (L, R, 1, M): shared by lin_ratio and weight_change."""
+        v = self.net.units.v
+        return self.base.unit_dot(v, v), self.base.unit_dot(v, self.base.units0.v)
 
 
 def err_out(s: Snapshot) -> torch.Tensor:
@@ -78,37 +109,28 @@ def lin_ratio(s: Snapshot) -> torch.Tensor:
     residual = v_k (sigma(p) - sigma(p0)) - v_0 sigma'(p0) (p - p0) and change = v_k sigma(p) -
     v_0 sigma(p0), so only the unit norms |v_k|^2, |v_0|^2 and v_k . v_0 are needed.
     """
-    sigma, sigma_prime = s.net.sigma, s.net.sigma_prime
-    R = s.fwd.out.shape[0]
-    num = torch.zeros(R, dtype=s.fwd.out.dtype, device=s.fwd.out.device)
-    den = torch.zeros_like(num)
-    for chunk in s.layer_chunks():
-        v, v0 = s.net.units.v[chunk], s.units0.v[chunk]
-        # (l, R, D, M) -> (l, R, 1, M): per-unit inner products over the D coordinates.
-        vv = v.square().sum(2, keepdim=True)
-        v0v0 = v0.square().sum(2, keepdim=True)
-        vv0 = (v * v0).sum(2, keepdim=True)
-        p, p0 = s.fwd.preact[chunk], s.preact_at_init_weights[chunk]
-        sk, s0 = sigma(p), sigma(p0)
-        a, b = sk - s0, sigma_prime(p0) * (p - p0)
-        num += (vv * a * a - 2 * vv0 * a * b + v0v0 * b * b).sum(dim=(0, 2, 3))
-        den += (vv * sk * sk - 2 * vv0 * sk * s0 + v0v0 * s0 * s0).sum(dim=(0, 2, 3))
+    act = s.net.activation
+    (vv, vv0), v0v0 = s.v_dots, s.base.v0_sq  # (L, R, 1, M)
+    p, p0 = s.fwd.preact, s.preact_at_init_weights  # (L, R, N, M)
+    sk = s.fwd.activated
+    s0 = act.value(p0)
+    a, b = sk - s0, act.derivative(p0, s0) * (p - p0)
+    num = (vv * a * a - 2 * vv0 * a * b + v0v0 * b * b).sum(dim=(0, 2, 3))
+    den = (vv * sk * sk - 2 * vv0 * sk * s0 + v0v0 * s0 * s0).sum(dim=(0, 2, 3))
     ratio = num.clamp_min(0).sqrt() / den.clamp_min(0).sqrt()
     return torch.where(den > 0, ratio, torch.zeros_like(ratio))
 
 
 def output_change(s: Snapshot) -> torch.Tensor:
-    return rms(s.fwd.out - s.out0, (1, 2))
+    return rms(s.fwd.out - s.base.out0, (1, 2))
 
 
 def weight_change(s: Snapshot) -> torch.Tensor:
-    moved = torch.zeros_like(s.fwd.out[:, 0, 0])  # (R,)
-    size = torch.zeros_like(moved)
-    for chunk in s.layer_chunks():
-        for now, start in ((s.net.units.u[chunk], s.units0.u[chunk]), (s.net.units.v[chunk], s.units0.v[chunk])):
-            moved += (now - start).square().sum(dim=(0, 2, 3))
-            size += start.square().sum(dim=(0, 2, 3))
-    return (moved / size).sqrt()
+    vv, vv0 = s.v_dots
+    # |v - v0|^2 = |v|^2 - 2 v.v0 + |v0|^2: exactly 0 at step 0, where the three sums are the same numbers
+    moved_v = (vv - 2 * vv0 + s.base.v0_sq).sum(dim=(0, 2, 3)).clamp_min(0)
+    moved = s.base.moved_sq(s.net.units.u, s.base.units0.u) + moved_v
+    return (moved / s.base.size0_sq).sqrt()
 
 
 METRICS: dict[str, Callable[[Snapshot], torch.Tensor]] = {

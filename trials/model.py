@@ -36,23 +36,29 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
 
 
-def _tanh_prime(p: torch.Tensor) -> torch.Tensor:
-    t = torch.tanh(p)
-    return 1.0 - t * t
-
-
-def _gelu_prime(p: torch.Tensor) -> torch.Tensor:
+def _gelu_prime(p: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
     cdf = 0.5 * (1.0 + torch.erf(p * 0.7071067811865476))
     pdf = torch.exp(-0.5 * p * p) * 0.3989422804014327
     return cdf + p * pdf
 
 
-# name -> (sigma, sigma'): the derivative is written out so that backprop needs no autograd.
-ACTIVATIONS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]] = {
-    "tanh": (torch.tanh, _tanh_prime),
-    "identity": (lambda p: p, torch.ones_like),
-    "gelu": (torch.nn.functional.gelu, _gelu_prime),
-    "relu": (torch.relu, lambda p: (p > 0).to(p.dtype)),
+@dataclass(frozen=True)
+class Activation:
+    """sigma and its derivative, written out so that backprop needs no autograd. The derivative
+    takes (p, sigma(p)): tanh' = 1 - tanh^2 then costs no second transcendental pass."""
+
+    value: Callable[[torch.Tensor], torch.Tensor]
+    derivative: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+    def prime(self, p: torch.Tensor) -> torch.Tensor:
+        return self.derivative(p, self.value(p))
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "tanh": Activation(torch.tanh, lambda p, s: 1.0 - s * s),
+    "identity": Activation(lambda p: p, lambda p, s: torch.ones_like(p)),
+    "gelu": Activation(torch.nn.functional.gelu, _gelu_prime),
+    "relu": Activation(torch.relu, lambda p, s: (p > 0).to(p.dtype)),
 }
 
 
@@ -148,7 +154,8 @@ class ResNet:
         self.seeds = tuple(config.seeds if seeds is None else seeds)
         self.problem = make_problem(config, self.device, self.dtype)
         self.units = units if units is not None else init_units(config, self.seeds, self.device, self.dtype)
-        self.sigma, self.sigma_prime = ACTIVATIONS[config.activation]
+        self.activation = ACTIVATIONS[config.activation]
+        self.sigma, self.sigma_prime = self.activation.value, self.activation.prime
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
 
@@ -164,8 +171,8 @@ class ResNet:
         activated = torch.empty_like(preact)
         hidden[0] = self.problem.x @ self.problem.embed.T
         for layer in range(L):
-            # P = h U / D: (R, N, D) @ (R, D, M) -> (R, N, M)
-            torch.bmm(hidden[layer], units.u[layer], out=preact[layer]).div_(D)
+            # P = (h / D) U: (R, N, D) @ (R, D, M) -> (R, N, M); dividing h is the cheaper side
+            torch.bmm(hidden[layer] / D, units.u[layer], out=preact[layer])
             activated[layer] = self.sigma(preact[layer])
             # h_l = h_{l-1} + c sigma(P) V^T: (R, N, M) @ (R, M, D) -> (R, N, D)
             torch.baddbmm(hidden[layer], activated[layer], units.v[layer].transpose(1, 2), alpha=self.scale, out=hidden[layer + 1])
@@ -208,13 +215,12 @@ class ResNet:
         D, c = cfg.D, self.scale
         d_out, N = cfg.problem.d_out, cfg.problem.samples
         cotangent = torch.empty_like(fwd.hidden[1:])
-        gated = self.sigma_prime(fwd.preact)  # becomes G in place, layer by layer
+        gated = self.activation.derivative(fwd.preact, fwd.activated)  # becomes G in place, layer by layer
         # B_L = (D / 2) dl/dh_L, with l = ||f - y||^2 / (N d_out) and f = W_U^T h / D.
         cotangent[-1] = torch.matmul(fwd.out - self.problem.y, self.problem.readout.T) / (N * d_out)
         for layer in reversed(range(cfg.L)):
             b = cotangent[layer]
-            q = torch.bmm(b, units.v[layer])  # B V: (R, N, D) @ (R, D, M)
-            gated[layer].mul_(q).div_(D)
+            gated[layer].mul_(torch.bmm(b / D, units.v[layer]))  # B V / D: (R, N, D) @ (R, D, M)
             if layer:
                 # B_{l-1} = B_l + c G_l U_l^T
                 torch.baddbmm(b, gated[layer], units.u[layer].transpose(1, 2), alpha=c, out=cotangent[layer - 1])

@@ -9,7 +9,7 @@ import time
 import torch
 
 from .config import TrialConfig
-from .metrics import METRICS, Snapshot
+from .metrics import METRICS, Baseline, Snapshot
 from .model import ResNet
 from .reference import Reference
 
@@ -59,11 +59,11 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind, device=net.device.type)
     alive = list(range(len(net.seeds)))
     rows: list[dict] = []
-    out0 = None
+    baseline = None
     for k, fwd in net.trajectory():
-        if out0 is None:
-            out0 = fwd.out.clone()
-        snapshot = Snapshot(net, fwd, units0, out0, ref_out[k], ref_hidden[k])
+        if baseline is None:
+            baseline = Baseline(units0, fwd.out.clone())
+        snapshot = Snapshot(net, fwd, baseline, ref_out[k], ref_hidden[k])
         values = {name: fn(snapshot).to(torch.float64).cpu().tolist() for name, fn in METRICS.items()}
         blown = ~torch.isfinite(fwd.out).all(dim=(1, 2)) | (fwd.out.abs().amax(dim=(1, 2)) > config.divergence_threshold)
         blown = blown.cpu().tolist()

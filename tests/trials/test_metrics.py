@@ -10,7 +10,7 @@ import torch
 from tests import naive
 from tests.trials.conftest import rms, seed_weights
 from trials import METRICS, ReferenceConfig, TrialConfig, compute_reference, train_trial
-from trials.metrics import Snapshot
+from trials.metrics import Baseline, Snapshot
 from trials.model import ResNet
 
 ROW_METRICS = set(METRICS) | {"ref_loss", "ref_err_out", "ref_err_hidden"}
@@ -26,11 +26,10 @@ def _snapshot_after(cfg: TrialConfig, steps: int):
     """The engine's state after ``steps`` GD steps, with a zero reference."""
     net = ResNet(cfg)
     start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
-    units0 = net.units.clone()
-    out0 = net.forward().out.clone()
+    base = Baseline(net.units.clone(), net.forward().out.clone())
     for k, fwd in net.trajectory():
         if k == steps:
-            return net, start, Snapshot(net, fwd, units0, out0, torch.zeros_like(out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
+            return net, start, Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
     raise AssertionError("not reached")
 
 
@@ -54,7 +53,7 @@ def test_distance_metrics_match_numpy():
     _, _, _, _, U, V = seed_weights(net, 0)
     assert float(METRICS["err_out"](snap)[0]) == pytest.approx(rms(out))  # reference set to 0 above
     assert float(METRICS["loss"](snap)[0]) == pytest.approx(np.mean((out - y) ** 2))
-    assert float(METRICS["output_change"](snap)[0]) == pytest.approx(rms(out - snap.out0[0].numpy().T))
+    assert float(METRICS["output_change"](snap)[0]) == pytest.approx(rms(out - snap.base.out0[0].numpy().T))
     moved = sum(np.sum((a - b) ** 2) for a, b in zip(U + V, U0 + V0))
     assert float(METRICS["weight_change"](snap)[0]) == pytest.approx(math.sqrt(moved / sum(np.sum(b**2) for b in U0 + V0)))
 
