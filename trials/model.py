@@ -28,7 +28,7 @@ from typing import Callable
 
 import torch
 
-from .config import TrialConfig, resolve_device, torch_dtype
+from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor:
@@ -83,7 +83,7 @@ def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) 
     width D uses their first D rows, so models of different D see the same directions.
     """
     p = config.problem
-    gen = torch.Generator().manual_seed(p.seed)
+    gen = torch.Generator().manual_seed(stream_seed("problem", p.seed))
     f64 = torch.float64
     x = torch.randn(p.samples, p.d_in, generator=gen, dtype=f64)
     y = torch.randn(p.samples, p.d_out, generator=gen, dtype=f64)
@@ -115,7 +115,7 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     drawn = M // 2 if config.antithetic else M
     us, vs = [], []
     for seed in seeds:
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = torch.Generator().manual_seed(stream_seed("units", int(seed)))
         u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_u * D**0.5)
         v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_v * D**0.5)
         if config.antithetic:

@@ -3,7 +3,7 @@ the output still moves by Theta(1).
 
 SPEC measured at L = M = 64, D = 8, K = 10: feature_update 0.44, 0.12, 0.035 and lin_ratio
 0.35, 0.12, 0.033 at alpha = 1, 4, 16, the output moving ~0.63 at every alpha. The values
-depend on the data draw (problem seed); seeds 2 and 3 are checked here.
+depend on the data draw (problem seed); seeds 1 and 2 are checked here.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def final_means(alpha: float, problem_seed: int) -> dict:
     return {name: float(np.mean([r[name] for r in rows])) for name in ("feature_update", "lin_ratio", "output_change", "weight_change")}
 
 
-@pytest.fixture(scope="module", params=[2, 3])
+@pytest.fixture(scope="module", params=[1, 2])
 def regimes(request):
     return {alpha: final_means(alpha, request.param) for alpha in ALPHAS}
 
