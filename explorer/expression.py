@@ -7,7 +7,8 @@ numbers, the variables ``L M D P``, parameters, ``+ - * / **``, unary minus, and
 
 Parameter names: ``c1, c2, ...`` (the letter c followed by digits) are positive constants and are
 fitted through their logarithm; any other name (``a``, ``b``, ``gamma``...) is a free real number,
-typically an exponent. ``pi`` is the number pi.
+typically an exponent. ``pi`` is the number pi. A lower-case ``l``, ``m``, ``d`` or ``p`` is
+refused rather than fitted: it is almost always a mistyped variable (``sqrt(D/(L*m))``).
 """
 from __future__ import annotations
 
@@ -144,6 +145,9 @@ def _compile(node: ast.AST, text: str, names: set[str], variables: set[str]) -> 
             return lambda env: value
         if name in VARIABLES:
             variables.add(name)
+        elif name.upper() in VARIABLES:
+            raise ExpressionError(f"unknown name {name!r} in law; did you mean {name.upper()}? (variables: "
+                                  f"{', '.join(VARIABLES)}; constants c1, c2, ...; other names are free exponents)")
         elif _PARAMETER.match(name):
             names.add(name)
         else:

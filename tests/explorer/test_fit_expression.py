@@ -78,3 +78,22 @@ def test_undefined_values_become_nan_not_exceptions():
     expr = parse_expression("c1*sqrt(L - 4) + c2*L**1000")
     out = expr({"c1": 1.0, "c2": 1.0}, np.array([2.0, 9.0]), 1.0, 1.0)
     assert math.isnan(out[0]) and math.isinf(out[1])
+
+
+@pytest.mark.parametrize("text, name, meant", [
+    ("c1/L + c2*sqrt(D/(L*m))", "m", "M"),
+    ("c1/l + c2", "l", "L"),
+    ("c1*d**-a", "d", "D"),
+    ("c1*p**-a + c2/L", "p", "P"),
+])
+def test_a_lower_case_variable_is_refused_not_fitted_as_a_free_parameter(text, name, meant):
+    with pytest.raises(ExpressionError) as info:
+        parse_expression(text)
+    message = str(info.value)
+    assert f"unknown name {name!r} in law; did you mean {meant}?" in message
+    assert "variables: L, M, D, P" in message and "\n" not in message
+
+
+def test_other_lower_case_names_stay_free_exponents():
+    expr = parse_expression("c1*L**-a + c2*(D/(L*M))**b + c3*D**-gamma")
+    assert expr.parameters == ("c1", "c2", "c3", "a", "b", "gamma")
