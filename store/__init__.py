@@ -5,7 +5,7 @@ Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.m
 from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError
 from .integrity import CheckReport
 from .compaction import CompactionReport
-from .schema import COLUMNS, SCHEMA_VERSION, schema
+from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store, connect
 from .write import trial_row_from_metrics
 
@@ -13,8 +13,10 @@ __all__ = [
     "COLUMNS",
     "CheckReport",
     "CompactionReport",
+    "FINAL_STATUSES",
     "InvalidNameError",
     "SCHEMA_VERSION",
+    "STATUSES",
     "SchemaError",
     "Store",
     "StoreError",

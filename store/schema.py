@@ -27,7 +27,10 @@ from .errors import SchemaError
 
 SCHEMA_VERSION = 1
 KINDS = ("metrics", "trials", "fits", "references")
+# The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
+# A trial that ended so is final (a rerun skips it); a failed one runs again.
+FINAL_STATUSES = ("ok", "diverged")
 PACKAGE_NAME = "resnet-scaling-explorer"
 
 
@@ -106,8 +109,8 @@ _TRIALS = _IDENTITY + CONFIG_COLUMNS + (
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
     Column("started_at", _TIME, "UTC time the trial started"),
-    Column("final_err_out", _FLOAT, "RMS over seeds of err_out at the last step"),
-    Column("final_err_hidden", _FLOAT, "RMS over seeds of err_hidden at the last step"),
+    Column("final_err_out", _FLOAT, "RMS of err_out at the last step over the seeds that ended ok"),
+    Column("final_err_hidden", _FLOAT, "RMS of err_hidden at the last step over the seeds that ended ok"),
     Column("config_json", _STR, "the resolved trial config as JSON"),
 ) + _PROVENANCE
 

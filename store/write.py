@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from .errors import SchemaError
 from .files import Files
 from .layout import check_key, check_sweep, key_file
-from .schema import CONFIG_COLUMNS, SCHEMA_VERSION, package_version, to_table
+from .schema import CONFIG_COLUMNS, SCHEMA_VERSION, STATUSES, package_version, to_table
 
 ROW_GROUP_ROWS = 256 * 1024
 
@@ -85,7 +85,7 @@ def write_fit(files: Files, sweep: str, fit_id: str, rows: Sequence[Mapping]) ->
     files.put(key_file(files.root, sweep, "fits", fit_id), parquet_bytes(table))
 
 
-_SEVERITY = {"ok": 0, "diverged": 1, "failed": 2}
+_SEVERITY = {status: rank for rank, status in enumerate(STATUSES)}  # STATUSES lists the worst last
 
 
 def _rms(values: list[float]) -> float:
@@ -115,8 +115,9 @@ def trial_row_from_metrics(
     Returns:
         A dict with the trials columns except those the store fills (sweep, trial_key, versions).
         status is the worst over seeds (failed > diverged > ok); final_err_out and
-        final_err_hidden are the RMS over seeds of the finite values at step == steps (NaN when
-        no seed got there).
+        final_err_hidden are the RMS, over the seeds whose row at step == steps has status ok,
+        of their finite values there (NaN when no seed ended ok). A seed that diverged at the
+        last step has a finite but meaningless error there (e.g. 3.5e6): it never counts.
 
     Raises:
         SchemaError: no rows, or rows without the metric columns used here.
@@ -129,7 +130,7 @@ def trial_row_from_metrics(
         for name in ("ref_key", "ref_kind", "device", "wall_s"):
             row[name] = first[name]
         status = max((r["status"] for r in metric_rows), key=lambda s: _SEVERITY.get(s, 3))
-        last = [r for r in metric_rows if r["step"] == first["steps"]]
+        last = [r for r in metric_rows if r["step"] == first["steps"] and r["status"] == "ok"]
         seed_list = sorted({r["seed"] for r in metric_rows}) if seeds is None else list(seeds)
         errors = [r.get("error") for r in metric_rows if r.get("error")]
         row.update(

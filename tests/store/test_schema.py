@@ -113,6 +113,25 @@ def test_trial_row_summarizes_seeds_and_status():
     to_table("trials", [row], {"sweep": "s", "trial_key": "k", "schema_version": 1, "package_version": "x"})
 
 
+def test_final_errors_count_only_seeds_that_ended_ok():
+    # Seed 2 diverges at the last step with a finite but huge error (past the divergence
+    # threshold): its row is there, at step == steps, but it must not count.
+    rows = kit.metric_rows(steps=3, seeds=(0, 1, 2))
+    last_of_seed_2 = next(r for r in rows if r["seed"] == 2 and r["step"] == 3)
+    last_of_seed_2.update(status="diverged", err_out=3.5e6, err_hidden=4.1e6)
+    row = trial_row_from_metrics(rows, config_json="{}", started_at=kit.STARTED)
+    ok_finals = [r for r in rows if r["step"] == 3 and r["seed"] in (0, 1)]
+    assert row["status"] == "diverged"
+    assert row["final_err_out"] == pytest.approx(math.sqrt(sum(r["err_out"] ** 2 for r in ok_finals) / 2))
+    assert row["final_err_hidden"] == pytest.approx(math.sqrt(sum(r["err_hidden"] ** 2 for r in ok_finals) / 2))
+
+    for r in rows:
+        if r["step"] == 3:
+            r["status"] = "diverged"
+    nothing_ok = trial_row_from_metrics(rows, config_json="{}", started_at=kit.STARTED)
+    assert math.isnan(nothing_ok["final_err_out"]) and math.isnan(nothing_ok["final_err_hidden"])
+
+
 def test_fits_rows_fill_created_at_and_accept_null_intervals():
     row = {"form": "power", "metric": "err_out", "step": None, "parameter": "a", "estimate": -1.02,
            "ci_low": None, "ci_high": None, "r2_log": 0.97, "n_points": 12, "n_excluded": 1,
