@@ -17,7 +17,6 @@ them. Readers racing a compaction may fail with "file not found" and should simp
 """
 from __future__ import annotations
 
-import datetime as _dt
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -25,15 +24,15 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .catalog import Source, completed_keys, list_kind, resolve
+from .cleanup import remove_temporaries
 from .errors import StoreError
 from .files import Entry, Files
-from .layout import DATA_KINDS, check_sweep, compacted_name, join, kind_dir
+from .layout import DATA_KINDS, check_kind, check_sweep, compacted_name, join, kind_dir
 from .query import kind_dataset
 from .schema import KEY_COLUMN
 from .write import parquet_bytes
 
 SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"]}
-STALE_TEMPORARY_S = 3600.0
 
 
 @dataclass
@@ -159,40 +158,35 @@ def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> Ki
     return done
 
 
-def _remove_stale_temporaries(files: Files, sweep: str) -> int:
-    if not files.is_local:
-        return 0
-    now = _dt.datetime.now(_dt.timezone.utc)
-    removed = 0
-    for kind in DATA_KINDS:
-        for entry in list_kind(files, sweep, kind, stat=True).temporary:
-            if entry.mtime is not None and (now - entry.mtime).total_seconds() > STALE_TEMPORARY_S:
-                files.delete(entry.path)
-                removed += 1
-    return removed
-
-
-def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000) -> CompactionReport:
+def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000, kinds=DATA_KINDS) -> CompactionReport:
     """Compact one sweep (see the module docstring); safe to interrupt and to rerun.
 
     Args:
         rows_per_file: target size of a compacted file; one trial is never split.
+        kinds: the kinds to compact (default all; a sweep's end compacts ``("trials",)`` alone,
+            which makes the next start's status lookup read one file). Each kind keeps every
+            guarantee above on its own: metrics inputs are chosen by the trials rows, which
+            compacting trials never loses.
 
     Returns:
         A CompactionReport with, per kind, files read and written, rows and files removed.
 
     Raises:
-        InvalidNameError: a bad sweep name. StoreError: an unreadable input (run check) or a
-            part that does not read back as written (nothing removed).
+        InvalidNameError: a bad sweep name or kind. StoreError: an unreadable input (run
+            check) or a part that does not read back as written (nothing removed).
     """
     check_sweep(sweep)
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    chosen = {check_kind(kind) for kind in kinds}
     if rows_per_file < 1:
         raise ValueError(f"rows_per_file must be positive, got {rows_per_file}")
     started = time.perf_counter()
     report = CompactionReport(sweep)
     # metrics first: its inputs are chosen by the trials rows, which compaction never loses.
     for kind in DATA_KINDS:
-        report.kinds.append(_compact_kind(files, sweep, kind, rows_per_file))
-    report.temporaries_removed = _remove_stale_temporaries(files, sweep)
+        if kind in chosen:
+            report.kinds.append(_compact_kind(files, sweep, kind, rows_per_file))
+    report.temporaries_removed = remove_temporaries(files, sweep)
     report.seconds = time.perf_counter() - started
     return report

@@ -3,28 +3,30 @@
     st = Store("results")                       # or "s3://bucket/prefix"
     st.write_trial(sweep, trial_key, metric_rows, trial_row)
     st.completed_trial_keys(sweep)              # -> set of trial keys with a trials row
+    st.trial_statuses(sweep)                    # -> {trial_key: "ok" | "diverged" | "failed"}
     st.get_or_compute_reference(ref_key, compute)
     st.write_fit(sweep, fit_id, rows)
     st.sql("SELECT L, avg(err_out) FROM metrics GROUP BY L").df()
-    st.check(); st.compact(sweep)
+    st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
 
 It holds no open files: every method lists what it needs, so a Store can be pickled to Ray
 workers (it is rebuilt from its URI and filesystem) and sees what other workers wrote.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from . import compaction, integrity, query, references
+from . import cleanup, compaction, integrity, lookup, query, references
 from .catalog import completed_keys, list_sweeps
 from .files import Files, open_root
-from .layout import check_key, check_sweep
+from .layout import DATA_KINDS, check_key, check_sweep
 from .write import write_fit, write_trial
 
 
@@ -111,6 +113,27 @@ class Store:
         """
         return completed_keys(self._files, check_sweep(sweep))
 
+    def trial_statuses(self, sweep: str) -> dict[str, str]:
+        """``trial_key -> status`` (ok, diverged or failed) of every trial of the sweep.
+
+        Reads two columns of the trials rows through a pyarrow dataset of exactly the files
+        that serve them (one file per key), no SQL: a fraction of a second for 10^5 trials in a
+        compacted file, about 0.4 ms per small file (sweeps compact their trials when they end).
+
+        Raises:
+            InvalidNameError: a bad sweep name. StoreError: an unreadable file.
+        """
+        return lookup.trial_values(self._files, sweep, "status")
+
+    def trial_column(self, sweep: str, column: str, keys: Iterable[str] | None = None) -> dict[str, object]:
+        """``trial_key -> value`` of one trials column (e.g. ``error``), for ``keys`` only when
+        given (keys the store lacks are left out); read like ``trial_statuses``.
+
+        Raises:
+            SchemaError: an unknown column. InvalidNameError, StoreError: as ``trial_statuses``.
+        """
+        return lookup.trial_values(self._files, sweep, column, None if keys is None else set(keys))
+
     def get_or_compute_reference(
         self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = 60.0
     ) -> tuple[dict[str, np.ndarray], dict]:
@@ -171,10 +194,32 @@ class Store:
         incomplete trials (``report.ok`` is False when there is any); changes nothing."""
         return integrity.check(self._files, sweep)
 
-    def compact(self, sweep: str, rows_per_file: int = 4_000_000) -> compaction.CompactionReport:
+    def compact(self, sweep: str, rows_per_file: int = 4_000_000,
+                kinds: Collection[str] = DATA_KINDS) -> compaction.CompactionReport:
         """Merge the sweep's small files into large ones with exactly the same rows (checked
-        before any original is removed; an interrupted compaction loses nothing)."""
-        return compaction.compact(self._files, sweep, rows_per_file=rows_per_file)
+        before any original is removed; an interrupted compaction loses nothing).
+
+        Args:
+            kinds: which of metrics, trials, fits to compact (default all). ``("trials",)`` is
+                what a sweep does when it ends: its next start then reads one trials file.
+        """
+        return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds)
+
+    def remove_temporaries(self, sweep: str, before: _dt.datetime | None = None, *, references: bool = False) -> int:
+        """Delete the temporary files (``.tmp.*``) of the sweep's writes last touched before
+        ``before`` (default: an hour ago): what writers killed mid-write left behind.
+
+        Call it only when no writer of yours can still be writing (e.g. once a sweep's trials
+        are over); a concurrent writer whose temporary is removed fails that write and retries
+        it. Object storage has no temporaries (returns 0).
+
+        Args:
+            before: timezone-aware cut-off. references: also the reference cache's.
+
+        Returns:
+            How many files were deleted.
+        """
+        return cleanup.remove_temporaries(self._files, sweep, before=before, references=references)
 
 
 def connect(uri: str | os.PathLike = "results", sweep: str | None = None, filesystem: pafs.FileSystem | None = None) -> duckdb.DuckDBPyConnection:

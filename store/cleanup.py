@@ -1,0 +1,47 @@
+"""Removing the temporary files of writes that will never finish.
+
+A writer killed mid-write (its worker or node lost, its driver SIGKILLed) leaves a hidden
+``.tmp.<token>.<name>`` sibling of the file it was writing. Readers and listings never see it,
+but it takes space and ``explorer check`` reports it. Only local disks have temporaries (an
+object is sent in one request), and only the caller knows when no writer of its own can still
+be at work: hence the ``before`` cut-off (files last touched before it are removed).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+
+from .catalog import list_kind, list_references
+from .files import Files
+from .layout import DATA_KINDS, check_sweep
+
+STALE_TEMPORARY_S = 3600.0  # no write takes an hour: a temporary this old has no live writer
+
+
+def remove_temporaries(files: Files, sweep: str, before: _dt.datetime | None = None, references: bool = False) -> int:
+    """Delete the sweep's temporary files last modified before ``before``.
+
+    Args:
+        before: a timezone-aware cut-off (default: an hour ago, ``STALE_TEMPORARY_S``).
+        references: also those of the reference cache (shared by every sweep of the store).
+
+    Returns:
+        How many files were deleted (always 0 on object storage).
+
+    Raises:
+        InvalidNameError: a bad sweep name. StoreError: a directory cannot be listed.
+    """
+    check_sweep(sweep)
+    if not files.is_local:
+        return 0
+    if before is None:
+        before = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(seconds=STALE_TEMPORARY_S)
+    listings = [list_kind(files, sweep, kind, stat=True) for kind in DATA_KINDS]
+    if references:
+        listings.append(list_references(files, stat=True))
+    removed = 0
+    for listing in listings:
+        for entry in listing.temporary:
+            if entry.mtime is None or entry.mtime < before:
+                files.delete(entry.path)
+                removed += 1
+    return removed

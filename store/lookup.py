@@ -1,0 +1,61 @@
+"""Per-trial lookups without SQL: one column of a sweep's ``trials`` rows, by trial key.
+
+A sweep start needs the status of every trial the store holds (which are final, which failed):
+that is two columns of the ``trials`` kind, read through a ``pyarrow.dataset`` of exactly the
+files that serve them (``catalog.resolve``: one file per key), with no DuckDB connection and no
+other view. Its cost is one directory listing plus one file read per file: about 0.4 ms per
+small file, a few milliseconds for a compacted file of 10^5 trials. Sweeps therefore compact
+the ``trials`` kind when they end (``Store.compact(sweep, kinds=("trials",))``), so that the
+next start reads one file.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from .catalog import Source, list_kind, resolve
+from .errors import SchemaError, StoreError
+from .files import Files
+from .layout import check_sweep
+from .query import kind_dataset
+from .schema import COLUMNS, KEY_COLUMN
+
+_KIND = "trials"
+
+
+def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, object]:
+    """``trial_key -> value of column`` for the sweep's trials (only ``keys`` when given).
+
+    Raises:
+        InvalidNameError: a bad sweep name. SchemaError: a column the trials rows lack.
+        StoreError: a file that cannot be read (run ``explorer check``).
+    """
+    check_sweep(sweep)
+    names = [c.name for c in COLUMNS[_KIND]]
+    if column not in names:
+        raise SchemaError(f"the trials rows have no column {column!r}; they have: {', '.join(names)}")
+    listing = list_kind(files, sweep, _KIND)
+    resolution = resolve(files, listing, _KIND)
+    if keys is None:
+        sources = resolution.sources
+    else:
+        by_path: dict[str, set[str]] = {}
+        for key in keys:
+            path = resolution.served.get(key)
+            if path is not None:
+                by_path.setdefault(path, set()).add(key)
+        small = {entry.path for entry in listing.singles.values()}
+        # A small file holds just its key; a compacted file is filtered to the keys asked for.
+        sources = [Source(path, None if path in small else frozenset(wanted)) for path, wanted in by_path.items()]
+    if not sources:
+        return {}
+    key_column = KEY_COLUMN[_KIND]
+    wanted_columns = [key_column] if column == key_column else [key_column, column]
+    values: dict[str, object] = {}
+    try:
+        for part in kind_dataset(files, _KIND, sources):
+            table = part.to_table(columns=wanted_columns) if isinstance(part, ds.Dataset) else part.select(wanted_columns)
+            values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"cannot read the trials of sweep {sweep}: {str(exc).strip()}; run `explorer check`") from None
+    return values

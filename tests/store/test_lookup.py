@@ -1,0 +1,121 @@
+"""The status lookup a sweep start makes (``Store.trial_statuses``): the same answer as SQL, one
+file per key, and one file to read once the trials kind is compacted; plus ``compact(kinds=)``
+and ``remove_temporaries``."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+import store_testkit as kit
+
+from store import InvalidNameError, SchemaError
+from store import lookup as lookup_module
+from store.catalog import list_kind
+from store.layout import kind_dir, references_dir
+
+
+def _failed(L: int):
+    key, rows, _ = kit.trial(L=L, steps=3, seeds=(0, 1))
+    rows = [dict(r, status="failed", error="RuntimeError: boom") for r in rows if r["step"] == 0]
+    row = kit.trial_row_from_metrics(rows, config_json="{}", started_at=kit.STARTED, seeds=(0, 1))
+    return key, rows, row
+
+
+def _fill(store, sweep="s"):
+    trials = kit.grid(n_L=3, n_M=2, steps=3, seeds=(0, 1))
+    trials.append(kit.trial(L=3, steps=3, seeds=(0, 1, 2), diverge_at=1))
+    trials.append(_failed(L=5))
+    for key, rows, row in trials:
+        store.write_trial(sweep, key, rows, row)
+    return trials
+
+
+def _sql_statuses(store, sweep="s"):
+    table = store.query("SELECT trial_key, status FROM trials", sweep=sweep)
+    return dict(zip(table.column(0).to_pylist(), table.column(1).to_pylist()))
+
+
+def _files_read(monkeypatch):
+    """Count the files each lookup scans."""
+    seen: list[int] = []
+    real = lookup_module.kind_dataset
+
+    def counting(files, kind, sources):
+        seen.append(len(sources))
+        return real(files, kind, sources)
+
+    monkeypatch.setattr(lookup_module, "kind_dataset", counting)
+    return seen
+
+
+def test_statuses_match_sql_before_and_after_compacting_the_trials(any_store, monkeypatch):
+    trials = _fill(any_store)
+    expected = _sql_statuses(any_store)
+    assert sorted(expected.values()) == ["diverged", "failed"] + ["ok"] * 6
+    seen = _files_read(monkeypatch)
+    assert any_store.trial_statuses("s") == expected
+    assert seen == [len(trials)]  # one small file per trial
+
+    report = any_store.compact("s", kinds=("trials",))
+    assert [(k.kind, k.files_in, k.files_out) for k in report.kinds] == [("trials", len(trials), 1)]
+    assert len(list_kind(any_store.files, "s", "metrics").singles) == len(trials)  # metrics untouched
+    assert any_store.trial_statuses("s") == expected
+    assert seen[-1] == 1  # the next sweep start reads one file
+    assert any_store.check().ok
+    assert any_store.trial_statuses("absent") == {}
+
+
+def test_a_trial_rerun_after_compaction_shows_its_new_status_once(local_store):
+    _fill(local_store)
+    local_store.compact("s", kinds=["trials"])
+    failed_key = next(k for k, s in local_store.trial_statuses("s").items() if s == "failed")
+    _, rows, row = kit.trial(L=5, steps=3, seeds=(0, 1))
+    local_store.write_trial("s", failed_key, rows, row)  # the rerun succeeded
+    statuses = local_store.trial_statuses("s")
+    assert statuses[failed_key] == "ok" and statuses == _sql_statuses(local_store)
+    assert local_store.trial_column("s", "error", [failed_key]) == {failed_key: None}
+
+
+def test_trial_column_reads_only_the_keys_asked_for(local_store, monkeypatch):
+    trials = _fill(local_store)
+    failed_key = trials[-1][0]
+    ok_key = trials[0][0]
+    seen = _files_read(monkeypatch)
+    assert local_store.trial_column("s", "error", [failed_key, "nosuchkey"]) == {failed_key: "RuntimeError: boom"}
+    assert seen == [1]
+    local_store.compact("s")
+    errors = local_store.trial_column("s", "error", [failed_key, ok_key])
+    assert errors == {failed_key: "RuntimeError: boom", ok_key: None}
+    assert local_store.trial_column("s", "n_seeds") == {k: len(row["seeds"]) for k, _, row in trials}
+    with pytest.raises(SchemaError, match="no column 'colour'"):
+        local_store.trial_column("s", "colour")
+
+
+def test_compact_refuses_an_unknown_kind(local_store):
+    _fill(local_store)
+    with pytest.raises(InvalidNameError, match="unknown kind 'metric'"):
+        local_store.compact("s", kinds=("metric",))
+    assert len(list_kind(local_store.files, "s", "trials").singles) == 8  # nothing happened
+
+
+def test_remove_temporaries_spares_recent_writes_and_the_references_unless_asked(local_store):
+    _fill(local_store)
+    root = local_store.files.root
+    old = os.path.join(kind_dir(root, "s", "metrics"), ".tmp.dead.0000.parquet")
+    recent = os.path.join(kind_dir(root, "s", "trials"), ".tmp.live.0001.parquet")
+    os.makedirs(references_dir(root))
+    old_reference = os.path.join(references_dir(root), ".tmp.dead.ref.parquet")
+    for path in (old, recent, old_reference):
+        open(path, "wb").close()
+    two_hours_ago = dt.datetime.now(dt.timezone.utc).timestamp() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    os.utime(old_reference, (two_hours_ago, two_hours_ago))
+
+    assert local_store.remove_temporaries("s") == 1  # default: older than an hour, sweep only
+    assert not os.path.exists(old) and os.path.exists(recent) and os.path.exists(old_reference)
+    now = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+    assert local_store.remove_temporaries("s", before=now, references=True) == 2
+    assert not os.path.exists(recent) and not os.path.exists(old_reference)
+    assert len(local_store.completed_trial_keys("s")) == 8  # only temporaries went
+    assert local_store.check().ok
