@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import re
 import tomllib
@@ -23,17 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from store import InvalidNameError
+from store.layout import check_sweep
 from trials import PRESETS, ProblemConfig, ReferenceConfig, TrialConfig
 from trials.config import ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, stable_hash
-from trials.reference import largest_reference_key
+from trials.reference import REFERENCE_KINDS, largest_reference_key
 
 from .errors import SpecError
 
-REFERENCE_KINDS = ("mean_ode", "largest")
 # Axes a [grid] list may sweep, and the scalar setting each one replaces when swept.
 GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr")
 _AXIS_SCALAR = {"sigma_u": "model", "sigma_v": "model", "lr": "train"}
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # the store's rule for sweep names
 
 
 # --- value checks: each returns the normalized value or raises _Bad(problem) -----------------
@@ -45,7 +46,7 @@ class _Bad(Exception):
 
 def _fmt(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string: control characters escaped
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
@@ -119,12 +120,13 @@ def _list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
 
 
 def _sweep_name(v: Any) -> str:
-    if not isinstance(v, str) or not _NAME_PATTERN.match(v) or ".." in v:
+    try:
+        return check_sweep(v)  # the store's own rule: the name is a folder of the store
+    except InvalidNameError:
         raise _Bad(
             "expected 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit, no '..' "
             f"(it names a folder in the store), got {_fmt(v)}"
-        )
-    return v
+        ) from None
 
 
 def _points_per_trial(v: Any) -> int | str:
@@ -394,14 +396,7 @@ def _check_consistency(spec: SweepSpec) -> None:
                 f"spec error: [grid] {axis}: also set as [{section}] {axis}; keep one (the grid list sweeps it)"
             )
     ref = spec.reference
-    if ref.kind == "mean_ode":
-        if ref.replicas < 2:
-            raise SpecError(f"spec error: [reference] replicas: expected at least 2 (their spread estimates the reference's error), got {ref.replicas}")
-        if ref.width % 2:
-            raise SpecError(f"spec error: [reference] width: expected an even number (antithetic pairs), got {ref.width}")
-        if ref.depth < 2 or ref.depth % 2:
-            raise SpecError(f"spec error: [reference] depth: expected an even number >= 2 (a half-depth replica estimates discretization), got {ref.depth}")
-    else:
+    if ref.kind == "largest":
         for key in ("depth", "width", "replicas"):
             if f"reference.{key}" in spec.given:
                 raise SpecError(
@@ -412,14 +407,7 @@ def _check_consistency(spec: SweepSpec) -> None:
                 'spec error: [problem] coupled_embeddings: kind = "largest" over several D compares the first D '
                 "coordinates, so it needs coupled embeddings; set it to true"
             )
-    if spec.model.antithetic:
-        odd = [m for m in spec.grid.M if m % 2]
-        if odd:
-            raise SpecError(f"spec error: [grid] M: antithetic units come in pairs, so every M must be even; got {_fmt(odd)}")
-    if spec.model.preset == "lazy":
-        small = [a for a in spec.grid.alpha if a <= 1]
-        if small:
-            raise SpecError(f'spec error: [grid] alpha: preset "lazy" needs every alpha > 1, got {_fmt(small)}; use preset "mlu" for alpha = 1')
+    _check_trial_rules(spec)
     res = spec.resources
     gpus = res.gpus_per_trial
     if gpus > 1 and gpus != int(gpus):
@@ -428,6 +416,87 @@ def _check_consistency(spec: SweepSpec) -> None:
         raise SpecError(f'spec error: [resources] gpus_per_trial: {gpus:g} GPU per trial but [train] device = "cpu"; set gpus_per_trial = 0 or device = "auto"')
     if gpus == 0 and spec.train.device == "cuda":
         raise SpecError('spec error: [train] device: "cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
+
+
+# The trials package owns the rules of a configuration (antithetic M even, lazy alpha > 1, an
+# even reference width ...): the spec builds its configurations and names the key behind a
+# refusal. Its messages start with the field they are about ("reference.width must be even",
+# "unknown activation ...", "antithetic units come in pairs ...").
+_FIELD = re.compile(r"^(?:unknown )?(?:(problem|reference)\.)?([A-Za-z_]+)")
+_FIELD_SECTION = {
+    "activation": "model", "block": "model", "preset": "model", "antithetic": "model",
+    "steps": "train", "dtype": "train", "device": "train", "seeds": "grid",
+}
+
+
+def _key_of(message: str, spec: SweepSpec) -> str | None:
+    """The spec key (``[section] key``) a trials ValueError is about, or None."""
+    match = _FIELD.match(message)
+    if not match:
+        return None
+    prefix, name = match.groups()
+    if prefix == "reference":
+        return f"[reference] {name}"
+    if prefix == "problem":
+        return "[problem] coupled_embeddings" if name == "coupled_dim" else f"[problem] {name}"
+    if name in GRID_AXES:
+        swept = name not in _AXIS_SCALAR or getattr(spec.grid, name) is not None
+        return f"[grid] {name}" if swept else f"[{_AXIS_SCALAR[name]}] {name}"
+    section = _FIELD_SECTION.get(name)
+    return f"[{section}] {name}" if section else None
+
+
+def _check_trial_rules(spec: SweepSpec) -> None:
+    """Build the trials configurations the spec implies, so that the trials package's own rules
+    judge it: the first grid point, each other value of each axis (the rest held at the first
+    point: every rule involves at most one axis), and the reference configuration.
+
+    Raises:
+        SpecError: the first refusal, naming the key (an axis value that breaks a rule names
+            its [grid] axis).
+    """
+    axes = spec._axes()
+    first = {axis: values[0] for axis, values in axes.items()}
+    where = ", ".join(f"{k}={v}" for k, v in first.items())
+    try:
+        problem = _problem_config(spec)
+        limit = _trial_config(spec, problem, first)
+    except (ValueError, TypeError) as exc:
+        key = _key_of(str(exc), spec) or f"[grid] point {where}"
+        raise SpecError(f"spec error: {key}: {exc}") from None
+    for axis, values in axes.items():
+        for value in values[1:]:
+            try:
+                _trial_config(spec, problem, {**first, axis: value})
+            except (ValueError, TypeError) as exc:
+                raise SpecError(f"spec error: [grid] {axis}: {exc}") from None
+    if spec.reference.kind == "mean_ode":
+        try:
+            _reference_config(spec, limit)
+        except (ValueError, TypeError) as exc:
+            key = _key_of(str(exc), spec) or "[reference]"
+            raise SpecError(f"spec error: {key}: {exc}") from None
+
+
+def _problem_config(spec: SweepSpec) -> ProblemConfig:
+    p = spec.problem
+    coupled = max(spec.grid.D) if spec.coupled_embeddings else None
+    return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=p.seed, coupled_dim=coupled)
+
+
+def _trial_config(spec: SweepSpec, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
+    """The trial configuration of one grid point (all its seeds)."""
+    return TrialConfig(
+        problem=problem, activation=spec.model.activation, block=spec.model.block, preset=spec.model.preset,
+        steps=spec.train.steps, dtype=spec.train.dtype, device=spec.train.device,
+        seeds=tuple(range(spec.grid.seeds)), antithetic=spec.model.antithetic, **point,
+    )
+
+
+def _reference_config(spec: SweepSpec, limit: TrialConfig) -> ReferenceConfig:
+    ref = spec.reference
+    return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
+                           device=spec.train.device)
 
 
 # --- expansion into trials and references ----------------------------------------------------
@@ -489,36 +558,32 @@ def plan(spec: SweepSpec, schema_version: int | None = None) -> Plan:
     if schema_version is None:
         from store import SCHEMA_VERSION as schema_version  # the store owns the row schema
     axes = spec._axes()
-    problem = ProblemConfig(
-        d_in=spec.problem.d_in, d_out=spec.problem.d_out, samples=spec.problem.samples, seed=spec.problem.seed,
-        coupled_dim=max(spec.grid.D) if spec.coupled_embeddings else None,
-    )
-    seeds = tuple(range(spec.grid.seeds))
-    configs = []
+    problem = _problem_config(spec)
+    # A mean_ode reference is defined by everything but L and M ("limit": any trial of the group),
+    # the largest point's by everything but L, M and D: one reference per group, computed once.
+    outside_group = ("L", "M") if spec.reference.kind == "mean_ode" else ("L", "M", "D")
+    largest = {"L": max(spec.grid.L), "M": max(spec.grid.M), "D": max(spec.grid.D)}
+    references: dict[tuple, PlannedReference] = {}
+    trials = []
     for values in itertools.product(*axes.values()):
         point = dict(zip(axes, values))
         try:
-            configs.append(TrialConfig(
-                problem=problem, activation=spec.model.activation, block=spec.model.block, preset=spec.model.preset,
-                steps=spec.train.steps, dtype=spec.train.dtype, device=spec.train.device, seeds=seeds,
-                antithetic=spec.model.antithetic, **point,
-            ))
+            cfg = _trial_config(spec, problem, point)
         except (ValueError, TypeError) as exc:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise SpecError(f"spec error: [grid] point {where}: {exc}") from None
-
-    references: dict[str, PlannedReference] = {}
-    trials = []
-    for cfg in configs:
-        if spec.reference.kind == "mean_ode":
-            rc = ReferenceConfig(limit=cfg, depth=spec.reference.depth, width=spec.reference.width,
-                                 replicas=spec.reference.replicas, device=spec.train.device)
-            ref = PlannedReference(rc.key(), "mean_ode", rc)
-        else:
-            largest = cfg.replace(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D))
-            ref = PlannedReference(largest_reference_key(largest), "largest", largest)
-        references.setdefault(ref.ref_key, ref)
+        group = tuple(v for k, v in point.items() if k not in outside_group)
+        ref = references.get(group)
+        if ref is None:
+            if spec.reference.kind == "mean_ode":
+                rc = _reference_config(spec, cfg)
+                ref = PlannedReference(rc.key(), "mean_ode", rc)
+            else:
+                top = cfg.replace(**largest)
+                ref = PlannedReference(largest_reference_key(top), "largest", top)
+            references[group] = ref
         trials.append(PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg))
-    order = {key: i for i, key in enumerate(references)}
+    unique = list({r.ref_key: r for r in references.values()}.values())
+    order = {r.ref_key: i for i, r in enumerate(unique)}
     trials.sort(key=lambda t: order[t.ref_key])  # stable: grid order within a group
-    return Plan(spec=spec, references=tuple(references.values()), trials=tuple(trials))
+    return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))

@@ -73,14 +73,19 @@ SPEC_ERRORS = {
     "bad_activation": (with_changes(model={"activation": "sigmoid"}), '[model] activation: expected one of "tanh"'),
     "bad_preset": (with_changes(model={"preset": "ntk"}), "[model] preset: expected one of"),
     "antithetic_not_bool": (with_changes(model={"antithetic": 1}), "[model] antithetic: expected true or false, got 1"),
-    "antithetic_odd_M": (with_changes(model={"antithetic": True}), "[grid] M: antithetic units come in pairs"),
-    "lazy_with_alpha_one": (with_changes(model={"preset": "lazy"}), '[grid] alpha: preset "lazy" needs every alpha > 1'),
+    "antithetic_odd_M": (with_changes(model={"antithetic": True}), "[model] antithetic: antithetic units come in pairs"),
+    "antithetic_one_odd_M": (
+        with_changes(model={"antithetic": True}, grid={"M": [2, 3]}), "[grid] M: antithetic units come in pairs: M must be even, got M=3"),
+    "lazy_with_alpha_one": (with_changes(model={"preset": "lazy"}), "[model] preset: preset 'lazy' needs alpha > 1"),
+    "lazy_with_one_small_alpha": (
+        with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 1.0]}), "[grid] alpha: preset 'lazy' needs alpha > 1"),
+    "name_with_newline": (with_changes(top={"name": "q\n"}), 'name: expected 1-128 letters, digits, \'_\', \'-\' or \'.\', starting with a letter or digit, no \'..\' (it names a folder in the store), got "q\\n"'),
     "zero_samples": (with_changes(problem={"samples": 0}), "[problem] samples: expected a positive integer, got 0"),
     "negative_problem_seed": (with_changes(problem={"seed": -1}), "[problem] seed: expected a non-negative integer"),
     "bad_reference_kind": (with_changes(reference={"kind": "exact"}), '[reference] kind: expected one of "mean_ode", "largest"'),
-    "odd_reference_width": (with_changes(reference={"width": 511}), "[reference] width: expected an even number"),
-    "odd_reference_depth": (with_changes(reference={"depth": 1023}), "[reference] depth: expected an even number"),
-    "one_replica": (with_changes(reference={"replicas": 1}), "[reference] replicas: expected at least 2"),
+    "odd_reference_width": (with_changes(reference={"width": 511}), "[reference] width: reference.width must be even (antithetic pairs), got 511"),
+    "odd_reference_depth": (with_changes(reference={"depth": 1023}), "[reference] depth: reference.depth must be even"),
+    "one_replica": (with_changes(reference={"replicas": 1}), "[reference] replicas: reference.replicas must be at least 2"),
     "zero_reference_depth": (with_changes(reference={"depth": 0}), "[reference] depth: expected a positive integer"),
     "largest_with_resolution": (
         with_changes(reference={"kind": "largest"}), '[reference] depth: not used with kind = "largest"'),
@@ -207,3 +212,40 @@ def test_every_spec_key_is_documented_in_its_section_of_docs_sweeps():
         table = docs[start:docs.index("\n\n", docs.index("| key |", start))]
         for f in dataclasses.fields(cls):
             assert f"| `{f.name}` |" in table, f"[{section}] {f.name} is not in docs/sweeps.md"
+
+
+@pytest.mark.parametrize("name", ["q\n", "quick", "a.b-c_1", "a..b", ".hidden", "-x", "a/b", "x" * 128, "x" * 129, "ünï", " q"])
+def test_a_sweep_name_is_accepted_exactly_when_the_store_accepts_it(name):
+    from store import InvalidNameError
+    from store.layout import check_sweep
+
+    try:
+        check_sweep(name)
+        store_accepts = True
+    except InvalidNameError:
+        store_accepts = False
+    raw = with_changes(top={"name": name})
+    if store_accepts:
+        assert parse_spec(raw).name == name
+    else:
+        with pytest.raises(SpecError, match="spec error: name: expected 1-128") as info:
+            parse_spec(raw)
+        assert "\n" not in str(info.value)
+
+
+def test_reference_kinds_are_the_trials_packages():
+    from explorer import spec as spec_module
+    from trials import reference
+
+    assert spec_module.REFERENCE_KINDS is reference.REFERENCE_KINDS
+
+
+def test_the_trials_rules_judge_the_spec_with_the_key_named():
+    # A rule only trials knows (ReferenceConfig's), reached through the spec: its message, the key.
+    with pytest.raises(SpecError) as info:
+        parse_spec(with_changes(reference={"width": 7}))
+    assert str(info.value) == "spec error: [reference] width: reference.width must be even (antithetic pairs), got 7"
+    # Every value of every axis is judged, not only the first point.
+    with pytest.raises(SpecError, match=r"^spec error: \[grid\] alpha: preset 'lazy' needs alpha > 1"):
+        parse_spec(with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 16.0, 0.5]}))
+    assert parse_spec(with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 16.0]})).grid.alpha == (8.0, 16.0)
