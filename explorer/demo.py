@@ -27,22 +27,35 @@ DEMO_SPEC = {
 
 
 def error_table(store, sweep: str = "demo") -> list[str]:
-    """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across."""
-    table = store.query(
-        "SELECT L, M, sqrt(avg(err_out * err_out)) AS err FROM metrics "
-        "WHERE step = steps AND status = 'ok' GROUP BY L, M ORDER BY L, M", sweep=sweep)
-    cells = {(L, M): e for L, M, e in zip(*(table.column(i).to_pylist() for i in range(3)))}
-    if not cells:
+    """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across.
+
+    The numbers are ``explorer.fit.grid_errors``'s (the errors the fits use); axes other than
+    L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
+    """
+    from .errors import MixedReferencesError, SweepDataError
+    from .fit import grid_errors, held_axes, held_where
+
+    con = store.connect(sweep=sweep, read_only=True)
+    try:
+        held = held_axes(con, sweep, ("L", "M"))
+        grid = grid_errors(con, sweep, "err_out", where=held_where(held))
+    except MixedReferencesError:
+        raise
+    except SweepDataError:  # no trial ended ok (yet)
         return []
+    finally:
+        con.close()
+    cells = {(int(L), int(M)): float(e) for L, M, e in zip(grid["L"], grid["M"], grid["err"])}
     Ls = sorted({L for L, _ in cells})
     Ms = sorted({M for _, M in cells})
-    lines = ["err_out at the last step (RMS over seeds); rows L, columns M",
+    at = "".join(f", {k} = {v}" for k, v in held.items())
+    lines = [f"err_out at the last step (RMS over seeds); rows L, columns M{at}",
              "L \\ M " + "".join(f"{M:>10}" for M in Ms)]
     for L in Ls:
         row = "".join(f"{cells[(L, M)]:>10.2e}" if (L, M) in cells and math.isfinite(cells[(L, M)]) else f"{'-':>10}"
                       for M in Ms)
         lines.append(f"{L:>5} " + row)
-    return lines
+    return lines + [f"note: {note}" for note in grid.attrs.get("notes", ())]
 
 
 def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None) -> int:
