@@ -34,3 +34,7 @@ class StoreAccessError(UsageError):
 
 class ClusterError(UsageError):
     """Ray could not be started or the cluster at --address could not be reached (exit 2)."""
+
+
+class MixedReferencesError(SweepDataError):
+    """Grid points measured against several references whose newest cannot be told (exit 2)."""

@@ -31,18 +31,21 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .errors import FitError, SweepDataError
+from store import StoreQueryError
+from store import query as store_query
+from store.schema import CONFIG_COLUMNS
+
+from .errors import FitError, MixedReferencesError, QueryError, SweepDataError
 from .expression import Expression, parse_expression
 
 METRICS = ("err_out", "err_hidden")
 REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}
 FLOOR_FACTOR = 3.0  # a point whose error is < 3x the reference's own error is floor-limited
-# Hyperparameter columns that define a grid point besides L, M, D (those present are used).
-# problem_seed, like seed, is a repetition; residual_scale is a function of L, M, D, alpha.
-GRID_COLUMNS = (
-    "d_in", "d_out", "samples", "activation", "block", "preset", "alpha", "sigma_u", "sigma_v",
-    "lr", "steps", "dtype", "antithetic",
-)
+# The store's hyperparameter columns that define a grid point besides L, M, D (those present are
+# used): problem_seed, like seed, is a repetition; residual_scale is a function of L, M, D, alpha.
+# A point's reference (ref_key) is resolved by choose_references, not treated as an axis.
+NOT_GRID_COLUMNS = ("L", "M", "D", "problem_seed", "residual_scale")
+GRID_COLUMNS = tuple(c.name for c in CONFIG_COLUMNS if c.name not in NOT_GRID_COLUMNS)
 REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D")
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
@@ -93,18 +96,39 @@ def resolve_form(form: str) -> tuple[str, Expression]:
 # ----------------------------------------------------------------------------- data from the store
 
 
+def query_frame(con, sql: str) -> pd.DataFrame:
+    """Run one analysis query through the store's query helper and return it as pandas.
+
+    Every query of the analysis (fit, phase, report) goes through here, so a DuckDB error, a
+    corrupt store file included, is the same one line as ``explorer sql`` prints (with its
+    ``explorer check`` hint) and never a traceback.
+
+    Raises:
+        QueryError: DuckDB rejected the query or could not read a store file.
+    """
+    try:
+        return store_query.run(con, sql).to_pandas()
+    except StoreQueryError as exc:
+        raise QueryError(str(exc)) from None
+
+
 def table_columns(con, table: str = "metrics") -> list[str]:
     """Column names of a view or table on a DuckDB connection."""
     try:
-        rows = con.execute(f"DESCRIBE {table}").fetchall()
-    except Exception as exc:  # duckdb.CatalogException and friends
-        raise SweepDataError(f"the store has no {table!r} table: {str(exc).splitlines()[0]}") from None
-    return [r[0] for r in rows]
+        described = query_frame(con, f'DESCRIBE "{table}"')
+    except QueryError as exc:  # a catalog error: no such view
+        raise SweepDataError(f"the store has no {table!r} table: {exc}") from None
+    return [str(name) for name in described["column_name"]]
+
+
+def sweep_is(sweep: str) -> str:
+    """The SQL condition selecting one sweep's rows (the name as a quoted literal)."""
+    return f"sweep = {_literal(str(sweep))}"
 
 
 def check_sweep(con, sweep: str) -> None:
     """Raise SweepDataError naming the known sweeps when ``sweep`` has no metric rows."""
-    known = [r[0] for r in con.execute("SELECT DISTINCT sweep FROM metrics ORDER BY sweep").fetchall()]
+    known = query_frame(con, "SELECT DISTINCT sweep FROM metrics ORDER BY sweep")["sweep"].tolist()
     if sweep not in known:
         shown = ", ".join(map(str, known)) if known else "none"
         raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
@@ -115,32 +139,131 @@ def _check_metric(metric: str) -> None:
         raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(METRICS)}")
 
 
-def _step_clause(columns: list[str], step: int | None) -> str:
+def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
+    """The SQL condition selecting one GD step: ``step`` or, when None, each trial's final step
+    (its ``steps`` column when present, else the sweep's last step)."""
     if step is not None:
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
             raise SweepDataError(f"step must be a non-negative integer, got {step!r}")
         return f"step = {int(step)}"
-    # The final step of each trial: its `steps` column when present, else the sweep's last step.
-    return "step = steps" if "steps" in columns else "step = (SELECT max(step) FROM metrics WHERE sweep = $sweep)"
+    return "step = steps" if "steps" in columns else f"step = (SELECT max(step) FROM metrics WHERE {sweep_is(sweep)})"
 
 
 def _where_clause(where: str | None) -> str:
     return f" AND ({where})" if where else ""
 
 
-def _run(con, sql: str, params: dict) -> pd.DataFrame:
-    try:
-        return con.execute(sql, params).df()
-    except Exception as exc:
-        from .errors import QueryError
-
-        raise QueryError(f"query failed: {str(exc).splitlines()[0]}") from None
-
-
 def grid_columns(con) -> list[str]:
     """The grid-defining hyperparameter columns (besides L, M, D) present in ``metrics``."""
     columns = table_columns(con)
     return [c for c in GRID_COLUMNS if c in columns]
+
+
+def _quoted(columns) -> str:
+    return ", ".join(f'"{c}"' for c in columns)
+
+
+# ----------------------------------------------------------------------------- several references
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """Which trials an analysis reads when grid points were measured against several references.
+
+    Changing a sweep's ``[reference]`` (depth, width, kind) and running it again keeps the old
+    trials in the store next to the new ones: the same grid point then has trials against two
+    references. Each such point is read against its newest reference (the one of its most
+    recently started trial); trials against the others are left out and the notes say so.
+
+    Attributes:
+        where: the condition to read with: the caller's ``where`` and, when trials are left
+            out, ``trial_key NOT IN (...)``.
+        notes: what was chosen, for the fit notes and the report (empty when nothing was mixed).
+        left_out: the keys of the trials left out.
+        chosen, dropped: the ref_keys read, and those left out, at the points with several.
+    """
+
+    where: str | None
+    notes: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+    chosen: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+
+def _shown(keys, limit: int = 4) -> str:
+    keys = list(keys)
+    return ", ".join(keys[:limit]) + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
+
+
+def _mixed_error(sweep: str, refs: list[str], why: str) -> MixedReferencesError:
+    return MixedReferencesError(
+        f"sweep {sweep} mixes {len(refs)} references for the same grid points ({why}); pick one with "
+        f"--where \"ref_key = '{refs[0]}'\" (keys: {', '.join(refs)})")
+
+
+def _trial_starts(con, sweep: str) -> pd.Series | None:
+    """trial_key -> started_at from the ``trials`` view (None when it has no start times)."""
+    try:
+        if "started_at" not in table_columns(con, "trials"):
+            return None
+    except SweepDataError:
+        return None
+    frame = query_frame(con, f"SELECT trial_key, max(started_at) AS started_at FROM trials "
+                             f"WHERE {sweep_is(sweep)} GROUP BY trial_key")
+    return frame.set_index("trial_key")["started_at"]
+
+
+def choose_references(con, sweep: str, where: str | None = None) -> ReferenceChoice:
+    """Read each grid point against one reference: its newest when it has trials against several.
+
+    A grid point is a value of L, M, D and every other grid column (``GRID_COLUMNS``); its
+    reference is the ``ref_key`` of its trials. References legitimately differ between grid
+    points (each D, alpha, ... has its own limit); only a point with several is resolved.
+
+    Returns:
+        A :class:`ReferenceChoice` (``where`` unchanged when no point mixes references).
+    Raises:
+        MixedReferencesError: some point mixes references and the ``trials`` view's start
+            times cannot tell which is newest (missing, or equal).
+    """
+    columns = table_columns(con)
+    if "ref_key" not in columns:
+        return ReferenceChoice(where)
+    point = [c for c in GRID_COLUMNS if c in columns] + ["L", "M", "D"]
+    pairs = query_frame(con, f"SELECT DISTINCT {_quoted(point)}, ref_key, trial_key FROM metrics "
+                             f"WHERE {sweep_is(sweep)}{_where_clause(where)}")
+    if pairs.empty:
+        return ReferenceChoice(where)
+    pairs["point"] = pairs.groupby(point, dropna=False, sort=False).ngroup()
+    mixed = pairs[pairs.groupby("point")["ref_key"].transform("nunique") > 1].copy()
+    if mixed.empty:
+        return ReferenceChoice(where)
+    refs = sorted(mixed["ref_key"].astype(str).unique())
+    starts = _trial_starts(con, sweep)
+    if starts is None:
+        raise _mixed_error(sweep, refs, "the trials view has no start times to tell the newest")
+    mixed["started_at"] = mixed["trial_key"].map(starts)
+    per_ref = (mixed.groupby(["point", "ref_key"], sort=False)["started_at"].max().reset_index()
+               .sort_values(["point", "started_at"], ascending=[True, False], na_position="last"))
+    ranked = per_ref.groupby("point").cumcount()
+    newest, runner_up = per_ref[ranked == 0].set_index("point"), per_ref[ranked == 1].set_index("point")
+    if newest["started_at"].isna().any() or (newest["started_at"] == runner_up["started_at"]).any():
+        raise _mixed_error(sweep, refs, "their trials' start times do not tell which is newest")
+    keep = set(zip(newest.index, newest["ref_key"]))
+    out = mixed[[(p, r) not in keep for p, r in zip(mixed["point"], mixed["ref_key"])]]
+    left_out = tuple(sorted(out["trial_key"].astype(str).unique()))
+    chosen = tuple(sorted(newest["ref_key"].astype(str).unique()))
+    dropped = tuple(sorted(out["ref_key"].astype(str).unique()))
+    n_points, n_mixed = int(pairs["point"].nunique()), int(mixed["point"].nunique())
+    note = (f"{n_mixed} of {n_points} grid points have trials against several references; each is read against "
+            f"its newest (ref_key {_shown(chosen)}) and {len(left_out)} trials against older references "
+            f"(ref_key {_shown(dropped)}) are left out; choose one with --where \"ref_key = '...'\"")
+    condition = f"trial_key NOT IN ({', '.join(_literal(k) for k in left_out)})"
+    combined = f"({where}) AND {condition}" if where else condition
+    return ReferenceChoice(combined, (note,), left_out, chosen, dropped)
+
+
+# ----------------------------------------------------------------------------- per-point errors
 
 
 def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = None,
@@ -154,14 +277,17 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         step: the GD step; None means each trial's final step (its ``steps`` column).
         where: an optional SQL condition on metric columns, e.g. ``"alpha = 1"``.
     Returns:
-        One row per grid point, sorted by L, M, D: the grid columns, L, M, D, ``err`` (RMS over
-        seeds, float64), ``ref_err`` (the reference's error estimate, mean over seeds),
-        ``n_seeds``, ``floor_limited`` (err < 3 ref_err), ``seed_errs`` (the per-seed errors, a
-        float64 array per row, for the bootstrap), and constant columns sweep, metric, step.
-        Diverged and failed seeds are not in it (see ``status_counts``).
+        One row per grid point, sorted by L, M, D: the grid columns, ref_key, L, M, D, ``err``
+        (RMS over seeds, float64), ``ref_err`` (the reference's error estimate, mean over
+        seeds), ``n_seeds``, ``floor_limited`` (err < 3 ref_err), ``seed_errs`` (the per-seed
+        errors, a float64 array per row, for the bootstrap), and constant columns sweep, metric,
+        step. Diverged and failed seeds are not in it (see ``status_counts``). A grid point with
+        trials against several references is read against its newest (``choose_references``);
+        ``frame.attrs["notes"]`` then says so.
     Raises:
         FitError: unknown metric. SweepDataError: unknown sweep, missing columns, no rows.
-        QueryError: ``where`` is not valid SQL.
+        QueryError: ``where`` is not valid SQL, or a store file cannot be read.
+        MixedReferencesError: several references whose newest cannot be told.
     """
     _check_metric(metric)
     columns = table_columns(con)
@@ -169,10 +295,12 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     if missing:
         raise SweepDataError(f"the metrics table lacks columns: {', '.join(missing)}")
     check_sweep(con, sweep)
-    keys = [c for c in GRID_COLUMNS if c in columns] + ["L", "M", "D"]
+    choice = choose_references(con, sweep, where)
+    point = [c for c in GRID_COLUMNS if c in columns] + ["L", "M", "D"]
+    keys = point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["L", "M", "D"]
     ref = REFERENCE_ERROR[metric]
     ref_expr = f"{ref}" if ref in columns else "CAST(NULL AS DOUBLE)"
-    select_keys = ", ".join(f'"{k}"' for k in keys)
+    select_keys = _quoted(keys)
     sql = f"""
         SELECT {select_keys}, max(step) AS step,
                sqrt(avg(metric_value * metric_value)) AS err, avg(reference_value) AS ref_err,
@@ -181,22 +309,27 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         FROM (SELECT {select_keys}, step, trial_key, seed, {metric} AS metric_value,
                      {ref_expr} AS reference_value
               FROM metrics
-              WHERE sweep = $sweep AND {_step_clause(columns, step)} AND status = 'ok'
-                    AND isfinite({metric}){_where_clause(where)})
+              WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} AND status = 'ok'
+                    AND isfinite({metric}){_where_clause(choice.where)})
         GROUP BY {select_keys}
         ORDER BY "L", "M", "D", {select_keys}
     """
-    frame = _run(con, sql, {"sweep": sweep})
+    frame = query_frame(con, sql)
     if frame.empty:
         at = f"step {step}" if step is not None else "the final step"
         cond = f" matching {where!r}" if where else ""
         raise SweepDataError(f"sweep {sweep!r} has no finite {metric} rows with status ok at {at}{cond}")
+    if frame.duplicated(point).any():  # choose_references leaves one reference per point
+        refs = sorted(frame["ref_key"].astype(str).unique())
+        raise _mixed_error(sweep, refs, "grid points read against several")
     frame["seed_errs"] = [np.asarray(v, dtype=float) for v in frame["seed_errs"]]
     frame["err"] = frame["err"].astype(float)
     frame["ref_err"] = frame["ref_err"].astype(float)
+    frame["n_seeds"] = frame["n_seeds"].astype(int)
     frame["floor_limited"] = (frame["err"] < FLOOR_FACTOR * frame["ref_err"]).fillna(False).astype(bool)
     frame.insert(0, "metric", metric)
     frame.insert(0, "sweep", sweep)
+    frame.attrs["notes"] = list(choice.notes)
     return frame
 
 
@@ -207,25 +340,34 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
     its most common value (ties: the smallest). Axes with a single value are not listed.
 
     Returns:
-        dict column -> value (plain Python scalars).
+        dict column -> value (plain Python scalars; None for a null, e.g. coupled_dim).
     """
     columns = table_columns(con)
     fixed = {}
     for col in [c for c in ("L", "M", "D") + GRID_COLUMNS if c in columns and c not in free_axes]:
-        counts = _run(con, f'SELECT "{col}" AS v, count(DISTINCT trial_key) AS n FROM metrics '
-                           f"WHERE sweep = $sweep{_where_clause(where)} GROUP BY 1", {"sweep": sweep})
+        counts = query_frame(con, f'SELECT "{col}" AS v, count(DISTINCT trial_key) AS n FROM metrics '
+                                  f"WHERE {sweep_is(sweep)}{_where_clause(where)} GROUP BY 1")
         if len(counts) <= 1:
             continue
         if col in ("L", "M", "D"):
             value = counts["v"].max()
         else:
-            top = counts[counts["n"] == counts["n"].max()]
-            value = top["v"].min()
-        fixed[col] = value.item() if isinstance(value, np.generic) else value
+            top = counts[counts["n"] == counts["n"].max()]["v"]
+            value = top.min() if top.notna().any() else None
+        fixed[col] = _plain(value)
     return fixed
 
 
+def _plain(value):
+    """A numpy or pandas scalar as a plain Python value (None for a null)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _literal(value) -> str:
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return "NULL"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, (bool, np.bool_)):
@@ -235,9 +377,16 @@ def _literal(value) -> str:
     return str(int(value))
 
 
+def column_is(column: str, value) -> str:
+    """The SQL condition ``column = value`` (``IS NULL`` for a null value)."""
+    if _plain(value) is None:
+        return f'"{column}" IS NULL'
+    return f'"{column}" = {_literal(value)}'
+
+
 def held_where(fixed: dict, where: str | None = None) -> str | None:
     """A SQL condition selecting ``fixed`` (from ``held_axes``), and-ed with ``where``."""
-    parts = [f'"{c}" = {_literal(v)}' for c, v in fixed.items()] + ([f"({where})"] if where else [])
+    parts = [column_is(c, v) for c, v in fixed.items()] + ([f"({where})"] if where else [])
     return " AND ".join(parts) if parts else None
 
 
@@ -245,38 +394,46 @@ def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = No
     """RMS over seeds of a metric at every GD step, per grid point.
 
     Returns:
-        Columns: the grid columns, L, M, D, step, err, n_seeds (status ok, finite values only).
+        Columns: the grid columns, ref_key, L, M, D, step, err, n_seeds (status ok, finite
+        values only; each grid point against its newest reference, see ``choose_references``).
     """
     _check_metric(metric)
     columns = table_columns(con)
     check_sweep(con, sweep)
-    keys = ", ".join(f'"{k}"' for k in [c for c in GRID_COLUMNS if c in columns] + ["L", "M", "D"])
+    choice = choose_references(con, sweep, where)
+    keys = _quoted([c for c in GRID_COLUMNS if c in columns] + (["ref_key"] if "ref_key" in columns else [])
+                   + ["L", "M", "D"])
     sql = f"""
         SELECT {keys}, step, sqrt(avg({metric} * {metric})) AS err, count(*) AS n_seeds
         FROM metrics
-        WHERE sweep = $sweep AND status = 'ok' AND isfinite({metric}){_where_clause(where)}
+        WHERE {sweep_is(sweep)} AND status = 'ok' AND isfinite({metric}){_where_clause(choice.where)}
         GROUP BY {keys}, step ORDER BY "L", "M", "D", step
     """
-    return _run(con, sql, {"sweep": sweep})
+    frame = query_frame(con, sql)
+    frame.attrs["notes"] = list(choice.notes)
+    return frame
 
 
 def status_counts(con, sweep: str, where: str | None = None) -> dict:
     """How many trials and seeds a sweep has, and how many diverged or failed.
+
+    Trials against a reference that ``choose_references`` leaves out are not counted.
 
     Returns:
         dict with ``trials``, ``seeds`` (distinct trial_key, seed pairs), ``diverged_seeds``,
         ``diverged_trials`` (trials with at least one diverged seed), ``failed_trials``.
     """
     check_sweep(con, sweep)
+    choice = choose_references(con, sweep, where)
     sql = f"""
         SELECT count(DISTINCT trial_key) AS trials,
                count(DISTINCT (trial_key, seed)) AS seeds,
                count(DISTINCT CASE WHEN status = 'diverged' THEN (trial_key, seed) END) AS diverged_seeds,
                count(DISTINCT CASE WHEN status = 'diverged' THEN trial_key END) AS diverged_trials,
                count(DISTINCT CASE WHEN status = 'failed' THEN trial_key END) AS failed_trials
-        FROM metrics WHERE sweep = $sweep{_where_clause(where)}
+        FROM metrics WHERE {sweep_is(sweep)}{_where_clause(choice.where)}
     """
-    row = _run(con, sql, {"sweep": sweep}).iloc[0]
+    row = query_frame(con, sql).iloc[0]
     return {k: int(row[k]) for k in row.index}
 
 
@@ -429,8 +586,12 @@ def _best_fit(problem: _Problem, log_err: np.ndarray, starts: list[np.ndarray]):
 def _check_single_slice(grid: pd.DataFrame) -> None:
     varying = [c for c in GRID_COLUMNS if c in grid.columns and grid[c].nunique(dropna=False) > 1]
     if varying:
-        detail = "; ".join(f"{c}: {', '.join(_literal(v) for v in sorted(grid[c].unique()))}" for c in varying)
-        example = f"{varying[0]} = {_literal(grid[varying[0]].iloc[0])}"
+        def values(c):
+            present = grid[c].map(_plain)
+            return sorted(present.dropna().unique()) + ([None] if present.isna().any() else [])
+
+        detail = "; ".join(f"{c}: {', '.join(_literal(v) for v in values(c))}" for c in varying)
+        example = column_is(varying[0], grid[varying[0]].iloc[0]).replace('"', "")
         raise FitError(f"the grid varies {', '.join(varying)} besides L, M, D ({detail}); "
                        f"fit one slice, e.g. --where \"{example}\"")
 
@@ -459,6 +620,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     _check_single_slice(grid)
+    reference_notes = list(grid.attrs.get("notes", ()))  # from grid_errors: several references
     grid = grid.reset_index(drop=True).copy()
     floor = grid["floor_limited"].to_numpy(bool) if "floor_limited" in grid else np.zeros(len(grid), bool)
     positive = np.isfinite(grid["err"].to_numpy(float)) & (grid["err"].to_numpy(float) > 0)
@@ -502,7 +664,8 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         return vals[0] if len(vals) == 1 else None
 
     step = _one("step")
-    notes = _notes(expr, estimate, float(data["err"].max()), converged) + _identifiability(expr, best.jac)
+    notes = (reference_notes + _notes(expr, estimate, float(data["err"].max()), converged)
+             + _identifiability(expr, best.jac))
     return FitResult(
         form=label, expression=expr, estimate=estimate,
         ci_low={n: float(v) for n, v in zip(names, lo)}, ci_high={n: float(v) for n, v in zip(names, hi)},
@@ -700,6 +863,7 @@ def _num(x: float) -> str:
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "METRICS", "fit", "fit_sweep", "format_table",
-    "grid_errors", "held_axes", "held_where", "save_fit", "status_counts", "step_errors",
+    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "GRID_COLUMNS", "METRICS", "ReferenceChoice", "choose_references",
+    "fit", "fit_sweep", "format_table", "grid_errors", "held_axes", "held_where", "query_frame", "save_fit",
+    "status_counts", "step_errors",
 ]

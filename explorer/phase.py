@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
-from .fit import GRID_COLUMNS, _run, _where_clause, check_sweep, held_axes, held_where, table_columns
+from .fit import (GRID_COLUMNS, _plain, _where_clause, check_sweep, choose_references, final_step_clause, held_axes,
+                  held_where, query_frame, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS
@@ -58,7 +59,7 @@ class PhaseDiagram:
             medians feature_update, lin_ratio, output_change, initial_residual, then local_ratio,
             init_noise (alpha / sqrt(L M), 0 with antithetic units), init_noise_flag and phase.
         x, y: the two axes. fixed: the values the other varying axes were held at.
-        rule: the thresholds used.
+        rule: the thresholds used. notes: what the reader should know (``choose_references``).
     """
 
     cells: pd.DataFrame
@@ -66,6 +67,7 @@ class PhaseDiagram:
     y: str
     fixed: dict = field(default_factory=dict)
     rule: PhaseRule = field(default_factory=PhaseRule)
+    notes: list = field(default_factory=list)  # e.g. trials against older references left out
 
     def counts(self) -> dict:
         """phase -> number of cells."""
@@ -95,11 +97,16 @@ def _held_for_phase(con, sweep: str, x: str, y: str, columns: list[str], where: 
     preferred = held_axes(con, sweep, (x, y), where)
     for col in preferred:
         sql = (f'SELECT "{col}" AS v, count(DISTINCT ("{x}", "{y}")) AS cells FROM metrics '
-               f"WHERE sweep = $sweep{_where_clause(held_where(fixed, where))} GROUP BY 1")
-        counts = _run(con, sql, {"sweep": sweep})
-        top = counts[counts["cells"] == counts["cells"].max()]["v"].tolist()
-        value = preferred[col] if preferred[col] in top else (max(top) if col in ("L", "M", "D") else min(top))
-        fixed[col] = value.item() if isinstance(value, np.generic) else value
+               f"WHERE {sweep_is(sweep)}{_where_clause(held_where(fixed, where))} GROUP BY 1")
+        counts = query_frame(con, sql)
+        top = [_plain(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
+        present = [v for v in top if v is not None]
+        if preferred[col] in top:
+            fixed[col] = preferred[col]
+        elif present:
+            fixed[col] = max(present) if col in ("L", "M", "D") else min(present)
+        else:
+            fixed[col] = None
     return fixed
 
 
@@ -131,9 +138,9 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
         raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
     check_sweep(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
-    conditions = _where_clause(held_where(fixed, where))
-    final = f"step = {int(step)}" if step is not None else ("step = steps" if "steps" in columns else
-                                                            "step = (SELECT max(step) FROM metrics WHERE sweep = $sweep)")
+    choice = choose_references(con, sweep, held_where(fixed, where))
+    conditions = _where_clause(choice.where)
+    final = final_step_clause(columns, sweep, step)
     alpha = '"alpha"' if "alpha" in columns else "1.0"
     anti = '"antithetic"' if "antithetic" in columns else "FALSE"
 
@@ -150,17 +157,17 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
                    max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
                    {at_final('feature_update')} AS feature_update, {at_final('lin_ratio')} AS lin_ratio,
                    {at_final('output_change')} AS output_change
-            FROM metrics WHERE sweep = $sweep{conditions}
+            FROM metrics WHERE {sweep_is(sweep)}{conditions}
             GROUP BY "{x}", "{y}", trial_key, seed)
         SELECT x, y, any_value("L") AS "L", any_value("M") AS "M", any_value(alpha) AS alpha,
                bool_or(antithetic) AS antithetic, count(*) AS n_seeds,
-               sum(CAST(diverged AS INTEGER)) AS n_diverged, sum(CAST(failed AS INTEGER)) AS n_failed,
-               sum(has_final) AS n_final,
+               CAST(sum(CAST(diverged AS INTEGER)) AS BIGINT) AS n_diverged,
+               CAST(sum(CAST(failed AS INTEGER)) AS BIGINT) AS n_failed, CAST(sum(has_final) AS BIGINT) AS n_final,
                median(feature_update) AS feature_update, median(lin_ratio) AS lin_ratio,
                median(output_change) AS output_change, median(initial_residual) AS initial_residual
         FROM seeds GROUP BY x, y ORDER BY x, y
     """
-    cells = _run(con, sql, {"sweep": sweep})
+    cells = query_frame(con, sql)
     if cells.empty:
         raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
     for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
@@ -174,7 +181,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     cells["init_noise_flag"] = cells["init_noise"] >= rule.init_noise
     cells["phase"] = classify(cells, rule)
     cells = _rename_axes(cells, x, y)
-    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule)
+    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=list(choice.notes))
 
 
 def _rename_axes(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
@@ -199,6 +206,7 @@ def format_phase(diagram: PhaseDiagram) -> str:
     lines.append("* init noise alpha/sqrt(LM) >= %g (outside the Mean ODE picture)" % diagram.rule.init_noise)
     if fixed:
         lines.append(f"other axes held at: {fixed}")
+    lines.extend(f"note: {note}" for note in diagram.notes)
     return "\n".join(lines)
 
 

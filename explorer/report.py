@@ -26,8 +26,8 @@ import pandas as pd
 
 from . import charts as _charts
 from .errors import FitError, SweepDataError
-from .fit import (FITS_COLUMNS, FLOOR_FACTOR, GRID_COLUMNS, FitResult, _run, check_sweep, fit, grid_errors,
-                  held_axes, held_where, resolve_form, status_counts, step_errors, table_columns)
+from .fit import (FITS_COLUMNS, FLOOR_FACTOR, GRID_COLUMNS, FitResult, check_sweep, fit, grid_errors, held_axes,
+                  held_where, query_frame, resolve_form, status_counts, step_errors, sweep_is, table_columns)
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
 
@@ -155,12 +155,12 @@ class Report:
 def sweep_config(con, sweep: str) -> pd.DataFrame:
     """The sweep's hyperparameters from its metric rows: column, distinct values (up to 12)."""
     columns = table_columns(con)
-    wanted = [c for c in ("L", "M", "D") + GRID_COLUMNS + ("seed", "problem_seed", "coupled_dim", "ref_kind", "device",
-                                                         "package_version", "schema_version") if c in columns]
+    extra = ("seed", "problem_seed", "ref_kind", "ref_key", "device", "package_version", "schema_version")
+    wanted = [c for c in dict.fromkeys(("L", "M", "D") + GRID_COLUMNS + extra) if c in columns]
     rows = []
     for col in wanted:
-        values = _run(con, f'SELECT DISTINCT "{col}" AS v FROM metrics WHERE sweep = $sweep ORDER BY 1 LIMIT 13',
-                      {"sweep": sweep})["v"].tolist()
+        values = query_frame(con, f'SELECT DISTINCT "{col}" AS v FROM metrics WHERE {sweep_is(sweep)} ORDER BY 1 '
+                                  "LIMIT 13")["v"].tolist()
         shown = ", ".join(_fmt_value(v) for v in values[:12]) + (", ..." if len(values) > 12 else "")
         rows.append({"column": col, "values": shown, "count": len(values) if len(values) <= 12 else "> 12"})
     return pd.DataFrame(rows)
@@ -179,7 +179,7 @@ def _phase_axes(con, sweep: str) -> tuple[str, str] | None:
     varying = []
     for col in PHASE_AXIS_ORDER:
         if col in columns:
-            n = _run(con, f'SELECT count(DISTINCT "{col}") AS n FROM metrics WHERE sweep = $sweep', {"sweep": sweep})
+            n = query_frame(con, f'SELECT count(DISTINCT "{col}") AS n FROM metrics WHERE {sweep_is(sweep)}')
             if int(n["n"].iloc[0]) > 1:
                 varying.append(col)
     if len(varying) >= 2:
@@ -209,7 +209,8 @@ def _slope_sentence(result: FitResult, parameter: str, label: str, theory: str) 
 
 
 def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[str]:
-    lines = []
+    # Grid points measured against several references are read against their newest (the note says which).
+    lines = [f'<span class="warn">References: {html.escape(note)}.</span>' for note in grid.attrs.get("notes", ())]
     fits = report.fits
     if "theory" in fits:
         t = fits["theory"]
@@ -370,11 +371,15 @@ def open_sweep(store, sweep: str):
     Args:
         store: a ``store.Store`` or a store URI.
     Raises:
-        SweepDataError: the store has no sweep of that name (the message lists those it has).
+        SweepDataError: nothing is stored at ``store``, or it has no sweep of that name (the
+            message lists those it has).
     """
     from store import Store
 
     st = store if isinstance(store, Store) else Store(store)
+    if not st.exists():
+        raise SweepDataError(f"unknown sweep {sweep!r}: there is no results store at {st.uri!r} (nothing written "
+                             "there yet); pass --store URI")
     sweeps = st.sweeps()
     if sweep not in sweeps:
         raise SweepDataError(f"unknown sweep {sweep!r}; the store {st.uri!r} has: {', '.join(sweeps) or 'none'}")

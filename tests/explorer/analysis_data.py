@@ -13,12 +13,16 @@ from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
 
 
 def connect(metrics: pd.DataFrame) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with ``metrics`` (and a one-row-per-trial ``trials``) registered."""
+    """An in-memory DuckDB with ``metrics`` (and a one-row-per-trial ``trials``) registered.
+
+    A ``started_at`` column of ``metrics`` (one value per trial) goes to ``trials`` only, as in
+    the store; without it ``trials`` has no start times."""
     con = duckdb.connect()
-    con.register("metrics", metrics)
-    trials = metrics.groupby(["sweep", "trial_key"], as_index=False).agg(L=("L", "first"), M=("M", "first"),
-                                                                       D=("D", "first"))
-    con.register("trials", trials)
+    per_trial = {"L": ("L", "first"), "M": ("M", "first"), "D": ("D", "first")}
+    if "started_at" in metrics:
+        per_trial["started_at"] = ("started_at", "first")
+    con.register("trials", metrics.groupby(["sweep", "trial_key"], as_index=False).agg(**per_trial))
+    con.register("metrics", metrics.drop(columns=["started_at"], errors="ignore"))
     return con
 
 
@@ -91,6 +95,24 @@ def law_grid(law, *, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), Ds=(8,), seeds
     return grid
 
 
+def rerun_with_new_reference(old_law, new_law, *, started: bool = True, **kwargs) -> pd.DataFrame:
+    """Rows of a sweep run twice, as after changing its ``[reference]`` and running it again: every
+    grid point has trials against reference ``old-<D>`` (errors ``old_law``, started on day 1) and
+    against ``new-<D>`` (errors ``new_law``, day 2). ``started=False`` leaves out the start
+    times. ``kwargs`` go to ``law_rows``."""
+    import datetime as dt
+
+    runs = []
+    for name, law, day in (("old", old_law, 1), ("new", new_law, 2)):
+        rows = law_rows(law, **kwargs)
+        rows["ref_key"] = name + "-" + rows["D"].astype(str)
+        rows["trial_key"] = rows["trial_key"] + "-" + name
+        if started:
+            rows["started_at"] = pd.Timestamp(dt.datetime(2026, 1, day, tzinfo=dt.timezone.utc))
+        runs.append(rows)
+    return pd.concat(runs, ignore_index=True)
+
+
 def mark_trial(frame: pd.DataFrame, trial_key: str, status: str, seeds=None, from_step: int = 0) -> pd.DataFrame:
     """A copy of ``frame`` where a trial (some seeds) diverged at ``from_step`` (rows after it
     dropped, that row NaN) or failed (one NaN row per seed at step 0, with an error)."""
@@ -111,12 +133,15 @@ def mark_trial(frame: pd.DataFrame, trial_key: str, status: str, seeds=None, fro
 
 
 def write_to_store(frame: pd.DataFrame, store) -> None:
-    """Write metric rows into a ``store.Store``, one trial per trial_key (sweep from the rows)."""
+    """Write metric rows into a ``store.Store``, one trial per trial_key (sweep from the rows);
+    a ``started_at`` column gives the trials' start times (default: now)."""
     import datetime as dt
 
     from store import trial_row_from_metrics
 
     for (sweep, key), rows in frame.groupby(["sweep", "trial_key"]):
+        started = rows["started_at"].iloc[0].to_pydatetime() if "started_at" in rows else dt.datetime.now(dt.timezone.utc)
+        rows = rows.drop(columns=["started_at"], errors="ignore")
         records = rows.drop(columns=["sweep", "trial_key"]).astype(object).where(rows.notna(), None)
         records = [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
                    for r in records.to_dict("records")]
@@ -125,5 +150,5 @@ def write_to_store(frame: pd.DataFrame, store) -> None:
                       "ref_loss", "ref_err_out", "ref_err_hidden", "wall_s"):
                 if r.get(k) is None:
                     r[k] = float("nan")
-        trial = trial_row_from_metrics(records, config_json="{}", started_at=dt.datetime.now(dt.timezone.utc))
+        trial = trial_row_from_metrics(records, config_json="{}", started_at=started)
         store.write_trial(sweep, key, records, trial)

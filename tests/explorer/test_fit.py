@@ -5,11 +5,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.errors import ExpressionError, FitError, QueryError, SweepDataError
-from explorer.fit import (FITS_COLUMNS, FORMS, _Problem, fit, fit_sweep, format_table, grid_errors, held_axes,
-                          solve_batch, status_counts, step_errors)
+from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
+from explorer.fit import (FITS_COLUMNS, FORMS, GRID_COLUMNS, _Problem, fit, fit_sweep, format_table, grid_errors,
+                          held_axes, solve_batch, status_counts, step_errors)
+from store import Store
+from store.schema import CONFIG_COLUMNS
 
-from .analysis_data import connect, law_grid, law_rows, mark_trial
+from .analysis_data import connect, law_grid, law_rows, mark_trial, rerun_with_new_reference, write_to_store
 
 TRUTH = {  # a law per registry form, with constants of the size the trials show (SPEC section 3)
     "theory": {"c1": 0.8, "c2": 0.3},
@@ -175,7 +177,7 @@ def test_one_seed_per_point_falls_back_to_resampling_points():
     (lambda con: grid_errors(con, "nope"), SweepDataError, "unknown sweep 'nope'; the store has: law"),
     (lambda con: grid_errors(con, "law", metric="loss"), FitError, "unknown metric 'loss'"),
     (lambda con: grid_errors(con, "law", step=99), SweepDataError, "no finite err_out rows"),
-    (lambda con: grid_errors(con, "law", where="alpa = 1"), QueryError, "query failed"),
+    (lambda con: grid_errors(con, "law", where="alpa = 1"), QueryError, "Referenced column \"alpa\" not found"),
     (lambda con: fit_sweep(con, "law", "powr"), FitError, "unknown fit form 'powr'; expected one of: theory"),
     (lambda con: fit_sweep(con, "law", "c1*L +"), ExpressionError, "cannot parse"),
     (lambda con: fit_sweep(con, "law", "c1*L**-a + c2*M**-b + c3*D**-g + c4", where="L = 2 AND M = 1"),
@@ -193,3 +195,79 @@ def test_missing_columns_are_named():
                                 "D": [1], "err_out": [0.1]}))
     with pytest.raises(SweepDataError, match="lacks columns: status"):
         grid_errors(con, "s")
+
+
+# ----------------------------------------------------------------------------- several references
+
+REFERENCE_GRID = dict(Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=2, sweep="mix")
+
+
+def _rerun(started=True):
+    """The theory law measured against reference new-8; three times it against old-8, earlier."""
+    new = _law("theory")
+    return rerun_with_new_reference(lambda L, M, D: 3 * new(L, M, D), new, started=started, **REFERENCE_GRID)
+
+
+def test_grid_columns_are_the_stores_config_columns_but_repetitions_and_derived_ones():
+    assert set(GRID_COLUMNS) == {c.name for c in CONFIG_COLUMNS} - {"L", "M", "D", "problem_seed", "residual_scale"}
+    assert "coupled_dim" in GRID_COLUMNS
+
+
+def test_a_rerun_against_a_new_reference_is_read_against_the_newest_not_pooled(tmp_path):
+    store = Store(tmp_path / "store")
+    write_to_store(_rerun(), store)  # the trials view's started_at tells old from new
+    con = store.connect()
+    grid = grid_errors(con, "mix")
+    only_new = grid_errors(con, "mix", where="ref_key = 'new-8'")
+    assert len(grid) == 12 and (grid["n_seeds"] == 2).all()  # not 4: old seeds are not pooled in
+    assert set(grid["ref_key"]) == {"new-8"}
+    np.testing.assert_allclose(grid["err"], only_new["err"], rtol=1e-12)
+    [note] = grid.attrs["notes"]
+    assert note.startswith("12 of 12 grid points have trials against several references") and "ref_key old-8" in note
+    assert only_new.attrs["notes"] == []
+
+    result = fit_sweep(con, "mix", "theory", n_boot=20)
+    assert result.estimate == pytest.approx(fit(only_new, "theory", n_boot=0).estimate, rel=1e-9)
+    assert result.estimate["c1"] == pytest.approx(TRUTH["theory"]["c1"], rel=0.3)  # the new law, not 3x it
+    assert result.notes[0] == note and f"warning: {note}" in format_table(result)
+    assert status_counts(con, "mix")["trials"] == 12
+    steps = step_errors(con, "mix")
+    assert (steps["n_seeds"] == 2).all() and steps.attrs["notes"] == [note]
+
+
+def test_mixed_references_are_refused_when_no_start_time_tells_the_newest():
+    rows = _rerun(started=False)
+    with pytest.raises(MixedReferencesError) as info:
+        grid_errors(connect(rows), "mix")
+    message = str(info.value)
+    assert message.startswith("sweep mix mixes 2 references for the same grid points")
+    assert "pick one with --where \"ref_key = 'new-8'\" (keys: new-8, old-8)" in message and "\n" not in message
+    old = grid_errors(connect(rows), "mix", where="ref_key = 'old-8'")
+    assert (old["n_seeds"] == 2).all() and set(old["ref_key"]) == {"old-8"}
+
+
+def test_mixed_references_started_at_the_same_time_are_refused():
+    rows = _rerun()
+    rows["started_at"] = rows["started_at"].min()
+    with pytest.raises(MixedReferencesError, match="start times do not tell which is newest"):
+        grid_errors(connect(rows), "mix")
+
+
+def test_one_reference_per_d_is_not_a_mix():
+    grid = grid_errors(connect(law_rows(_law("joint"), Ds=(2, 8), seeds=2)), "law")
+    assert grid.attrs["notes"] == [] and set(grid["ref_key"]) == {"ref-2", "ref-8"}
+
+
+def test_coupled_dim_is_a_grid_column_with_nulls():
+    plain = law_rows(_law("theory"), seeds=2)
+    coupled = plain.assign(coupled_dim=16, trial_key=plain["trial_key"] + "-c16")
+    con = connect(pd.concat([plain, coupled, coupled.assign(trial_key=coupled["trial_key"] + "x")],
+                            ignore_index=True))
+    grid = grid_errors(con, "law")
+    assert len(grid) == 48 and (grid["n_seeds"] == np.where(grid["coupled_dim"].isna(), 2, 4)).all()
+    with pytest.raises(FitError, match="varies coupled_dim"):
+        fit(grid, "theory", n_boot=0)
+    result = fit_sweep(con, "law", "theory", n_boot=0)
+    assert result.held == {"coupled_dim": 16} and result.n_points == 24
+    nulls = fit_sweep(con, "law", "theory", n_boot=0, where="coupled_dim IS NULL")
+    assert nulls.n_points == 24 and nulls.held == {}

@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.errors import SweepDataError
+from explorer.errors import MixedReferencesError, SweepDataError
 from explorer.phase import PHASES, PhaseRule, classify, format_phase, phase_diagram
 from trials import TrialConfig
 
-from .analysis_data import connect, grid_configs, law_rows, mark_trial, run_trials
+from .analysis_data import connect, grid_configs, law_rows, mark_trial, rerun_with_new_reference, run_trials
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,3 +98,16 @@ def test_bad_axes_are_refused(x, y, message):
     con = connect(law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), seeds=1, sweep="p"))
     with pytest.raises(SweepDataError, match=message):
         phase_diagram(con, "p", x, y)
+
+
+def test_a_rerun_against_a_new_reference_counts_each_seed_once():
+    rows = rerun_with_new_reference(lambda L, M, D: 0.2, lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8),
+                                    alphas=(1.0, 16.0), seeds=2, sweep="p")
+    rows = mark_trial(rows, "L8-M8-D4-a16-old", "diverged", seeds=[0], from_step=6)  # superseded: not counted
+    diagram = phase_diagram(connect(rows), "p", "alpha", "D")
+    assert (diagram.cells["n_seeds"] == 2).all() and (diagram.cells["phase"] != "diverged").all()
+    [note] = diagram.notes
+    assert "4 of 4 grid points have trials against several references" in note
+    assert f"note: {note}" in format_phase(diagram)
+    with pytest.raises(MixedReferencesError, match="sweep p mixes 4 references"):
+        phase_diagram(connect(rows.drop(columns="started_at")), "p", "alpha", "D")

@@ -13,7 +13,7 @@ from explorer.cli import main
 from explorer.report import CHART_FORMATS, write_report
 from store import Store
 
-from .analysis_data import law_rows, mark_trial, write_to_store
+from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
 CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "error_vs_step",
@@ -85,8 +85,6 @@ def test_report_states_floor_counts_config_and_phase(made):
 def test_a_grid_under_the_reference_floor_still_gets_a_report_that_says_why(tmp_path):
     from explorer.report import build_report
 
-    from .analysis_data import connect
-
     rows = law_rows(LAW, Ls=(2, 4), Ms=(1, 4), seeds=2, ref_err=10.0, sweep="floor")
     report = build_report(connect(rows), "floor", tmp_path, n_boot=10, formats=("svg",))
     assert report.fits == {} and "theory" in report.fit_errors
@@ -141,7 +139,7 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: unknown function '__import__'"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
     (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite err_out rows"),
-    (["fit", "--sweep", "rep", "--where", "alpa = 3"], "error: query failed"),
+    (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
     (["phase", "--sweep", "rep", "--y", "foo"], "error: unknown phase axis 'foo'"),
     (["report", "--sweep", "nope"], "error: unknown sweep 'nope'"),
 ])
@@ -155,3 +153,68 @@ def test_cli_bad_input_is_one_line_and_exit_2(made, args, message):
 def test_analysis_commands_have_help(command):
     done = CliRunner().invoke(main, [command, "--help"])
     assert done.exit_code == 0 and f"Example: explorer {command}" in " ".join(done.output.split())
+
+
+def test_a_report_of_a_rerun_against_a_new_reference_says_which_reference_it_reads(tmp_path):
+    from explorer.report import build_report
+
+    rows = rerun_with_new_reference(lambda L, M, D: 3 * LAW(L, M, D), LAW, Ls=(2, 4, 8), Ms=(1, 4, 16), seeds=2,
+                                    sweep="mix")
+    report = build_report(connect(rows), "mix", tmp_path, n_boot=10, formats=("svg",))
+    html = report.path.read_text()
+    assert "References: 9 of 9 grid points have trials against several references" in html
+    assert "Trials: 9 (18 seeds)" in html  # the older run's 9 trials are not counted
+    assert all(result.notes[0].startswith("9 of 9 grid points") for result in report.fits.values())
+
+
+def _store_with_a_corrupt_metrics_file(root):
+    store = Store(root / "store")
+    write_to_store(law_rows(LAW, Ls=(2, 4, 8), Ms=(1, 4), seeds=2, steps=2, sweep="bad"), store)
+    path = sorted((root / "store").rglob("*.parquet"))
+    path = [p for p in path if "kind=metrics" in str(p)][0]
+    path.write_bytes(path.read_bytes()[:100])
+    return store
+
+
+@pytest.mark.parametrize("command", [["fit"], ["phase", "--x", "L", "--y", "M"], ["report", "--out", "OUT"]])
+def test_a_corrupt_store_file_is_the_one_line_of_explorer_sql_and_exit_2(tmp_path, command):
+    uri = _store_with_a_corrupt_metrics_file(tmp_path).uri
+    runner = CliRunner()
+    sql = runner.invoke(main, ["sql", "SELECT * FROM metrics", "--store", uri])
+    assert sql.exit_code == 2 and "explorer check" in sql.output and sql.output.count("\n") == 1, sql.output
+    command = [str(tmp_path / "out") if arg == "OUT" else arg for arg in command]
+    done = runner.invoke(main, command + ["--sweep", "bad", "--store", uri])
+    assert done.exit_code == 2, done.output
+    assert done.output == sql.output  # one line, the store's message and its `explorer check` hint
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["fit", "phase", "report"])
+@pytest.mark.parametrize("case, message", [
+    ("missing", "error: unknown sweep 'rep': there is no results store at"),
+    ("empty", "error: unknown sweep 'rep': there is no results store at"),
+    ("unknown", "error: unknown sweep 'nope'; the store"),
+])
+def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(made, tmp_path, command, case, message):
+    (tmp_path / "empty").mkdir()
+    uri = {"missing": str(tmp_path / "missing"), "empty": str(tmp_path / "empty"), "unknown": made["store"].uri}[case]
+    sweep = "nope" if case == "unknown" else "rep"
+    extra = ["--out", str(tmp_path / "out")] if command == "report" else []
+    done = CliRunner().invoke(main, [command, "--sweep", sweep, "--store", uri] + extra)
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith(message) and done.output.count("\n") == 1, done.output
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "out").exists()
+
+
+def test_demo_error_table_prints_the_fits_errors(made):
+    from explorer.demo import error_table
+    from explorer.fit import grid_errors
+
+    lines = error_table(made["store"], "rep")
+    assert lines[0] == "err_out at the last step (RMS over seeds); rows L, columns M, D = 8, alpha = 1.0"
+    assert lines[1].split() == ["L", "\\", "M", "1", "4", "16"] and len(lines) == 2 + 4
+    grid = grid_errors(made["store"].connect(sweep="rep"), "rep", where="D = 8 AND alpha = 1")
+    table = {int(line.split()[0]): [float(v) for v in line.split()[1:]] for line in lines[2:]}
+    for row in grid.itertuples():
+        assert table[row.L][[1, 4, 16].index(row.M)] == pytest.approx(row.err, rel=5e-3)
+    assert error_table(made["store"], "nope") == []
