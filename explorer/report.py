@@ -366,7 +366,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
 
 
 def open_sweep(store, sweep: str):
-    """A DuckDB connection on a store's views for one sweep.
+    """A read-only DuckDB connection on a store's views for one sweep (as ``explorer sql``'s:
+    a ``--where`` filter cannot read or write files).
 
     Args:
         store: a ``store.Store`` or a store URI.
@@ -383,7 +384,7 @@ def open_sweep(store, sweep: str):
     sweeps = st.sweeps()
     if sweep not in sweeps:
         raise SweepDataError(f"unknown sweep {sweep!r}; the store {st.uri!r} has: {', '.join(sweeps) or 'none'}")
-    return st, st.connect(sweep=sweep)
+    return st, st.connect(sweep=sweep, read_only=True)
 
 
 def write_report(sweep: str, store="results", out: str | Path = "report", **options) -> Path:

@@ -140,6 +140,8 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
     (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite err_out rows"),
     (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
+    (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
+     "error: Permission Error: Cannot access file"),  # read-only, as explorer sql
     (["phase", "--sweep", "rep", "--y", "foo"], "error: unknown phase axis 'foo'"),
     (["report", "--sweep", "nope"], "error: unknown sweep 'nope'"),
 ])
