@@ -247,7 +247,8 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
                .sort_values(["point", "started_at"], ascending=[True, False], na_position="last"))
     ranked = per_ref.groupby("point").cumcount()
     newest, runner_up = per_ref[ranked == 0].set_index("point"), per_ref[ranked == 1].set_index("point")
-    if newest["started_at"].isna().any() or (newest["started_at"] == runner_up["started_at"]).any():
+    tied = newest["started_at"] == runner_up["started_at"].reindex(newest.index)
+    if newest["started_at"].isna().any() or tied.any():
         raise _mixed_error(sweep, refs, "their trials' start times do not tell which is newest")
     keep = set(zip(newest.index, newest["ref_key"]))
     out = mixed[[(p, r) not in keep for p, r in zip(mixed["point"], mixed["ref_key"])]]
