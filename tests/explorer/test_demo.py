@@ -1,0 +1,37 @@
+"""`explorer demo`, the README's first command, end to end as a user runs it."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store import Store
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    store_dir, out_dir = tmp_path / "results", tmp_path / "report"
+    cmd = [sys.executable, "-m", "explorer.cli", "demo", "--store", str(store_dir), "--out", str(out_dir)]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    # the error table: one row per depth, one column per width, every cell a number
+    rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\s*\d+\s+\d\.\d+e[-+]\d+", line)]
+    assert [int(r[0]) for r in rows] == [4, 8, 16, 32, 64]
+    assert all(len(r) == 6 for r in rows)
+    report = re.search(r"report: (\S+)", done.stdout).group(1)
+    index = Path(report) if os.path.isabs(report) else tmp_path / report
+    assert index.is_file() and index.stat().st_size > 10_000
+    assert len(list(index.parent.glob("*.png"))) >= 6
+    trials = Store(str(store_dir)).query("SELECT status, count(*) AS n FROM trials WHERE sweep = 'demo' GROUP BY status")
+    assert dict(zip(trials["status"].to_pylist(), trials["n"].to_pylist())) == {"ok": 25}
+    # rerunning does no work: every trial is already complete
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0
+    assert "25 already complete" in again.stdout + again.stderr
