@@ -44,7 +44,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path):
+def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path, metric_row_counts):
     spec, results = tmp_path / "spec.toml", tmp_path / "results"
     spec.write_text(SPEC)
     store = Store(results)
@@ -80,9 +80,7 @@ def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path):
     assert f"({len(before)} already complete, {TOTAL - len(before)} run in" in summary
 
     assert len(store.completed_trial_keys("killed")) == TOTAL
-    counts = store.query("SELECT count(*) AS n, count(DISTINCT (trial_key, seed, step)) AS distinct_n "
-                         "FROM metrics", sweep="killed").to_pylist()[0]
-    assert counts == {"n": TOTAL * 2 * 11, "distinct_n": TOTAL * 2 * 11}
+    assert metric_row_counts(store, "killed") == {"n": TOTAL * 2 * 11, "distinct_n": TOTAL * 2 * 11}
     report = store.check()
     assert report.ok, report.lines()  # no unreadable, temporary, duplicate, incomplete or missing-step file
     assert not [p for p in results.rglob("*") if p.name.startswith(".tmp.")]

@@ -1,0 +1,33 @@
+"""Fixtures of the sweep tests (test_sweep*.py, test_cli_sweep.py): Ray's environment, a local
+Ray per module, and the row counts every sweep test checks. The analysis tests in this folder
+keep their fixtures in their own modules."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Before any test module imports Ray: no token prompt, no usage reporting (spawned drivers too).
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A 2-CPU local Ray for the tests of one module; a sweep run meanwhile uses it and leaves it up."""
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def metric_row_counts():
+    """``counts(store, sweep) -> {"n": rows, "distinct_n": distinct (trial_key, seed, step)}``."""
+
+    def counts(store, sweep: str) -> dict[str, int]:
+        return store.query("SELECT count(*) AS n, count(DISTINCT (trial_key, seed, step)) AS distinct_n FROM metrics",
+                           sweep=sweep).to_pylist()[0]
+
+    return counts
