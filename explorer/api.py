@@ -13,17 +13,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from store import SCHEMA_VERSION, Store
+from store import SCHEMA_VERSION, STATUSES, Store
 
+from .options import open_store
 from .spec import SweepSpec, load_spec, parse_spec, plan
 
 if TYPE_CHECKING:
     from .ray_runner import SweepResult
-
-STATUSES = ("ok", "diverged", "failed")
 
 
 def load(spec_or_path: SweepSpec | Mapping | str | os.PathLike, overrides: Sequence[str] = ()) -> SweepSpec:
@@ -47,14 +45,6 @@ def _as_raw(spec: SweepSpec) -> dict:
         if isinstance(keys, dict):  # keep only what the user gave, so defaults stay defaults
             raw[section] = {k: v for k, v in keys.items() if f"{section}.{k}" in spec.given}
     return raw
-
-
-def open_store(store: Store | str | os.PathLike) -> Store:
-    """A ``Store`` from a Store or a URI (relative paths are made absolute: workers run elsewhere)."""
-    if isinstance(store, Store):
-        return store
-    text = os.fspath(store)
-    return Store(text if "://" in text else str(Path(text).expanduser().resolve()))
 
 
 def sweep(
@@ -91,15 +81,6 @@ def sweep(
                      max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
 
 
-def trial_statuses(store: Store, sweep_name: str) -> dict[str, tuple[str, str | None]]:
-    """trial_key -> (status, error) of every trial of ``sweep_name`` that the store holds."""
-    if not store.completed_trial_keys(sweep_name):
-        return {}
-    table = store.query("SELECT trial_key, status, error FROM trials", sweep=sweep_name)
-    keys, statuses, errors = (table.column(i).to_pylist() for i in range(3))
-    return {k: (s, e) for k, s, e in zip(keys, statuses, errors)}
-
-
 @dataclass
 class SweepStatus:
     """Counts of a sweep's trials by status, as the store sees them."""
@@ -129,22 +110,24 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
     trial the store holds under the name ``sweep``.
 
     Raises:
-        SpecError: an invalid spec. ValueError: neither or both of a spec and a sweep name.
+        SpecError: an invalid spec. SweepDataError: a sweep name the store does not have (the
+            message lists those it has). StoreAccessError: a store that cannot be opened.
+        ValueError: neither or both of a spec and a sweep name.
     """
     if (spec_or_path is None) == (sweep is None):
         raise ValueError("give a spec or a sweep name (not both)")
-    st = open_store(store)
     if sweep is not None:
-        known = trial_statuses(st, sweep)
+        st = open_store(store, sweep=sweep)
         counts = {s: 0 for s in STATUSES}
-        for status, _ in known.values():
+        for status in st.trial_statuses(sweep).values():
             counts[status] = counts.get(status, 0) + 1
         return SweepStatus(sweep=sweep, store=st.uri, counts=counts)
     spec = load(spec_or_path, overrides)
+    st = open_store(store)  # a spec not run yet: every trial pending, even in an empty store
     planned = {t.trial_key for t in plan(spec, SCHEMA_VERSION).trials}
-    known = trial_statuses(st, spec.name)
+    known = st.trial_statuses(spec.name)
     counts = {s: 0 for s in (*STATUSES, "pending", "other")}
     for key in planned:
-        counts[known.get(key, ("pending",))[0]] += 1
+        counts[known.get(key, "pending")] += 1
     counts["other"] = len(set(known) - planned)
     return SweepStatus(sweep=spec.name, store=st.uri, counts=counts, planned=len(planned))

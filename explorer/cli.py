@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from store.layout import DATA_KINDS
+
 from .errors import UsageError
 from .options import open_store, store_errors, store_option, sweep_filter_option
 from .tables import FORMATS, render
@@ -73,13 +75,15 @@ def check_command(store_uri: str, sweep: str | None, limit: int) -> None:
 @store_option
 @sweep_filter_option
 @click.option("--rows-per-file", default=4_000_000, show_default=True, type=click.IntRange(min=1), help="Target rows per compacted file.")
-def compact_command(store_uri: str, sweep: str | None, rows_per_file: int) -> None:
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(DATA_KINDS),
+              help="Only this kind (repeatable; default all). Sweeps compact their trials themselves when they end.")
+def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
     """Merge small result files into large ones with exactly the same rows (checked before
     the originals are removed; safe to interrupt and rerun)."""
     st = open_store(store_uri, must_exist=True)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
-            click.echo(st.compact(name, rows_per_file=rows_per_file).summary())
+            click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
 
 
 @main.command("sweep", context_settings={"ignore_unknown_options": True})

@@ -1,26 +1,29 @@
-"""Options and glue shared by the commands that use the results store.
+"""Opening the results store, and the options shared by the commands that use it.
 
     @main.command()
     @store_option
     def mycommand(store_uri: str) -> None:
         with store_errors():
-            st = open_store(store_uri, must_exist=True)
+            st = open_store(store_uri, must_exist=True)      # or open_store(uri, sweep=name)
             ...
 
+``open_store`` is the one way the explorer (CLI, Python API, sweeps, analysis) opens a store.
 ``store_errors`` turns the store's exceptions (which know nothing of the CLI) into the
 explorer's one-line ``UsageError``s: ``StoreQueryError`` -> ``QueryError``, any other
 ``StoreError`` -> ``StoreAccessError`` (both exit 2).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
 from store import Store, StoreError, StoreQueryError
 
-from .errors import QueryError, StoreAccessError
+from .errors import QueryError, StoreAccessError, SweepDataError
 
 DEFAULT_STORE = "./results"
 
@@ -51,14 +54,31 @@ def store_errors() -> Iterator[None]:
         raise StoreAccessError(str(exc)) from exc
 
 
-def open_store(uri: str, must_exist: bool = False) -> Store:
-    """The Store at ``uri``; with ``must_exist``, a StoreAccessError when nothing is there yet.
+def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep: str | None = None) -> Store:
+    """The Store at ``store``: a ``Store`` (returned as is), a directory or ``s3://bucket/prefix``.
+
+    A relative directory is made absolute (``~`` expanded): a Store travels to Ray workers by its
+    URI, and they run elsewhere.
+
+    Args:
+        must_exist: refuse a store nothing has been written to yet.
+        sweep: refuse a store without this sweep (for commands that read one sweep).
 
     Raises:
         StoreAccessError: the URI cannot be resolved, or (must_exist) the store is empty.
+        SweepDataError: (sweep) the store has no such sweep; the message lists those it has.
     """
     with store_errors():
-        store = Store(uri)
-        if must_exist and not store.exists():
-            raise StoreAccessError(f"no results store at {uri!r} (nothing written there yet); pass --store URI")
-    return store
+        if isinstance(store, Store):
+            opened = store
+        else:
+            text = os.fspath(store)
+            opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
+        if sweep is not None:
+            sweeps = opened.sweeps()
+            if sweep not in sweeps:
+                raise SweepDataError(f"unknown sweep {sweep!r}; the store {opened.uri!r} has: {', '.join(sweeps) or 'none'}")
+        elif must_exist and not opened.exists():
+            given = store.uri if isinstance(store, Store) else os.fspath(store)
+            raise StoreAccessError(f"no results store at {given!r} (nothing written there yet); pass --store URI")
+    return opened

@@ -3,8 +3,9 @@
 The only module that imports Ray (named for it: ``explorer.sweep`` is the public function of
 ``explorer.api``). The flow of ``run_sweep``:
 
-1. Plan the spec (``spec.plan``) and read the store: trials already complete (ok or diverged)
-   are skipped, failed ones run again. Nothing left to do -> no Ray at all.
+1. Plan the spec (``spec.plan``) and read the statuses of the sweep's trials from the store
+   (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
+   ones run again. Nothing left to do -> no Ray at all.
 2. Start an embedded Ray (no address: dashboard off, loopback only, shut down on exit) or join
    one (``address="auto"`` or ``"ray://host:port"``), and check that one trial's resources fit a
    node (a GPU asked of a cluster without GPUs is a ``SpecError``, not a hang).
@@ -18,8 +19,10 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
    with status ``failed`` and its error; diverged points are written as they are. A lost worker
    or node fails its Tune trial, which Tune reruns elsewhere; the rerun skips the points the
    store already has (``_Ledger`` counts attempts, so first attempts skip the listing).
-5. The summary is read back from the store: the exit code is 0 when every trial ended ok or
-   diverged, 1 otherwise.
+5. Temporaries left by lost workers are removed and the sweep's ``trials`` kind is compacted
+   (one file, so that the next start's status lookup reads one file instead of one per trial;
+   metrics stay as they are: ``explorer compact`` merges those). The summary is read back from
+   the store: the exit code is 0 when every trial ended ok or diverged, 1 otherwise.
 """
 from __future__ import annotations
 
@@ -39,15 +42,14 @@ import ray
 from ray import tune
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from store import COLUMNS, SCHEMA_VERSION, Store, trial_row_from_metrics
+from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, trial_row_from_metrics
 from trials import Reference, ReferenceDiverged, compute_reference, reference_from_trial, train_trial
 
-from .api import open_store, trial_statuses
 from .errors import ClusterError, SpecError
+from .options import open_store
 from .progress import Progress
 from .spec import Plan, PlannedReference, PlannedTrial, SweepSpec, plan
 
-FINISHED = ("ok", "diverged")  # statuses a rerun skips; "failed" trials run again
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
 _REPORT_EVERY_S = 0.5  # a worker reports progress at most this often (each report is a driver round trip)
 _PACK_TARGET_S = 2.0  # aim for Tune trials of about this much estimated compute
@@ -454,33 +456,6 @@ def check_resources(spec: SweepSpec) -> int:
     return slots
 
 
-def remove_leftover_temporaries(store: Store, sweep: str, before: dt.datetime) -> int:
-    """Delete the temporary files of writes that a lost worker left behind.
-
-    A worker killed mid-write (its node lost, its sweep's driver SIGKILLed) leaves a hidden
-    ``.tmp.*`` file that readers never see. Once this run's trials are all over, a temporary of
-    this sweep (or of the reference cache) last touched before ``before`` has no live writer of
-    this run; a concurrent run of the same sweep, should there be one, only loses a write that
-    it then repeats. Object storage has no temporaries (each file is one PUT).
-
-    Returns:
-        How many files were deleted.
-    """
-    from store.catalog import list_kind, list_references
-
-    if not store.files.is_local:
-        return 0
-    listings = [list_kind(store.files, sweep, kind, stat=True) for kind in ("metrics", "trials")]
-    listings.append(list_references(store.files, stat=True))
-    removed = 0
-    for listing in listings:
-        for entry in listing.temporary:
-            if entry.mtime is None or entry.mtime < before:
-                store.files.delete(entry.path)
-                removed += 1
-    return removed
-
-
 def _describe(trial: PlannedTrial) -> str:
     c = trial.config
     return f"L={c.L} M={c.M} D={c.D} alpha={c.alpha:g}"
@@ -516,9 +491,9 @@ def run_sweep(
     started = time.monotonic()
     store = open_store(store)
     the_plan = plan(spec, SCHEMA_VERSION)
-    known = trial_statuses(store, spec.name)
+    known = store.trial_statuses(spec.name)
     planned_keys = {t.trial_key for t in the_plan.trials}
-    todo = [t for t in the_plan.trials if known.get(t.trial_key, ("",))[0] not in FINISHED]
+    todo = [t for t in the_plan.trials if known.get(t.trial_key) not in FINAL_STATUSES]
     rerun = frozenset(t.trial_key for t in todo if t.trial_key in known)
     result = SweepResult(name=spec.name, store=store.uri, total=len(the_plan.trials),
                          skipped=len(the_plan.trials) - len(todo), ran=len(todo),
@@ -532,17 +507,33 @@ def run_sweep(
                 slots = min(slots, limit)
             errors = _run_references(spec, store, the_plan, todo, bar)
             result.lost = _run_trials(spec, store, the_plan, todo, errors, rerun, slots, limit, bar)
-            remove_leftover_temporaries(store, spec.name, before=dt.datetime.now(dt.timezone.utc))
+            # Every trial of this run is over: a temporary older than now has no live writer.
+            store.remove_temporaries(spec.name, before=dt.datetime.now(dt.timezone.utc), references=True)
         bar.finish()
-        known = trial_statuses(store, spec.name)
+        _compact_trials(store, spec.name, bar)
+        known = store.trial_statuses(spec.name)
     result.wall_s = time.monotonic() - started
-    by_key = {t.trial_key: t for t in the_plan.trials}
-    for key in planned_keys:
-        status, error = known.get(key, ("missing", None))
+    failed = []
+    for trial in the_plan.trials:
+        status = known.get(trial.trial_key, "missing")
         setattr(result, status, getattr(result, status) + 1)
-        if status == "failed" and len(result.failures) < 5:
-            result.failures.append(f"{_describe(by_key[key])} ({key}): {error}")
+        if status == "failed":
+            failed.append(trial)
+    errors = store.trial_column(spec.name, "error", [t.trial_key for t in failed[:5]]) if failed else {}
+    result.failures = [f"{_describe(t)} ({t.trial_key}): {errors.get(t.trial_key)}" for t in failed[:5]]
     return result
+
+
+def _compact_trials(store: Store, sweep: str, bar: Progress) -> None:
+    """Merge the sweep's trials rows into one file, so that the next start reads one file.
+
+    Never fails the sweep (its trials are all written): a problem is noted and the next run, or
+    ``explorer compact``, tries again.
+    """
+    try:
+        store.compact(sweep, kinds=("trials",))
+    except StoreError as exc:
+        bar.message(f"note: the trials of sweep {sweep} were not compacted ({exc}); run `explorer compact`")
 
 
 def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial], bar: Progress) -> dict[str, str]:

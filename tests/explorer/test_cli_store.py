@@ -33,12 +33,6 @@ def run(*args):
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("command", ["sql", "check", "compact"])
-def test_store_commands_have_help(command):
-    code, out = run(command, "--help")
-    assert code == 0 and "--store URI" in out and len(out.splitlines()) > 5
-
-
 def test_sql_prints_an_aligned_table(results):
     code, out = run("sql", QUERY, "--store", results.uri)
     assert code == 0, out
@@ -106,6 +100,24 @@ def test_compact_merges_and_answers_stay(results):
     _, after = run("sql", QUERY, "--store", results.uri, "--format", "csv")
     assert after == before
     assert run("check", "--store", results.uri)[0] == 0
+
+
+def test_compact_kind_merges_only_that_kind(results):
+    code, out = run("compact", "--store", results.uri, "--kind", "trials")
+    assert (code, out.split(" in ")[0]) == (0, "sweep quick: trials 4 -> 1 files (4 rows)")
+    code, out = run("compact", "--store", results.uri, "--kind", "trials", "--kind", "metrics")
+    assert (code, out.split(" in ")[0]) == (0, "sweep quick: metrics 4 -> 1 files (32 rows)")
+    code, out = run("compact", "--store", results.uri, "--kind", "metric")
+    assert code == 2 and "'metric' is not one of 'metrics', 'trials', 'fits'" in out
+
+
+def test_relative_store_paths_are_resolved_once_for_every_command(results, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(results.files.root))
+    assert run("sql", "SELECT count(*) AS n FROM trials", "--store", "results", "--format", "csv") == (0, "n\n4\n")
+    from explorer.options import open_store
+
+    opened = open_store("results", must_exist=True)
+    assert opened.uri == results.files.root and os.path.isabs(opened.uri)  # what Ray workers get
 
 
 def test_check_reports_a_half_written_file_and_exits_1(results):

@@ -1,13 +1,21 @@
 """The sweep commands on the command line: spec errors are one line and exit code 2, status reads
-the store, every command has help."""
+the store (and refuses a sweep it does not hold). Help of every command: test_cli_commands.py."""
 from __future__ import annotations
+
+import json
+import os
+import sys
 
 import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
+from store import Store
 
 from .test_spec import SPEC_ERRORS
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "store"))
+import store_testkit as kit  # noqa: E402
 
 GOOD = """
 name = "cli"
@@ -28,7 +36,7 @@ def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f'"{value}"'
+        return json.dumps(value)  # a TOML basic string, "\n" escaped
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return repr(value)
@@ -81,21 +89,38 @@ def test_missing_or_invalid_spec_file_exits_2(tmp_path):
     assert result.exit_code == 2 and "invalid TOML" in result.output
 
 
-def test_status_counts_pending_trials_of_a_spec_and_of_an_unknown_sweep(tmp_path):
+def _counts(output: str) -> dict[str, int]:
+    return {line.split()[0]: int(line.split()[1]) for line in output.splitlines()[1:]}
+
+
+def test_status_of_a_spec_counts_its_pending_trials(tmp_path):
     path = tmp_path / "spec.toml"
     path.write_text(GOOD)
-    result = run("status", str(path), "--store", str(tmp_path))
+    result = run("status", str(path), "--store", str(tmp_path / "results"))  # nothing written yet
     assert result.exit_code == 0
     assert "sweep cli" in result.output and "0/2 trials complete" in result.output
-    counts = {line.split()[0]: int(line.split()[1]) for line in result.output.splitlines()[1:]}
-    assert counts == {"ok": 0, "diverged": 0, "failed": 0, "pending": 2, "other": 0}
-    result = run("status", "--sweep", "nothing", "--store", str(tmp_path))
-    assert result.exit_code == 0 and "ok" in result.output
+    assert _counts(result.output) == {"ok": 0, "diverged": 0, "failed": 0, "pending": 2, "other": 0}
     result = run("status", "--store", str(tmp_path))
     assert result.exit_code == 2  # neither a spec nor --sweep
 
 
-@pytest.mark.parametrize("command", ["sweep", "status", "demo"])
-def test_sweep_commands_have_help(command):
-    result = run(command, "--help")
-    assert result.exit_code == 0 and len(result.output.splitlines()) > 5
+def test_status_of_a_sweep_counts_what_the_store_holds(tmp_path):
+    store = Store(tmp_path / "results")
+    for key, rows, row in [kit.trial(L=2), kit.trial(L=4), kit.trial(L=8, diverge_at=1)]:
+        store.write_trial("quick", key, rows, row)
+    result = run("status", "--sweep", "quick", "--store", store.uri)
+    assert result.exit_code == 0, result.output
+    assert _counts(result.output) == {"ok": 2, "diverged": 1, "failed": 0}
+
+
+def test_status_of_an_unknown_sweep_is_one_line_listing_the_known_ones(tmp_path):
+    store = Store(tmp_path / "results")
+    for sweep in ("quick", "alpha"):
+        store.write_trial(sweep, *kit.trial(L=2))
+    result = run("status", "--sweep", "nothing", "--store", store.uri)
+    assert (result.exit_code, result.output) == (
+        2, f"error: unknown sweep 'nothing'; the store '{store.uri}' has: alpha, quick\n")
+    absent = tmp_path / "nowhere"
+    result = run("status", "--sweep", "quick", "--store", str(absent))
+    assert (result.exit_code, result.output) == (2, f"error: unknown sweep 'quick'; the store '{absent}' has: none\n")
+    assert not absent.exists()  # reading never creates a store

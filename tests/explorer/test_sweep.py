@@ -3,20 +3,17 @@ are checked; plus the driver-free parts (packing, retries, failed rows, progress
 from __future__ import annotations
 
 import io
-import os
 
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+import pytest
+import ray
 
-import pytest  # noqa: E402
-import ray  # noqa: E402
-
-import explorer  # noqa: E402
-from explorer import ray_runner  # noqa: E402
-from explorer.errors import SpecError  # noqa: E402
-from explorer.progress import Progress  # noqa: E402
-from explorer.spec import parse_spec, plan  # noqa: E402
-from store import SCHEMA_VERSION, Store  # noqa: E402
+import explorer
+from explorer import ray_runner
+from explorer.errors import SpecError
+from explorer.progress import Progress
+from explorer.spec import parse_spec, plan
+from store import SCHEMA_VERSION, Store
+from store.catalog import list_kind
 
 TINY = {
     "name": "tiny",
@@ -37,17 +34,11 @@ def spec_with(**changes) -> dict:
     return raw
 
 
-def no_duplicate_rows(store: Store, sweep: str) -> bool:
-    table = store.query(
-        "SELECT count(*) AS n, count(DISTINCT (trial_key, seed, step)) AS distinct_n FROM metrics", sweep=sweep)
-    return table.column("n")[0].as_py() == table.column("distinct_n")[0].as_py()
+def data_files(root, kind: str = "") -> dict[str, float]:
+    return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.parquet") if kind in str(p)}
 
 
-def data_files(root) -> dict[str, float]:
-    return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
-
-
-def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path):
+def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, metric_row_counts):
     assert not ray.is_initialized()
     result = explorer.sweep(TINY, store=tmp_path, progress=False, num_cpus=2)
     assert not ray.is_initialized()  # the embedded Ray is shut down on exit
@@ -56,10 +47,15 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path):
     counts = store.query("SELECT count(*) AS rows, count(DISTINCT trial_key) AS trials, "
                          "count(DISTINCT node_id) AS nodes FROM metrics", sweep="tiny").to_pylist()[0]
     assert counts == {"rows": 24 * 2 * 6, "trials": 24, "nodes": 1}
-    assert no_duplicate_rows(store, "tiny")
+    assert metric_row_counts(store, "tiny") == {"n": 24 * 2 * 6, "distinct_n": 24 * 2 * 6}
     planned = {t.trial_key for t in plan(parse_spec(TINY), SCHEMA_VERSION).trials}
     assert store.completed_trial_keys("tiny") == planned
     assert store.check().ok
+    # The sweep compacted its trials rows: the next start reads one file, not one per trial.
+    trials_files = list_kind(store.files, "tiny", "trials")
+    assert (len(trials_files.singles), len(trials_files.compacted)) == (0, 1)
+    assert len(list_kind(store.files, "tiny", "metrics").singles) == 24  # metrics left as written
+    assert store.trial_statuses("tiny") == dict.fromkeys(planned, "ok")
 
     before = data_files(tmp_path)
     again = explorer.sweep(TINY, store=tmp_path, progress=False)
@@ -79,22 +75,20 @@ def test_embedded_ray_listens_on_loopback_only_and_is_shut_down():
     assert ray_constants.ENABLE_RAY_CLUSTER  # restored: a later ray.init can still join a cluster
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_extending_the_grid_runs_only_the_new_points(tmp_path, local_ray):
     small = spec_with(grid={"L": [2, 4], "M": [1], "D": [4], "seeds": 2})
     first = explorer.sweep(small, store=tmp_path, progress=False)
     assert (first.ran, first.ok) == (2, 2)
-    before = data_files(tmp_path)
+    store = Store(tmp_path)
+    before = data_files(tmp_path, "kind=metrics")
+    trials_before = store.query("SELECT * FROM trials ORDER BY trial_key", sweep="tiny")
     extended = explorer.sweep(small, store=tmp_path, progress=False, overrides=["grid.L=[2, 4, 8]", "grid.M=[1, 2]"])
     assert (extended.total, extended.skipped, extended.ran, extended.ok) == (6, 2, 4, 6)
-    after = data_files(tmp_path)
-    assert all(after[path] == mtime for path, mtime in before.items())  # old trials untouched
+    after = data_files(tmp_path, "kind=metrics")
+    assert all(after[path] == mtime for path, mtime in before.items())  # old trials' rows untouched
+    old_keys = ", ".join(f"'{k}'" for k in trials_before.column("trial_key").to_pylist())
+    trials_after = store.query(f"SELECT * FROM trials WHERE trial_key IN ({old_keys}) ORDER BY trial_key", sweep="tiny")
+    assert trials_after.equals(trials_before)  # their trials rows too (merged into the new compacted file)
     assert ray.is_initialized()  # a Ray the caller started stays up
 
 
@@ -111,7 +105,7 @@ def test_diverged_trials_are_recorded_and_the_sweep_still_succeeds(tmp_path, loc
     assert (rerun.ran, rerun.skipped) == (0, 2)  # diverged trials are final, not retried
 
 
-def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, local_ray):
+def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, local_ray, metric_row_counts):
     # identity activation at lr=1000: the reference itself blows up, so its trials cannot be
     # measured and are recorded failed (one row per seed at step 0, NaN metrics, the error).
     raw = spec_with(name="failing", model={"activation": "identity"},
@@ -126,7 +120,9 @@ def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, loc
     assert all("diverged" in r["error"] and r["err_out"] != r["err_out"] for r in failed)  # message, NaN
     rerun = explorer.sweep(raw, store=tmp_path, progress=False)
     assert (rerun.ran, rerun.failed, rerun.exit_code) == (2, 2, 1)  # failed trials run again
-    assert no_duplicate_rows(store, "failing")
+    assert metric_row_counts(store, "failing") == {"n": 4, "distinct_n": 4}
+    errors = store.trial_column("failing", "error")
+    assert len(errors) == 2 and all("reference" in e and "diverged" in e for e in errors.values())
 
 
 def test_gpu_request_on_a_cluster_without_gpus_is_a_clear_error(tmp_path, local_ray):
