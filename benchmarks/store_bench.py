@@ -2,7 +2,8 @@
 
     python benchmarks/store_bench.py [--trials 20000] [--steps 50] [--dir DIR] [--keep]
 
-Prints one line per measurement. Synthetic rows shaped exactly like train_trial's (one seed,
+Prints one line per measurement (the sweep start-up at 10^5 trials, status lookup included:
+benchmarks/sweep_startup_bench.py). Synthetic rows shaped exactly like train_trial's (one seed,
 steps 0..50); files go to a temporary directory unless --dir is given. Writes use
 durable=False (no fsync; a crash can then lose the last writes, never corrupt the store); the
 cost of fsync is measured separately on a sample.
@@ -107,6 +108,8 @@ def main() -> None:
 
     seconds, keys = timed(lambda: st.completed_trial_keys("bench"))
     report(f"completed_trial_keys, {len(keys)} small files", seconds)
+    seconds, statuses = timed(lambda: st.trial_statuses("bench"), repeat=1)
+    report(f"trial_statuses, {len(statuses)} small files", seconds, f"{1e3 * seconds / len(statuses):.2f} ms/file")
     seconds, table = timed(lambda: st.query(AGGREGATE), repeat=2)
     report(f"GROUP BY (L, M, D) before compaction", seconds, f"{table.num_rows} groups, fresh connection")
     seconds, compacted = timed(lambda: st.compact("bench"), repeat=1)
@@ -122,6 +125,9 @@ def main() -> None:
     print(f"{'same answers before and after compaction':<52} {same}")
     seconds, keys = timed(lambda: st.completed_trial_keys("bench"))
     report(f"completed_trial_keys after compaction ({len(keys)})", seconds)
+    seconds, after_statuses = timed(lambda: st.trial_statuses("bench"))
+    report(f"trial_statuses after compaction ({len(after_statuses)})", seconds,
+           "same" if after_statuses == statuses else "DIFFERENT")
     seconds, checked = timed(lambda: st.check(), repeat=1)
     report("check after compaction", seconds, "ok" if checked.ok else "PROBLEMS")
 
