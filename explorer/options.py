@@ -75,6 +75,9 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             text = os.fspath(store)
             opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
         if sweep is not None:
+            if not opened.exists():
+                raise SweepDataError(f"unknown sweep {sweep!r}: there is no results store at {opened.uri!r} "
+                                     "(nothing written there yet); pass --store URI")
             sweeps = opened.sweeps()
             if sweep not in sweeps:
                 raise SweepDataError(f"unknown sweep {sweep!r}; the store {opened.uri!r} has: {', '.join(sweeps) or 'none'}")

@@ -375,15 +375,9 @@ def open_sweep(store, sweep: str):
         SweepDataError: nothing is stored at ``store``, or it has no sweep of that name (the
             message lists those it has).
     """
-    from store import Store
+    from .options import open_store
 
-    st = store if isinstance(store, Store) else Store(store)
-    if not st.exists():
-        raise SweepDataError(f"unknown sweep {sweep!r}: there is no results store at {st.uri!r} (nothing written "
-                             "there yet); pass --store URI")
-    sweeps = st.sweeps()
-    if sweep not in sweeps:
-        raise SweepDataError(f"unknown sweep {sweep!r}; the store {st.uri!r} has: {', '.join(sweeps) or 'none'}")
+    st = open_store(store, sweep=sweep)
     return st, st.connect(sweep=sweep, read_only=True)
 
 

@@ -141,9 +141,10 @@ class TrialConfig:
         return dataclasses.replace(self, **changes)
 
     def numerics(self) -> dict:
-        """Every field that defines the numbers, as plain values (device excluded)."""
-        d = dataclasses.asdict(self)
-        d.pop("device")
+        """Every field that defines the numbers, as plain values (device excluded). Built
+        shallowly (not dataclasses.asdict, a deep copy): planning 10^5 trials calls it 10^5 times."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "device"}
+        d["problem"] = {f.name: getattr(self.problem, f.name) for f in dataclasses.fields(self.problem)}
         d["seeds"] = list(self.seeds)
         d["numerics_version"] = NUMERICS_VERSION
         return d

@@ -122,5 +122,5 @@ def test_status_of_an_unknown_sweep_is_one_line_listing_the_known_ones(tmp_path)
         2, f"error: unknown sweep 'nothing'; the store '{store.uri}' has: alpha, quick\n")
     absent = tmp_path / "nowhere"
     result = run("status", "--sweep", "quick", "--store", str(absent))
-    assert (result.exit_code, result.output) == (2, f"error: unknown sweep 'quick'; the store '{absent}' has: none\n")
+    assert (result.exit_code, result.output) == (2, f"error: unknown sweep 'quick': there is no results store at '{absent}' (nothing written there yet); pass --store URI\n")
     assert not absent.exists()  # reading never creates a store
