@@ -49,16 +49,36 @@ class Activation:
 
     value: Callable[[torch.Tensor], torch.Tensor]
     derivative: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    value_into: Callable[[torch.Tensor, torch.Tensor], object] | None = None  # (p, out): no temporary
+    derivative_into: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object] | None = None  # (p, s, out)
 
     def prime(self, p: torch.Tensor) -> torch.Tensor:
         return self.derivative(p, self.value(p))
 
+    def apply(self, p: torch.Tensor, out: torch.Tensor) -> None:
+        """out = sigma(p), in place."""
+        if self.value_into is None:
+            out.copy_(self.value(p))
+        else:
+            self.value_into(p, out)
+
+    def apply_derivative(self, p: torch.Tensor, s: torch.Tensor, out: torch.Tensor) -> None:
+        """out = sigma'(p) given s = sigma(p), in place."""
+        if self.derivative_into is None:
+            out.copy_(self.derivative(p, s))
+        else:
+            self.derivative_into(p, s, out)
+
+
+def _tanh_prime_into(p: torch.Tensor, s: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.addcmul(torch.ones((), dtype=s.dtype, device=s.device), s, s, value=-1.0, out=out)
+
 
 ACTIVATIONS: dict[str, Activation] = {
-    "tanh": Activation(torch.tanh, lambda p, s: 1.0 - s * s),
-    "identity": Activation(lambda p: p, lambda p, s: torch.ones_like(p)),
+    "tanh": Activation(torch.tanh, lambda p, s: 1.0 - s * s, lambda p, out: torch.tanh(p, out=out), _tanh_prime_into),
+    "identity": Activation(lambda p: p, lambda p, s: torch.ones_like(p), lambda p, out: out.copy_(p)),
     "gelu": Activation(torch.nn.functional.gelu, _gelu_prime),
-    "relu": Activation(torch.relu, lambda p, s: (p > 0).to(p.dtype)),
+    "relu": Activation(torch.relu, lambda p, s: (p > 0).to(p.dtype), lambda p, out: torch.clamp(p, min=0, out=out)),
 }
 
 
@@ -158,6 +178,15 @@ class ResNet:
         self.sigma, self.sigma_prime = self.activation.value, self.activation.prime
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
+        self._workspace: dict[str, torch.Tensor] = {}
+
+    def _buffer(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """A buffer reused from step to step: large fresh allocations cost page faults every
+        step. A Forward's tensors are therefore only valid until the next forward or step."""
+        buf = self._workspace.get(name)
+        if buf is None or buf.shape != shape:
+            buf = self._workspace[name] = torch.empty(shape, device=self.device, dtype=self.dtype)
+        return buf
 
     @property
     def repetitions(self) -> int:
@@ -166,14 +195,14 @@ class ResNet:
     def forward(self) -> Forward:
         cfg, units = self.config, self.units
         L, R, D, N = cfg.L, self.repetitions, cfg.D, cfg.problem.samples
-        hidden = torch.empty(L + 1, R, N, D, device=self.device, dtype=self.dtype)
-        preact = torch.empty(L, R, N, cfg.M, device=self.device, dtype=self.dtype)
-        activated = torch.empty_like(preact)
+        hidden = self._buffer("hidden", (L + 1, R, N, D))
+        preact = self._buffer("preact", (L, R, N, cfg.M))
+        activated = self._buffer("activated", (L, R, N, cfg.M))
         hidden[0] = self.problem.x @ self.problem.embed.T
         for layer in range(L):
             # P = (h / D) U: (R, N, D) @ (R, D, M) -> (R, N, M); dividing h is the cheaper side
             torch.bmm(hidden[layer] / D, units.u[layer], out=preact[layer])
-            activated[layer] = self.sigma(preact[layer])
+            self.activation.apply(preact[layer], activated[layer])
             # h_l = h_{l-1} + c sigma(P) V^T: (R, N, M) @ (R, M, D) -> (R, N, D)
             torch.baddbmm(hidden[layer], activated[layer], units.v[layer].transpose(1, 2), alpha=self.scale, out=hidden[layer + 1])
         out = self.readout(hidden[L])
@@ -214,8 +243,9 @@ class ResNet:
         cfg, units = self.config, self.units
         D, c = cfg.D, self.scale
         d_out, N = cfg.problem.d_out, cfg.problem.samples
-        cotangent = torch.empty_like(fwd.hidden[1:])
-        gated = self.activation.derivative(fwd.preact, fwd.activated)  # becomes G in place, layer by layer
+        cotangent = self._buffer("cotangent", tuple(fwd.hidden[1:].shape))
+        gated = self._buffer("gated", tuple(fwd.preact.shape))
+        self.activation.apply_derivative(fwd.preact, fwd.activated, gated)  # becomes G in place, layer by layer
         # B_L = (D / 2) dl/dh_L, with l = ||f - y||^2 / (N d_out) and f = W_U^T h / D.
         cotangent[-1] = torch.matmul(fwd.out - self.problem.y, self.problem.readout.T) / (N * d_out)
         for layer in reversed(range(cfg.L)):

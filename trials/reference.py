@@ -72,8 +72,9 @@ def _trajectory(config: TrialConfig) -> tuple[np.ndarray, np.ndarray, str]:
     net = ResNet(config)
     outs, hiddens = [], []
     for _, fwd in net.trajectory():
-        outs.append(fwd.out.to(torch.float64).cpu())
-        hiddens.append(fwd.hidden[-1].to(torch.float64).cpu())
+        # copies: the engine reuses its buffers at the next step
+        outs.append(fwd.out.to(device="cpu", dtype=torch.float64, copy=True))
+        hiddens.append(fwd.hidden[-1].to(device="cpu", dtype=torch.float64, copy=True))
     return torch.stack(outs).numpy(), torch.stack(hiddens).numpy(), net.device.type
 
 
