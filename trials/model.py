@@ -71,7 +71,8 @@ class Activation:
 
 
 def _tanh_prime_into(p: torch.Tensor, s: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    return torch.addcmul(torch.ones((), dtype=s.dtype, device=s.device), s, s, value=-1.0, out=out)
+    # not addcmul: fused, it rounds differently from 1 - s * s, which version-2 numbers used
+    return torch.mul(s, s, out=out).neg_().add_(1.0)
 
 
 ACTIVATIONS: dict[str, Activation] = {
