@@ -461,6 +461,14 @@ def _describe(trial: PlannedTrial) -> str:
     return f"L={c.L} M={c.M} D={c.D} alpha={c.alpha:g}"
 
 
+def remove_leftovers(store: Store, sweep: str) -> int:
+    """Temporaries left by workers killed mid-write, once every trial of this run is over: the
+    sweep's own older than now (no live writer is left), the shared reference cache's only when
+    stale (another sweep on the same store may be writing a reference right now)."""
+    return (store.remove_temporaries(sweep, before=dt.datetime.now(dt.timezone.utc))
+            + store.remove_temporaries(sweep, references=True))
+
+
 def run_sweep(
     spec: SweepSpec,
     store: Store | str = "results",
@@ -507,8 +515,7 @@ def run_sweep(
                 slots = min(slots, limit)
             errors = _run_references(spec, store, the_plan, todo, bar)
             result.lost = _run_trials(spec, store, the_plan, todo, errors, rerun, slots, limit, bar)
-            # Every trial of this run is over: a temporary older than now has no live writer.
-            store.remove_temporaries(spec.name, before=dt.datetime.now(dt.timezone.utc), references=True)
+            remove_leftovers(store, spec.name)
         bar.finish()
         _compact_trials(store, spec.name, bar)
         known = store.trial_statuses(spec.name)

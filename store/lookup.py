@@ -21,6 +21,7 @@ from .query import kind_dataset
 from .schema import COLUMNS, KEY_COLUMN
 
 _KIND = "trials"
+_READ_ATTEMPTS = 3
 
 
 def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, object]:
@@ -34,6 +35,19 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
     names = [c.name for c in COLUMNS[_KIND]]
     if column not in names:
         raise SchemaError(f"the trials rows have no column {column!r}; they have: {', '.join(names)}")
+    # A compaction running meanwhile (every sweep compacts its trials when it ends) may delete a
+    # file between the listing and the read: list and read again before calling it unreadable.
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            return _read_values(files, sweep, column, keys)
+        except FileNotFoundError:
+            if attempt == _READ_ATTEMPTS - 1:
+                raise StoreError(f"the trials files of sweep {sweep} kept changing while being read "
+                                 "(a compaction running?); try again") from None
+    return {}
+
+
+def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
     listing = list_kind(files, sweep, _KIND)
     resolution = resolve(files, listing, _KIND)
     if keys is None:
@@ -56,6 +70,10 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
         for part in kind_dataset(files, _KIND, sources):
             table = part.to_table(columns=wanted_columns) if isinstance(part, ds.Dataset) else part.select(wanted_columns)
             values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
+    except FileNotFoundError:
+        raise
     except (OSError, pa.ArrowException) as exc:
+        if "No such file" in str(exc):
+            raise FileNotFoundError(str(exc)) from None
         raise StoreError(f"cannot read the trials of sweep {sweep}: {str(exc).strip()}; run `explorer check`") from None
     return values

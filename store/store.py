@@ -209,9 +209,10 @@ class Store:
         """Delete the temporary files (``.tmp.*``) of the sweep's writes last touched before
         ``before`` (default: an hour ago): what writers killed mid-write left behind.
 
-        Call it only when no writer of yours can still be writing (e.g. once a sweep's trials
-        are over); a concurrent writer whose temporary is removed fails that write and retries
-        it. Object storage has no temporaries (returns 0).
+        Call it only when no writer can still be writing those files (e.g. once a sweep's trials
+        are over); a concurrent writer whose temporary is removed fails that write. The reference
+        cache is shared by every sweep of the store: with ``references=True`` keep the default
+        cut-off unless no other sweep can be running. Object storage has no temporaries (returns 0).
 
         Args:
             before: timezone-aware cut-off. references: also the reference cache's.

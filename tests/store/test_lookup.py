@@ -119,3 +119,34 @@ def test_remove_temporaries_spares_recent_writes_and_the_references_unless_asked
     assert not os.path.exists(recent) and not os.path.exists(old_reference)
     assert len(local_store.completed_trial_keys("s")) == 8  # only temporaries went
     assert local_store.check().ok
+
+
+def test_a_sweeps_end_spares_a_live_reference_write_of_another_sweep(local_store):
+    from explorer.ray_runner import remove_leftovers
+
+    _fill(local_store)
+    root = local_store.files.root
+    os.makedirs(references_dir(root))
+    live_reference = os.path.join(references_dir(root), ".tmp.live.ref.parquet")  # another sweep's write
+    own_leftover = os.path.join(kind_dir(root, "s", "metrics"), ".tmp.dead.0000.parquet")
+    for path in (live_reference, own_leftover):
+        open(path, "wb").close()
+    assert remove_leftovers(local_store, "s") == 1
+    assert os.path.exists(live_reference) and not os.path.exists(own_leftover)
+
+
+def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(local_store, monkeypatch):
+    import store.lookup as lookup
+
+    _fill(local_store)
+    expected = local_store.trial_statuses("s")
+    real, calls = lookup._read_values, []
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise FileNotFoundError("a compacted file went away")
+        return real(*args)
+
+    monkeypatch.setattr(lookup, "_read_values", flaky)
+    assert local_store.trial_statuses("s") == expected and len(calls) == 2
