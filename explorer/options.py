@@ -73,6 +73,8 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             opened = store
         else:
             text = os.fspath(store)
+            if not text.strip():
+                raise StoreAccessError("empty store URI: pass --store DIR or --store s3://bucket/prefix")
             opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
         if sweep is not None:
             if not opened.exists():

@@ -129,3 +129,13 @@ def test_check_reports_a_half_written_file_and_exits_1(results):
     assert run("sql", "SELECT count(*) AS n FROM metrics", "--store", results.uri, "--format", "csv") == (0, "n\n32\n")
     code, out = run("check", "--store", results.uri)
     assert code == 1 and f"problem: temporary: {partial}" in out
+
+
+def test_an_empty_store_uri_is_refused_not_read_as_the_current_directory():
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+
+    result = CliRunner().invoke(main, ["sql", "SELECT 1", "--store", ""])
+    assert result.exit_code == 2
+    assert result.output == "error: empty store URI: pass --store DIR or --store s3://bucket/prefix\n"
