@@ -52,9 +52,6 @@ class Activation:
     value_into: Callable[[torch.Tensor, torch.Tensor], object] | None = None  # (p, out): no temporary
     derivative_into: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object] | None = None  # (p, s, out)
 
-    def prime(self, p: torch.Tensor) -> torch.Tensor:
-        return self.derivative(p, self.value(p))
-
     def apply(self, p: torch.Tensor, out: torch.Tensor) -> None:
         """out = sigma(p), in place."""
         if self.value_into is None:
@@ -168,15 +165,14 @@ class ResNet:
     matrix once, which on CPUs is several times faster than the column-major (M, D) @ (D, N).
     """
 
-    def __init__(self, config: TrialConfig, seeds: tuple[int, ...] | None = None, units: Units | None = None):
+    def __init__(self, config: TrialConfig):
         self.config = config
         self.device = resolve_device(config.device)
         self.dtype = torch_dtype(config.dtype)
-        self.seeds = tuple(config.seeds if seeds is None else seeds)
+        self.seeds = config.seeds
         self.problem = make_problem(config, self.device, self.dtype)
-        self.units = units if units is not None else init_units(config, self.seeds, self.device, self.dtype)
+        self.units = init_units(config, self.seeds, self.device, self.dtype)
         self.activation = ACTIVATIONS[config.activation]
-        self.sigma, self.sigma_prime = self.activation.value, self.activation.prime
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
         self._workspace: dict[str, torch.Tensor] = {}
