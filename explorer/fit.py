@@ -219,6 +219,8 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
     A grid point is a value of L, M, D and every other grid column (``GRID_COLUMNS``); its
     reference is the ``ref_key`` of its trials. References legitimately differ between grid
     points (each D, alpha, ... has its own limit); only a point with several is resolved.
+    Failed trials measured nothing and do not count: a rerun whose new reference failed leaves
+    the point read against the reference its measured trials used.
 
     Returns:
         A :class:`ReferenceChoice` (``where`` unchanged when no point mixes references).
@@ -230,8 +232,9 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
     if "ref_key" not in columns:
         return ReferenceChoice(where)
     point = [c for c in GRID_COLUMNS if c in columns] + ["L", "M", "D"]
+    measured = " AND status <> 'failed'" if "status" in columns else ""
     pairs = query_frame(con, f"SELECT DISTINCT {_quoted(point)}, ref_key, trial_key FROM metrics "
-                             f"WHERE {sweep_is(sweep)}{_where_clause(where)}")
+                             f"WHERE {sweep_is(sweep)}{measured}{_where_clause(where)}")
     if pairs.empty:
         return ReferenceChoice(where)
     pairs["point"] = pairs.groupby(point, dropna=False, sort=False).ngroup()

@@ -235,6 +235,16 @@ def test_a_rerun_against_a_new_reference_is_read_against_the_newest_not_pooled(t
     assert (steps["n_seeds"] == 2).all() and steps.attrs["notes"] == [note]
 
 
+def test_a_rerun_whose_new_reference_failed_is_read_against_the_old_one():
+    rows = _rerun()
+    for key in rows.loc[rows["ref_key"] == "new-8", "trial_key"].unique():
+        rows = mark_trial(rows, key, "failed")
+    grid = grid_errors(connect(rows), "mix")
+    old = grid_errors(connect(rows), "mix", where="ref_key = 'old-8'")
+    assert set(grid["ref_key"]) == {"old-8"} and grid.attrs["notes"] == []
+    np.testing.assert_allclose(grid["err"], old["err"], rtol=1e-12)
+
+
 def test_mixed_references_are_refused_when_no_start_time_tells_the_newest():
     rows = _rerun(started=False)
     with pytest.raises(MixedReferencesError) as info:
