@@ -46,8 +46,12 @@ class Store:
     """
 
     def __init__(self, uri: str | os.PathLike = "results", filesystem: pafs.FileSystem | None = None, durable: bool = True):
-        self._args = (os.fspath(uri), filesystem, durable)
         self._files: Files = open_root(uri, filesystem, durable)
+        text = os.fspath(uri)
+        if text.strip() and "://" not in text and (filesystem is None or isinstance(filesystem, pafs.LocalFileSystem)):
+            # A pickled Store travels to Ray workers, which run in other directories.
+            text = os.path.abspath(os.path.expanduser(text))
+        self._args = (text, filesystem, durable)
 
     def __reduce__(self):
         return (Store, self._args)

@@ -38,3 +38,17 @@ def test_file_names_classify_by_role():
     assert classify(".lock.abc").role == "lock"
     for odd in ["notes.txt", "a.b.parquet", "compacted.x.0.parquet", "abc.parquet.bak"]:
         assert classify(odd).role == "foreign", odd
+
+
+def test_a_store_with_a_relative_path_travels_as_an_absolute_one(tmp_path, monkeypatch):
+    import os
+    import pickle
+
+    from store import Store
+
+    monkeypatch.chdir(tmp_path)
+    shipped = pickle.dumps(Store("results"))
+    os.makedirs(tmp_path / "elsewhere")
+    monkeypatch.chdir(tmp_path / "elsewhere")  # a worker's working directory
+    arrived = pickle.loads(shipped)
+    assert os.path.abspath(arrived.files.root) == str(tmp_path / "results")
