@@ -152,8 +152,12 @@ def format_advice(advice: dict) -> str:
     for row in advice["frontier"].itertuples():
         lines.append(f"{row.P:>12.4g} {row.L_int:>8d} {row.M_int:>6d} {row.D_int:>6d} {row.err_int:>13.4g}")
     lo, hi = advice["exponent_range"]
-    lines.append(f"best error ~ P^{advice['exponent']:.3f} (95% CI [{advice['ci_low']:.3f}, {advice['ci_high']:.3f}]) "
-                 f"for P in [{lo:.3g}, {hi:.3g}]; theory -1/6 for the joint law")
+    if math.isfinite(advice["exponent"]):
+        lines.append(f"best error ~ P^{advice['exponent']:.3f} (95% CI [{advice['ci_low']:.3f}, {advice['ci_high']:.3f}]) "
+                     f"for P in [{lo:.3g}, {hi:.3g}]; theory -1/6 for the joint law")
+    else:
+        lines.append("best error vs P: its exponent needs two budgets or more (repeat --budget, or give none "
+                     "for a default range); theory -1/6 for the joint law")
     if len(advice["d_values"]) < 2:
         lines.append("note: the sweep has a single D, so the law's D dependence is assumed, not measured")
     return "\n".join(lines)

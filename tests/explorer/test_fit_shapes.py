@@ -56,3 +56,9 @@ def test_frontier_has_one_row_per_budget(joint):
 def test_a_bad_budget_is_refused(joint, budget):
     with pytest.raises(FitError, match="budget P must be a number > 1"):
         best_shape(joint, budget)
+
+
+def test_one_budget_gives_a_shape_and_says_the_exponent_needs_more(joint):
+    text = format_advice(shape_advice(joint, [1e9], n_samples=5))
+    assert "P^nan" not in text and "needs two budgets or more" in text
+    assert len(text.splitlines()) >= 3  # header, the budget's best shape, the exponent line
