@@ -107,6 +107,19 @@ def _loss(out: np.ndarray, y: np.ndarray) -> np.ndarray:
     return ((out - y) ** 2).reshape(out.shape[0], -1).mean(axis=1)
 
 
+def _seed_mean(out: np.ndarray, hidden: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The arrays both kinds share: the mean over replicas (or seeds) of outputs and last hidden
+    states, its loss, and the spread / sqrt(R) of each as its sampling error."""
+    mean_out = out.mean(axis=1)
+    return {
+        "out": mean_out,
+        "hidden": hidden.mean(axis=1),
+        "loss": _loss(mean_out, y),
+        "err_out_sampling": _spread(out),
+        "err_hidden_sampling": _spread(hidden),
+    }
+
+
 def _check_finite(key: str, out: np.ndarray) -> None:
     bad = ~np.isfinite(out).reshape(out.shape[0], -1).all(axis=1)
     if bad.any():
@@ -128,22 +141,13 @@ def compute_reference(config: ReferenceConfig) -> Reference:
     _check_finite(key, out)
     half_seed = config.seed + config.replicas
     half_out, half_hidden, _ = _trajectory(config.particle_config(config.depth // 2).replace(seeds=(half_seed,)))
-    mean_out, mean_hidden = out.mean(axis=1), hidden.mean(axis=1)
-    sampling_out, sampling_hidden = _spread(out), _spread(hidden)
-    disc_out = _discretization(half_out[:, 0] - mean_out, sampling_out, config.replicas)
-    disc_hidden = _discretization(half_hidden[:, 0] - mean_hidden, sampling_hidden, config.replicas)
-    y = _targets(full_cfg)
-    arrays = {
-        "out": mean_out,
-        "hidden": mean_hidden,
-        "loss": _loss(mean_out, y),
-        "err_out": np.hypot(sampling_out, disc_out),
-        "err_hidden": np.hypot(sampling_hidden, disc_hidden),
-        "err_out_sampling": sampling_out,
-        "err_out_discretization": disc_out,
-        "err_hidden_sampling": sampling_hidden,
-        "err_hidden_discretization": disc_hidden,
-    }
+    _check_finite(key, half_out)
+    arrays = _seed_mean(out, hidden, _targets(full_cfg))
+    for name, half in (("out", half_out), ("hidden", half_hidden)):
+        sampling = arrays[f"err_{name}_sampling"]
+        disc = _discretization(half[:, 0] - arrays[name], sampling, config.replicas)
+        arrays[f"err_{name}_discretization"] = disc
+        arrays[f"err_{name}"] = np.hypot(sampling, disc)
     meta = {
         "limit": config.limit_fields(), "depth": config.depth, "width": config.width,
         "replicas": config.replicas, "seed": config.seed, "D": config.limit.D,
@@ -165,18 +169,8 @@ def reference_from_trial(config: TrialConfig) -> Reference:
     key = largest_reference_key(config)
     out, hidden, device = _trajectory(config)
     _check_finite(key, out)
-    mean_out, mean_hidden = out.mean(axis=1), hidden.mean(axis=1)
-    y = _targets(config)
-    sampling_out, sampling_hidden = _spread(out), _spread(hidden)
-    arrays = {
-        "out": mean_out,
-        "hidden": mean_hidden,
-        "loss": _loss(mean_out, y),
-        "err_out": sampling_out,
-        "err_hidden": sampling_hidden,
-        "err_out_sampling": sampling_out,
-        "err_hidden_sampling": sampling_hidden,
-    }
+    arrays = _seed_mean(out, hidden, _targets(config))
+    arrays["err_out"], arrays["err_hidden"] = arrays["err_out_sampling"], arrays["err_hidden_sampling"]
     meta = {
         "trial": config.numerics(), "D": config.D, "L": config.L, "M": config.M,
         "problem": dataclasses.asdict(config.problem), "device": device, "numerics_version": NUMERICS_VERSION,
