@@ -3,12 +3,13 @@
 Depends on torch and numpy only: no Ray, no Parquet, no CLI. A trial is a pure function from a
 validated config (and its reference) to metric rows; it runs the same on CPU and CUDA.
 """
-from .config import PRESETS, ProblemConfig, ReferenceConfig, TrialConfig
+from .config import PRESETS, ConfigError, ProblemConfig, ReferenceConfig, TrialConfig
 from .metrics import METRICS
 from .reference import Reference, ReferenceDiverged, compute_reference, reference_from_trial
 from .train import train_trial
 
 __all__ = [
+    "ConfigError",
     "METRICS",
     "PRESETS",
     "ProblemConfig",

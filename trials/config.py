@@ -1,7 +1,8 @@
 """Validated configurations of a trial and of its reference, and their stable keys.
 
 A configuration is a frozen dataclass: every default is commented, every field is checked in
-``__post_init__`` (one ``ValueError`` naming the field, what it got and what is allowed), and
+``__post_init__`` (one ``ConfigError``: a ``ValueError`` whose ``.field`` names the field and
+whose message says what it got and what is allowed), and
 ``key()`` hashes exactly the fields that define the numbers.
 """
 from __future__ import annotations
@@ -33,19 +34,29 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEVICES = ("auto", "cpu", "cuda")
 
 
+class ConfigError(ValueError):
+    """A configuration value that cannot define a trial. ``field`` names it the way the config
+    does (``"L"``, ``"problem.seed"``, ``"reference.width"``), so a caller can map it to its own
+    key without reading the message."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def _choice(name: str, value: object, allowed) -> None:
     if value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; expected one of: {', '.join(map(str, allowed))}")
+        raise ConfigError(name, f"unknown {name} {value!r}; expected one of: {', '.join(map(str, allowed))}")
 
 
 def _positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise ConfigError(name, f"{name} must be a positive integer, got {value!r}")
 
 
 def _positive_float(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        raise ConfigError(name, f"{name} must be a positive finite number, got {value!r}")
 
 
 def stream_seed(stream: str, seed: int) -> int:
@@ -74,7 +85,7 @@ class ProblemConfig:
         for name in ("d_in", "d_out", "samples"):
             _positive_int(f"problem.{name}", getattr(self, name))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"problem.seed must be a non-negative integer, got {self.seed!r}")
+            raise ConfigError("problem.seed", f"problem.seed must be a non-negative integer, got {self.seed!r}")
         if self.coupled_dim is not None:
             _positive_int("problem.coupled_dim", self.coupled_dim)
 
@@ -114,19 +125,20 @@ class TrialConfig:
         for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_threshold"):
             _positive_float(name, getattr(self, name))
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
-            raise ValueError(f"steps must be a non-negative integer, got {self.steps!r}")
+            raise ConfigError("steps", f"steps must be a non-negative integer, got {self.steps!r}")
         seeds = tuple(self.seeds)
         if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-            raise ValueError(f"seeds must be a non-empty list of non-negative integers, got {self.seeds!r}")
+            raise ConfigError("seeds", f"seeds must be a non-empty list of non-negative integers, got {self.seeds!r}")
         if len(set(seeds)) != len(seeds):
-            raise ValueError(f"seeds must be distinct, got {self.seeds!r}")
+            raise ConfigError("seeds", f"seeds must be distinct, got {self.seeds!r}")
         object.__setattr__(self, "seeds", seeds)
         if self.preset == "lazy" and self.alpha <= 1:
-            raise ValueError(f"preset 'lazy' needs alpha > 1 (typically >= 8), got alpha={self.alpha}; use preset 'mlu' for alpha = 1")
+            raise ConfigError("alpha", f"preset 'lazy' needs alpha > 1 (typically >= 8), got alpha={self.alpha}; use preset 'mlu' for alpha = 1")
         if self.antithetic and self.M % 2:
-            raise ValueError(f"antithetic units come in pairs: M must be even, got M={self.M}")
+            raise ConfigError("M", f"antithetic units come in pairs: M must be even, got M={self.M}")
         if self.problem.coupled_dim is not None and self.problem.coupled_dim < self.D:
-            raise ValueError(
+            raise ConfigError(
+                "problem.coupled_dim",
                 f"problem.coupled_dim={self.problem.coupled_dim} is smaller than D={self.D}; "
                 "coupled embeddings are drawn at the largest D of the sweep"
             )
@@ -184,11 +196,11 @@ class ReferenceConfig:
         _positive_int("reference.width", self.width)
         _positive_int("reference.replicas", self.replicas)
         if self.replicas < 2:
-            raise ValueError(f"reference.replicas must be at least 2 to estimate its own error, got {self.replicas}")
+            raise ConfigError("reference.replicas", f"reference.replicas must be at least 2 to estimate its own error, got {self.replicas}")
         if self.width % 2:
-            raise ValueError(f"reference.width must be even (antithetic pairs), got {self.width}")
+            raise ConfigError("reference.width", f"reference.width must be even (antithetic pairs), got {self.width}")
         if self.depth < 2 or self.depth % 2:
-            raise ValueError(f"reference.depth must be even and >= 2 (a half-depth replica estimates discretization), got {self.depth}")
+            raise ConfigError("reference.depth", f"reference.depth must be even and >= 2 (a half-depth replica estimates discretization), got {self.depth}")
         _choice("reference.device", self.device, DEVICES)
 
     def limit_fields(self) -> dict:
@@ -219,7 +231,7 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but no CUDA device is available; use device='cpu' or 'auto'")
+        raise ConfigError("device", "device 'cuda' requested but no CUDA device is available; use device='cpu' or 'auto'")
     return torch.device(name)
 
 

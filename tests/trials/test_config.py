@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from trials import PRESETS, ProblemConfig, ReferenceConfig, TrialConfig
+from trials import PRESETS, ConfigError, ProblemConfig, ReferenceConfig, TrialConfig
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -74,3 +74,22 @@ def test_trial_key_is_stable_and_sensitive():
 ])
 def test_residual_scale_of_each_preset(preset, expected):
     assert TrialConfig(L=8, M=4, D=16, alpha=2.0, preset=preset).residual_scale == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: TrialConfig(L=0, M=4, D=8), "L"),
+    (lambda: TrialConfig(L=4, M=3, D=8, antithetic=True), "M"),
+    (lambda: TrialConfig(L=4, M=4, D=8, steps=-1), "steps"),
+    (lambda: TrialConfig(L=4, M=4, D=8, seeds=(1, 1)), "seeds"),
+    (lambda: TrialConfig(L=4, M=4, D=8, preset="lazy", alpha=1.0), "alpha"),
+    (lambda: TrialConfig(L=4, M=4, D=8, activation="sin"), "activation"),
+    (lambda: ProblemConfig(seed=-1), "problem.seed"),
+    (lambda: TrialConfig(L=4, M=4, D=8, problem=ProblemConfig(coupled_dim=4)), "problem.coupled_dim"),
+    (lambda: ReferenceConfig(TrialConfig(L=4, M=4, D=8), width=3), "reference.width"),
+    (lambda: ReferenceConfig(TrialConfig(L=4, M=4, D=8), depth=3), "reference.depth"),
+])
+def test_config_error_names_the_field(build, field):
+    with pytest.raises(ConfigError) as caught:
+        build()
+    assert caught.value.field == field
+    assert isinstance(caught.value, ValueError)
