@@ -1,0 +1,184 @@
+"""Which files may serve rows: the one rule shared by ``check``, the SQL views and the lookups.
+
+A data file serves rows only when
+1. its Parquet footer can be read (otherwise it is *unreadable*: queries refuse to run and name
+   it, ``explorer check --quarantine`` moves it aside), and
+2. its columns are those of some known schema version of its kind (otherwise it is *foreign*:
+   check reports it, the views leave it out and say how many they left out). A file of version v
+   has exactly the columns of the current schema minus those added after v (read as NULL),
+   each with the current type. The columns added by each version come from
+   ``store.schema.ADDED_COLUMNS`` (``{version: {kind: (column, ...)}}``) when it declares them;
+   a file with some but not all of a version's additions, or with a column no version has, or
+   missing a column of version 1, matches no version;
+3. a small file ``<key>.parquet`` holds only that key's rows (by the footer's statistics).
+
+The verdict is cached per (path, size, mtime): a file's footer is read once per process.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from . import schema as _schema_module
+from .catalog import Listing, Resolution, resolve
+from .errors import StoreError
+from .files import Entry, Files
+from .schema import KEY_COLUMN, SCHEMA_VERSION, schema
+
+QUARANTINE_HINT = "run `explorer check --quarantine` to move unreadable files aside"
+
+
+class UnreadableFileError(StoreError):
+    """A data file whose Parquet footer cannot be read; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a file cannot serve rows: category ``unreadable`` or ``foreign``, path, reason."""
+
+    category: str
+    path: str  # as the user knows it (files.display)
+    reason: str
+    file: str = ""  # the path on the store's filesystem
+
+
+def added_columns(kind: str) -> dict[int, tuple[str, ...]]:
+    """``{version: columns added by that version}`` for one kind (empty: nothing declared)."""
+    declared = getattr(_schema_module, "ADDED_COLUMNS", None) or {}
+    out: dict[int, tuple[str, ...]] = {}
+    for version, by_kind in declared.items():
+        cols = tuple((by_kind or {}).get(kind, ()))
+        if cols:
+            out[int(version)] = cols
+    return out
+
+
+def version_columns(kind: str) -> dict[int, frozenset[str]]:
+    """The column set of each known schema version of ``kind`` (1 .. SCHEMA_VERSION)."""
+    current = frozenset(schema(kind).names)
+    added = added_columns(kind)
+    out = {}
+    for version in range(1, SCHEMA_VERSION + 1):
+        later = {c for v, cols in added.items() if v > version for c in cols}
+        out[version] = current - later
+    return out
+
+
+def schema_mismatch(kind: str, actual: pa.Schema) -> str | None:
+    """Why a file's schema matches no known schema version of ``kind`` (None when it matches)."""
+    expected = schema(kind)
+    names = list(actual.names)
+    if len(set(names)) != len(names):
+        return "duplicate column names"
+    versions = version_columns(kind)
+    oldest = versions[min(versions)]
+    missing = [n for n in expected.names if n in oldest and n not in names]
+    if missing:
+        return f"missing column(s) {', '.join(missing)}"
+    unknown = [n for n in names if n not in expected.names]
+    if unknown:
+        return f"unknown column(s) {', '.join(unknown)}"
+    for name in names:
+        got, want = actual.field(name).type, expected.field(name).type
+        if got != want:
+            return f"column {name!r} is {got}, expected {want}"
+    present = frozenset(names)
+    if any(present == cols for cols in versions.values()):
+        return None
+    newest = versions[max(versions)]
+    lacking = [n for n in expected.names if n in newest and n not in present]
+    return f"columns of no schema version (lacks {', '.join(lacking)})"
+
+
+_CACHE: dict[tuple, Verdict | None] = {}
+
+
+def screen_file(files: Files, entry: Entry, kind: str, key: str | None) -> Verdict | None:
+    """The verdict on one data file (None: it may serve rows). Reads its footer only."""
+    cache_key = None
+    if entry.size is not None and entry.mtime is not None:
+        cache_key = (files.uri, entry.path, entry.size, entry.mtime, kind, key, SCHEMA_VERSION)
+        if cache_key in _CACHE:
+            return _CACHE[cache_key]
+    verdict = _screen(files, entry, kind, key)
+    if cache_key is not None and (verdict is None or verdict.category == "foreign"):
+        if len(_CACHE) > 100_000:
+            _CACHE.clear()
+        _CACHE[cache_key] = verdict
+    return verdict
+
+
+def _screen(files: Files, entry: Entry, kind: str, key: str | None) -> Verdict | None:
+    shown = files.display(entry.path)
+    if entry.error:
+        return Verdict("foreign", shown, f"cannot be opened ({entry.error}); never read", entry.path)
+    try:
+        metadata = files.read_metadata(entry.path)
+        actual = metadata.schema.to_arrow_schema()
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        if "No such file" in str(exc):
+            raise FileNotFoundError(str(exc)) from None
+        return Verdict("unreadable", shown, f"not a readable Parquet file ({str(exc).strip()[:120]})", entry.path)
+    reason = schema_mismatch(kind, actual)
+    if reason:
+        return Verdict("foreign", shown, f"not a {kind} file: {reason}", entry.path)
+    if key is not None:
+        held = _key_range(metadata, KEY_COLUMN[kind])
+        if held is not None and held != (key, key):
+            return Verdict("foreign", shown, f"named after {key} but holds {KEY_COLUMN[kind]} {held[0]}..{held[1]}", entry.path)
+    return None
+
+
+def _key_range(metadata, column: str) -> tuple[str, str] | None:
+    """(min, max) of a string column from the row-group statistics, None when not recorded."""
+    index = metadata.schema.names.index(column)
+    low = high = None
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        low = stats.min if low is None else min(low, stats.min)
+        high = stats.max if high is None else max(high, stats.max)
+    return None if low is None else (low, high)
+
+
+def screen_listing(files: Files, listing: Listing, kind: str, workers: int = 8) -> list[Verdict]:
+    """Verdicts on the data files (small and compacted) of one listing; in parallel."""
+    jobs = [(e, key) for key, e in listing.singles.items()] + [(e, None) for e in listing.compacted]
+    if not jobs:
+        return []
+    if len(jobs) == 1 or files.is_local and len(jobs) < 64:
+        found = [screen_file(files, e, kind, k) for e, k in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            found = list(pool.map(lambda job: screen_file(files, job[0], kind, job[1]), jobs))
+    return [v for v in found if v is not None]
+
+
+@dataclass
+class Served:
+    """What may serve the rows of one kind directory, and what was left out."""
+
+    resolution: Resolution
+    foreign: list[Verdict] = field(default_factory=list)
+    unreadable: list[Verdict] = field(default_factory=list)
+
+
+def servable(files: Files, listing: Listing, kind: str, exclude: frozenset[str] = frozenset()) -> Served:
+    """Resolve one kind directory over the files that pass ``screen_file`` only."""
+    verdicts = screen_listing(files, listing, kind)
+    bad = frozenset(v.file for v in verdicts)
+    served = Served(resolve(files, listing, kind, exclude | bad))
+    for v in verdicts:
+        (served.unreadable if v.category == "unreadable" else served.foreign).append(v)
+    return served
+
+
+def unreadable_error(verdicts: list[Verdict]) -> UnreadableFileError:
+    first = verdicts[0]
+    more = f" (and {len(verdicts) - 1} more)" if len(verdicts) > 1 else ""
+    return UnreadableFileError(f"cannot read {first.path}{more}: {first.reason}; {QUARANTINE_HINT}")
