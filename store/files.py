@@ -60,9 +60,12 @@ class Files:
                 with os.scandir(path) as it:
                     entries = []
                     for e in it:
-                        is_dir = e.is_dir()
                         size = mtime = error = None
-                        if not is_dir and (stat or e.is_symlink()):
+                        try:
+                            is_dir = e.is_dir()
+                        except OSError as exc:  # e.g. ELOOP: a symbolic link loop
+                            is_dir, error = False, exc.strerror or str(exc)
+                        if not is_dir and not error and (stat or e.is_symlink()):
                             try:  # a link loop or a dangling link: listed, never read
                                 st = e.stat()
                                 size = st.st_size
@@ -128,7 +131,7 @@ class Files:
             return [e.name for e in self.list_dir(path) if not e.is_dir]
         try:
             with os.scandir(path) as it:
-                return [e.name for e in it if e.is_file()]
+                return [e.name for e in it if _is_file(e)]
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
@@ -240,6 +243,13 @@ class Files:
         if self.is_local:
             return path
         return f"{self.fs.type_name}://{path}"
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symbolic link loop: not a file anyone can read
+        return False
 
 
 def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None, durable: bool = True) -> Files:

@@ -99,7 +99,8 @@ def _listing_findings(files: Files, listing: Listing, locks_are_foreign: bool) -
         for e in listing.temporary
     ]
     odd = listing.foreign + (listing.locks if locks_are_foreign else [])
-    found += [Finding("foreign", files.display(e.path), "not part of the store layout; never read") for e in odd]
+    found += [Finding("foreign", files.display(e.path), f"cannot be opened ({e.error}); never read" if e.error
+                      else "not part of the store layout; never read") for e in odd]
     return found
 
 
