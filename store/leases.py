@@ -28,6 +28,9 @@ from .files import Files
 from .layout import LEASES_DIR, check_key, check_sweep, join, sweep_dir
 
 
+DEFAULT_TTL_S = 60.0
+
+
 def lease_dir(files: Files, sweep: str) -> str:
     return join(sweep_dir(files.root, check_sweep(sweep)), LEASES_DIR)
 
@@ -64,9 +67,9 @@ def _read(files: Files, path: str) -> tuple[dict, float] | None:
 
 def _lapsed(content: dict, age: float) -> bool:
     try:
-        ttl = float(content.get("ttl_s", 0))
+        ttl = float(content.get("ttl_s", DEFAULT_TTL_S))
     except (TypeError, ValueError):
-        ttl = 0.0
+        ttl = DEFAULT_TTL_S
     return age > ttl
 
 
@@ -74,9 +77,26 @@ def _payload(owner: str, ttl_s: float, token: str) -> bytes:
     return json.dumps({"owner": owner, "ttl_s": float(ttl_s), "token": token}).encode()
 
 
+def _create(path: str, data: bytes) -> bool:
+    """Create ``path`` with ``data`` only if it does not exist, content and name at once (a hard
+    link of a complete temporary: a reader never sees an empty lease)."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = join(directory, f".tmp.{uuid.uuid4().hex}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.remove(tmp)
+
+
 def _claim_local(files: Files, path: str, owner: str, ttl_s: float) -> bool:
     for _ in range(3):
-        if files.create_exclusive(path, _payload(owner, ttl_s, uuid.uuid4().hex)):
+        if _create(path, _payload(owner, ttl_s, uuid.uuid4().hex)):
             return True
         found = _read(files, path)
         if found is None:
