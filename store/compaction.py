@@ -190,15 +190,26 @@ def _remove_unchanged(files: Files, entry: Entry) -> bool:
         os.rename(entry.path, aside)
     except FileNotFoundError:
         return False
-    if not _changed(entry, files.info(aside)):
-        os.remove(aside)
-        return True
     try:
-        os.link(aside, entry.path)
-    except FileExistsError:
-        pass  # an even newer copy is there: it wins
-    os.remove(aside)
+        if not _changed(entry, files.info(aside)):
+            files.delete(aside)
+            return True
+    except BaseException:  # interrupted: put the input back (its rows are also compacted)
+        _put_back(aside, entry.path)
+        raise
+    _put_back(aside, entry.path)
     return False
+
+
+def _put_back(aside: str, path: str) -> None:
+    """Move ``aside`` back to ``path`` unless a newer file is there now (which then wins)."""
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        return
+    os.remove(aside)
 
 
 def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000, kinds=DATA_KINDS) -> CompactionReport:
