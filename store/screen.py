@@ -23,15 +23,11 @@ import pyarrow as pa
 
 from . import schema as _schema_module
 from .catalog import Listing, Resolution, resolve
-from .errors import StoreError
+from .errors import UnreadableFileError
 from .files import Entry, Files
 from .schema import KEY_COLUMN, SCHEMA_VERSION, schema
 
 QUARANTINE_HINT = "run `explorer check --quarantine` to move unreadable files aside"
-
-
-class UnreadableFileError(StoreError):
-    """A data file whose Parquet footer cannot be read; the message names it and the fix."""
 
 
 @dataclass(frozen=True)
