@@ -71,7 +71,7 @@ def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, objec
     wanted_columns = [key_column] if column == key_column else [key_column, column]
     values: dict[str, object] = {}
     try:
-        for part in kind_dataset(files, _KIND, sources):
+        for part in kind_dataset(files, _KIND, sources, served.fragments):
             table = part.to_table(columns=wanted_columns) if isinstance(part, ds.Dataset) else part.select(wanted_columns)
             values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
     except FileNotFoundError:

@@ -23,16 +23,14 @@ from .errors import StoreQueryError
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
 from .schema import KEY_COLUMN, schema
-from .screen import QUARANTINE_HINT, Verdict, servable, unreadable_error
+from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
 VIEWS = DATA_KINDS + ("references",)
-# Pre-buffering coalesces reads into few large requests: a win on object storage, a loss locally.
-_LOCAL_FORMAT = ds.ParquetFileFormat()
-_REMOTE_FORMAT = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
 
 
 def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: frozenset[str] = frozenset(),
-                 left_out: list[Verdict] | None = None, unreadable: str = "raise") -> list[Source]:
+                 left_out: list[Verdict] | None = None, unreadable: str = "raise",
+                 fragments: dict | None = None) -> list[Source]:
     """The files (and key filters) that serve the rows of one kind, over one or all sweeps.
 
     Only files passing ``screen.screen_file`` serve rows (the rule ``check`` applies too).
@@ -42,6 +40,7 @@ def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: fro
             unreadable ones when ``unreadable="skip"``).
         unreadable: "raise" (UnreadableFileError naming the file and ``explorer check
             --quarantine``) or "skip".
+        fragments: receives ``path -> fragment`` with footers already read (for ``kind_dataset``).
     """
     if kind == "references":
         listing = list_references(files, stat=True)
@@ -53,6 +52,8 @@ def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: fro
     bad_files: list[Verdict] = []
     for one in served:
         sources += one.resolution.sources
+        if fragments is not None:
+            fragments.update(one.fragments)
         bad_files += one.unreadable
         if left_out is not None:
             left_out += one.foreign
@@ -63,17 +64,28 @@ def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: fro
     return sources
 
 
-def kind_dataset(files: Files, kind: str, sources: list[Source]) -> list[ds.Dataset | pa.Table]:
-    """Datasets reading ``sources`` with the kind's schema (an empty table when there are none)."""
+def kind_dataset(files: Files, kind: str, sources: list[Source], fragments: dict | None = None) -> list[ds.Dataset | pa.Table]:
+    """Datasets reading ``sources`` with the kind's schema (an empty table when there are none).
+
+    Args:
+        fragments: ``path -> fragment`` whose footers were read already (by the screening): the
+            scan then does not read them again.
+    """
     target = schema(kind)
-    fmt = _LOCAL_FORMAT if files.is_local else _REMOTE_FORMAT
+    fmt = parquet_format(files)
+    fragments = fragments or {}
+
+    def dataset(paths: list[str]) -> ds.Dataset:
+        parts = [fragments.get(p) or fmt.make_fragment(p, filesystem=files.fs) for p in paths]
+        return ds.FileSystemDataset(parts, schema=target, format=fmt, filesystem=files.fs)
+
     plain = [s.path for s in sources if s.keep is None]
     parts: list[ds.Dataset | pa.Table] = []
     if plain:
-        parts.append(ds.FileSystemDataset.from_paths(plain, schema=target, format=fmt, filesystem=files.fs))
+        parts.append(dataset(plain))
     for source in sources:
         if source.keep is not None:
-            one = ds.FileSystemDataset.from_paths([source.path], schema=target, format=fmt, filesystem=files.fs)
+            one = dataset([source.path])
             parts.append(one.filter(pc.field(KEY_COLUMN[kind]).isin(pa.array(sorted(source.keep), pa.string()))))
     return parts or [target.empty_table()]
 
@@ -108,7 +120,9 @@ def connect(
     """
     con = duckdb.connect()
     for kind in VIEWS:
-        parts = kind_dataset(files, kind, kind_sources(files, kind, sweep, exclude, left_out, unreadable))
+        fragments: dict = {}
+        sources = kind_sources(files, kind, sweep, exclude, left_out, unreadable, fragments)
+        parts = kind_dataset(files, kind, sources, fragments)
         if len(parts) == 1:
             con.register(kind, parts[0])
             continue
