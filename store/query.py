@@ -102,7 +102,7 @@ def left_out_message(left_out: list[Verdict]) -> str:
 
 def connect(
     files: Files, sweep: str | None = None, read_only: bool = False, exclude: frozenset[str] = frozenset(),
-    left_out: list[Verdict] | None = None, unreadable: str = "raise",
+    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views.
 
@@ -112,6 +112,7 @@ def connect(
         exclude: paths never to scan.
         left_out: receives the verdicts on the files the views left out (foreign files).
         unreadable: "raise" when a data file cannot be read (default), or "skip" it.
+        views: only these views (default all of VIEWS; see ``views_of``).
 
     Raises:
         InvalidNameError: a bad sweep name. UnreadableFileError: a data file that cannot be read
@@ -119,7 +120,7 @@ def connect(
         be listed.
     """
     con = duckdb.connect()
-    for kind in VIEWS:
+    for kind in VIEWS if views is None else [v for v in VIEWS if v in views]:
         fragments: dict = {}
         sources = kind_sources(files, kind, sweep, exclude, left_out, unreadable, fragments)
         parts = kind_dataset(files, kind, sources, fragments)
@@ -135,6 +136,25 @@ def connect(
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     return con
+
+
+def views_of(sql: str) -> frozenset[str] | None:
+    """The store views a statement names (by DuckDB's parser), or None for "all of them" (none
+    named, e.g. SHOW TABLES, or a statement the parser cannot list)."""
+    try:
+        names = {name.lower() for name in duckdb.get_table_names(sql)}
+    except (duckdb.Error, TypeError, ValueError):
+        return None
+    used = frozenset(names & set(VIEWS))
+    return used or None
+
+
+_MISSING_VIEW = re.compile(r"Table with name \"?(%s)\"? does not exist" % "|".join(VIEWS), re.IGNORECASE)
+
+
+def missing_view(exc: Exception) -> bool:
+    """True when a query failed for a store view that was not registered."""
+    return bool(_MISSING_VIEW.search(str(exc)))
 
 
 def _message(exc: Exception) -> str:

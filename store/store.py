@@ -26,6 +26,7 @@ import pyarrow.fs as pafs
 
 from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
 from .catalog import completed_keys, list_sweeps
+from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep
 from .write import write_fit, write_trial
@@ -163,7 +164,8 @@ class Store:
         """The cached reference of ``ref_key``, or None when it is not cached."""
         return references.read(self._files, check_key(ref_key, "reference key"))
 
-    def connect(self, sweep: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    def connect(self, sweep: str | None = None, read_only: bool = False,
+                views: Collection[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with views metrics, trials, fits and references.
 
         The views show the files present now; connect again to see later writes. They read
@@ -174,12 +176,14 @@ class Store:
         Args:
             sweep: restrict metrics, trials and fits to one sweep.
             read_only: forbid the connection to read or write files by itself.
+            views: register only these views (default all); each view screens its files'
+                footers when registered, so a query names the views it needs.
 
         Raises:
             UnreadableFileError: a data file cannot be read (names it and ``explorer check --quarantine``).
         """
         left_out: list = []
-        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out)
+        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views)
         self.left_out = left_out
         if left_out:
             warnings.warn(query.left_out_message(left_out), query.LeftOutFilesWarning, stacklevel=2)
@@ -191,7 +195,13 @@ class Store:
         Raises:
             StoreQueryError: DuckDB rejected the query (its message).
         """
-        return query.relation(self.connect(sweep=sweep), sql)
+        views = query.views_of(sql)
+        try:
+            return query.relation(self.connect(sweep=sweep, views=views), sql)
+        except StoreQueryError as exc:
+            if views is None or not query.missing_view(exc):
+                raise
+            return query.relation(self.connect(sweep=sweep), sql)
 
     def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
         """Run a query over fresh views and return the whole result as an Arrow table.
@@ -204,7 +214,16 @@ class Store:
         """
         if read_only:
             query.check_read_only(sql)
-        con = self.connect(sweep=sweep, read_only=read_only)
+        views = query.views_of(sql)
+        con = self.connect(sweep=sweep, read_only=read_only, views=views)
+        try:
+            return query.run(con, sql)
+        except StoreQueryError as exc:
+            if views is None or not query.missing_view(exc):
+                raise
+        finally:
+            con.close()
+        con = self.connect(sweep=sweep, read_only=read_only)  # a view the parser did not see
         try:
             return query.run(con, sql)
         finally:

@@ -128,3 +128,21 @@ def test_views_and_lookups_agree_on_a_foreign_trials_file(local_store):
     assert key not in local_store.trial_statuses("tiny")
     with pytest.warns(LeftOutFilesWarning, match="column 'n_seeds' is int32"):
         assert local_store.query(f"SELECT count(*) AS n FROM trials WHERE trial_key = '{key}'").to_pylist() == [{"n": 0}]
+
+
+def test_a_query_screens_only_the_views_it_names_and_falls_back_to_all(local_store, monkeypatch):
+    _grid(local_store)
+    screened = []
+    real = screen.screen_file
+
+    def counting(files, entry, kind, key, fragments=None):
+        screened.append(kind)
+        return real(files, entry, kind, key, fragments)
+
+    monkeypatch.setattr(screen, "screen_file", counting)
+    screen._CACHE.clear()
+    assert local_store.query("SELECT count(*) AS n FROM metrics").to_pylist() == [{"n": 32}]
+    assert set(screened) == {"metrics"}
+    # A view the parser cannot see (named in a string): the query is run again with every view.
+    assert local_store.query("SELECT count(*) AS n FROM query_table('trials')").to_pylist() == [{"n": 4}]
+    assert local_store.sql("SELECT count(*) AS n FROM query_table('fits')").fetchall() == [(0,)]
