@@ -91,10 +91,10 @@ def _mismatch(kind: str, fields: tuple) -> str | None:
     oldest = versions[min(versions)]
     missing = [n for n in expected_names if n in oldest and n not in present]
     if missing:
-        return f"missing column(s) {', '.join(missing)}"
+        return f"missing column(s) {_few(missing)}"
     unknown = [n for n in names if n not in known]
     if unknown:
-        return f"unknown column(s) {', '.join(unknown)}"
+        return f"unknown column(s) {_few(unknown)}"
     for name, got in fields:
         if got != known[name]:
             return f"column {name!r} is {got}, expected {known[name]}"
@@ -102,7 +102,12 @@ def _mismatch(kind: str, fields: tuple) -> str | None:
         return None
     newest = versions[max(versions)]
     lacking = [n for n in expected_names if n in newest and n not in present]
-    return f"columns of no schema version (lacks {', '.join(lacking)})"
+    return f"columns of no schema version (lacks {_few(lacking)})"
+
+
+def _few(names: list[str], shown: int = 6) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 _CACHE: dict[tuple, Verdict | None] = {}
