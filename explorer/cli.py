@@ -45,11 +45,22 @@ def main(ctx: click.Context, debug: bool) -> None:
 def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
     """Run a read-only SQL QUERY over the views metrics, trials, fits and references.
 
+    Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
+    data are left out, with a warning line on stderr.
+
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
+    import warnings
+
+    from store.query import LeftOutFilesWarning
+
     st = open_store(store_uri, must_exist=True)
-    with store_errors():
+    with store_errors(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LeftOutFilesWarning)
         table = st.query(query, sweep=sweep)
+    for warning in caught:
+        if issubclass(warning.category, LeftOutFilesWarning):
+            click.echo(f"warning: {warning.message}", err=True)
     click.echo(render(table, fmt), nl=False)
 
 
@@ -57,18 +68,60 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
 @store_option
 @sweep_filter_option
 @click.option("--limit", default=20, show_default=True, help="Findings shown per category.")
-def check_command(store_uri: str, sweep: str | None, limit: int) -> None:
-    """Check the store: unreadable, foreign or temporary files, duplicate rows, missing steps.
+@click.option("--quarantine", is_flag=True,
+              help="Move unreadable files to <store>/quarantine/<their path> (nothing deleted), then check again.")
+@click.option("--repair", is_flag=True,
+              help="Remove stale reference locks (heartbeat older than 60 s), temporaries older than an hour "
+                   "and lapsed leases (never a live lock), then check again.")
+def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: bool, repair: bool) -> None:
+    """Check the store: unreadable, foreign or temporary files, stale locks, duplicate rows, missing steps.
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
     st = open_store(store_uri, must_exist=True)
     with store_errors():
+        if quarantine:
+            for source, target in st.quarantine(sweep):
+                click.echo(f"quarantined {source} -> {target}")
+        if repair:
+            for line in st.repair(sweep).lines():
+                click.echo(line)
         report = st.check(sweep)
     for line in report.lines(limit_per_category=limit):
         click.echo(line)
     if not report.ok:
         sys.exit(1)
+
+
+@main.command("ls")
+@store_option
+def ls_command(store_uri: str) -> None:
+    """List the sweeps of the store: trials by status, size on disk, last write (UTC)."""
+    st = open_store(store_uri, must_exist=True)
+    with store_errors():
+        rows = st.sweeps_summary()
+    click.echo(f"{'sweep':<24} {'trials':>7} {'ok':>7} {'diverged':>8} {'failed':>7} {'MiB':>9}  last write")
+    for r in rows:
+        when = r.last_write.strftime("%Y-%m-%d %H:%M:%S") if r.last_write else "-"
+        click.echo(f"{r.sweep:<24} {r.trials:>7} {r.ok:>7} {r.diverged:>8} {r.failed:>7} {r.bytes / 2**20:>9.2f}  {when}")
+
+
+@main.command("rm")
+@store_option
+@click.option("--sweep", "sweep", required=True, metavar="NAME", help="The sweep to delete (all its files, nothing else).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
+    """Delete one sweep of the store (metrics, trials, fits, leases); references stay."""
+    from store import StoreError
+
+    st = open_store(store_uri, must_exist=True)
+    with store_errors():
+        if sweep not in st.sweeps():
+            raise StoreError(f"the store has no sweep {sweep!r}; it has: {', '.join(st.sweeps()) or 'none'}")
+        if not yes:
+            click.confirm(f"delete sweep {sweep} from {st.uri}?", abort=True)
+        n = st.remove_sweep(sweep)
+    click.echo(f"removed sweep {sweep}: {n} file(s)")
 
 
 @main.command("compact")

@@ -2,8 +2,9 @@
 
 Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
 """
-from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError
+from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError, UnreadableFileError
 from .integrity import CheckReport
+from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
 from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store, connect
@@ -15,13 +16,17 @@ __all__ = [
     "CompactionReport",
     "FINAL_STATUSES",
     "InvalidNameError",
+    "LeftOutFilesWarning",
     "SCHEMA_VERSION",
     "STATUSES",
     "SchemaError",
     "Store",
     "StoreError",
     "StoreQueryError",
+    "UnreadableFileError",
+    "check_read_only",
     "connect",
     "schema",
     "trial_row_from_metrics",
+    "validate_filter",
 ]

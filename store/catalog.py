@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from .files import Entry, Files
 from .layout import (
-    COMPACTED_PREFIX, REFERENCES_DIR, classify, join, kind_dir, parse_kind_dir, parse_sweep_dir, references_dir,
+    COMPACTED_PREFIX, LEASES_DIR, QUARANTINE_DIR, REFERENCES_DIR, classify, join, kind_dir, parse_kind_dir, parse_sweep_dir, references_dir,
     single_key,
 )
 from .schema import KEY_COLUMN
@@ -61,7 +61,7 @@ def list_directory(files: Files, directory: str, stat: bool = False) -> Listing:
     listing = Listing(directory)
     for entry in files.list_dir(directory, stat=stat):
         name = classify(entry.name)
-        if entry.is_dir:
+        if entry.is_dir or entry.error:
             listing.foreign.append(entry)
         elif name.role == "single":
             listing.singles[name.key] = entry
@@ -170,8 +170,8 @@ def unexpected_entries(files: Files) -> list[Entry]:
             if entry.name == REFERENCES_DIR:
                 continue
             for child in files.list_dir(entry.path, stat=True):
-                if not (child.is_dir and parse_kind_dir(child.name)):
+                if not (child.is_dir and (parse_kind_dir(child.name) or child.name == LEASES_DIR)):
                     odd.append(child)
-        elif not entry.name.startswith("."):
+        elif not entry.name.startswith(".") and not (entry.is_dir and entry.name == QUARANTINE_DIR):
             odd.append(entry)
     return odd

@@ -10,13 +10,16 @@ For each kind (metrics, trials, fits) of one sweep:
 3. read each part back and compare it with what was meant, row count and every value bit for
    bit; any difference removes the new parts and stops, originals untouched;
 4. only then delete the inputs. A small file that changed since it was read (a trial rewritten
-   meanwhile) is kept, and being a small file it keeps precedence over the compacted copy.
+   meanwhile) is kept, and being a small file it keeps precedence over the compacted copy. On
+   local disk each input is renamed aside before it is compared and deleted, so a rewrite
+   racing the deletion is never lost (``_remove_unchanged``).
 An interruption anywhere leaves every row readable: before step 4 the new parts are extra
 copies that the resolution rule ignores or prefers identically, and a later ``compact`` removes
 them. Readers racing a compaction may fail with "file not found" and should simply rerun.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ from .catalog import Source, completed_keys, list_kind, resolve
 from .cleanup import remove_temporaries
 from .errors import StoreError
 from .files import Entry, Files
-from .layout import DATA_KINDS, check_kind, check_sweep, compacted_name, join, kind_dir
+from .layout import DATA_KINDS, check_kind, check_sweep, compacted_name, join, kind_dir, temporary_path
 from .query import kind_dataset
 from .schema import KEY_COLUMN
 from .write import parquet_bytes
@@ -146,16 +149,67 @@ def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> Ki
         raise
     done.files_out, done.rows = len(written), table.num_rows
     for entry in singles:
-        now = files.info(entry.path)
-        if now is not None and (now.size != entry.size or (entry.mtime and now.mtime and now.mtime != entry.mtime)):
+        if _remove_unchanged(files, entry):
+            done.removed += 1
+        else:
             done.kept_changed += 1
-            continue
-        files.delete(entry.path)
-        done.removed += 1
     for entry in compacted_inputs:
         files.delete(entry.path)
         done.removed += 1
     return done
+
+
+# Test hook: called with a small input's path just before compaction takes it away (the moment a
+# concurrent rewrite of that trial would be lost if inputs were compared, then deleted).
+_before_take_away = None
+
+
+def _changed(entry: Entry, now: Entry | None) -> bool:
+    return now is None or now.size != entry.size or bool(entry.mtime and now.mtime and now.mtime != entry.mtime)
+
+
+def _remove_unchanged(files: Files, entry: Entry) -> bool:
+    """Remove a small input unless it was rewritten since it was read; True when removed.
+
+    Local disk: the file is first renamed aside (atomic), then the moved file is compared with
+    what was read. A rewrite before the rename is caught by the comparison and the file goes
+    back (a hard link, which never replaces a newer file written meanwhile); a rewrite after
+    the rename creates a new file at the name, which compaction never touches. Object storage
+    has no rename: compare, then delete (a rewrite in between, within milliseconds, can lose
+    that trial's newest rows; the next run of the trial restores them).
+    """
+    if _before_take_away is not None:
+        _before_take_away(entry.path)
+    if not files.is_local:
+        if _changed(entry, files.info(entry.path)):
+            return False
+        files.delete(entry.path)
+        return True
+    aside = temporary_path(entry.path, "compacting" + secrets.token_hex(4))
+    try:
+        os.rename(entry.path, aside)
+    except FileNotFoundError:
+        return False
+    try:
+        if not _changed(entry, files.info(aside)):
+            files.delete(aside)
+            return True
+    except BaseException:  # interrupted: put the input back (its rows are also compacted)
+        _put_back(aside, entry.path)
+        raise
+    _put_back(aside, entry.path)
+    return False
+
+
+def _put_back(aside: str, path: str) -> None:
+    """Move ``aside`` back to ``path`` unless a newer file is there now (which then wins)."""
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        return
+    os.remove(aside)
 
 
 def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000, kinds=DATA_KINDS) -> CompactionReport:

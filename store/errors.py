@@ -20,3 +20,8 @@ class InvalidNameError(StoreError, ValueError):
 
 class StoreQueryError(StoreError):
     """A SQL query that DuckDB rejected; the message is DuckDB's."""
+
+
+class UnreadableFileError(StoreError):
+    """A data file whose Parquet footer cannot be read; the message names it and the fix
+    (``explorer check --quarantine``)."""

@@ -34,6 +34,7 @@ class Entry:
     is_dir: bool
     size: int | None = None
     mtime: _dt.datetime | None = None
+    error: str | None = None  # it cannot be opened (e.g. a symbolic link loop): never read
 
 
 class Files:
@@ -59,13 +60,19 @@ class Files:
                 with os.scandir(path) as it:
                     entries = []
                     for e in it:
-                        is_dir = e.is_dir()
-                        size = mtime = None
-                        if stat and not is_dir:
-                            st = e.stat()
-                            size = st.st_size
-                            mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
-                        entries.append(Entry(e.name, join(path, e.name), is_dir, size, mtime))
+                        size = mtime = error = None
+                        try:
+                            is_dir = e.is_dir()
+                        except OSError as exc:  # e.g. ELOOP: a symbolic link loop
+                            is_dir, error = False, exc.strerror or str(exc)
+                        if not is_dir and not error and (stat or e.is_symlink()):
+                            try:  # a link loop or a dangling link: listed, never read
+                                st = e.stat()
+                                size = st.st_size
+                                mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
+                            except OSError as exc:
+                                error = exc.strerror or str(exc)
+                        entries.append(Entry(e.name, join(path, e.name), is_dir, size, mtime, error))
             except (FileNotFoundError, NotADirectoryError):
                 return []
             except OSError as exc:
@@ -83,13 +90,48 @@ class Files:
             ]
         return sorted(entries, key=lambda e: e.name)
 
+    def walk(self, path: str) -> list[Entry]:
+        """Every file under ``path``, recursively, with size and mtime (links are not followed)."""
+        out: list[Entry] = []
+        if self.is_local:
+            for directory, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    full = os.path.join(directory, name)
+                    try:
+                        st = os.lstat(full)
+                    except OSError:
+                        continue
+                    mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
+                    out.append(Entry(name, full, False, st.st_size, mtime))
+            return out
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
+        try:
+            infos = self.fs.get_file_info(selector)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot list {self.display(path)}: {exc}") from None
+        return sorted((Entry(i.base_name, i.path, False, i.size, i.mtime) for i in infos if i.is_file), key=lambda e: e.path)
+
+    def move(self, source: str, target: str) -> None:
+        """Move one file (a rename on local disk, copy then delete on object storage); never
+        replaces an existing ``target`` on local disk."""
+        try:
+            if self.is_local:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.link(source, target) if not os.path.islink(source) else os.symlink(os.readlink(source), target)
+                os.remove(source)
+            else:
+                self.fs.move(source, target)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot move {self.display(source)} to {self.display(target)}: {exc}") from None
+
     def list_file_names(self, path: str) -> list[str]:
         """Names of the files directly in ``path`` (empty when it does not exist); no stat."""
         if not self.is_local:
             return [e.name for e in self.list_dir(path) if not e.is_dir]
         try:
             with os.scandir(path) as it:
-                return [e.name for e in it if e.is_file()]
+                return [e.name for e in it if _is_file(e)]
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
@@ -201,6 +243,13 @@ class Files:
         if self.is_local:
             return path
         return f"{self.fs.type_name}://{path}"
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symbolic link loop: not a file anyone can read
+        return False
 
 
 def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None, durable: bool = True) -> Files:

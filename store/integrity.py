@@ -5,13 +5,16 @@ Problems (``check`` fails, the CLI exits 1):
 - foreign: a file or directory the layout does not know, or a Parquet file whose columns or key
   are not those of its place (a file named after one trial holding another's rows);
 - temporary: a hidden ``.tmp.*`` file, left by a write that was interrupted (or is in progress);
+- stale_lock: a reference lock whose heartbeat (mtime) is older than ``references.STALE_AFTER_S``
+  (60 s): its holder died (Ctrl-C, kill); ``maintenance.repair`` removes it;
 - duplicate: a (trial_key, seed, step) present twice in ``metrics``, or a trial twice in ``trials``;
 - missing_steps: a seed whose steps are not 0..steps (0..the diverged step for a diverged seed),
   or a seed listed in the trials row without any metric row;
 - incomplete: metric rows without a trials row (an interrupted trial: rerun the sweep), or a
   trials row without metric rows.
 Notes (reported, not failures): copies left by an interrupted compaction, which the views
-already ignore and ``explorer compact`` removes; stale reference locks.
+already ignore and ``explorer compact`` removes; live reference locks; quarantined files.
+Unreadable and foreign files are judged by ``screen.screen_file``, the rule the views apply.
 """
 from __future__ import annotations
 
@@ -25,10 +28,13 @@ from .catalog import Listing, list_kind, list_references, list_sweeps, resolve, 
 from .files import Entry, Files
 from .layout import DATA_KINDS, check_sweep
 from .query import connect, run
-from .schema import KEY_COLUMN, check_table_schema
+from .schema import KEY_COLUMN
+from .maintenance import quarantine_root, quarantined_files
+from .references import STALE_AFTER_S
+from .screen import screen_file
 
-PROBLEMS = ("unreadable", "foreign", "temporary", "duplicate", "missing_steps", "incomplete")
-NOTES = ("leftover", "stale_lock")
+PROBLEMS = ("unreadable", "foreign", "temporary", "stale_lock", "duplicate", "missing_steps", "incomplete")
+NOTES = ("leftover", "lock", "quarantined")
 
 
 @dataclass(frozen=True)
@@ -83,32 +89,8 @@ class CheckReport:
 
 
 def _footer_problem(files: Files, entry: Entry, kind: str, key: str | None) -> Finding | None:
-    try:
-        metadata = files.read_metadata(entry.path)
-        actual = metadata.schema.to_arrow_schema()
-    except (OSError, pa.ArrowException) as exc:
-        return Finding("unreadable", files.display(entry.path), f"not a readable Parquet file ({str(exc).strip()[:120]})")
-    reason = check_table_schema(kind, actual)
-    if reason:
-        return Finding("foreign", files.display(entry.path), f"not a {kind} file: {reason}")
-    if key is not None:
-        held = _key_range(metadata, KEY_COLUMN[kind])
-        if held is not None and held != (key, key):
-            return Finding("foreign", files.display(entry.path), f"named after {key} but holds {KEY_COLUMN[kind]} {held[0]}..{held[1]}")
-    return None
-
-
-def _key_range(metadata, column: str) -> tuple[str, str] | None:
-    """(min, max) of a string column from the row-group statistics, None when not recorded."""
-    index = metadata.schema.names.index(column)
-    low = high = None
-    for g in range(metadata.num_row_groups):
-        stats = metadata.row_group(g).column(index).statistics
-        if stats is None or not stats.has_min_max:
-            return None
-        low = stats.min if low is None else min(low, stats.min)
-        high = stats.max if high is None else max(high, stats.max)
-    return None if low is None else (low, high)
+    verdict = screen_file(files, entry, kind, key)  # the rule the views apply too
+    return None if verdict is None else Finding(verdict.category, verdict.path, verdict.reason)
 
 
 def _listing_findings(files: Files, listing: Listing, locks_are_foreign: bool) -> list[Finding]:
@@ -117,7 +99,8 @@ def _listing_findings(files: Files, listing: Listing, locks_are_foreign: bool) -
         for e in listing.temporary
     ]
     odd = listing.foreign + (listing.locks if locks_are_foreign else [])
-    found += [Finding("foreign", files.display(e.path), "not part of the store layout; never read") for e in odd]
+    found += [Finding("foreign", files.display(e.path), f"cannot be opened ({e.error}); never read" if e.error
+                      else "not part of the store layout; never read") for e in odd]
     return found
 
 
@@ -148,8 +131,19 @@ def check(files: Files, sweep: str | None = None, workers: int = 8) -> CheckRepo
     report.findings += _listing_findings(files, references, locks_are_foreign=False)
     jobs += [(e, "references", key) for key, e in references.singles.items()]
     for lock in references.locks:
-        if lock.mtime is not None and (now - lock.mtime).total_seconds() > 3600:
-            report.findings.append(Finding("stale_lock", files.display(lock.path), "reference lock older than an hour; its worker died"))
+        age = None if lock.mtime is None else (now - lock.mtime).total_seconds()
+        if age is not None and age > STALE_AFTER_S:
+            report.findings.append(Finding(
+                "stale_lock", files.display(lock.path),
+                f"reference lock without a heartbeat for {age:.0f} s (expiry {STALE_AFTER_S:.0f} s): its worker died; "
+                "`explorer check --repair` removes it"))
+        else:
+            report.findings.append(Finding("lock", files.display(lock.path), "reference being computed (live heartbeat)"))
+    quarantined = quarantined_files(files)
+    if quarantined:
+        report.findings.append(Finding(
+            "quarantined", files.display(quarantine_root(files)),
+            f"{len(quarantined)} file(s) moved aside by `explorer check --quarantine`; never read (see docs/store.md to restore)"))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         footer = list(pool.map(lambda job: _footer_problem(files, *job), jobs))
     report.files_checked = len(jobs)
@@ -194,7 +188,7 @@ WHERE (sweep, trial_key) NOT IN (SELECT sweep, trial_key FROM metrics) ORDER BY 
 
 
 def _row_findings(files: Files, sweep: str | None, bad: frozenset[str], report: CheckReport) -> list[Finding]:
-    con = connect(files, sweep=sweep, exclude=bad)
+    con = connect(files, sweep=sweep, exclude=bad, unreadable="skip")
     found: list[Finding] = []
     report.metric_rows = run(con, "SELECT count(*) AS n FROM metrics").column(0)[0].as_py()
     report.trials = run(con, "SELECT count(*) AS n FROM trials").column(0)[0].as_py()

@@ -5,6 +5,8 @@
     <root>/references/<ref_key>.parquet                          one cached reference
     .../.tmp.<token>.<name>                                      a write in progress (hidden)
     <root>/references/.lock.<ref_key>                            a reference being computed
+    <root>/sweep=<sweep>/.leases/<trial_key>                     a driver's claim on a trial
+    <root>/quarantine/<relative path>                            unreadable files moved aside
 
 Only sweep and kind partition the data (low cardinality; never L, M, D). Names are checked
 here so that a path can never escape the root: a key is letters, digits, ``_`` and ``-``; a
@@ -24,6 +26,8 @@ SUFFIX = ".parquet"
 TEMP_PREFIX = ".tmp."
 LOCK_PREFIX = ".lock."
 COMPACTED_PREFIX = "compacted."
+LEASES_DIR = ".leases"  # in a sweep directory: claims of concurrent drivers
+QUARANTINE_DIR = "quarantine"  # at the root: files `explorer check --quarantine` moved aside
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 _SWEEP = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")

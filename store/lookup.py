@@ -13,12 +13,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .catalog import Source, list_kind, resolve
+from .catalog import Source, list_kind
 from .errors import SchemaError, StoreError
 from .files import Files
 from .layout import check_sweep
 from .query import kind_dataset
 from .schema import COLUMNS, KEY_COLUMN
+from .screen import servable, unreadable_error
 
 _KIND = "trials"
 _READ_ATTEMPTS = 3
@@ -48,8 +49,11 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
 
 
 def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
-    listing = list_kind(files, sweep, _KIND)
-    resolution = resolve(files, listing, _KIND)
+    listing = list_kind(files, sweep, _KIND, stat=True)
+    served = servable(files, listing, _KIND)  # the views' rule: foreign files never serve rows
+    if served.unreadable:
+        raise unreadable_error(served.unreadable)
+    resolution = served.resolution
     if keys is None:
         sources = resolution.sources
     else:
@@ -67,7 +71,7 @@ def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, objec
     wanted_columns = [key_column] if column == key_column else [key_column, column]
     values: dict[str, object] = {}
     try:
-        for part in kind_dataset(files, _KIND, sources):
+        for part in kind_dataset(files, _KIND, sources, served.fragments):
             table = part.to_table(columns=wanted_columns) if isinstance(part, ds.Dataset) else part.select(wanted_columns)
             values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
     except FileNotFoundError:

@@ -11,52 +11,98 @@ access is disabled and the setting locked once the views are registered.
 """
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .catalog import Source, list_kind, list_references, list_sweeps, resolve
+from .catalog import Source, list_kind, list_references, list_sweeps
 from .errors import StoreQueryError
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
 from .schema import KEY_COLUMN, schema
+from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
 VIEWS = DATA_KINDS + ("references",)
-# Pre-buffering coalesces reads into few large requests: a win on object storage, a loss locally.
-_LOCAL_FORMAT = ds.ParquetFileFormat()
-_REMOTE_FORMAT = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
 
 
-def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: frozenset[str] = frozenset()) -> list[Source]:
-    """The files (and key filters) that serve the rows of one kind, over one or all sweeps."""
+def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: frozenset[str] = frozenset(),
+                 left_out: list[Verdict] | None = None, unreadable: str = "raise",
+                 fragments: dict | None = None) -> list[Source]:
+    """The files (and key filters) that serve the rows of one kind, over one or all sweeps.
+
+    Only files passing ``screen.screen_file`` serve rows (the rule ``check`` applies too).
+
+    Args:
+        left_out: when given, receives the verdicts on the files left out (foreign ones, and
+            unreadable ones when ``unreadable="skip"``).
+        unreadable: "raise" (UnreadableFileError naming the file and ``explorer check
+            --quarantine``) or "skip".
+        fragments: receives ``path -> fragment`` with footers already read (for ``kind_dataset``).
+    """
     if kind == "references":
-        listing = list_references(files)
-        return [Source(e.path) for e in listing.singles.values() if e.path not in exclude]
-    sweeps = [check_sweep(sweep)] if sweep is not None else list_sweeps(files)
+        listing = list_references(files, stat=True)
+        served = [servable(files, listing, kind, exclude)]
+    else:
+        sweeps = [check_sweep(sweep)] if sweep is not None else list_sweeps(files)
+        served = [servable(files, list_kind(files, name, kind, stat=True), kind, exclude) for name in sweeps]
     sources: list[Source] = []
-    for name in sweeps:
-        sources += resolve(files, list_kind(files, name, kind), kind, exclude).sources
+    bad_files: list[Verdict] = []
+    for one in served:
+        sources += one.resolution.sources
+        if fragments is not None:
+            fragments.update(one.fragments)
+        bad_files += one.unreadable
+        if left_out is not None:
+            left_out += one.foreign
+    if bad_files and unreadable == "raise":
+        raise unreadable_error(bad_files)
+    if left_out is not None:
+        left_out += bad_files
     return sources
 
 
-def kind_dataset(files: Files, kind: str, sources: list[Source]) -> list[ds.Dataset | pa.Table]:
-    """Datasets reading ``sources`` with the kind's schema (an empty table when there are none)."""
+def kind_dataset(files: Files, kind: str, sources: list[Source], fragments: dict | None = None) -> list[ds.Dataset | pa.Table]:
+    """Datasets reading ``sources`` with the kind's schema (an empty table when there are none).
+
+    Args:
+        fragments: ``path -> fragment`` whose footers were read already (by the screening): the
+            scan then does not read them again.
+    """
     target = schema(kind)
-    fmt = _LOCAL_FORMAT if files.is_local else _REMOTE_FORMAT
+    fmt = parquet_format(files)
+    fragments = fragments or {}
+
+    def dataset(paths: list[str]) -> ds.Dataset:
+        parts = [fragments.get(p) or fmt.make_fragment(p, filesystem=files.fs) for p in paths]
+        return ds.FileSystemDataset(parts, schema=target, format=fmt, filesystem=files.fs)
+
     plain = [s.path for s in sources if s.keep is None]
     parts: list[ds.Dataset | pa.Table] = []
     if plain:
-        parts.append(ds.FileSystemDataset.from_paths(plain, schema=target, format=fmt, filesystem=files.fs))
+        parts.append(dataset(plain))
     for source in sources:
         if source.keep is not None:
-            one = ds.FileSystemDataset.from_paths([source.path], schema=target, format=fmt, filesystem=files.fs)
+            one = dataset([source.path])
             parts.append(one.filter(pc.field(KEY_COLUMN[kind]).isin(pa.array(sorted(source.keep), pa.string()))))
     return parts or [target.empty_table()]
 
 
+class LeftOutFilesWarning(UserWarning):
+    """The views left out files that match no schema version of their kind (see ``explorer check``)."""
+
+
+def left_out_message(left_out: list[Verdict]) -> str:
+    first = left_out[0]
+    return (f"the views left out {len(left_out)} file(s) that are not store data "
+            f"(e.g. {first.path}: {first.reason}); run `explorer check` to list them")
+
+
 def connect(
-    files: Files, sweep: str | None = None, read_only: bool = False, exclude: frozenset[str] = frozenset()
+    files: Files, sweep: str | None = None, read_only: bool = False, exclude: frozenset[str] = frozenset(),
+    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views.
 
@@ -64,13 +110,20 @@ def connect(
         sweep: only this sweep's rows in metrics, trials and fits (references are shared).
         read_only: forbid the connection any file access of its own (for the CLI).
         exclude: paths never to scan.
+        left_out: receives the verdicts on the files the views left out (foreign files).
+        unreadable: "raise" when a data file cannot be read (default), or "skip" it.
+        views: only these views (default all of VIEWS; see ``views_of``).
 
     Raises:
-        InvalidNameError: a bad sweep name. StoreError: the store cannot be listed or read.
+        InvalidNameError: a bad sweep name. UnreadableFileError: a data file that cannot be read
+        (the message names it and ``explorer check --quarantine``). StoreError: the store cannot
+        be listed.
     """
     con = duckdb.connect()
-    for kind in VIEWS:
-        parts = kind_dataset(files, kind, kind_sources(files, kind, sweep, exclude))
+    for kind in VIEWS if views is None else [v for v in VIEWS if v in views]:
+        fragments: dict = {}
+        sources = kind_sources(files, kind, sweep, exclude, left_out, unreadable, fragments)
+        parts = kind_dataset(files, kind, sources, fragments)
         if len(parts) == 1:
             con.register(kind, parts[0])
             continue
@@ -85,13 +138,32 @@ def connect(
     return con
 
 
+def views_of(sql: str) -> frozenset[str] | None:
+    """The store views a statement names (by DuckDB's parser), or None for "all of them" (none
+    named, e.g. SHOW TABLES, or a statement the parser cannot list)."""
+    try:
+        names = {name.lower() for name in duckdb.get_table_names(sql)}
+    except (duckdb.Error, TypeError, ValueError):
+        return None
+    used = frozenset(names & set(VIEWS))
+    return used or None
+
+
+_MISSING_VIEW = re.compile(r"Table with name \"?(%s)\"? does not exist" % "|".join(VIEWS), re.IGNORECASE)
+
+
+def missing_view(exc: Exception) -> bool:
+    """True when a query failed for a store view that was not registered."""
+    return bool(_MISSING_VIEW.search(str(exc)))
+
+
 def _message(exc: Exception) -> str:
     """DuckDB's message on one line: its first line, plus the "LINE n: ..." context if any."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     context = [line for line in lines[1:] if line.startswith("LINE ")]
     message = " ".join(lines[:1] + context[:1])
     if "reading the stream registered as" in message:  # a store file failed to scan
-        message += " (run `explorer check` to list unreadable files)"
+        message += f" (a store file cannot be read: {QUARANTINE_HINT}; `explorer check` lists it)"
     return message
 
 
@@ -123,3 +195,105 @@ def relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelatio
     if rel is None:
         raise StoreQueryError(f"the statement returns no rows: {sql.strip()[:80]}")
     return rel
+
+
+# -- the SQL sandbox of read-only connections --------------------------------------------------
+_READ_PRAGMAS = frozenset({
+    "table_info", "show", "show_tables", "show_tables_expanded", "database_list", "version",
+    "platform", "storage_info", "database_size", "functions", "collations",
+})
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALYZE\s+)?(.*)\Z", re.IGNORECASE | re.DOTALL)
+_PRAGMA = re.compile(r"\s*PRAGMA\s+([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def check_read_only(sql: str) -> None:
+    """Refuse anything but one query: SELECT (WITH ..., VALUES, FROM ..., DESCRIBE, SHOW,
+    SUMMARIZE), EXPLAIN [ANALYZE] of such a query, or a reading PRAGMA (table_info, show, ...).
+
+    The statement types come from DuckDB's own parser (``duckdb.extract_statements``).
+
+    Raises:
+        StoreQueryError: several statements, a statement that is not a query, or a parse error.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise StoreQueryError(_message(exc)) from None
+    if len(statements) != 1:
+        raise StoreQueryError(f"give exactly one query (got {len(statements)} statements); the SQL sandbox is read-only")
+    statement = statements[0]
+    kind = statement.type
+    if kind == duckdb.StatementType.SELECT:
+        return
+    text = statement.query
+    if kind == duckdb.StatementType.EXPLAIN:
+        inner = _EXPLAIN.match(text)
+        if inner:
+            check_read_only(inner.group(1))
+            return
+    if kind == duckdb.StatementType.PRAGMA:
+        name = _PRAGMA.match(text)
+        if name and name.group(1).lower() in _READ_PRAGMAS:
+            return
+    first = text.strip().split(None, 1)[0].upper() if text.strip() else kind.name
+    raise StoreQueryError(
+        f"only queries are allowed (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN), not {first} "
+        f"({kind.name.lower()} statement); the SQL sandbox is read-only"
+    )
+
+
+# -- filters given by users (--where) ----------------------------------------------------------
+def validate_filter(expr: str) -> str:
+    """Check that ``expr`` is ONE SQL boolean expression, safe to paste as ``AND (<expr>)``.
+
+    It must parse as the whole WHERE clause of a query, its parentheses must balance outside
+    string literals and quoted names (so ``1=1) OR (1=1`` cannot close the caller's
+    parenthesis), and it may hold no ``;``, no comment (``--``, ``/*``) and no ``$`` outside
+    literals. Returns ``expr`` stripped.
+
+    Raises:
+        StoreQueryError: naming what is wrong with the filter.
+    """
+    if not isinstance(expr, str) or not expr.strip():
+        raise StoreQueryError("empty filter: give a SQL condition such as \"alpha = 1\"")
+    text = expr.strip()
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            backslash = c == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
+            j = i + 1
+            while True:
+                if j >= n:
+                    raise StoreQueryError(f"filter {expr!r}: unterminated {'string' if c == chr(39) else 'quoted name'}")
+                if backslash and text[j] == "\\":
+                    j += 2
+                    continue
+                if text[j] == c:
+                    if j + 1 < n and text[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+            continue
+        if text.startswith("--", i) or text.startswith("/*", i):
+            raise StoreQueryError(f"filter {expr!r}: comments are not allowed in a filter")
+        if c in ";$":
+            raise StoreQueryError(f"filter {expr!r}: {c!r} is not allowed in a filter (one condition only)")
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                raise StoreQueryError(f"filter {expr!r}: a ')' closes a parenthesis the filter did not open")
+        i += 1
+    if depth:
+        raise StoreQueryError(f"filter {expr!r}: {depth} unclosed parenthesis(es)")
+    try:
+        statements = duckdb.extract_statements(f"SELECT 1 WHERE ({text}\n)")
+    except duckdb.Error as exc:
+        raise StoreQueryError(f"filter {expr!r} is not one SQL condition: {_message(exc)}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise StoreQueryError(f"filter {expr!r} is not one SQL condition")
+    return text

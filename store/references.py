@@ -32,6 +32,7 @@ from .schema import SCHEMA_VERSION, package_version, schema, to_table
 from .write import parquet_bytes
 
 META_KEY = "explorer.reference_meta"
+STALE_AFTER_S = 60.0  # a lock whose heartbeat (mtime) is older than this has lost its holder
 Arrays = dict[str, np.ndarray]
 
 
@@ -95,7 +96,7 @@ def get_or_compute(
     ref_key: str,
     compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]],
     *,
-    stale_after_s: float = 60.0,
+    stale_after_s: float = STALE_AFTER_S,
     poll_s: float = 0.1,
 ) -> tuple[Arrays, dict]:
     """The reference of ``ref_key``, computed by ``compute()`` only when no worker has stored it.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import duckdb
@@ -23,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from . import cleanup, compaction, integrity, lookup, query, references
+from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
 from .catalog import completed_keys, list_sweeps
+from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep
 from .write import write_fit, write_trial
@@ -52,6 +54,7 @@ class Store:
             # A pickled Store travels to Ray workers, which run in other directories.
             text = os.path.abspath(os.path.expanduser(text))
         self._args = (text, filesystem, durable)
+        self.left_out: list = []  # screen.Verdicts of the files the last connection's views left out
 
     def __reduce__(self):
         return (Store, self._args)
@@ -139,7 +142,7 @@ class Store:
         return lookup.trial_values(self._files, sweep, column, None if keys is None else set(keys))
 
     def get_or_compute_reference(
-        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = 60.0
+        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = references.STALE_AFTER_S
     ) -> tuple[dict[str, np.ndarray], dict]:
         """The cached reference ``(arrays, meta)`` of ``ref_key``, computing it only if absent.
 
@@ -161,16 +164,30 @@ class Store:
         """The cached reference of ``ref_key``, or None when it is not cached."""
         return references.read(self._files, check_key(ref_key, "reference key"))
 
-    def connect(self, sweep: str | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    def connect(self, sweep: str | None = None, read_only: bool = False,
+                views: Collection[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with views metrics, trials, fits and references.
 
-        The views show the files present now; connect again to see later writes.
+        The views show the files present now; connect again to see later writes. They read
+        only files that match a schema version of their kind (``store/screen.py``, the rule of
+        ``check``): the others are listed in ``self.left_out`` and announced by a
+        ``LeftOutFilesWarning``.
 
         Args:
             sweep: restrict metrics, trials and fits to one sweep.
             read_only: forbid the connection to read or write files by itself.
+            views: register only these views (default all); each view screens its files'
+                footers when registered, so a query names the views it needs.
+
+        Raises:
+            UnreadableFileError: a data file cannot be read (names it and ``explorer check --quarantine``).
         """
-        return query.connect(self._files, sweep=sweep, read_only=read_only)
+        left_out: list = []
+        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views)
+        self.left_out = left_out
+        if left_out:
+            warnings.warn(query.left_out_message(left_out), query.LeftOutFilesWarning, stacklevel=2)
+        return con
 
     def sql(self, sql: str, sweep: str | None = None) -> duckdb.DuckDBPyRelation:
         """A DuckDB relation for a query over fresh views (``.df()`` for pandas, ``.to_arrow_table()``).
@@ -178,15 +195,35 @@ class Store:
         Raises:
             StoreQueryError: DuckDB rejected the query (its message).
         """
-        return query.relation(self.connect(sweep=sweep), sql)
+        views = query.views_of(sql)
+        try:
+            return query.relation(self.connect(sweep=sweep, views=views), sql)
+        except StoreQueryError as exc:
+            if views is None or not query.missing_view(exc):
+                raise
+            return query.relation(self.connect(sweep=sweep), sql)
 
     def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
         """Run a query over fresh views and return the whole result as an Arrow table.
 
+        With ``read_only`` (the default) only one query is accepted (SELECT, WITH, VALUES,
+        DESCRIBE, SHOW, EXPLAIN, reading PRAGMAs; ``query.check_read_only``).
+
         Raises:
-            StoreQueryError: DuckDB rejected the query (its message).
+            StoreQueryError: DuckDB rejected the query (its message), or it is not a query.
         """
-        con = self.connect(sweep=sweep, read_only=read_only)
+        if read_only:
+            query.check_read_only(sql)
+        views = query.views_of(sql)
+        con = self.connect(sweep=sweep, read_only=read_only, views=views)
+        try:
+            return query.run(con, sql)
+        except StoreQueryError as exc:
+            if views is None or not query.missing_view(exc):
+                raise
+        finally:
+            con.close()
+        con = self.connect(sweep=sweep, read_only=read_only)  # a view the parser did not see
         try:
             return query.run(con, sql)
         finally:
@@ -225,6 +262,53 @@ class Store:
             How many files were deleted.
         """
         return cleanup.remove_temporaries(self._files, sweep, before=before, references=references)
+
+
+    # -- maintenance ---------------------------------------------------------------------------
+    def quarantine(self, sweep: str | None = None) -> list[tuple[str, str]]:
+        """Move unreadable data files to ``<root>/quarantine/<relative path>`` (nothing deleted);
+        returns ``(from, to)`` pairs. Restore a file by moving it back."""
+        return maintenance.quarantine(self._files, sweep)
+
+    def quarantined(self) -> list[str]:
+        """The files in the quarantine folder."""
+        return maintenance.quarantined_files(self._files)
+
+    def repair(self, sweep: str | None = None) -> maintenance.RepairReport:
+        """Remove stale reference locks (heartbeat older than ``references.STALE_AFTER_S``,
+        read again just before removal), temporaries older than an hour and lapsed leases."""
+        return maintenance.repair(self._files, sweep)
+
+    def probe(self) -> None:
+        """Check that the store can be listed and written (writes and deletes a hidden marker).
+
+        Raises:
+            StoreError: what failed, with the filesystem's message.
+        """
+        maintenance.probe(self._files)
+
+    def sweeps_summary(self) -> list[maintenance.SweepSummary]:
+        """Per sweep: trials by status, bytes, last write time (what ``explorer ls`` prints)."""
+        return maintenance.sweeps_summary(self._files)
+
+    def remove_sweep(self, sweep: str) -> int:
+        """Delete one sweep's files (and nothing else); returns how many files were removed."""
+        return maintenance.remove_sweep(self._files, sweep)
+
+    # -- claims of concurrent drivers -----------------------------------------------------------
+    def claim(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+        """Claim trial keys for ``owner`` (e.g. ``host:pid``) for ``ttl_s`` seconds; returns the
+        keys now held: unclaimed, lapsed, or already this owner's. Exclusive on local disk (O_EXCL),
+        best effort on object storage (see ``store/leases.py``)."""
+        return leases.claim(self._files, sweep, keys, owner, ttl_s)
+
+    def renew(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+        """Refresh ``owner``'s leases on ``keys``; returns those still held."""
+        return leases.renew(self._files, sweep, keys, owner, ttl_s)
+
+    def release(self, sweep: str, keys: Iterable[str], owner: str) -> int:
+        """Drop ``owner``'s leases on ``keys``; returns how many were removed."""
+        return leases.release(self._files, sweep, keys, owner)
 
 
 def connect(uri: str | os.PathLike = "results", sweep: str | None = None, filesystem: pafs.FileSystem | None = None) -> duckdb.DuckDBPyConnection:

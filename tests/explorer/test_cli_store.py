@@ -64,7 +64,7 @@ def test_sql_error_prints_duckdbs_message_and_exits_2(results):
 
 def test_sql_is_read_only(results, tmp_path):
     code, out = run("sql", f"COPY metrics TO '{tmp_path / 'out.csv'}'", "--store", results.uri)
-    assert code == 2 and "disabled by configuration" in out and not (tmp_path / "out.csv").exists()
+    assert code == 2 and "read-only" in out and not (tmp_path / "out.csv").exists()
 
 
 def test_a_missing_store_is_one_clean_line(tmp_path):

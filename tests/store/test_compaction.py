@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -175,3 +176,30 @@ def test_same_content_is_bitwise():
     assert not same_content(a, pa.table({"x": [1.0, -float("nan")], "k": ["a", "b"]}))
     assert not same_content(a, pa.table({"x": [1.0, float("nan")], "k": ["a", "c"]}))
     assert not same_content(pa.table({"x": [0.0]}), pa.table({"x": [-0.0]}))
+
+
+def test_a_trial_rewritten_between_compactions_stat_and_delete_keeps_its_newest_rows(local_store, monkeypatch):
+    """The race of the issue, made deterministic: a second driver rewrites a trial just as
+    compaction is about to remove that trial's small (input) file."""
+    from store import compaction
+
+    grid = kit.grid(n_L=2, n_M=2)
+    for key, rows, trial in grid:
+        local_store.write_trial("s", key, rows, trial)
+    key, rows, trial = grid[0]
+    newer = [{**r, "wall_s": 99.0} for r in rows]
+    rewritten = []
+
+    def second_driver(path):
+        if path.endswith(f"kind=trials/{key}.parquet") and not rewritten:
+            time.sleep(0.01)  # a distinct mtime
+            local_store.write_trial("s", key, newer, {**trial, "wall_s": 99.0})
+            rewritten.append(path)
+
+    monkeypatch.setattr(compaction, "_before_take_away", second_driver)
+    report = local_store.compact("s")
+    assert rewritten
+    got = local_store.query(f"SELECT DISTINCT wall_s FROM trials WHERE trial_key = '{key}'").to_pylist()
+    assert got == [{"wall_s": 99.0}]
+    assert sum(k.kept_changed for k in report.kinds) == 1
+    assert local_store.check().ok

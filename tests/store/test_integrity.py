@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import store_testkit as kit
 
-from store import StoreQueryError
+from store import StoreError
 from store.layout import key_file, temporary_path
 
 
@@ -56,7 +56,7 @@ def test_a_truncated_file_under_a_final_name_fails_queries_instead_of_returning_
     data = open(path, "rb").read()
     with open(path, "wb") as f:  # e.g. a non-atomic copy by another tool, cut short
         f.write(data[: len(data) - 100])
-    with pytest.raises(StoreQueryError, match=r"Parquet magic bytes not found.*run `explorer check`"):
+    with pytest.raises(StoreError, match=r"cannot read .*" + other_key + r"\.parquet.*magic bytes.*explorer check --quarantine"):
         local_store.query("SELECT count(*) FROM metrics")
     report = local_store.check()
     assert [f.category for f in report.problems] == ["unreadable", "incomplete"]

@@ -41,9 +41,9 @@ def _files_read(monkeypatch):
     seen: list[int] = []
     real = lookup_module.kind_dataset
 
-    def counting(files, kind, sources):
+    def counting(files, kind, sources, fragments=None):
         seen.append(len(sources))
-        return real(files, kind, sources)
+        return real(files, kind, sources, fragments)
 
     monkeypatch.setattr(lookup_module, "kind_dataset", counting)
     return seen

@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pyarrow as pa
+import duckdb
 import pytest
 import store_testkit as kit
 
@@ -154,8 +155,11 @@ def test_sql_errors_carry_duckdbs_message(local_store):
 
 
 def test_read_only_queries_cannot_touch_files(local_store, tmp_path):
-    with pytest.raises(StoreQueryError, match="disabled by configuration"):
+    with pytest.raises(StoreQueryError, match="only queries are allowed .*not COPY"):
         local_store.query(f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'")
+    # Behind the statement check, the read-only connection itself may not touch files.
+    with pytest.raises(duckdb.Error, match="disabled by configuration"):
+        local_store.connect(read_only=True).execute(f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'")
     assert not (tmp_path / "x.csv").exists()
 
 

@@ -1,0 +1,205 @@
+"""Repairs and housekeeping: quarantine, stale locks and temporaries, probe, sweep listing and removal.
+
+- ``quarantine``: moves the data files whose Parquet footer cannot be read (the ``unreadable``
+  files of ``check``) to ``<root>/quarantine/<their path relative to the root>``; nothing is
+  deleted. Restore one by moving it back (``mv <root>/quarantine/sweep=s/kind=metrics/k.parquet
+  <root>/sweep=s/kind=metrics/``, or ``aws s3 mv`` on S3).
+- ``repair``: removes reference locks whose heartbeat is older than ``references.STALE_AFTER_S``
+  (the age is read again just before each removal, so a live lock is never removed),
+  temporaries older than ``cleanup.STALE_TEMPORARY_S`` and expired leases.
+- ``probe``: lists the root and writes then deletes a hidden marker (before a sweep starts Ray).
+- ``sweeps_summary`` / ``remove_sweep``: what ``explorer ls`` and ``explorer rm`` show and do.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .catalog import list_kind, list_references, list_sweeps
+from .cleanup import STALE_TEMPORARY_S
+from .errors import StoreError
+from .files import Files
+from .layout import DATA_KINDS, QUARANTINE_DIR, check_sweep, join, sweep_dir
+from .references import STALE_AFTER_S
+from .screen import screen_listing
+
+
+def quarantine_root(files: Files) -> str:
+    return join(files.root, QUARANTINE_DIR)
+
+
+def quarantined_files(files: Files) -> list[str]:
+    """Paths (as the user knows them) of the files in the quarantine folder."""
+    return [files.display(e.path) for e in files.walk(quarantine_root(files))]
+
+
+def _relative(files: Files, path: str) -> str:
+    root = files.root.rstrip("/") + "/"
+    if not path.startswith(root):
+        raise StoreError(f"{files.display(path)} is outside the store root")
+    return path[len(root):]
+
+
+def quarantine(files: Files, sweep: str | None = None) -> list[tuple[str, str]]:
+    """Move the unreadable data files (of one sweep, or of the whole store and the reference
+    cache) into ``<root>/quarantine/<relative path>``; returns ``(from, to)`` pairs as shown
+    to users. A name already taken in the quarantine gets a ``.1``, ``.2`` ... suffix.
+
+    Raises:
+        InvalidNameError: a bad sweep name. StoreError: a file cannot be moved.
+    """
+    listings = []
+    for name in [check_sweep(sweep)] if sweep is not None else list_sweeps(files):
+        listings += [(list_kind(files, name, kind, stat=True), kind) for kind in DATA_KINDS]
+    if sweep is None:
+        listings.append((list_references(files, stat=True), "references"))
+    moved = []
+    for listing, kind in listings:
+        for verdict in screen_listing(files, listing, kind):
+            if verdict.category != "unreadable":
+                continue
+            target = join(quarantine_root(files), _relative(files, verdict.file))
+            candidate, n = target, 0
+            while files.info(candidate) is not None:
+                n += 1
+                candidate = f"{target}.{n}"
+            files.move(verdict.file, candidate)
+            moved.append((files.display(verdict.file), files.display(candidate)))
+    return moved
+
+
+@dataclass
+class RepairReport:
+    removed: list[str] = field(default_factory=list)  # paths as shown to users
+    kept_live: list[str] = field(default_factory=list)  # locks found live when looked at again
+
+    def lines(self) -> list[str]:
+        out = [f"removed {path}" for path in self.removed]
+        out += [f"kept {path} (its holder is alive)" for path in self.kept_live]
+        out.append(f"repair: removed {len(self.removed)} stale file(s)")
+        return out
+
+
+def _age_s(files: Files, path: str, now: float) -> float | None:
+    info = files.info(path)
+    if info is None or info.mtime is None:
+        return None
+    return now - info.mtime.timestamp()
+
+
+def repair(files: Files, sweep: str | None = None, stale_lock_s: float = STALE_AFTER_S,
+           stale_temporary_s: float = STALE_TEMPORARY_S) -> RepairReport:
+    """Remove stale reference locks, old temporaries and expired leases (never a live lock).
+
+    A lock is stale when its heartbeat (mtime, refreshed by its holder every ``stale_after_s / 4``)
+    is older than ``stale_lock_s``; its age is read again right before it is removed.
+    """
+    from .leases import expired_leases  # leases imports this module's neighbours only
+
+    report = RepairReport()
+    sweeps = [check_sweep(sweep)] if sweep is not None else list_sweeps(files)
+    references = list_references(files, stat=True)
+    for lock in references.locks:
+        age = _age_s(files, lock.path, time.time())
+        if age is None:
+            continue
+        if age > stale_lock_s:
+            files.delete(lock.path)
+            report.removed.append(files.display(lock.path))
+        else:
+            report.kept_live.append(files.display(lock.path))
+    listings = [list_kind(files, name, kind, stat=True) for name in sweeps for kind in DATA_KINDS]
+    if sweep is None:
+        listings.append(references)
+    for listing in listings:
+        for entry in listing.temporary:
+            age = _age_s(files, entry.path, time.time())
+            if age is not None and age > stale_temporary_s:
+                files.delete(entry.path)
+                report.removed.append(files.display(entry.path))
+    for name in sweeps:
+        for path in expired_leases(files, name):
+            files.delete(path)
+            report.removed.append(files.display(path))
+    return report
+
+
+def probe(files: Files) -> None:
+    """Check that the store can be listed and written: list the root, write and delete a hidden
+    marker ``<root>/.probe.<token>``.
+
+    Raises:
+        StoreError: saying which of the two failed, with the filesystem's message.
+    """
+    try:
+        files.list_dir(files.root)
+    except StoreError as exc:
+        raise StoreError(f"store {files.uri} cannot be listed: {exc}") from None
+    marker = join(files.root, f".probe.{uuid.uuid4().hex}")
+    try:
+        files.put(marker, b"probe")
+        if files.info(marker) is None:
+            raise StoreError(f"{files.display(marker)} was written but cannot be seen")
+    except StoreError as exc:
+        raise StoreError(f"store {files.uri} cannot be written: {exc}") from None
+    try:
+        files.delete(marker)
+    except StoreError as exc:
+        raise StoreError(f"store {files.uri} cannot delete files: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """One line of ``explorer ls``."""
+
+    sweep: str
+    trials: int
+    ok: int
+    diverged: int
+    failed: int
+    bytes: int
+    last_write: _dt.datetime | None
+
+
+def sweeps_summary(files: Files) -> list[SweepSummary]:
+    """One summary per sweep: trials (with a trials row) by status, bytes on disk, last write."""
+    from .lookup import trial_values
+
+    out = []
+    for name in list_sweeps(files):
+        statuses = list(trial_values(files, name, "status").values())
+        entries = files.walk(sweep_dir(files.root, name))
+        mtimes = [e.mtime for e in entries if e.mtime is not None]
+        out.append(SweepSummary(
+            name, len(statuses), statuses.count("ok"), statuses.count("diverged"), statuses.count("failed"),
+            sum(e.size or 0 for e in entries), max(mtimes) if mtimes else None,
+        ))
+    return out
+
+
+def remove_sweep(files: Files, sweep: str) -> int:
+    """Delete everything under ``<root>/sweep=<sweep>/`` (nothing else); returns files removed.
+
+    Raises:
+        InvalidNameError: a bad sweep name. StoreError: no such sweep, or it cannot be deleted.
+    """
+    directory = sweep_dir(files.root, check_sweep(sweep))
+    if sweep not in list_sweeps(files):
+        raise StoreError(f"the store has no sweep {sweep!r}")
+    n = len(files.walk(directory))
+    try:
+        if files.is_local:
+            shutil.rmtree(directory)
+        else:
+            files.fs.delete_dir(directory)
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"cannot remove sweep {sweep}: {exc}") from None
+    return n
+
+
+__all__ = ["RepairReport", "SweepSummary", "probe", "quarantine", "quarantined_files", "remove_sweep", "repair", "sweeps_summary"]
