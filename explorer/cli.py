@@ -9,10 +9,10 @@ import sys
 
 import click
 
-from store.layout import DATA_KINDS
+from store import DATA_KINDS
 
 from .errors import UsageError
-from .options import open_store, store_errors, store_option, sweep_filter_option
+from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 from .tables import FORMATS, render
 
 
@@ -181,7 +181,6 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     Example: explorer fit --sweep demo --form free
     """
     from . import fit as fitting
-    from .report import open_sweep
 
     with store_errors():
         fitting.resolve_form(form)
@@ -214,7 +213,6 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
     lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
     from .phase import format_phase, phase_diagram
-    from .report import open_sweep
 
     with store_errors():
         _, con = open_sweep(store_uri, sweep)

@@ -5,6 +5,7 @@ Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.m
 from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError
 from .integrity import CheckReport
 from .compaction import CompactionReport
+from .layout import DATA_KINDS, check_sweep
 from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store, connect
 from .write import trial_row_from_metrics
@@ -13,6 +14,7 @@ __all__ = [
     "COLUMNS",
     "CheckReport",
     "CompactionReport",
+    "DATA_KINDS",
     "FINAL_STATUSES",
     "InvalidNameError",
     "SCHEMA_VERSION",
@@ -21,6 +23,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreQueryError",
+    "check_sweep",
     "connect",
     "schema",
     "trial_row_from_metrics",

@@ -11,7 +11,8 @@ import explorer
 from explorer import ray_runner
 from explorer.errors import SpecError
 from explorer.progress import Progress
-from explorer.spec import parse_spec, plan
+from explorer.planning import plan
+from explorer.spec import parse_spec
 from store import SCHEMA_VERSION, Store
 from store.catalog import list_kind
 
@@ -174,12 +175,12 @@ def test_a_point_that_raises_is_retried_then_recorded_failed(tmp_path, monkeypat
         return real(config, reference)
 
     monkeypatch.setattr(ray_runner, "train_trial", flaky)
-    status, _ = ray_runner._run_point(_job(store, the_plan, retries=2), trial, node_id="node-a")
+    status = ray_runner._run_point(_job(store, the_plan, retries=2), trial, node_id="node-a")
     assert (status, len(calls)) == ("ok", 3)
 
     calls.clear()
     monkeypatch.setattr(ray_runner, "train_trial", lambda c, r: calls.append(1) or 1 / 0)
-    status, _ = ray_runner._run_point(_job(store, the_plan, retries=1), trial, node_id="node-a")
+    status = ray_runner._run_point(_job(store, the_plan, retries=1), trial, node_id="node-a")
     assert (status, len(calls)) == ("failed", 2)
     rows = store.query("SELECT status, error, node_id FROM trials", sweep="tiny").to_pylist()
     assert rows == [{"status": "failed", "error": "ZeroDivisionError: division by zero", "node_id": "node-a"}]
