@@ -7,7 +7,7 @@ from .integrity import CheckReport
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
 from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
-from .store import Store, connect
+from .store import Store
 from .write import trial_row_from_metrics
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "StoreError",
     "StoreQueryError",
     "check_sweep",
-    "connect",
     "schema",
     "trial_row_from_metrics",
 ]

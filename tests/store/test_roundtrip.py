@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import store_testkit as kit
 
-from store import SCHEMA_VERSION, Store, StoreQueryError, connect, schema
+from store import SCHEMA_VERSION, Store, StoreQueryError, schema
 
 
 def _as_stored(rows, sweep, key):
@@ -140,9 +140,9 @@ def test_sweep_filter_and_notebook_api(local_store):
         key, rows, trial = kit.trial()
         local_store.write_trial(sweep, key, rows, trial)
     assert local_store.query("SELECT DISTINCT sweep FROM metrics", sweep="b").to_pylist() == [{"sweep": "b"}]
-    frame = local_store.sql("SELECT sweep, count(*) AS n FROM trials GROUP BY sweep ORDER BY sweep").df()
+    frame = local_store.query("SELECT sweep, count(*) AS n FROM trials GROUP BY sweep ORDER BY sweep").to_pandas()
     assert frame.to_dict("list") == {"sweep": ["a", "b"], "n": [1, 1]}
-    assert connect(local_store.uri).sql("SELECT count(*) FROM trials").fetchall() == [(2,)]
+    assert local_store.connect().sql("SELECT count(*) FROM trials").fetchall() == [(2,)]
     assert local_store.sweeps() == ["a", "b"]
 
 
