@@ -6,12 +6,14 @@ from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError
 from .integrity import CheckReport
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
-from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
+from .query import run as run_query
+from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
 from .write import trial_row_from_metrics
 
 __all__ = [
     "COLUMNS",
+    "CONFIG_COLUMNS",
     "CheckReport",
     "CompactionReport",
     "DATA_KINDS",
@@ -24,6 +26,7 @@ __all__ = [
     "StoreError",
     "StoreQueryError",
     "check_sweep",
+    "run_query",
     "schema",
     "trial_row_from_metrics",
 ]
