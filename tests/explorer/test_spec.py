@@ -224,3 +224,16 @@ def test_a_refused_swept_setting_names_its_grid_axis():
     draws = parse_spec(with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, 2]}))
     assert _key_of(ConfigError("problem.seed", "x"), draws) == "[grid] problem_seeds"
     assert _key_of(ConfigError("divergence_threshold", "x"), draws) is None  # not a spec key
+
+
+def test_load_spec_takes_a_dict_or_a_spec_and_overrides_keep_defaults_as_defaults(tmp_path):
+    minimal = {"name": "m", "grid": {"L": [4], "M": [1], "D": [8]}}
+    spec = load_spec(minimal)
+    assert load_spec(spec) is spec
+    shorter = load_spec(spec, ["train.steps=5"])
+    assert shorter.train.steps == 5 and shorter.problem == spec.problem
+    # [problem] seed was a default, not a choice: sweeping the draws instead is not a conflict.
+    assert load_spec(spec, ["grid.problem_seeds=[1, 2]"]).problem_seeds() == (1, 2)
+    path = tmp_path / "m.toml"
+    path.write_text('name = "m"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
+    assert load_spec(path) == spec

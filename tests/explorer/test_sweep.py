@@ -39,6 +39,7 @@ def data_files(root, kind: str = "") -> dict[str, float]:
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*.parquet") if kind in str(p)}
 
 
+@pytest.mark.slow
 def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, metric_row_counts):
     assert not ray.is_initialized()
     result = explorer.sweep(TINY, store=tmp_path, progress=False, num_cpus=2)
@@ -79,6 +80,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.slow
 def test_embedded_ray_listens_on_loopback_only_and_is_shut_down():
     # In a fresh interpreter, as the CLI runs it: explorer imports Ray (tests here imported it first).
     import json
@@ -95,6 +97,7 @@ def test_embedded_ray_listens_on_loopback_only_and_is_shut_down():
     assert seen["switch_left"] is None  # processes started later (a `ray start` for a cluster) do not inherit it
 
 
+@pytest.mark.slow
 def test_extending_the_grid_runs_only_the_new_points(tmp_path, local_ray):
     small = spec_with(grid={"L": [2, 4], "M": [1], "D": [4], "seeds": 2})
     first = explorer.sweep(small, store=tmp_path, progress=False)
@@ -112,6 +115,7 @@ def test_extending_the_grid_runs_only_the_new_points(tmp_path, local_ray):
     assert ray.is_initialized()  # a Ray the caller started stays up
 
 
+@pytest.mark.slow
 def test_diverged_trials_are_recorded_and_the_sweep_still_succeeds(tmp_path, local_ray):
     # tanh at L=2, M=1: lr=1 trains; lr=1000 blows the trial's output up past the divergence
     # threshold while the wide reference (bounded activations, averaged particles) stays finite.
@@ -125,6 +129,7 @@ def test_diverged_trials_are_recorded_and_the_sweep_still_succeeds(tmp_path, loc
     assert (rerun.ran, rerun.skipped) == (0, 2)  # diverged trials are final, not retried
 
 
+@pytest.mark.slow
 def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, local_ray, metric_row_counts):
     # identity activation at lr=1000: the reference itself blows up, so its trials cannot be
     # measured and are recorded failed (one row per seed at step 0, NaN metrics, the error).
@@ -145,6 +150,7 @@ def test_failed_trials_are_recorded_with_their_error_and_run_again(tmp_path, loc
     assert len(errors) == 2 and all("reference" in e and "diverged" in e for e in errors.values())
 
 
+@pytest.mark.slow
 def test_gpu_request_on_a_cluster_without_gpus_is_a_clear_error(tmp_path, local_ray):
     with pytest.raises(SpecError, match=r"\[resources\] gpus_per_trial: 0.5 GPU per trial, but the Ray cluster has "
                                         r"2 CPUs and 0 GPUs"):
