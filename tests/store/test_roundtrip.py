@@ -150,7 +150,7 @@ def test_sql_errors_carry_duckdbs_message(local_store):
     with pytest.raises(StoreQueryError, match='Table with name nope does not exist'):
         local_store.query("SELECT * FROM nope")
     with pytest.raises(StoreQueryError, match='syntax error at or near "SELEC" LINE 1: SELEC 1'):
-        local_store.sql("SELEC 1")
+        local_store.query("SELEC 1")
 
 
 def test_read_only_queries_cannot_touch_files(local_store, tmp_path):
