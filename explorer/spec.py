@@ -28,8 +28,8 @@ from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENC
 
 from .errors import spec_error
 
-# Axes a [grid] list may sweep that are TrialConfig fields (problem_seeds, the other axis, sets
-# the ProblemConfig's seed), and the scalar setting each optional axis replaces when swept.
+# The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
+# ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
 GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr")
 _AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
                 "problem_seeds": ("problem", "seed")}
