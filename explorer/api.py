@@ -18,33 +18,11 @@ from typing import TYPE_CHECKING
 from store import SCHEMA_VERSION, STATUSES, Store
 
 from .options import open_store
-from .spec import SweepSpec, load_spec, parse_spec, plan
+from .planning import plan
+from .spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from .ray_runner import SweepResult
-
-
-def load(spec_or_path: SweepSpec | Mapping | str | os.PathLike, overrides: Sequence[str] = ()) -> SweepSpec:
-    """A validated spec from a ``SweepSpec``, a dict of TOML data, or a path to a TOML file.
-
-    Raises:
-        SpecError: see ``explorer.spec.parse_spec``.
-    """
-    if isinstance(spec_or_path, SweepSpec):
-        if overrides:
-            return parse_spec(_as_raw(spec_or_path), overrides)
-        return spec_or_path
-    if isinstance(spec_or_path, Mapping):
-        return parse_spec(spec_or_path, overrides)
-    return load_spec(spec_or_path, overrides)
-
-
-def _as_raw(spec: SweepSpec) -> dict:
-    raw = spec.to_dict()
-    for section, keys in raw.items():
-        if isinstance(keys, dict):  # keep only what the user gave, so defaults stay defaults
-            raw[section] = {k: v for k, v in keys.items() if f"{section}.{k}" in spec.given}
-    return raw
 
 
 def sweep(
@@ -74,7 +52,7 @@ def sweep(
     Raises:
         SpecError: an invalid spec or resources no node provides. ClusterError: Ray unreachable.
     """
-    spec = load(spec_or_path, overrides)  # spec errors come before Ray is even imported
+    spec = load_spec(spec_or_path, overrides)  # spec errors come before Ray is even imported
     from .ray_runner import run_sweep
 
     return run_sweep(spec, open_store(store), address=address,
@@ -122,7 +100,7 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
         for status in st.trial_statuses(sweep).values():
             counts[status] = counts.get(status, 0) + 1
         return SweepStatus(sweep=sweep, store=st.uri, counts=counts)
-    spec = load(spec_or_path, overrides)
+    spec = load_spec(spec_or_path, overrides)
     st = open_store(store)  # a spec not run yet: every trial pending, even in an empty store
     planned = {t.trial_key for t in plan(spec, SCHEMA_VERSION).trials}
     known = st.trial_statuses(spec.name)

@@ -9,10 +9,10 @@ import sys
 
 import click
 
-from store.layout import DATA_KINDS
+from store import DATA_KINDS
 
 from .errors import UsageError
-from .options import open_store, store_errors, store_option, sweep_filter_option
+from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 from .tables import FORMATS, render
 
 
@@ -52,7 +52,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
     """
     import warnings
 
-    from store.query import LeftOutFilesWarning
+    from store import LeftOutFilesWarning
 
     st = open_store(store_uri, must_exist=True)
     with store_errors(), warnings.catch_warnings(record=True) as caught:
@@ -234,7 +234,6 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     Example: explorer fit --sweep demo --form free
     """
     from . import fit as fitting
-    from .report import open_sweep
 
     with store_errors():
         fitting.resolve_form(form)
@@ -267,7 +266,6 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
     lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
     from .phase import format_phase, phase_diagram
-    from .report import open_sweep
 
     with store_errors():
         _, con = open_sweep(store_uri, sweep)

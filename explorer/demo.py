@@ -1,12 +1,12 @@
-"""``explorer demo``: a small built-in sweep end to end, then the analysis when it is installed.
+"""``explorer demo``: a small built-in sweep end to end, then its analysis and report.
 
 The sweep: depth L in 4..64 times hidden width M in 1..256 at D = 8, three seeds each, 10 GD
 steps, compared with a Mean ODE reference of 512 x 256 particles (two replicas). L starts at 4:
 at L = 2 with one unit per layer a network is far outside the ODE picture (its error grows
 along training). It takes about 30 s on a 2-core CPU with an embedded Ray; rerunning reuses the
 trials already in the store.
-After the sweep it prints the final err_out per (L, M) from the store, and, when
-``explorer.report`` provides ``write_report``, writes the report and says where it is.
+After the sweep it prints the final err_out per (L, M) from the store, writes the report and
+says where it is.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import os
 import click
 
 from . import api
+from .options import open_store
+from .report import write_report
 
 DEMO_SPEC = {
     "name": "demo",
@@ -61,22 +63,16 @@ def error_table(store, sweep: str = "demo") -> list[str]:
 
 
 def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None) -> int:
-    """Run the demo sweep, print its summary and error table, then the report if available.
+    """Run the demo sweep, print its summary and error table, then write its report.
 
     Returns:
         The sweep's exit code (0 when every trial ended ok or diverged).
     """
-    st = api.open_store(store)
+    st = open_store(store)
     result = api.sweep(DEMO_SPEC, store=st, address=address)
     click.echo(result.summary())
     for line in error_table(st, DEMO_SPEC["name"]):
         click.echo(line)
-    try:
-        from . import report
-    except ImportError:
-        report = None
-    write_report = getattr(report, "write_report", None)
-    if write_report is not None:
-        where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
-        click.echo(f"report: {os.path.join(os.fspath(where), 'index.html') if os.path.isdir(os.fspath(where)) else where}")
+    where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
+    click.echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
     return result.exit_code

@@ -12,6 +12,12 @@ class SpecError(UsageError):
     """A sweep spec that is malformed or asks for something impossible (exit 2)."""
 
 
+def spec_error(key: str, problem: str) -> SpecError:
+    """The one-line spec error about ``key`` (``[grid] L``, ``name``, a file path, an override):
+    ``spec error: KEY: PROBLEM``. Every spec refusal is built here, so they all read alike."""
+    return SpecError(f"spec error: {key}: {problem}")
+
+
 class QueryError(UsageError):
     """A SQL query that DuckDB rejected (exit 2)."""
 

@@ -7,7 +7,8 @@
             st = open_store(store_uri, must_exist=True)      # or open_store(uri, sweep=name)
             ...
 
-``open_store`` is the one way the explorer (CLI, Python API, sweeps, analysis) opens a store.
+``open_store`` is the one way the explorer (CLI, Python API, sweeps, analysis) opens a store,
+and ``open_sweep`` the one way a command reads one sweep of it.
 ``store_errors`` turns the store's exceptions (which know nothing of the CLI) into the
 explorer's one-line ``UsageError``s: ``StoreQueryError`` -> ``QueryError``, any other
 ``StoreError`` -> ``StoreAccessError`` (both exit 2).
@@ -87,3 +88,22 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             given = store.uri if isinstance(store, Store) else os.fspath(store)
             raise StoreAccessError(f"no results store at {given!r} (nothing written there yet); pass --store URI")
     return opened
+
+
+def open_sweep(store: Store | str | os.PathLike, sweep: str):
+    """The store and a read-only DuckDB connection on its views for one sweep (as ``explorer
+    sql``'s: a ``--where`` filter cannot read or write files).
+
+    Args:
+        store: a ``Store`` or a store URI.
+
+    Returns:
+        ``(Store, duckdb connection)``; close the connection when done.
+
+    Raises:
+        SweepDataError: nothing is stored at ``store``, or it has no sweep of that name (the
+            message lists those it has).
+    """
+    st = open_store(store, sweep=sweep)
+    with store_errors():
+        return st, st.connect(sweep=sweep, read_only=True)

@@ -3,7 +3,7 @@
 The only module that imports Ray (named for it: ``explorer.sweep`` is the public function of
 ``explorer.api``). The flow of ``run_sweep``:
 
-1. Plan the spec (``spec.plan``) and read the statuses of the sweep's trials from the store
+1. Plan the spec (``planning.plan``) and read the statuses of the sweep's trials from the store
    (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
    ones run again. Nothing left to do -> no Ray at all.
 2. Start an embedded Ray (no address: dashboard off, loopback only, shut down on exit) or join
@@ -33,22 +33,52 @@ import json
 import logging
 import math
 import os
+import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import ray
-from ray import tune
+# Ray decides, once, when it is first imported, which address the nodes it starts advertise and
+# bind: on Linux the machine's routable one (so that other machines can join), on macOS and
+# Windows the loopback one. Its documented switch for that is the environment variable
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER ("0": single machine, loopback). An embedded Ray must listen
+# on loopback only, so Ray is imported here with the switch off unless the user set it. Joining a
+# cluster still works (a driver takes the address of the node it connects to), and the switch is
+# not left in the environment of the processes this one starts later.
+_SINGLE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_RAY_IMPORTED_BEFORE = "ray" in sys.modules
+with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
+    import ray
+    from ray import tune
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, trial_row_from_metrics
-from trials import Reference, ReferenceDiverged, compute_reference, reference_from_trial, train_trial
+from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, resolve_device,
+                    train_trial)
 
-from .errors import ClusterError, SpecError
+from .errors import ClusterError, spec_error
 from .options import open_store
+from .planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
-from .spec import Plan, PlannedReference, PlannedTrial, SweepSpec, plan
+from .spec import SweepSpec
 
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
 _REPORT_EVERY_S = 0.5  # a worker reports progress at most this often (each report is a driver round trip)
@@ -222,18 +252,11 @@ def _error_text(exc: BaseException) -> str:
 _FLOAT_METRICS = tuple(c.name for c in COLUMNS["metrics"] if str(c.type) == "double")
 
 
-def _device_name(device: str) -> str:
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def failed_rows(trial: PlannedTrial, ref_kind: str, error: str, wall_s: float) -> list[dict]:
     """The rows of a failed trial: one per seed at step 0, NaN metrics, status failed, the error."""
     cfg = trial.config
-    base = dict(cfg.columns(), ref_key=trial.ref_key, ref_kind=ref_kind, device=_device_name(cfg.device))
+    base = dict(cfg.columns(), ref_key=trial.ref_key, ref_kind=ref_kind,
+                device=resolve_device("auto").type if cfg.device == "auto" else cfg.device)
     rows = []
     for seed in cfg.seeds:
         row = dict(base, seed=seed, step=0, status="failed", error=error)
@@ -243,8 +266,8 @@ def failed_rows(trial: PlannedTrial, ref_kind: str, error: str, wall_s: float) -
     return rows
 
 
-def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> tuple[str, float]:
-    """Train one grid point (retrying errors), write its rows; return (status, compute seconds)."""
+def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> str:
+    """Train one grid point (retrying errors), write its rows; return its status."""
     started_at = dt.datetime.now(dt.timezone.utc)
     t0 = time.perf_counter()
     planned_ref = job.references[trial.ref_key]
@@ -269,7 +292,7 @@ def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> tuple[str, float
     trial_row = trial_row_from_metrics(rows, config_json=config_json, started_at=started_at,
                                        seeds=list(trial.config.seeds), node_id=node_id)
     job.store.write_trial(job.sweep, trial.trial_key, rows, trial_row)
-    return trial_row["status"], seconds
+    return trial_row["status"]
 
 
 def _run_pack(config: dict, job: _Job) -> None:
@@ -283,22 +306,17 @@ def _run_pack(config: dict, job: _Job) -> None:
     if attempt > 0:  # a restart after a lost worker: skip what the first attempt already wrote
         done_before = job.store.completed_trial_keys(job.sweep) - job.rerun
     node_id = ray.get_runtime_context().get_node_id()
-    keys, statuses, compute_s = [], [], 0.0
+    keys, statuses = [], []
     last = time.monotonic()
     points = job.packs[pack_id]
     for index, trial in enumerate(points):
-        if trial.trial_key in done_before:
-            status, seconds = "complete", 0.0
-        else:
-            status, seconds = _run_point(job, trial, node_id)
+        status = "complete" if trial.trial_key in done_before else _run_point(job, trial, node_id)
         keys.append(trial.trial_key)
         statuses.append(status)
-        compute_s += seconds
         now = time.monotonic()
         if now - last >= _REPORT_EVERY_S or index == len(points) - 1:
-            tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses), "compute_s": compute_s,
-                         "node_id": node_id})
-            keys, statuses, compute_s, last = [], [], 0.0, now
+            tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses)})
+            keys, statuses, last = [], [], now
 
 
 # --- the driver ------------------------------------------------------------------------------
@@ -310,8 +328,6 @@ class _ProgressCallback(tune.Callback):
     def __init__(self, progress: Progress):
         self.progress = progress
         self.statuses: dict[str, str] = {}
-        self.compute_s = 0.0
-        self.nodes: set[str] = set()
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         keys = result.get("keys")
@@ -320,8 +336,6 @@ class _ProgressCallback(tune.Callback):
         for key, status in zip(keys.split(","), result["statuses"].split(",")):
             if status != "complete" or key not in self.statuses:
                 self.statuses[key] = status
-        self.compute_s += float(result.get("compute_s", 0.0))
-        self.nodes.add(result.get("node_id"))
         failed = sum(s == "failed" for s in self.statuses.values())
         self.progress.update(done=len(self.statuses), failed=failed)
 
@@ -341,20 +355,6 @@ class _QuietReporter(tune.ProgressReporter):
 
 
 @contextlib.contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@contextlib.contextmanager
 def _quiet_loggers(*names: str) -> Iterator[None]:
     loggers = [logging.getLogger(n) for n in names]
     levels = [lg.level for lg in loggers]
@@ -365,29 +365,6 @@ def _quiet_loggers(*names: str) -> Iterator[None]:
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
-
-
-@contextlib.contextmanager
-def _loopback_only() -> Iterator[None]:
-    """Make a Ray started now advertise, and bind its servers to, 127.0.0.1 only.
-
-    On Linux Ray uses the machine's routable address even when given 127.0.0.1 (so that other
-    nodes could join); its single-machine mode (the default on macOS and Windows) uses the
-    loopback address. Ray reads that switch from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``: set for
-    the processes ``ray.init`` spawns, and patched in this process, whose constant was read at
-    import. Both are restored afterwards, so that a later ``ray.init(address=...)`` can join a
-    cluster.
-    """
-    from ray._private import ray_constants
-
-    saved = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
-    with _environment({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}):
-        ray_constants.ENABLE_RAY_CLUSTER = False
-        try:
-            yield
-        finally:
-            if saved is not None:
-                ray_constants.ENABLE_RAY_CLUSTER = saved
 
 
 @contextlib.contextmanager
@@ -411,10 +388,12 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
     try:
         if address is None:
-            with _loopback_only():
+            # The processes ray.init starts read the single-machine switch too.
+            with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
                 ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                          object_store_memory=256 * 1024**2, **quiet)
             kind = "embedded"
+            _warn_if_not_loopback()
         else:
             ray.init(address=address, **quiet)
             kind = "joined"
@@ -425,6 +404,17 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         yield kind
     finally:
         ray.shutdown()
+
+
+def _warn_if_not_loopback() -> None:
+    """Say so when the embedded Ray is reachable from other machines: Ray was imported before
+    this module, with the single-machine switch unset, so its address was already chosen."""
+    address = ray.util.get_node_ip_address()
+    if address not in ("127.0.0.1", "::1"):
+        why = ("Ray was imported before explorer" if _RAY_IMPORTED_BEFORE
+               else f"{_SINGLE_MACHINE}={os.environ.get(_SINGLE_MACHINE)}")
+        warnings.warn(f"the embedded Ray listens on {address}, not on loopback only ({why}); set "
+                      f"{_SINGLE_MACHINE}=0 before importing Ray to keep it on this machine", stacklevel=3)
 
 
 def check_resources(spec: SweepSpec) -> int:
@@ -439,8 +429,8 @@ def check_resources(spec: SweepSpec) -> int:
     total_gpu = sum(n.get("GPU", 0) for n in nodes)
     where = f"the Ray cluster has {total_cpu:g} CPUs and {total_gpu:g} GPUs on {len(nodes)} node(s)"
     if gpus > 0 and total_gpu == 0:
-        raise SpecError(f"spec error: [resources] gpus_per_trial: {gpus:g} GPU per trial, but {where}; "
-                        "set gpus_per_trial = 0, or join a cluster with GPUs (--address)")
+        raise spec_error("[resources] gpus_per_trial", f"{gpus:g} GPU per trial, but {where}; "
+                         "set gpus_per_trial = 0, or join a cluster with GPUs (--address)")
     slots = 0
     for n in nodes:
         per_node = math.floor(n.get("CPU", 0) / cpus + 1e-9)
@@ -449,8 +439,8 @@ def check_resources(spec: SweepSpec) -> int:
         slots += per_node
     if slots == 0:
         largest = max(nodes, key=lambda n: (n.get("GPU", 0), n.get("CPU", 0)), default={})
-        raise SpecError(
-            f"spec error: [resources] cpus_per_trial: a trial asks for {cpus:g} CPUs and {gpus:g} GPUs but no node has "
+        raise spec_error(
+            "[resources] cpus_per_trial", f"a trial asks for {cpus:g} CPUs and {gpus:g} GPUs but no node has "
             f"that much (the largest has {largest.get('CPU', 0):g} CPUs and {largest.get('GPU', 0):g} GPUs); lower it"
         )
     return slots

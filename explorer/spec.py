@@ -1,40 +1,38 @@
-"""Sweep specs: the TOML file a user writes, its strict validation, and its expansion into trials.
+"""Sweep specs: the TOML file a user writes, its overrides, and its strict validation.
 
 A spec names a sweep, fixes the problem, model, training and reference settings, and lists grid
 axes whose product is the sweep (see docs/sweeps.md for every key). Loading is strict: an
 unknown key, a wrong type, a non-positive size or an impossible resource request raises
 ``SpecError`` with one line naming the key, before anything runs.
 
-Expansion (``plan``) turns a spec into trial configurations (``trials.TrialConfig``, one per grid
-point, all its seeds batched), each with a ``trial_key`` (a hash of the config, its reference and
-the store's schema version), grouped by the reference they are compared with (SPEC section 3):
-``mean_ode`` (a particle solution, one per limit-defining group) or ``largest`` (the largest grid
-point of the group at the same seeds, with embeddings coupled across D, as in the companion
-paper, arXiv:2603.18168).
+A spec also knows how to say itself in the trials package's terms (``problem_config``,
+``trial_config``, ``reference_config``): validation builds those configurations so that the
+trials' own rules judge the spec, and a refusal (``trials.ConfigError``) names its field, which
+``_CONFIG_KEYS`` maps to the spec key to blame. Expanding a spec into trials and references is
+``explorer.planning``'s job.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
-import re
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from store import InvalidNameError
-from store.layout import check_sweep
-from trials import PRESETS, ProblemConfig, ReferenceConfig, TrialConfig
-from trials.config import ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, stable_hash
-from trials.reference import REFERENCE_KINDS, largest_reference_key
+from store import InvalidNameError, check_sweep
+from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError, ProblemConfig,
+                    ReferenceConfig, TrialConfig)
 
-from .errors import SpecError
+from .errors import spec_error
 
-# Axes a [grid] list may sweep, and the scalar setting each one replaces when swept.
+# The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
+# ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
 GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr")
-_AXIS_SCALAR = {"sigma_u": "model", "sigma_v": "model", "lr": "train"}
+_AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
+                "problem_seeds": ("problem", "seed")}
 
 
 # --- value checks: each returns the normalized value or raises _Bad(problem) -----------------
@@ -206,6 +204,9 @@ class GridSpec:
         None, _list_of(_positive_number, "positive numbers"), "init scales of v (replaces [model] sigma_v)")
     lr: tuple[float, ...] | None = _spec_field(
         None, _list_of(_positive_number, "positive numbers"), "learning rates (replaces [train] lr)")
+    problem_seeds: tuple[int, ...] | None = _spec_field(
+        None, _list_of(_nonnegative_int, "non-negative integers"),
+        "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
     seeds: int = _spec_field(3, _positive_int, "repetitions per grid point (seeds 0..seeds-1, batched)")
 
 
@@ -253,18 +254,47 @@ class SweepSpec:
         return self.problem.coupled_embeddings
 
     def grid_points(self) -> int:
-        """Number of grid points (trials), seeds not counted."""
-        return math.prod(len(values) for values in self._axes().values())
+        """Number of grid points (trials), seeds not counted, problem draws counted."""
+        return math.prod(len(values) for values in self.axes().values()) * len(self.problem_seeds())
 
-    def _axes(self) -> dict[str, tuple]:
+    def axes(self) -> dict[str, tuple]:
+        """The values of each TrialConfig axis (``GRID_AXES``): the [grid] list, else the scalar."""
         axes = {}
         for name in GRID_AXES:
             values = getattr(self.grid, name)
             if values is None:
-                section = getattr(self, _AXIS_SCALAR[name])
-                values = (getattr(section, name),)
+                section, key = _AXIS_SCALAR[name]
+                values = (getattr(getattr(self, section), key),)
             axes[name] = values
         return axes
+
+    def problem_seeds(self) -> tuple[int, ...]:
+        """The problem draws: [grid] problem_seeds, else the one [problem] seed."""
+        return self.grid.problem_seeds if self.grid.problem_seeds is not None else (self.problem.seed,)
+
+    # --- the spec in the trials package's terms (raise trials.ConfigError) -------------------
+
+    def problem_config(self, seed: int) -> ProblemConfig:
+        """The data and embeddings of one problem draw (embeddings coupled at the largest D when
+        ``coupled_embeddings``)."""
+        p = self.problem
+        coupled = max(self.grid.D) if self.coupled_embeddings else None
+        return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled)
+
+    def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
+        """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
+        all its seeds batched."""
+        return TrialConfig(
+            problem=problem, activation=self.model.activation, block=self.model.block, preset=self.model.preset,
+            steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,
+            seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic, **point,
+        )
+
+    def reference_config(self, limit: TrialConfig) -> ReferenceConfig:
+        """The mean_ode reference of the group ``limit`` (any of its trials) belongs to."""
+        ref = self.reference
+        return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
+                               device=self.train.device)
 
     def to_dict(self) -> dict:
         """The resolved spec as plain TOML-like data (tuples as lists), for records and display."""
@@ -281,23 +311,21 @@ class SweepSpec:
 
 def _parse_section(section: str, cls: type, raw: Any) -> tuple[Any, set[str]]:
     if not isinstance(raw, dict):
-        raise SpecError(f"spec error: [{section}]: expected a table, got {_fmt(raw)}")
+        raise spec_error(f"[{section}]", f"expected a table, got {_fmt(raw)}")
     known = {f.name: f for f in dataclasses.fields(cls)}
     for key in raw:
         if key not in known:
-            raise SpecError(
-                f"spec error: [{section}] {key}: unknown key; expected one of: {', '.join(known)}"
-            )
+            raise spec_error(f"[{section}] {key}", f"unknown key; expected one of: {', '.join(known)}")
     values = {}
     for name, f in known.items():
         if name not in raw:
             if f.metadata["required"]:
-                raise SpecError(f"spec error: [{section}] {name}: missing; {f.metadata['doc']} are required")
+                raise spec_error(f"[{section}] {name}", f"missing; {f.metadata['doc']} are required")
             continue
         try:
             values[name] = f.metadata["check"](raw[name])
         except _Bad as bad:
-            raise SpecError(f"spec error: [{section}] {name}: {bad}") from None
+            raise spec_error(f"[{section}] {name}", str(bad)) from None
     return cls(**values), {f"{section}.{k}" for k in raw}
 
 
@@ -318,18 +346,17 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
     data = _apply_overrides(raw, overrides)
     for key in data:
         if key != "name" and key not in SECTIONS:
-            raise SpecError(
-                f"spec error: {key}: unknown key; expected name or one of the tables "
+            raise spec_error(key, "unknown key; expected name or one of the tables "
                 + ", ".join(f"[{s}]" for s in SECTIONS)
             )
     if "name" not in data:
-        raise SpecError("spec error: name: missing; give the sweep a name, e.g. name = \"quick\"")
+        raise spec_error("name", "missing; give the sweep a name, e.g. name = \"quick\"")
     try:
         name = _sweep_name(data["name"])
     except _Bad as bad:
-        raise SpecError(f"spec error: name: {bad}") from None
+        raise spec_error("name", str(bad)) from None
     if "grid" not in data:
-        raise SpecError("spec error: [grid]: missing; list at least L, M and D")
+        raise spec_error("[grid]", "missing; list at least L, M and D")
     sections, given = {}, set()
     for section, cls in SECTIONS.items():
         sections[section], keys = _parse_section(section, cls, data.get(section, {}))
@@ -339,24 +366,39 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
     return spec
 
 
-def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> SweepSpec:
-    """Read and validate a TOML spec file (see ``parse_spec``).
+def load_spec(source: SweepSpec | Mapping[str, Any] | str | os.PathLike,
+              overrides: list[str] | tuple[str, ...] = ()) -> SweepSpec:
+    """A validated spec from a TOML file's path, a dict of TOML data, or a ``SweepSpec``, after
+    applying ``KEY=VALUE`` overrides (see ``parse_spec``; this is also ``explorer.load_spec``).
 
     Raises:
         SpecError: a missing or unreadable file, invalid TOML, or any problem ``parse_spec`` finds.
     """
-    path = Path(path)
+    if isinstance(source, SweepSpec):
+        return parse_spec(_given_data(source), overrides) if overrides else source
+    if isinstance(source, Mapping):
+        return parse_spec(source, overrides)
+    path = Path(source)
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise SpecError(f"spec error: {path}: no such file") from None
+        raise spec_error(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"spec error: {path}: cannot read it ({exc})") from None
+        raise spec_error(str(path), f"cannot read it ({exc})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"spec error: {path}: invalid TOML: {exc}") from None
+        raise spec_error(str(path), f"invalid TOML: {exc}") from None
     return parse_spec(raw, overrides)
+
+
+def _given_data(spec: SweepSpec) -> dict:
+    """A spec back as TOML data, with only the keys the user gave (so defaults stay defaults)."""
+    raw = spec.to_dict()
+    for section, keys in raw.items():
+        if isinstance(keys, dict):
+            raw[section] = {k: v for k, v in keys.items() if f"{section}.{k}" in spec.given}
+    return raw
 
 
 def _parse_override_value(text: str) -> Any:
@@ -371,18 +413,17 @@ def _apply_overrides(raw: Mapping[str, Any], overrides) -> dict:
     for item in overrides:
         key, sep, value = item.lstrip("-").partition("=")
         if not sep or not key:
-            raise SpecError(f"spec error: override {item!r}: expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8]")
+            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8]")
         path = key.strip().split(".")
         if len(path) == 1 and path[0] == "name":
             data["name"] = _parse_override_value(value.strip())
         elif len(path) == 2 and path[0] in SECTIONS:
             section = data.setdefault(path[0], {})
             if not isinstance(section, dict):
-                raise SpecError(f"spec error: [{path[0]}]: expected a table, got {_fmt(section)}")
+                raise spec_error(f"[{path[0]}]", f"expected a table, got {_fmt(section)}")
             section[path[1]] = _parse_override_value(value.strip())
         else:
-            raise SpecError(
-                f"spec error: override {item!r}: unknown key {key!r}; expected name or SECTION.KEY with SECTION one of "
+            raise spec_error(f"override {item!r}", f"unknown key {key!r}; expected name or SECTION.KEY with SECTION one of "
                 + ", ".join(SECTIONS)
             )
     return data
@@ -390,60 +431,56 @@ def _apply_overrides(raw: Mapping[str, Any], overrides) -> dict:
 
 def _check_consistency(spec: SweepSpec) -> None:
     """Cross-key rules: each refusal names the key the user should change."""
-    for axis, section in _AXIS_SCALAR.items():
-        if getattr(spec.grid, axis) is not None and f"{section}.{axis}" in spec.given:
-            raise SpecError(
-                f"spec error: [grid] {axis}: also set as [{section}] {axis}; keep one (the grid list sweeps it)"
-            )
+    for axis, (section, key) in _AXIS_SCALAR.items():
+        if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
+            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it)")
     ref = spec.reference
     if ref.kind == "largest":
         for key in ("depth", "width", "replicas"):
             if f"reference.{key}" in spec.given:
-                raise SpecError(
-                    f'spec error: [reference] {key}: not used with kind = "largest" (the largest grid point is the reference); remove it'
-                )
+                raise spec_error(f"[reference] {key}",
+                                 'not used with kind = "largest" (the largest grid point is the reference); remove it')
         if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1:
-            raise SpecError(
-                'spec error: [problem] coupled_embeddings: kind = "largest" over several D compares the first D '
-                "coordinates, so it needs coupled embeddings; set it to true"
-            )
+            raise spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
+                             "coordinates, so it needs coupled embeddings; set it to true")
     _check_trial_rules(spec)
     res = spec.resources
     gpus = res.gpus_per_trial
     if gpus > 1 and gpus != int(gpus):
-        raise SpecError(f"spec error: [resources] gpus_per_trial: a fraction must be below 1 (several trials share a GPU); above 1 give a whole number, got {gpus:g}")
+        raise spec_error("[resources] gpus_per_trial", f"a fraction must be below 1 (several trials share a GPU); above 1 give a whole number, got {gpus:g}")
     if gpus > 0 and spec.train.device == "cpu":
-        raise SpecError(f'spec error: [resources] gpus_per_trial: {gpus:g} GPU per trial but [train] device = "cpu"; set gpus_per_trial = 0 or device = "auto"')
+        raise spec_error("[resources] gpus_per_trial", f'{gpus:g} GPU per trial but [train] device = "cpu"; set gpus_per_trial = 0 or device = "auto"')
     if gpus == 0 and spec.train.device == "cuda":
-        raise SpecError('spec error: [train] device: "cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
+        raise spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
+
+
 
 
 # The trials package owns the rules of a configuration (antithetic M even, lazy alpha > 1, an
-# even reference width ...): the spec builds its configurations and names the key behind a
-# refusal. Its messages start with the field they are about ("reference.width must be even",
-# "unknown activation ...", "antithetic units come in pairs ...").
-_FIELD = re.compile(r"^(?:unknown )?(?:(problem|reference)\.)?([A-Za-z_]+)")
-_FIELD_SECTION = {
-    "activation": "model", "block": "model", "preset": "model", "antithetic": "model",
-    "steps": "train", "dtype": "train", "device": "train", "seeds": "grid",
+# even reference width ...): validation builds the configurations the spec implies and lets
+# those rules judge it. A refusal (trials.ConfigError) names the config field; these tables name
+# the spec key behind it.
+_CONFIG_KEYS = {
+    "L": "[grid] L", "M": "[grid] M", "D": "[grid] D", "alpha": "[grid] alpha",
+    "sigma_u": "[model] sigma_u", "sigma_v": "[model] sigma_v", "lr": "[train] lr",
+    "activation": "[model] activation", "block": "[model] block", "preset": "[model] preset",
+    "antithetic": "[model] antithetic", "steps": "[train] steps", "dtype": "[train] dtype",
+    "device": "[train] device", "seeds": "[grid] seeds",
+    "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
+    "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
+    "reference.depth": "[reference] depth", "reference.width": "[reference] width",
+    "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
 }
+# Fields an optional [grid] list replaces: when it is given, the error is the axis's.
+_FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds"}
 
 
-def _key_of(message: str, spec: SweepSpec) -> str | None:
-    """The spec key (``[section] key``) a trials ValueError is about, or None."""
-    match = _FIELD.match(message)
-    if not match:
-        return None
-    prefix, name = match.groups()
-    if prefix == "reference":
-        return f"[reference] {name}"
-    if prefix == "problem":
-        return "[problem] coupled_embeddings" if name == "coupled_dim" else f"[problem] {name}"
-    if name in GRID_AXES:
-        swept = name not in _AXIS_SCALAR or getattr(spec.grid, name) is not None
-        return f"[grid] {name}" if swept else f"[{_AXIS_SCALAR[name]}] {name}"
-    section = _FIELD_SECTION.get(name)
-    return f"[{section}] {name}" if section else None
+def _key_of(error: ConfigError, spec: SweepSpec) -> str | None:
+    """The spec key (``[section] key``) a trials ConfigError is about, or None."""
+    axis = _FIELD_AXIS.get(error.field)
+    if axis is not None and getattr(spec.grid, axis) is not None:
+        return f"[grid] {axis}"
+    return _CONFIG_KEYS.get(error.field)
 
 
 def _check_trial_rules(spec: SweepSpec) -> None:
@@ -455,135 +492,26 @@ def _check_trial_rules(spec: SweepSpec) -> None:
         SpecError: the first refusal, naming the key (an axis value that breaks a rule names
             its [grid] axis).
     """
-    axes = spec._axes()
+    axes = spec.axes()
     first = {axis: values[0] for axis, values in axes.items()}
-    where = ", ".join(f"{k}={v}" for k, v in first.items())
+    seeds = spec.problem_seeds()
     try:
-        problem = _problem_config(spec)
-        limit = _trial_config(spec, problem, first)
-    except (ValueError, TypeError) as exc:
-        key = _key_of(str(exc), spec) or f"[grid] point {where}"
-        raise SpecError(f"spec error: {key}: {exc}") from None
-    for axis, values in axes.items():
+        problem = spec.problem_config(seeds[0])
+        limit = spec.trial_config(problem, first)
+    except ConfigError as exc:
+        where = ", ".join(f"{k}={v}" for k, v in first.items())
+        raise spec_error(_key_of(exc, spec) or f"[grid] point {where}", str(exc)) from None
+    for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
             try:
-                _trial_config(spec, problem, {**first, axis: value})
-            except (ValueError, TypeError) as exc:
-                raise SpecError(f"spec error: [grid] {axis}: {exc}") from None
+                if axis == "problem_seeds":
+                    spec.problem_config(value)
+                else:
+                    spec.trial_config(problem, {**first, axis: value})
+            except ConfigError as exc:
+                raise spec_error(f"[grid] {axis}", str(exc)) from None
     if spec.reference.kind == "mean_ode":
         try:
-            _reference_config(spec, limit)
-        except (ValueError, TypeError) as exc:
-            key = _key_of(str(exc), spec) or "[reference]"
-            raise SpecError(f"spec error: {key}: {exc}") from None
-
-
-def _problem_config(spec: SweepSpec) -> ProblemConfig:
-    p = spec.problem
-    coupled = max(spec.grid.D) if spec.coupled_embeddings else None
-    return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=p.seed, coupled_dim=coupled)
-
-
-def _trial_config(spec: SweepSpec, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
-    """The trial configuration of one grid point (all its seeds)."""
-    return TrialConfig(
-        problem=problem, activation=spec.model.activation, block=spec.model.block, preset=spec.model.preset,
-        steps=spec.train.steps, dtype=spec.train.dtype, device=spec.train.device,
-        seeds=tuple(range(spec.grid.seeds)), antithetic=spec.model.antithetic, **point,
-    )
-
-
-def _reference_config(spec: SweepSpec, limit: TrialConfig) -> ReferenceConfig:
-    ref = spec.reference
-    return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
-                           device=spec.train.device)
-
-
-# --- expansion into trials and references ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlannedReference:
-    """One reference: computed once, cached in the store under ``ref_key``, shared by its group."""
-
-    ref_key: str
-    kind: str  # mean_ode | largest
-    config: ReferenceConfig | TrialConfig  # a ReferenceConfig, or the largest grid point's config
-
-
-@dataclass(frozen=True)
-class PlannedTrial:
-    """One grid point (all its seeds): what a worker trains and writes under ``trial_key``."""
-
-    trial_key: str
-    ref_key: str
-    config: TrialConfig
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A spec expanded: references first, then the trials that use them."""
-
-    spec: SweepSpec
-    references: tuple[PlannedReference, ...]
-    trials: tuple[PlannedTrial, ...]
-
-    def trials_by_reference(self) -> dict[str, list[PlannedTrial]]:
-        groups: dict[str, list[PlannedTrial]] = {r.ref_key: [] for r in self.references}
-        for t in self.trials:
-            groups[t.ref_key].append(t)
-        return groups
-
-
-def trial_key(config: TrialConfig, ref_key: str, schema_version: int) -> str:
-    """A trial's identity in the store: its numbers depend on the config, on the reference it is
-    compared with, and on the row schema, so all three are hashed."""
-    return stable_hash({"trial": config.key(), "reference": ref_key, "schema_version": schema_version})
-
-
-def plan(spec: SweepSpec, schema_version: int | None = None) -> Plan:
-    """Expand a spec into its references and trials, in a stable order.
-
-    Args:
-        spec: a validated spec.
-        schema_version: the store's row schema version (default: ``store.SCHEMA_VERSION``).
-
-    Returns:
-        A ``Plan``: one ``PlannedReference`` per reference key, one ``PlannedTrial`` per grid
-        point (seeds 0..seeds-1 batched in its config), ordered by reference then grid order.
-
-    Raises:
-        SpecError: a grid point that the trial configuration refuses.
-    """
-    if schema_version is None:
-        from store import SCHEMA_VERSION as schema_version  # the store owns the row schema
-    axes = spec._axes()
-    problem = _problem_config(spec)
-    # A mean_ode reference is defined by everything but L and M ("limit": any trial of the group),
-    # the largest point's by everything but L, M and D: one reference per group, computed once.
-    outside_group = ("L", "M") if spec.reference.kind == "mean_ode" else ("L", "M", "D")
-    largest = {"L": max(spec.grid.L), "M": max(spec.grid.M), "D": max(spec.grid.D)}
-    references: dict[tuple, PlannedReference] = {}
-    trials = []
-    for values in itertools.product(*axes.values()):
-        point = dict(zip(axes, values))
-        try:
-            cfg = _trial_config(spec, problem, point)
-        except (ValueError, TypeError) as exc:
-            where = ", ".join(f"{k}={v}" for k, v in point.items())
-            raise SpecError(f"spec error: [grid] point {where}: {exc}") from None
-        group = tuple(v for k, v in point.items() if k not in outside_group)
-        ref = references.get(group)
-        if ref is None:
-            if spec.reference.kind == "mean_ode":
-                rc = _reference_config(spec, cfg)
-                ref = PlannedReference(rc.key(), "mean_ode", rc)
-            else:
-                top = cfg.replace(**largest)
-                ref = PlannedReference(largest_reference_key(top), "largest", top)
-            references[group] = ref
-        trials.append(PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg))
-    unique = list({r.ref_key: r for r in references.values()}.values())
-    order = {r.ref_key: i for i, r in enumerate(unique)}
-    trials.sort(key=lambda t: order[t.ref_key])  # stable: grid order within a group
-    return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))
+            spec.reference_config(limit)
+        except ConfigError as exc:
+            raise spec_error(_key_of(exc, spec) or "[reference]", str(exc)) from None

@@ -6,14 +6,18 @@ from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError, 
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
-from .schema import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
-from .store import Store, connect
+from .layout import DATA_KINDS, check_sweep
+from .query import run as run_query
+from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
+from .store import Store
 from .write import trial_row_from_metrics
 
 __all__ = [
     "COLUMNS",
+    "CONFIG_COLUMNS",
     "CheckReport",
     "CompactionReport",
+    "DATA_KINDS",
     "FINAL_STATUSES",
     "InvalidNameError",
     "LeftOutFilesWarning",
@@ -25,7 +29,8 @@ __all__ = [
     "StoreQueryError",
     "UnreadableFileError",
     "check_read_only",
-    "connect",
+    "check_sweep",
+    "run_query",
     "schema",
     "trial_row_from_metrics",
     "validate_filter",

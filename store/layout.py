@@ -19,9 +19,11 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidNameError
+from .schema import KINDS
+from .schema import check_kind as _check_kind
 
-DATA_KINDS = ("metrics", "trials", "fits")  # partitioned by sweep; references are not
 REFERENCES_DIR = "references"
+DATA_KINDS = tuple(k for k in KINDS if k != REFERENCES_DIR)  # partitioned by sweep; references are not
 SUFFIX = ".parquet"
 TEMP_PREFIX = ".tmp."
 LOCK_PREFIX = ".lock."
@@ -55,9 +57,8 @@ def check_sweep(sweep: str) -> str:
 
 
 def check_kind(kind: str) -> str:
-    if kind not in DATA_KINDS:
-        raise InvalidNameError(f"unknown kind {kind!r}; expected one of: {', '.join(DATA_KINDS)}")
-    return kind
+    """``kind`` when it is a kind partitioned by sweep (``DATA_KINDS``); InvalidNameError otherwise."""
+    return _check_kind(kind, DATA_KINDS)
 
 
 def join(*parts: str) -> str:

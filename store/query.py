@@ -182,20 +182,6 @@ def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
         raise StoreQueryError(_message(exc)) from None
 
 
-def relation(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation:
-    """A lazy DuckDB relation for notebooks (``.df()``, ``.pl()``, further ``.filter`` ...).
-
-    Raises:
-        StoreQueryError: DuckDB rejected the query when parsing or binding it.
-    """
-    try:
-        rel = con.sql(sql)
-    except duckdb.Error as exc:
-        raise StoreQueryError(_message(exc)) from None
-    if rel is None:
-        raise StoreQueryError(f"the statement returns no rows: {sql.strip()[:80]}")
-    return rel
-
 
 # -- the SQL sandbox of read-only connections --------------------------------------------------
 _READ_PRAGMAS = frozenset({

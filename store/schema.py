@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from .errors import SchemaError
+from .errors import InvalidNameError, SchemaError
 
 SCHEMA_VERSION = 1
 KINDS = ("metrics", "trials", "fits", "references")
@@ -179,7 +179,7 @@ def schema(kind: str) -> pa.Schema:
     Raises:
         ValueError: for an unknown kind (the message lists the kinds).
     """
-    return _schema(_check_kind(kind))
+    return _schema(check_kind(kind))
 
 
 @lru_cache(maxsize=None)
@@ -188,15 +188,16 @@ def _schema(kind: str) -> pa.Schema:
     return pa.schema(fields, metadata={"explorer.schema_version": str(SCHEMA_VERSION), "explorer.kind": kind})
 
 
-def _check_kind(kind: str) -> str:
-    if kind not in COLUMNS:
-        raise ValueError(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+def check_kind(kind: str, allowed: tuple[str, ...] = KINDS) -> str:
+    """``kind`` when it is one of ``allowed``; otherwise InvalidNameError (a ValueError) listing them."""
+    if kind not in allowed:
+        raise InvalidNameError(f"unknown kind {kind!r}; expected one of: {', '.join(allowed)}")
     return kind
 
 
 def column_names(kind: str) -> tuple[str, ...]:
     """Column names of a kind, in stored order."""
-    return tuple(c.name for c in COLUMNS[_check_kind(kind)])
+    return tuple(c.name for c in COLUMNS[check_kind(kind)])
 
 
 # Python types accepted for each Arrow type. bool is an int subclass: refused explicitly below.
@@ -278,7 +279,7 @@ def to_table(kind: str, rows: Sequence[Mapping], fill: Mapping[str, object] | No
         SchemaError: a missing or unknown column, a wrong type, a null in a required column, a
             value outside an allowed set, or no rows at all. Nothing is written.
     """
-    columns = COLUMNS[_check_kind(kind)]
+    columns = COLUMNS[check_kind(kind)]
     fill = dict(fill or {})
     if isinstance(rows, Mapping) or not isinstance(rows, Sequence):
         raise SchemaError(f"{kind} rows must be a list of dicts, got {type(rows).__name__}")
@@ -334,7 +335,7 @@ def to_table(kind: str, rows: Sequence[Mapping], fill: Mapping[str, object] | No
 
 def check_table_schema(kind: str, actual: pa.Schema) -> str | None:
     """Why a file's schema cannot be read as ``kind`` (None when it can)."""
-    expected = _schema(_check_kind(kind))
+    expected = _schema(check_kind(kind))
     missing = [f.name for f in expected if f.name not in actual.names]
     if missing:
         return f"missing column(s) {', '.join(missing)}"

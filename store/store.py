@@ -6,7 +6,8 @@
     st.trial_statuses(sweep)                    # -> {trial_key: "ok" | "diverged" | "failed"}
     st.get_or_compute_reference(ref_key, compute)
     st.write_fit(sweep, fit_id, rows)
-    st.sql("SELECT L, avg(err_out) FROM metrics GROUP BY L").df()
+    st.query("SELECT L, avg(err_out) FROM metrics GROUP BY L")   # -> pyarrow Table
+    st.connect(sweep)                           # -> DuckDB connection on the views, for many queries
     st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
 
 It holds no open files: every method lists what it needs, so a Store can be pickled to Ray
@@ -189,20 +190,6 @@ class Store:
             warnings.warn(query.left_out_message(left_out), query.LeftOutFilesWarning, stacklevel=2)
         return con
 
-    def sql(self, sql: str, sweep: str | None = None) -> duckdb.DuckDBPyRelation:
-        """A DuckDB relation for a query over fresh views (``.df()`` for pandas, ``.to_arrow_table()``).
-
-        Raises:
-            StoreQueryError: DuckDB rejected the query (its message).
-        """
-        views = query.views_of(sql)
-        try:
-            return query.relation(self.connect(sweep=sweep, views=views), sql)
-        except StoreQueryError as exc:
-            if views is None or not query.missing_view(exc):
-                raise
-            return query.relation(self.connect(sweep=sweep), sql)
-
     def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
         """Run a query over fresh views and return the whole result as an Arrow table.
 
@@ -263,7 +250,6 @@ class Store:
         """
         return cleanup.remove_temporaries(self._files, sweep, before=before, references=references)
 
-
     # -- maintenance ---------------------------------------------------------------------------
     def quarantine(self, sweep: str | None = None) -> list[tuple[str, str]]:
         """Move unreadable data files to ``<root>/quarantine/<relative path>`` (nothing deleted);
@@ -309,8 +295,3 @@ class Store:
     def release(self, sweep: str, keys: Iterable[str], owner: str) -> int:
         """Drop ``owner``'s leases on ``keys``; returns how many were removed."""
         return leases.release(self._files, sweep, keys, owner)
-
-
-def connect(uri: str | os.PathLike = "results", sweep: str | None = None, filesystem: pafs.FileSystem | None = None) -> duckdb.DuckDBPyConnection:
-    """Shortcut for notebooks: ``connect("results").sql("SELECT * FROM trials").df()``."""
-    return Store(uri, filesystem=filesystem).connect(sweep=sweep)

@@ -3,21 +3,31 @@
 Depends on torch and numpy only: no Ray, no Parquet, no CLI. A trial is a pure function from a
 validated config (and its reference) to metric rows; it runs the same on CPU and CUDA.
 """
-from .config import PRESETS, ConfigError, ProblemConfig, ReferenceConfig, TrialConfig
+from .config import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, ConfigError, ProblemConfig, ReferenceConfig,
+                     TrialConfig, resolve_device, stable_hash)
 from .metrics import METRICS
-from .reference import Reference, ReferenceDiverged, compute_reference, reference_from_trial
+from .reference import (REFERENCE_KINDS, Reference, ReferenceDiverged, compute_reference, largest_reference_key,
+                        reference_from_trial)
 from .train import train_trial
 
 __all__ = [
+    "ACTIVATION_NAMES",
+    "BLOCKS",
     "ConfigError",
+    "DEVICES",
+    "DTYPES",
     "METRICS",
     "PRESETS",
+    "REFERENCE_KINDS",
     "ProblemConfig",
     "Reference",
     "ReferenceConfig",
     "ReferenceDiverged",
     "TrialConfig",
     "compute_reference",
+    "largest_reference_key",
     "reference_from_trial",
+    "resolve_device",
+    "stable_hash",
     "train_trial",
 ]

@@ -61,10 +61,6 @@ class Reference:
             raise ValueError(f"reference {key} lacks arrays: {', '.join(sorted(missing))}")
         return cls(key, kind, dict(arrays), meta)
 
-    @property
-    def steps(self) -> int:
-        return self.arrays["out"].shape[0] - 1
-
 
 def _trajectory(config: TrialConfig) -> tuple[np.ndarray, np.ndarray, str]:
     """Run one batch of seeds; return outputs (K+1, R, N, d_out) and last hidden states

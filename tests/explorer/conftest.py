@@ -10,6 +10,10 @@ import pytest
 # Before any test module imports Ray: no token prompt, no usage reporting (spawned drivers too).
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray reads its single-machine switch when first imported: test modules import Ray before explorer
+# does, so the embedded Rays of these tests stay on loopback only through this (the loopback test
+# itself runs in a fresh interpreter without it, as the CLI does).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 @pytest.fixture(scope="module")

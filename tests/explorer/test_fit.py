@@ -44,6 +44,7 @@ def test_fit_recovers_the_constants_of_a_known_law_from_noisy_errors(form):
     assert result.extrapolation_error < 0.15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form, reps", [("free", 50), ("theory", 50)])
 def test_confidence_intervals_cover_the_truth_in_most_repeated_trials(form, reps):
     hits = {name: 0 for name in TRUTH[form]}

@@ -9,6 +9,8 @@ from trials import TrialConfig
 
 from .analysis_data import connect, grid_configs, run_trials
 
+pytestmark = pytest.mark.slow
+
 
 @functools.lru_cache(maxsize=1)
 def depth_width_sweep():

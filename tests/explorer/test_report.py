@@ -98,6 +98,7 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path):
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -1,4 +1,4 @@
-"""Spec loading, strict validation (one line naming the key) and expansion into trials."""
+"""Spec loading, overrides and strict validation (one line naming the key)."""
 from __future__ import annotations
 
 import copy
@@ -6,9 +6,9 @@ import copy
 import pytest
 
 from explorer.errors import SpecError
-from explorer.spec import load_spec, parse_spec, plan
-from trials import ReferenceConfig
-from trials.reference import largest_reference_key
+from explorer.planning import plan
+from explorer.spec import load_spec, parse_spec
+from trials import REFERENCE_KINDS, ConfigError
 
 BASE = {
     "name": "quick",
@@ -73,15 +73,20 @@ SPEC_ERRORS = {
     "bad_activation": (with_changes(model={"activation": "sigmoid"}), '[model] activation: expected one of "tanh"'),
     "bad_preset": (with_changes(model={"preset": "ntk"}), "[model] preset: expected one of"),
     "antithetic_not_bool": (with_changes(model={"antithetic": 1}), "[model] antithetic: expected true or false, got 1"),
-    "antithetic_odd_M": (with_changes(model={"antithetic": True}), "[model] antithetic: antithetic units come in pairs"),
+    "antithetic_odd_M": (with_changes(model={"antithetic": True}), "[grid] M: antithetic units come in pairs"),
     "antithetic_one_odd_M": (
         with_changes(model={"antithetic": True}, grid={"M": [2, 3]}), "[grid] M: antithetic units come in pairs: M must be even, got M=3"),
-    "lazy_with_alpha_one": (with_changes(model={"preset": "lazy"}), "[model] preset: preset 'lazy' needs alpha > 1"),
+    "lazy_with_alpha_one": (with_changes(model={"preset": "lazy"}), "[grid] alpha: preset 'lazy' needs alpha > 1"),
     "lazy_with_one_small_alpha": (
         with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 1.0]}), "[grid] alpha: preset 'lazy' needs alpha > 1"),
     "name_with_newline": (with_changes(top={"name": "q\n"}), 'name: expected 1-128 letters, digits, \'_\', \'-\' or \'.\', starting with a letter or digit, no \'..\' (it names a folder in the store), got "q\\n"'),
     "zero_samples": (with_changes(problem={"samples": 0}), "[problem] samples: expected a positive integer, got 0"),
     "negative_problem_seed": (with_changes(problem={"seed": -1}), "[problem] seed: expected a non-negative integer"),
+    "problem_seeds_and_seed_both": (
+        with_changes(grid={"problem_seeds": [1, 2]}), "[grid] problem_seeds: also set as [problem] seed; keep one"),
+    "negative_problem_seeds": (
+        with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, -2]}),
+        "[grid] problem_seeds: expected a list of non-negative integers"),
     "bad_reference_kind": (with_changes(reference={"kind": "exact"}), '[reference] kind: expected one of "mean_ode", "largest"'),
     "odd_reference_width": (with_changes(reference={"width": 511}), "[reference] width: reference.width must be even (antithetic pairs), got 511"),
     "odd_reference_depth": (with_changes(reference={"depth": 1023}), "[reference] depth: reference.depth must be even"),
@@ -144,62 +149,6 @@ def test_overrides_replace_values_and_are_validated(tmp_path):
         load_spec(path, ["trian.steps=5"])
 
 
-def test_grid_expands_to_product_with_batched_seeds():
-    p = plan(parse_spec(BASE), schema_version=1)
-    assert len(p.trials) == 12
-    assert {(t.config.L, t.config.M) for t in p.trials} == {(L, M) for L in (4, 8, 16, 32) for M in (1, 4, 16)}
-    assert all(t.config.seeds == (0, 1, 2) for t in p.trials)
-    assert len({t.trial_key for t in p.trials}) == 12
-
-
-def test_mean_ode_reference_shared_by_all_L_and_M_and_split_by_alpha_and_D():
-    raw = with_changes(grid={"alpha": [1.0, 2.0], "D": [4, 8]})
-    p = plan(parse_spec(raw), schema_version=1)
-    assert len(p.references) == 4  # one per (alpha, D)
-    for ref in p.references:
-        assert ref.kind == "mean_ode"
-        assert isinstance(ref.config, ReferenceConfig) and ref.config.depth == 1024
-    groups = p.trials_by_reference()
-    assert sorted(len(g) for g in groups.values()) == [12, 12, 12, 12]
-    for ref in p.references:
-        assert ref.ref_key == ref.config.key()
-        assert {t.config.D for t in groups[ref.ref_key]} == {ref.config.limit.D}
-
-
-def test_largest_reference_is_the_largest_point_with_embeddings_coupled_at_largest_D():
-    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
-                       grid={"D": [4, 8, 16], "alpha": [1.0, 4.0]})
-    spec = parse_spec(raw)
-    assert spec.coupled_embeddings is True
-    p = plan(spec, schema_version=1)
-    assert len(p.references) == 2  # one per alpha
-    for ref in p.references:
-        largest = ref.config
-        assert (largest.L, largest.M, largest.D) == (32, 16, 16)
-        assert ref.ref_key == largest_reference_key(largest)
-    assert {t.config.problem.coupled_dim for t in p.trials} == {16}
-
-
-def test_trial_keys_are_stable_and_change_with_schema_reference_and_config():
-    first = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
-    assert first == {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
-    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(BASE), schema_version=2).trials})
-    finer_ref = with_changes(reference={"depth": 2048})
-    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(finer_ref), schema_version=1).trials})
-
-
-def test_extending_an_axis_keeps_the_existing_trial_keys():
-    before = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
-    after = {t.trial_key for t in plan(parse_spec(with_changes(grid={"L": [4, 8, 16, 32, 64]})), schema_version=1).trials}
-    assert before < after and len(after - before) == 3
-
-
-def test_grid_axis_replaces_scalar_setting():
-    p = plan(parse_spec(with_changes(grid={"sigma_u": [0.5, 2.0]})), schema_version=1)
-    assert {t.config.sigma_u for t in p.trials} == {0.5, 2.0}
-    assert len(p.trials) == 24
-
-
 def test_every_spec_key_is_documented_in_its_section_of_docs_sweeps():
     import dataclasses
     from pathlib import Path
@@ -233,11 +182,10 @@ def test_a_sweep_name_is_accepted_exactly_when_the_store_accepts_it(name):
         assert "\n" not in str(info.value)
 
 
-def test_reference_kinds_are_the_trials_packages():
-    from explorer import spec as spec_module
-    from trials import reference
-
-    assert spec_module.REFERENCE_KINDS is reference.REFERENCE_KINDS
+def test_every_reference_kind_of_trials_is_a_valid_spec_value():
+    for kind in REFERENCE_KINDS:
+        raw = with_changes(reference={"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP})
+        assert {r.kind for r in plan(parse_spec(raw)).references} == {kind}
 
 
 def test_the_trials_rules_judge_the_spec_with_the_key_named():
@@ -249,3 +197,43 @@ def test_the_trials_rules_judge_the_spec_with_the_key_named():
     with pytest.raises(SpecError, match=r"^spec error: \[grid\] alpha: preset 'lazy' needs alpha > 1"):
         parse_spec(with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 16.0, 0.5]}))
     assert parse_spec(with_changes(model={"preset": "lazy"}, grid={"alpha": [8.0, 16.0]})).grid.alpha == (8.0, 16.0)
+
+
+@pytest.mark.parametrize("field, key", [
+    ("reference.width", "[reference] width"), ("problem.coupled_dim", "[problem] coupled_embeddings"),
+    ("activation", "[model] activation"), ("seeds", "[grid] seeds"), ("L", "[grid] L"), ("lr", "[train] lr"),
+])
+def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkeypatch, field, key):
+    from explorer import spec as spec_module
+
+    def refuse(*args, **kwargs):
+        raise ConfigError(field, "reworded: no field name in here")
+
+    monkeypatch.setattr(spec_module, "ReferenceConfig", refuse)
+    with pytest.raises(SpecError) as info:
+        parse_spec(BASE)
+    assert str(info.value) == f"spec error: {key}: reworded: no field name in here"
+
+
+def test_a_refused_swept_setting_names_its_grid_axis():
+    from explorer.spec import _key_of
+
+    swept = parse_spec(with_changes(grid={"lr": [0.5, 1.0]}, train={"lr": _DROP}))
+    assert _key_of(ConfigError("lr", "x"), swept) == "[grid] lr"
+    assert _key_of(ConfigError("lr", "x"), parse_spec(BASE)) == "[train] lr"
+    draws = parse_spec(with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, 2]}))
+    assert _key_of(ConfigError("problem.seed", "x"), draws) == "[grid] problem_seeds"
+    assert _key_of(ConfigError("divergence_threshold", "x"), draws) is None  # not a spec key
+
+
+def test_load_spec_takes_a_dict_or_a_spec_and_overrides_keep_defaults_as_defaults(tmp_path):
+    minimal = {"name": "m", "grid": {"L": [4], "M": [1], "D": [8]}}
+    spec = load_spec(minimal)
+    assert load_spec(spec) is spec
+    shorter = load_spec(spec, ["train.steps=5"])
+    assert shorter.train.steps == 5 and shorter.problem == spec.problem
+    # [problem] seed was a default, not a choice: sweeping the draws instead is not a conflict.
+    assert load_spec(spec, ["grid.problem_seeds=[1, 2]"]).problem_seeds() == (1, 2)
+    path = tmp_path / "m.toml"
+    path.write_text('name = "m"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
+    assert load_spec(path) == spec

@@ -13,6 +13,8 @@ from ray.cluster_utils import Cluster
 import explorer
 from store import Store
 
+pytestmark = pytest.mark.slow
+
 SPEC = {
     "name": "cluster",
     "train": {"steps": 20},

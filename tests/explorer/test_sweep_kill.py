@@ -12,6 +12,8 @@ import pytest
 
 from store import Store
 
+pytestmark = pytest.mark.slow
+
 SPEC = """
 name = "killed"
 [train]

@@ -7,6 +7,8 @@ import os
 import pytest
 import store_testkit as kit
 
+pytestmark = pytest.mark.slow
+
 WORKERS = 3
 TRIALS_EACH = 6
 

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import store_testkit as kit
 
-from store import SCHEMA_VERSION, Store, StoreQueryError, connect, schema
+from store import SCHEMA_VERSION, Store, StoreQueryError, schema
 
 
 def _as_stored(rows, sweep, key):
@@ -141,9 +141,9 @@ def test_sweep_filter_and_notebook_api(local_store):
         key, rows, trial = kit.trial()
         local_store.write_trial(sweep, key, rows, trial)
     assert local_store.query("SELECT DISTINCT sweep FROM metrics", sweep="b").to_pylist() == [{"sweep": "b"}]
-    frame = local_store.sql("SELECT sweep, count(*) AS n FROM trials GROUP BY sweep ORDER BY sweep").df()
+    frame = local_store.query("SELECT sweep, count(*) AS n FROM trials GROUP BY sweep ORDER BY sweep").to_pandas()
     assert frame.to_dict("list") == {"sweep": ["a", "b"], "n": [1, 1]}
-    assert connect(local_store.uri).sql("SELECT count(*) FROM trials").fetchall() == [(2,)]
+    assert local_store.connect().sql("SELECT count(*) FROM trials").fetchall() == [(2,)]
     assert local_store.sweeps() == ["a", "b"]
 
 
@@ -151,7 +151,7 @@ def test_sql_errors_carry_duckdbs_message(local_store):
     with pytest.raises(StoreQueryError, match='Table with name nope does not exist'):
         local_store.query("SELECT * FROM nope")
     with pytest.raises(StoreQueryError, match='syntax error at or near "SELEC" LINE 1: SELEC 1'):
-        local_store.sql("SELEC 1")
+        local_store.query("SELEC 1")
 
 
 def test_read_only_queries_cannot_touch_files(local_store, tmp_path):

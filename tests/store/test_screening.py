@@ -145,4 +145,4 @@ def test_a_query_screens_only_the_views_it_names_and_falls_back_to_all(local_sto
     assert set(screened) == {"metrics"}
     # A view the parser cannot see (named in a string): the query is run again with every view.
     assert local_store.query("SELECT count(*) AS n FROM query_table('trials')").to_pylist() == [{"n": 4}]
-    assert local_store.sql("SELECT count(*) AS n FROM query_table('fits')").fetchall() == [(0,)]
+    assert local_store.query("SELECT count(*) AS n FROM query_table('fits')").to_pylist() == [{"n": 0}]

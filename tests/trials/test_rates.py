@@ -10,6 +10,8 @@ import pytest
 
 from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
 
+pytestmark = pytest.mark.slow
+
 LIMIT = TrialConfig(L=1, M=2, D=8, steps=10, lr=1.0, device="cpu")
 
 

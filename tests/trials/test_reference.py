@@ -38,6 +38,7 @@ def test_reference_key_changes_with_its_resolution():
     assert len(keys) == 4
 
 
+@pytest.mark.slow
 def test_two_references_agree_within_their_error_estimates():
     refs = [compute_reference(ReferenceConfig(limit=BASE, depth=256, width=128, replicas=2, seed=s, device="cpu"))
             for s in (100, 200)]

@@ -12,6 +12,8 @@ import pytest
 
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
 
+pytestmark = pytest.mark.slow
+
 ALPHAS = (1.0, 4.0, 16.0)
 
 

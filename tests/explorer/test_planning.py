@@ -1,0 +1,98 @@
+"""Planning: a spec expanded into trials, their keys and their references."""
+from __future__ import annotations
+
+from explorer.planning import plan, trial_key
+from explorer.spec import parse_spec
+from trials import ReferenceConfig, largest_reference_key
+
+from .test_spec import _DROP, BASE, with_changes
+
+
+def test_grid_expands_to_product_with_batched_seeds():
+    p = plan(parse_spec(BASE), schema_version=1)
+    assert len(p.trials) == 12
+    assert {(t.config.L, t.config.M) for t in p.trials} == {(L, M) for L in (4, 8, 16, 32) for M in (1, 4, 16)}
+    assert all(t.config.seeds == (0, 1, 2) for t in p.trials)
+    assert len({t.trial_key for t in p.trials}) == 12
+
+
+def test_mean_ode_reference_shared_by_all_L_and_M_and_split_by_alpha_and_D():
+    raw = with_changes(grid={"alpha": [1.0, 2.0], "D": [4, 8]})
+    p = plan(parse_spec(raw), schema_version=1)
+    assert len(p.references) == 4  # one per (alpha, D)
+    for ref in p.references:
+        assert ref.kind == "mean_ode"
+        assert isinstance(ref.config, ReferenceConfig) and ref.config.depth == 1024
+    groups = p.trials_by_reference()
+    assert sorted(len(g) for g in groups.values()) == [12, 12, 12, 12]
+    for ref in p.references:
+        assert ref.ref_key == ref.config.key()
+        assert {t.config.D for t in groups[ref.ref_key]} == {ref.config.limit.D}
+
+
+def test_largest_reference_is_the_largest_point_with_embeddings_coupled_at_largest_D():
+    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+                       grid={"D": [4, 8, 16], "alpha": [1.0, 4.0]})
+    spec = parse_spec(raw)
+    assert spec.coupled_embeddings is True
+    p = plan(spec, schema_version=1)
+    assert len(p.references) == 2  # one per alpha
+    for ref in p.references:
+        largest = ref.config
+        assert (largest.L, largest.M, largest.D) == (32, 16, 16)
+        assert ref.ref_key == largest_reference_key(largest)
+    assert {t.config.problem.coupled_dim for t in p.trials} == {16}
+
+
+def test_trial_keys_are_stable_and_change_with_schema_reference_and_config():
+    first = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    assert first == {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(BASE), schema_version=2).trials})
+    finer_ref = with_changes(reference={"depth": 2048})
+    assert first.isdisjoint({t.trial_key for t in plan(parse_spec(finer_ref), schema_version=1).trials})
+
+
+def test_extending_an_axis_keeps_the_existing_trial_keys():
+    before = {t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials}
+    after = {t.trial_key for t in plan(parse_spec(with_changes(grid={"L": [4, 8, 16, 32, 64]})), schema_version=1).trials}
+    assert before < after and len(after - before) == 3
+
+
+def test_grid_axis_replaces_scalar_setting():
+    p = plan(parse_spec(with_changes(grid={"sigma_u": [0.5, 2.0]})), schema_version=1)
+    assert {t.config.sigma_u for t in p.trials} == {0.5, 2.0}
+    assert len(p.trials) == 24
+
+
+
+
+def test_each_problem_seed_has_its_own_reference_and_trials():
+    raw = with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, 2]})
+    spec = parse_spec(raw)
+    assert spec.grid_points() == 24
+    p = plan(spec, schema_version=1)
+    assert len(p.trials) == 24 and len(p.references) == 2
+    groups = p.trials_by_reference()
+    seeds_per_ref = [{t.config.problem.seed for t in groups[r.ref_key]} for r in p.references]
+    assert seeds_per_ref == [{1}, {2}]
+    assert [r.config.limit.problem.seed for r in p.references] == [1, 2]
+    assert len({t.trial_key for t in p.trials}) == 24
+    # One draw listed is the same sweep as [problem] seed: the same keys.
+    one = with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1]})
+    assert [t.trial_key for t in plan(parse_spec(one), schema_version=1).trials] == \
+        [t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials]
+
+
+def test_problem_seeds_split_the_largest_reference_too():
+    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+                       problem={"seed": _DROP}, grid={"problem_seeds": [3, 4], "D": [4, 8]})
+    p = plan(parse_spec(raw), schema_version=1)
+    assert [r.config.problem.seed for r in p.references] == [3, 4]
+    assert {r.ref_key for r in p.references} == {largest_reference_key(r.config) for r in p.references}
+
+
+def test_trial_key_hashes_config_reference_and_schema():
+    cfg = plan(parse_spec(BASE)).trials[0].config
+    assert trial_key(cfg, "r1", 1) == trial_key(cfg, "r1", 1)
+    assert len({trial_key(cfg, "r1", 1), trial_key(cfg, "r2", 1), trial_key(cfg, "r1", 2),
+                trial_key(cfg.replace(L=cfg.L * 2), "r1", 1)}) == 4
