@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
-from .fit import (GRID_COLUMNS, _plain, _where_clause, check_sweep, choose_references, final_step_clause, held_axes,
-                  held_where, query_frame, sweep_is, table_columns)
+from .sweep_data import (GRID_COLUMNS, _plain, _where_clause, choose_references, final_step_clause, flagged_expr,
+                         held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS
@@ -136,7 +136,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     missing = [c for c in _NEEDED if c not in columns]
     if missing:
         raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
-    check_sweep(con, sweep)
+    require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
     conditions = _where_clause(choice.where)
