@@ -132,3 +132,31 @@ def test_compare_ranks_the_law_the_data_were_drawn_from_first(form):
     table = compare_laws(grid)
     assert list(table.columns) == ["law", "n_params", "cv_loo", "cv_extrap", "rank", "note"]
     assert table.iloc[0]["law"] == form, table
+
+
+def test_fit_command_pools_draws_prints_per_draw_estimates_warnings_and_the_comparison(tmp_path):
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+    from store import Store
+
+    from .analysis_data import write_to_store
+
+    parts = []
+    for draw, scale in ((1, 1.0), (2, 1.3)):
+        rows = law_rows(lambda L, M, D, s=scale: s * (0.8 / L + 0.3 * math.sqrt(D / (L * M))), Ls=(2, 4, 8, 16),
+                        Ms=(1, 4, 16), seeds=3, steps=2, rng=np.random.default_rng(draw))
+        rows["problem_seed"] = draw
+        rows["trial_key"] = rows["trial_key"] + f"-p{draw}"
+        rows["ref_key"] = f"ref-p{draw}"
+        parts.append(rows)
+    write_to_store(pd.concat(parts, ignore_index=True), Store(tmp_path / "store"))
+    out = CliRunner().invoke(main, ["fit", "--sweep", "law", "--store", str(tmp_path / "store"), "--form", "joint",
+                                    "--bootstrap", "50", "--compare", "--budget", "1e4"])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert "2 problem draws pooled" in text and "draws, then seeds" in text and "problem_seed 2" in text
+    assert "c3 not fitted" in text and "rank law" in text
+    assert "extrapolates" in text  # P = 1e4 is beyond the largest measured P = 16*16*8
+    rows = Store(tmp_path / "store").connect().execute("SELECT parameter, warnings FROM fits").df()
+    assert rows["warnings"].str.contains("c3 not fitted").all()
