@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
+from .fit import _short  # the analysis's one axis-value formatter
 from .sweep_data import (GRID_COLUMNS, _plain, _where_clause, choose_references, final_step_clause, flagged_expr,
                          held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
@@ -216,9 +217,3 @@ def format_phase(diagram: PhaseDiagram) -> str:
         lines.append(f"other axes held at: {fixed}")
     lines.extend(f"note: {note}" for note in diagram.notes)
     return "\n".join(lines)
-
-
-def _short(v) -> str:
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):g}"
-    return str(v)
