@@ -169,7 +169,7 @@ def shape_advice(fit: FitResult, budgets=None, n_samples: int = 100,
             slopes.append(np.polyfit(np.log(budgets[tail][ok]), np.log(errs[ok]), 1)[0])
     lo, hi = (np.percentile(slopes, [2.5, 97.5]) if slopes else (math.nan, math.nan))
     d_values = sorted(fit.grid["D"].unique().tolist())
-    warnings = [f"P = {row.P:.3g}: {row.refused}" for row in frontier.itertuples() if row.refused]
+    warnings = [row.refused for row in frontier.itertuples() if row.refused]
     warnings += [f"P = {row.P:.3g} extrapolates {row.extrapolation:.3g}x beyond the largest measured P"
                  + (f" ({row.outside})" if row.outside else "")
                  for row in frontier.itertuples() if not row.refused and row.extrapolation > 1 + 1e-9]
