@@ -160,3 +160,15 @@ def test_fit_command_pools_draws_prints_per_draw_estimates_warnings_and_the_comp
     assert "extrapolates" in text  # P = 1e4 is beyond the largest measured P = 16*16*8
     rows = Store(tmp_path / "store").connect().execute("SELECT parameter, warnings FROM fits").df()
     assert rows["warnings"].str.contains("c3 not fitted").all()
+
+
+def test_each_draw_is_read_against_its_own_reference_not_as_a_mix():
+    parts = []
+    for draw in (1, 2):
+        rows = law_rows(lambda L, M, D: 0.8 / L, Ls=(2, 4), Ms=(1, 4), seeds=2, steps=1)
+        rows["problem_seed"], rows["ref_key"] = draw, f"ref-p{draw}"
+        rows["trial_key"] = rows["trial_key"] + f"-p{draw}"
+        parts.append(rows)
+    grid = grid_errors(connect(pd.concat(parts, ignore_index=True)), "law")
+    assert len(grid) == 8 and grid.attrs["notes"] == []
+    assert sorted(grid.groupby("problem_seed")["ref_key"].unique().map(tuple)) == [("ref-p1",), ("ref-p2",)]
