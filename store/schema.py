@@ -161,7 +161,7 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname},
     "trials": {"error": lambda: None, "node_id": _hostname},
-    "fits": {"created_at": _now},
+    "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
 }
 
