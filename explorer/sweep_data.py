@@ -23,10 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from store import COLUMNS, StoreQueryError
-from store import query as store_query
+from store import COLUMNS
+from store import query as store_query  # run(): the store helper that words DuckDB errors (not in store.__all__)
 
 from .errors import FitError, MixedReferencesError, QueryError, SweepDataError
+from .options import store_errors
 
 FIT_METRICS = ("err_out", "err_hidden")
 REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}
@@ -50,18 +51,16 @@ REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D
 def query_frame(con, sql: str) -> pd.DataFrame:
     """Run one analysis query through the store's query helper and return it as pandas.
 
-    Every query of the analysis (fit, phase, report) goes through here (the analysis's one
-    conversion of ``StoreQueryError``, as ``explorer.options.store_errors`` is the CLI's), so a DuckDB error, a
-    corrupt store file included, is the same one line as ``explorer sql`` prints (with its
-    ``explorer check`` hint) and never a traceback.
+    Every query of the analysis (fit, phase, report) goes through here, and its error goes
+    through ``explorer.options.store_errors`` (the explorer's one conversion of store errors), so
+    a DuckDB error, a corrupt store file included, is the same one line as ``explorer sql``
+    prints (with its ``explorer check`` hint) and never a traceback.
 
     Raises:
         QueryError: DuckDB rejected the query or could not read a store file.
     """
-    try:
+    with store_errors():
         return store_query.run(con, sql).to_pandas()
-    except StoreQueryError as exc:
-        raise QueryError(str(exc)) from None
 
 
 def table_columns(con, table: str = "metrics") -> list[str]:
