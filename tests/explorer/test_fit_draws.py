@@ -172,3 +172,15 @@ def test_each_draw_is_read_against_its_own_reference_not_as_a_mix():
     grid = grid_errors(connect(pd.concat(parts, ignore_index=True)), "law")
     assert len(grid) == 8 and grid.attrs["notes"] == []
     assert sorted(grid.groupby("problem_seed")["ref_key"].unique().map(tuple)) == [("ref-p1",), ("ref-p2",)]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_fitted_estimate_lies_in_its_interval_and_unfitted_ones_are_nan(form):
+    grid = law_grid(lambda L, M, D: 0.8 / L + 0.3 * math.sqrt(D / (L * M)), rng=np.random.default_rng(2))
+    result = fit(grid, form, n_boot=50, per_draw=False, range_check=False)
+    for name in result.parameters:
+        if name in result.unidentified:
+            assert math.isnan(result.estimate[name]) and name not in result.law.parameters
+        else:
+            assert result.ci_low[name] <= result.estimate[name] <= result.ci_high[name], name
+    assert result.samples.shape[1] == len(result.law.parameters)
