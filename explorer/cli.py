@@ -225,21 +225,28 @@ _where_option = click.option("--where", default=None, metavar="SQL",
 @click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
               help="Shape advice: the (L, M, D) minimizing the fitted error at L*M*D = P (repeatable).")
 @click.option("--save/--no-save", default=True, show_default=True, help="Write the fit to the store (kind fits).")
+@click.option("--compare", is_flag=True, help="Also rank every registered law by cross-validated log error.")
+@click.option("--floor", type=click.Choice(["quadrature", "none"]), default="quadrature", show_default=True,
+              help="Remove the reference's own error in quadrature before fitting, or fit err as measured.")
 def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, where: str | None,
-                n_boot: int, seed: int, budgets: tuple[float, ...], save: bool) -> None:
+                n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
     """Fit a scaling law to a sweep's errors, with 95% bootstrap confidence intervals.
 
-    Errors are RMS over seeds per grid point, fitted in log space (robust loss, several
-    starts); floor-limited points are left out and counted.
-    Example: explorer fit --sweep demo --form free
+    Errors are RMS over seeds per grid point and problem draw, fitted in log space (robust
+    loss, several starts), draws pooled; floor-limited points and flagged seeds are left out and
+    counted; warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free
+    (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
     from . import fit as fitting
 
     with store_errors():
         fitting.resolve_form(form)
         st, con = open_sweep(store_uri, sweep)
-        result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed)
+        result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                                   floor=floor)
         click.echo(fitting.format_table(result))
+        if compare:
+            click.echo(fitting.format_comparison(fitting.compare_laws(result.grid, floor=floor, seed=seed)))
         if budgets:
             from .shapes import format_advice, shape_advice
 

@@ -95,11 +95,13 @@ class Expression:
             return np.broadcast_to(np.asarray(self._compiled(env), dtype=float), shape).copy()
 
 
-def parse_expression(text: str) -> Expression:
+def parse_expression(text: str, positive=()) -> Expression:
     """Parse a scaling-law expression safely.
 
     Args:
         text: e.g. ``"c1/L + c2*sqrt(D/(L*M))"``.
+        positive: other parameter names to constrain positive like the c-constants (the
+            registry's companion laws name theirs a, b, c).
     Returns:
         An :class:`Expression`.
     Raises:
@@ -126,7 +128,8 @@ def parse_expression(text: str) -> Expression:
     if len(names) > MAX_PARAMETERS:
         raise ExpressionError(f"expression {text!r} has {len(names)} parameters; at most {MAX_PARAMETERS} can be fitted")
     parameters = tuple(sorted(names, key=_natural_key))
-    positive = frozenset(n for n in parameters if _POSITIVE.match(n))
+    positive = frozenset(n for n in parameters if _POSITIVE.match(n) or n in positive)
+    parameters = tuple(sorted(parameters, key=lambda n: (n not in positive, _natural_key(n))))
     return Expression(text, parameters, positive, frozenset(variables), compiled)
 
 
@@ -175,3 +178,55 @@ def _compile(node: ast.AST, text: str, names: set[str], variables: set[str]) -> 
         return lambda env: fn(arg(env))
     what = type(node.op).__name__ if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node).__name__
     raise ExpressionError(f"unsupported syntax {what!r} in {text!r}; {_ALLOWED_HINT}")
+
+
+def constant_terms(expr: Expression, fixed: set[str] | frozenset[str]) -> tuple[str | None, dict[str, str]]:
+    """The law without the summands a grid cannot measure.
+
+    A summand (an operand of a sum or difference, at any depth: the terms inside
+    ``sqrt(a*D/(L*M) + b/D + c/L**2)`` count) that holds parameters and whose variables are all
+    in ``fixed`` (axes with a single value on the grid) is a constant on that grid: its
+    parameters cannot be told from the other terms' (``c3/sqrt(D)`` on a single-D sweep,
+    ``c1*L**(-a)`` on a single-L one). It is replaced by 0. A summand with no variable at all
+    (an explicit floor such as ``+ c2``) is kept.
+
+    Args:
+        expr: a parsed law. fixed: variable names (of L, M, D, P) constant on the grid.
+    Returns:
+        (text of the reduced law, or None when nothing is dropped or nothing would remain;
+        parameter -> the summand that holds it, for the dropped parameters only).
+    """
+    fixed = set(fixed)
+    tree = ast.parse(expr.text, mode="eval")
+    dropped: dict[str, str] = {}
+
+    def info(node):
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        return names & set(VARIABLES), {n for n in names if n in expr.parameters}
+
+    class _Drop(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            if isinstance(node.op, (ast.Add, ast.Sub)):
+                for side in ("left", "right"):
+                    child = getattr(node, side)
+                    if isinstance(child, ast.BinOp) and isinstance(child.op, (ast.Add, ast.Sub)):
+                        continue  # a nested sum: its operands are visited on their own
+                    variables, params = info(child)
+                    if params and variables and variables <= fixed:
+                        for p in params:
+                            dropped[p] = ast.unparse(child)
+                        setattr(node, side, ast.Constant(0.0))
+            self.generic_visit(node)
+            return node
+
+    reduced = _Drop().visit(tree)
+    if not dropped:
+        return None, {}
+    # A parameter that also appears in a kept term is still fitted there.
+    kept = {n.id for n in ast.walk(reduced) if isinstance(n, ast.Name)}
+    dropped = {p: t for p, t in dropped.items() if p not in kept}
+    text = ast.unparse(reduced)
+    remaining = {n.id for n in ast.walk(reduced) if isinstance(n, ast.Name)}
+    if not remaining & set(expr.parameters) or not remaining & set(VARIABLES):
+        return None, dropped
+    return text, dropped

@@ -8,7 +8,8 @@ Theta(1), as large as the change of the output; in the lazy regime (alpha >> 1) 
 it started (trivial); too large blows up (diverged).
 
 The rule (``PhaseRule``, documented in docs/analysis.md), applied per cell to the medians over
-seeds of the final-step values:
+seeds of the final-step values (problem draws pooled; seeds with a stability flag left out and
+counted in ``n_flagged``):
 
 1. failed:   every seed of the cell failed (no measurement).
 2. diverged: any seed diverged at any step, or a final value is missing or non-finite.
@@ -33,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
-from .fit import (GRID_COLUMNS, _plain, _where_clause, check_sweep, choose_references, final_step_clause, held_axes,
-                  held_where, query_frame, sweep_is, table_columns)
+from .fit import _short  # the analysis's one axis-value formatter
+from .sweep_data import (GRID_COLUMNS, _plain, _where_clause, choose_references, final_step_clause, flagged_expr,
+                         held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS
@@ -68,6 +70,7 @@ class PhaseDiagram:
     fixed: dict = field(default_factory=dict)
     rule: PhaseRule = field(default_factory=PhaseRule)
     notes: list = field(default_factory=list)  # e.g. trials against older references left out
+    n_flagged: int = 0  # seeds left out for a stability flag (a cell whose every seed is flagged is not drawn)
 
     def counts(self) -> dict:
         """phase -> number of cells."""
@@ -136,7 +139,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     missing = [c for c in _NEEDED if c not in columns]
     if missing:
         raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
-    check_sweep(con, sweep)
+    require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
     conditions = _where_clause(choice.where)
@@ -156,7 +159,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
                    max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
                    max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
                    {at_final('feature_update')} AS feature_update, {at_final('lin_ratio')} AS lin_ratio,
-                   {at_final('output_change')} AS output_change
+                   {at_final('output_change')} AS output_change, bool_or({flagged_expr(columns)}) AS flagged
             FROM metrics WHERE {sweep_is(sweep)}{conditions}
             GROUP BY "{x}", "{y}", trial_key, seed)
         SELECT x, y, any_value("L") AS "L", any_value("M") AS "M", any_value(alpha) AS alpha,
@@ -165,9 +168,12 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
                CAST(sum(CAST(failed AS INTEGER)) AS BIGINT) AS n_failed, CAST(sum(has_final) AS BIGINT) AS n_final,
                median(feature_update) AS feature_update, median(lin_ratio) AS lin_ratio,
                median(output_change) AS output_change, median(initial_residual) AS initial_residual
-        FROM seeds GROUP BY x, y ORDER BY x, y
+        FROM seeds WHERE NOT flagged GROUP BY x, y ORDER BY x, y
     """
     cells = query_frame(con, sql)
+    flagged = query_frame(con, sql.split("SELECT x, y, any_value")[0]
+                          + "SELECT count(*) AS n, count(DISTINCT (x, y)) AS cells FROM seeds WHERE flagged").iloc[0]
+    n_flagged = int(flagged["n"])
     if cells.empty:
         raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
     for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
@@ -181,7 +187,10 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     cells["init_noise_flag"] = cells["init_noise"] >= rule.init_noise
     cells["phase"] = classify(cells, rule)
     cells = _rename_axes(cells, x, y)
-    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=list(choice.notes))
+    notes = list(choice.notes)
+    if n_flagged:
+        notes.append(f"{n_flagged} seeds with a stability flag (the flags column) are left out of the cells")
+    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged)
 
 
 def _rename_axes(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
@@ -208,9 +217,3 @@ def format_phase(diagram: PhaseDiagram) -> str:
         lines.append(f"other axes held at: {fixed}")
     lines.extend(f"note: {note}" for note in diagram.notes)
     return "\n".join(lines)
-
-
-def _short(v) -> str:
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):g}"
-    return str(v)

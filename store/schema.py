@@ -128,6 +128,8 @@ _FITS = (
     Column("n_points", _INT, "grid points used by the fit"),
     Column("n_excluded", _INT, "grid points left out (floor-limited, diverged, failed)"),
     Column("extrapolation_error", _FLOAT, "relative error on held-out larger points", nullable=True),
+    Column("warnings", _STR, "the fit's guard-rail warnings joined by '; ' ('' when none; null in older fits)",
+           nullable=True),
     Column("created_at", _TIME, "UTC time the fit was written"),
 ) + _PROVENANCE
 
@@ -159,7 +161,7 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname},
     "trials": {"error": lambda: None, "node_id": _hostname},
-    "fits": {"created_at": _now},
+    "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
 }
 

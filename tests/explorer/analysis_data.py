@@ -152,3 +152,32 @@ def write_to_store(frame: pd.DataFrame, store) -> None:
                     r[k] = float("nan")
         trial = trial_row_from_metrics(records, config_json="{}", started_at=started)
         store.write_trial(sweep, key, records, trial)
+
+
+def draws_grid(law_of_draw, draws=(1, 2, 3, 4), rng=None, **kwargs) -> pd.DataFrame:
+    """``law_grid`` for several problem draws, one law per draw (``law_of_draw(draw)`` returns
+    law(L, M, D)): the table ``grid_errors`` gives for a sweep run at several problem seeds."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    parts = []
+    for draw in draws:
+        part = law_grid(law_of_draw(draw), rng=rng, **kwargs)
+        part.insert(0, "problem_seed", draw)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def random_effect_laws(rng, sd_a: float = 0.1, sd_b: float = 0.03, sd_log_c: float = 0.2,
+                       a: float = 1.0, b: float = 0.5, c1: float = 0.8, c2: float = 0.3):
+    """A law per draw of err = c1 L^-a + c2 (D/(LM))^b whose exponents and constants are shifted
+    per draw (a random effect, like the real draws of data and embeddings); the population
+    values are the arguments. Returns law_of_draw for ``draws_grid``."""
+    shifts = {}
+
+    def law_of_draw(draw):
+        if draw not in shifts:
+            shifts[draw] = (a + sd_a * rng.standard_normal(), b + sd_b * rng.standard_normal(),
+                            c1 * np.exp(sd_log_c * rng.standard_normal()), c2 * np.exp(sd_log_c * rng.standard_normal()))
+        ad, bd, c1d, c2d = shifts[draw]
+        return lambda L, M, D: c1d * L ** -ad + c2d * (D / (L * M)) ** bd
+
+    return law_of_draw

@@ -40,7 +40,7 @@ def test_batch_evaluation_matches_one_at_a_time():
 
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_every_registry_form_parses(name):
-    expr = parse_expression(FORMS[name].expression)
+    expr = parse_expression(FORMS[name].expression, FORMS[name].positive)
     assert expr.positive, "every registry form has positive constants"
     assert set(FORMS[name].theory) <= set(expr.parameters)
 

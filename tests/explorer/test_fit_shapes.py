@@ -27,7 +27,7 @@ def test_best_shape_matches_the_closed_form_optimum(joint):
     c1, c2, c3 = (joint.estimate[k] for k in ("c1", "c2", "c3"))
     Ds = np.geomspace(1, 1e4, 200001)
     D_star = Ds[np.argmin(c1 * Ds / P + c2 * Ds / math.sqrt(P) + c3 / np.sqrt(Ds))]
-    shape = best_shape(joint, P)
+    shape = best_shape(joint, P, max_extrapolation=math.inf)  # the law's algebra, far beyond the data
     assert shape["M"] == pytest.approx(1.0, abs=0.01) and shape["M_int"] == 1
     assert shape["D"] == pytest.approx(D_star, rel=0.02)
     assert shape["L"] * shape["M"] * shape["D"] == pytest.approx(P, rel=1e-9)
@@ -36,7 +36,7 @@ def test_best_shape_matches_the_closed_form_optimum(joint):
 
 
 def test_best_error_scales_like_p_to_the_minus_one_sixth(joint):
-    advice = shape_advice(joint, budgets=np.geomspace(1e6, 1e12, 7))
+    advice = shape_advice(joint, budgets=np.geomspace(1e6, 1e12, 7), max_extrapolation=math.inf)
     assert advice["exponent"] == pytest.approx(-1 / 6, abs=0.01)
     assert advice["ci_low"] <= advice["exponent"] <= advice["ci_high"]
     frontier = advice["frontier"]
@@ -62,3 +62,14 @@ def test_one_budget_gives_a_shape_and_says_the_exponent_needs_more(joint):
     text = format_advice(shape_advice(joint, [1e9], n_samples=5))
     assert "P^nan" not in text and "needs two budgets or more" in text
     assert len(text.splitlines()) >= 3  # header, the budget's best shape, the exponent line
+
+
+def test_advice_beyond_the_data_is_flagged_and_refused_far_beyond(joint):
+    largest = float((joint.grid["L"] * joint.grid["M"] * joint.grid["D"]).max())
+    advice = shape_advice(joint, budgets=[largest / 4, largest * 10, largest * 1000], n_samples=0)
+    inside, beyond, far = advice["frontier"].itertuples()
+    assert not inside.refused and inside.extrapolation < 1
+    assert not beyond.refused and beyond.extrapolation == pytest.approx(10)
+    assert far.refused and far.L_int == 0 and math.isnan(far.err_int)
+    text = format_advice(advice)
+    assert "refused" in text and "extrapolates 10x beyond the largest measured P" in text

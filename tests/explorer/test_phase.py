@@ -111,3 +111,19 @@ def test_a_rerun_against_a_new_reference_counts_each_seed_once():
     assert f"note: {note}" in format_phase(diagram)
     with pytest.raises(MixedReferencesError, match="sweep p mixes 4 references"):
         phase_diagram(connect(rows.drop(columns="started_at")), "p", "alpha", "D")
+
+
+def test_flagged_seeds_are_left_out_of_the_cells_and_counted():
+    rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 16.0), seeds=3, sweep="p")
+    clean = phase_diagram(connect(rows), "p", "alpha", "D")
+    assert clean.n_flagged == 0 and not any("stability flag" in n for n in clean.notes)
+    rows["flags"] = None
+    # one seed of the alpha = 1 cells looks lazy; flagged (chaotic), it must not count
+    hit = (rows["alpha"] == 1.0) & (rows["seed"] == 0)
+    rows.loc[hit, ["feature_update", "lin_ratio"]] *= 0.01
+    rows.loc[hit, "flags"] = "chaotic"
+    diagram = phase_diagram(connect(rows), "p", "alpha", "D")
+    assert diagram.n_flagged == 2 and any("2 seeds with a stability flag" in n for n in diagram.notes)
+    cells = diagram.cells.set_index(["alpha", "D"])
+    assert (cells["n_seeds"] == [2, 2, 3, 3]).all()
+    pd.testing.assert_series_equal(cells["feature_update"], clean.cells.set_index(["alpha", "D"])["feature_update"])
