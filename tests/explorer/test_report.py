@@ -16,8 +16,8 @@ from store import Store
 from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
-CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "error_vs_step",
-          "error_vs_params", "phase")
+CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "local_slopes",
+          "error_vs_step", "error_vs_params", "error_vs_D", "error_vs_alpha", "phase")
 
 
 @pytest.fixture(scope="module")
