@@ -350,8 +350,10 @@ def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
     data["series"] = data[series_cols].astype(str).apply(
         lambda r: " ".join(f"{c}={v}" for c, v in zip(series_cols, r)), axis=1) if len(data) else []
     x_scale = _LOG if _is_log_axis(data[axis].to_numpy(float)) else alt.Scale(zero=False, padding=12)
+    values = sorted(data[axis].unique().tolist())
+    x_axis = alt.Axis(values=values) if len(values) <= 12 else alt.Axis()  # label every swept value
     return alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X(f"{axis}:Q", scale=x_scale, title=axis),
+        x=alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis),
         y=alt.Y("err:Q", scale=_LOG, title="error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
                         legend=alt.Legend(type="gradient")),
@@ -420,7 +422,10 @@ def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
             y="theory:Q", tooltip=["guide:N"])
         panels.append(alt.layer(points, rule).properties(width=WIDTH, height=HEIGHT,
                                                          title=f"{title}: {y_title}"))
-    return _panels(panels) if panels else None
+    if not panels:
+        return None
+    chart = _panels(panels)
+    return chart.resolve_scale(color="independent") if len(panels) > 1 else chart
 
 
 def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "estimates per problem draw"):

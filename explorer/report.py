@@ -292,6 +292,11 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
         lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
                         "form: the {} form describes this grid better.")
                      .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
+    for name, result in fits.items():
+        warnings = len(result.notes) + len([w for w in _field(result, "warnings", []) if w not in result.notes])
+        if warnings:
+            lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
+                         .format(name, warnings, "s" if warnings > 1 else ""))
     if report.advice is not None:
         lines.append(_advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
@@ -444,7 +449,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     if compare_laws is not None and report.fits:
         try:
             report.comparison = pd.DataFrame(compare_laws(grid))
-        except FitError as exc:
+        except (FitError, ValueError) as exc:
             report.fit_errors["model comparison"] = str(exc)
     main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
     if "joint" in report.fits:
@@ -498,7 +503,8 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         held = {k: v for k, v in report.fixed.items() if k != axis}
         grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
         c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
-    per_draw = [(r, _per_draw(r)) for r in report.fits.values()]
+    # the free fit's exponents first: their spread over draws is what the pooled CI leaves out
+    per_draw = [(r, _per_draw(r)) for name, r in sorted(report.fits.items(), key=lambda kv: kv[0] != "free")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]
