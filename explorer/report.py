@@ -141,30 +141,40 @@ def chart_html(chart) -> str:
     return _as_chart(chart).to_html(inline=True, json_kwds={"cls": _HtmlSafeJSON})
 
 
-def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS) -> list[Path]:
+def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, spec: dict | None = None) -> list[Path]:
     """Write a chart (Altair chart or Vega-Lite dict) as ``name.png`` (2x), ``name.svg`` and
-    ``name.html`` (inline libraries) into ``directory``, with Altair's ``chart.save`` (vl-convert).
+    ``name.html`` into ``directory``.
 
+    PNG and SVG come from vl-convert (the engine behind Altair's ``chart.save``) with the
+    Vega-Lite version of Altair's schema; HTML from Altair's ``chart.save(..., inline=True)``,
+    which embeds the Vega libraries (no network), with script-safe JSON.
+
+    Args:
+        spec: ``chart.to_dict()`` when the caller has it already (validating a spec is the
+            slow part of saving).
     Returns:
         The written paths.
     Raises:
         ValueError: an unknown format.
     """
+    import vl_convert as vlc
+
     unknown = [f for f in formats if f not in CHART_FORMATS]
     if unknown:
         raise ValueError(f"unknown chart format {unknown[0]!r}; expected one of: {', '.join(CHART_FORMATS)}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    chart = _as_chart(chart)
+    if spec is None:
+        spec = chart if isinstance(chart, dict) else chart.to_dict()
     paths = []
     for f in formats:
         path = directory / f"{name}.{f}"
         if f == "png":
-            chart.save(path, format="png", scale_factor=2)
+            path.write_bytes(vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=2))
         elif f == "svg":
-            chart.save(path, format="svg")
+            path.write_text(vlc.vegalite_to_svg(spec, vl_version=_vl_version()), encoding="utf-8")
         else:
-            chart.save(path, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
+            _as_chart(chart).save(path, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
         paths.append(path)
     return paths
 
@@ -467,13 +477,14 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.summary = _summary(report, grid, metric)
     out.mkdir(parents=True, exist_ok=True)
+    specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
     for name, chart in report.charts.items():
-        save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS])
+        save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
     report.fit_rows().to_csv(out / "fits.csv", index=False)
     if store is not None:
         for result in report.fits.values():
             store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
-    page = _page(report, sweep, metric, grid, sweep_config(con, sweep), where)
+    page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
     report.path.write_text(page, encoding="utf-8")
     return report
 
@@ -541,7 +552,7 @@ def write_report(sweep: str, store="results", out: str | Path = "report", **opti
     return Path(out)
 
 
-def _page(report: Report, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where) -> str:
+def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where) -> str:
     """index.html from templates/report.html.j2 (every value escaped by the template)."""
     advice = None
     if report.advice is not None:
@@ -567,8 +578,7 @@ def _page(report: Report, sweep: str, metric: str, grid: pd.DataFrame, config: p
         sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
         summary=report.summary, fixed=", ".join(f"{k} = {fmt(v, 'g')}" for k, v in report.fixed.items()),
         fits=[_fit_block(r) for r in report.fits.values()], comparison=comparison,
-        charts=[{"name": name, "title": _chart_title(name), "spec": chart.to_dict()}
-                for name, chart in report.charts.items()],
+        charts=[{"name": name, "title": _chart_title(name), "spec": spec} for name, spec in specs.items()],
         chart_formats=CHART_FORMATS, phase=phase, advice=advice,
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
