@@ -282,7 +282,7 @@ def test_the_vega_bundle_is_the_vega_lite_version_of_altairs_schema():
     import altair as alt
     import vl_convert as vlc
 
-    from explorer.report import _vl_version, vega_bundle
+    from explorer.chart_files import _vl_version, vega_bundle
 
     assert alt.SCHEMA_VERSION.lstrip("v").startswith(_vl_version() + ".")
     assert _vl_version() in vlc.get_vegalite_versions()
