@@ -388,3 +388,10 @@ def test_shape_advice_beyond_the_sweep_is_marked_as_extrapolation(made):
     html = made["html"]
     assert "Extrapolation:</span> the joint law, read at budgets" in html
     assert "<th>extrapolated</th>" in html and "<td>yes</td>" in html
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_a_standalone_chart_page_renders_offline_in_chromium(made, tmp_path):
+    dom, console = _chromium_dom(made["out"] / "error_vs_depth.html", tmp_path)
+    assert console == []
+    assert re.search(r'<svg[^>]*class="marks"', dom) and dom.count('role="graphics-symbol"') > 10
