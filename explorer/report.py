@@ -37,14 +37,15 @@ from markupsafe import Markup
 from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, SweepDataError
-from .fit import FITS_COLUMNS, FLOOR_FACTOR, REFERENCE_ERROR, FitResult, fit, resolve_form
+from .fit import FITS_COLUMNS, FitResult, fit, resolve_form
 
-try:  # the data layer is moving from fit.py to sweep_data.py
-    from .sweep_data import (GRID_COLUMNS, check_sweep, grid_errors, held_axes, held_where, query_frame,
-                             status_counts, step_errors, sweep_is, table_columns)
+try:  # the data layer is moving from fit.py to sweep_data.py (check_sweep becomes require_sweep_rows)
+    from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where,
+                             query_frame, status_counts, step_errors, sweep_is, table_columns)
+    from .sweep_data import require_sweep_rows as check_sweep
 except ImportError:
-    from .fit import (GRID_COLUMNS, check_sweep, grid_errors, held_axes, held_where, query_frame, status_counts,
-                      step_errors, sweep_is, table_columns)
+    from .fit import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, check_sweep, grid_errors, held_axes, held_where,
+                      query_frame, status_counts, step_errors, sweep_is, table_columns)
 try:  # model comparison, when explorer.fit offers it
     from .fit import compare_laws
 except ImportError:
@@ -474,7 +475,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
     comparison = None
     if report.comparison is not None and len(report.comparison):
         frame = report.comparison
-        comparison = _table(frame[[c for c in COMPARE_COLUMNS if c in frame.columns]], "comparison-table")
+        comparison = _table(frame[[c for c in COMPARE_COLUMNS + ("note",) if c in frame.columns]], "comparison-table")
     excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]]
     slopes = report.slopes
     return _environment().get_template("report.html.j2").render(
