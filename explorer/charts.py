@@ -339,7 +339,9 @@ def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
         An Altair chart; at most ``MAX_CURVES`` lines, evenly spread over L*M.
     """
     series_cols = [c for c in ("L", "M", "D") if c != axis]
-    data = grid[[c for c in dict.fromkeys(["L", "M", "D", axis, "err", "n_seeds"])]].copy()
+    if "problem_seed" in grid and grid["problem_seed"].nunique() > 1:
+        series_cols.append("problem_seed")  # one line per draw, not a zigzag through them
+    data = grid[[c for c in dict.fromkeys(["L", "M", "D", axis, "err", "n_seeds"] + series_cols) if c in grid]].copy()
     data = data[np.isfinite(data["err"].astype(float)) & (data["err"] > 0)]
     data["LM"] = data["L"] * data["M"]
     keys = data[series_cols].drop_duplicates()
@@ -372,6 +374,8 @@ def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
     - ``along = "LM"``: d log err / d log(L*M) between neighbouring L*M at each D, where the
       error at an L*M shared by several (L, M) is their geometric mean.
 
+    Rows of the same (L, M, D) (e.g. several problem draws) count once, at their geometric mean.
+
     Floor-limited points (``floor_limited`` or ``used`` False) and non-positive errors are left out.
 
     Args:
@@ -383,6 +387,8 @@ def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
     err = grid["err"].to_numpy(float)
     keep = _used(grid).to_numpy(bool) & np.isfinite(err) & (err > 0)
     data = grid.loc[keep, ["L", "M", "D"]].astype(float).assign(log_err=np.log(err[keep]))
+    # several rows of one (L, M, D) (problem draws) count once, at their geometric mean
+    data = data.groupby(["L", "M", "D"], as_index=False)["log_err"].mean()
     data["LM"] = data["L"] * data["M"]
     rows = []
 

@@ -58,6 +58,15 @@ REPORT_FORMS = ("theory", "free", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
 PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
+BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
+    "seeds": "seeds resampled within grid points: seed noise only, not the draw of data and embeddings",
+    "points": "grid points resampled (one seed per point): seed noise only, not the draw of data and embeddings",
+    "draws, then seeds": "problem draws resampled, then seeds within each: the draw of data and embeddings "
+                         "and seed noise",
+    "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
+                          "embeddings and seed noise",
+    "none": "no bootstrap, so no interval",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -290,7 +299,8 @@ def _fit_block(result: FitResult) -> dict:
         "n_flagged": int(_field(result, "n_flagged", 0)),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
         else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
-        "n_boot": result.n_boot, "bootstrap": _field(result, "bootstrap", "seeds"),
+        "n_boot": result.n_boot,
+        "ci_covers": BOOTSTRAP_COVERS.get(_field(result, "bootstrap", "seeds"), _field(result, "bootstrap", "seeds")),
         "warnings": list(result.notes) + [w for w in _field(result, "warnings", []) if w not in result.notes],
         "unidentified": dict(unidentified), "pre_asymptotic": list(_field(result, "pre_asymptotic", [])),
         "per_draw": _table(per_draw, "per-draw-table") if per_draw is not None else None,

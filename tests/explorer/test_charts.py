@@ -181,3 +181,11 @@ def test_per_draw_chart_shows_each_draw_and_the_pooled_band(sweep):
     assert len(spec["hconcat"]) == len(pooled)
     bands = [rows for rows in spec["datasets"].values() if len(rows) == 1 and "ci_low" in rows[0]]
     assert {r[0]["parameter"] for r in bands} == set(pooled["parameter"])
+
+
+def test_local_slopes_count_each_grid_point_once_over_draws():
+    grid = pd.DataFrame([(L, 1, 8, seed, L ** -1.0 * (1 + 0.5 * seed)) for L in (2, 4, 8) for seed in (0, 1)],
+                        columns=["L", "M", "D", "problem_seed", "err"])
+    slopes = charts.local_slopes(grid)
+    assert len(slopes[slopes["along"] == "L"]) == 2
+    np.testing.assert_allclose(slopes["slope"], -1.0, rtol=1e-12)

@@ -72,6 +72,7 @@ def test_summary_numbers_match_the_fit_rows_in_the_store(made):
         checked += 1
     assert checked == 7  # R^2 of the theory fit, slope and CI in L and in L*M
     assert "Slope in L (free-exponent fit)" in made["html"] and "theory -1" in made["html"]
+    assert "The 95% CI covers: seeds resampled within grid points: seed noise only" in made["html"]
 
 
 def test_report_states_floor_counts_config_and_phase(made):
@@ -378,7 +379,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     html = report.path.read_text()
     assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
     assert "Not identified: c1: trades off with c2." in html and "Pre-asymptotic: L = 2 is pre-asymptotic." in html
-    assert "The 95% CI covers: 10 bootstrap resamples of problem draws and seeds." in html
+    assert "The 95% CI covers: problem draws and seeds (10 bootstrap resamples)." in html
     assert "3 rows were left out for stability flags" in html and 'class="dataframe per-draw-table"' in html
     assert 'class="dataframe comparison-table"' in html and "cv_extrap" in html
     assert "per_draw" in report.charts
