@@ -265,8 +265,8 @@ def _skipped_sentences(report: Report) -> list[Markup]:
     for form, missing in report.skipped.items():
         by_reason.setdefault(missing, []).append(form)
     varies = ", ".join(report.varying) or "nothing"
-    return [Markup("Not fitted ({}): {} need {} to vary; this sweep varies {}.").format(
-        ", ".join(forms), "it" if len(forms) == 1 else "they", " and ".join(missing), varies)
+    return [Markup("Not fitted ({}): {} {} to vary; this sweep varies {}.").format(
+        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", " and ".join(missing), varies)
         for missing, forms in by_reason.items()]
 
 

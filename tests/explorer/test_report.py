@@ -321,7 +321,7 @@ def test_an_l_m_sweep_fits_the_laws_of_l_and_m_and_skips_the_d_term(tmp_path):
     assert {"error_vs_depth", "error_vs_units", "error_heatmap", "local_slopes"} <= set(report.charts)
     assert not [name for name in report.charts if name in ("error_vs_D", "error_vs_alpha")]
     assert report.phase.x == "L" and report.phase.y == "M"
-    assert "Not fitted (joint): it need D to vary; this sweep varies L, M." in report.path.read_text()
+    assert "Not fitted (joint): it needs D to vary; this sweep varies L, M." in report.path.read_text()
 
 
 def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
