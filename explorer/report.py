@@ -259,6 +259,12 @@ def _advice_sentence(advice: dict) -> Markup:
         int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
 
 
+def _and(items) -> str:
+    """'L', 'L and M', 'L, M and D'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _skipped_sentences(report: Report) -> list[Markup]:
     """One sentence for the laws the sweep cannot determine, grouped by the axes they miss."""
     by_reason: dict = {}
@@ -266,7 +272,7 @@ def _skipped_sentences(report: Report) -> list[Markup]:
         by_reason.setdefault(missing, []).append(form)
     varies = ", ".join(report.varying) or "nothing"
     return [Markup("Not fitted ({}): {} {} to vary; this sweep varies {}.").format(
-        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", " and ".join(missing), varies)
+        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", _and(missing), varies)
         for missing, forms in by_reason.items()]
 
 

@@ -333,7 +333,8 @@ def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
     assert report.phase.x == "alpha"
     html = report.path.read_text()
     assert "form was not fitted" not in html and html.count("Not fitted (") == 2  # theory/free/output; joint
-    assert "this sweep varies alpha" in html
+    assert "Not fitted (theory, free, output): they need L and M to vary; this sweep varies alpha." in html
+    assert "Not fitted (joint): it needs L, M and D to vary" in html
 
 
 def test_a_d_sweep_gets_charts_over_d(tmp_path):
