@@ -79,7 +79,6 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-
 def fmt(value, spec: str = ".4g") -> str:
     """The report's one number formatter: floats with ``spec``, None and NaN as "n/a", anything
     else (ints, strings, booleans) as ``str``."""
@@ -98,8 +97,8 @@ class Report:
 
     Attributes:
         path: the index.html. fits: form -> FitResult (forms that could be fitted).
-        fit_errors: form -> why its fit failed. skipped: form -> why it was not tried (the sweep
-        does not vary an axis it uses). phase: the PhaseDiagram (or None).
+        fit_errors: form -> why its fit failed. skipped: form -> the axes it uses that the sweep
+        does not vary (so it was not tried). phase: the PhaseDiagram (or None).
         advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
         summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
         fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
@@ -435,7 +434,7 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
         c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
     # the free fit's exponents first: their spread over draws is what the pooled CI leaves out
-    per_draw = [(r, _per_draw(r)) for name, r in sorted(report.fits.items(), key=lambda kv: kv[0] != "free")]
+    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "free")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]
