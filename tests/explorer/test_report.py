@@ -99,6 +99,7 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path):
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -258,6 +259,7 @@ def test_user_strings_reach_the_page_escaped(hostile):
         assert "</" not in script and "<!--" not in script and "<" not in script
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_a_report_of_hostile_strings_runs_no_script_in_chromium(hostile, tmp_path):
     dom, console = _chromium_dom(hostile.path, tmp_path)
@@ -392,6 +394,7 @@ def test_shape_advice_beyond_the_sweep_is_marked_as_extrapolation(made):
     assert "<th>extrapolated</th>" in html and "<td>yes</td>" in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_a_standalone_chart_page_renders_offline_in_chromium(made, tmp_path):
     dom, console = _chromium_dom(made["out"] / "error_vs_depth.html", tmp_path)
