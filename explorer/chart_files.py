@@ -18,7 +18,7 @@ import numpy as np
 CHART_FORMATS = ("png", "svg", "html")
 
 
-def _vl_version() -> str:
+def vega_lite_version() -> str:
     """The Vega-Lite version of Altair's schema (public ``alt.SCHEMA_VERSION``, e.g. "v6.4.1"),
     as vl-convert names it ("6.4")."""
     return ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
@@ -33,7 +33,7 @@ def vega_bundle() -> str:
     """
     import vl_convert as vlc
 
-    version = _vl_version()
+    version = vega_lite_version()
     if version not in vlc.get_vegalite_versions():
         raise ValueError(f"vl-convert {vlc.__version__} has no Vega-Lite {version} (Altair {alt.__version__}); "
                          f"it offers {', '.join(vlc.get_vegalite_versions())}: upgrade vl-convert-python")
@@ -104,13 +104,13 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     for f in formats:
         path = directory / f"{name}.{f}"
         if f == "png":
-            path.write_bytes(vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=2))
+            path.write_bytes(vlc.vegalite_to_png(spec, vl_version=vega_lite_version(), scale=2))
         elif f == "svg":
-            path.write_text(vlc.vegalite_to_svg(spec, vl_version=_vl_version()), encoding="utf-8")
+            path.write_text(vlc.vegalite_to_svg(spec, vl_version=vega_lite_version()), encoding="utf-8")
         else:
             _as_chart(chart).save(path, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
         paths.append(path)
     return paths
 
 
-__all__ = ["CHART_FORMATS", "chart_html", "save_chart", "vega_bundle"]
+__all__ = ["CHART_FORMATS", "chart_html", "save_chart", "vega_bundle", "vega_lite_version"]

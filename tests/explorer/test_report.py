@@ -285,10 +285,10 @@ def test_the_vega_bundle_is_the_vega_lite_version_of_altairs_schema():
     import altair as alt
     import vl_convert as vlc
 
-    from explorer.chart_files import _vl_version, vega_bundle
+    from explorer.chart_files import vega_lite_version, vega_bundle
 
-    assert alt.SCHEMA_VERSION.lstrip("v").startswith(_vl_version() + ".")
-    assert _vl_version() in vlc.get_vegalite_versions()
+    assert alt.SCHEMA_VERSION.lstrip("v").startswith(vega_lite_version() + ".")
+    assert vega_lite_version() in vlc.get_vegalite_versions()
     assert "window.vegaEmbed=" in vega_bundle().replace(" ", "")
 
 
@@ -400,3 +400,14 @@ def test_a_standalone_chart_page_renders_offline_in_chromium(made, tmp_path):
     dom, console = _chromium_dom(made["out"] / "error_vs_depth.html", tmp_path)
     assert console == []
     assert re.search(r'<svg[^>]*class="marks"', dom) and dom.count('role="graphics-symbol"') > 10
+
+
+def test_the_page_template_is_packaged():
+    import pathlib
+    import tomllib
+
+    root = pathlib.Path(__file__).parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["explorer"]
+    templates = sorted((root / "explorer" / "templates").iterdir())
+    assert templates and all(any(t.match(f"explorer/{p}") for p in patterns) for t in templates)
+    assert "jinja2" in " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
