@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorer.fit import fit, grid_errors  # noqa: E402
+from explorer.fit import fit  # noqa: E402
+from explorer.sweep_data import grid_errors  # noqa: E402
 from explorer.report import build_report, vega_bundle  # noqa: E402
 from tests.explorer.analysis_data import connect, law_grid, law_rows  # noqa: E402
 

@@ -11,6 +11,10 @@ lines show the slopes the theory predicts (SPEC.md section 5):
 - ``parity`` and ``residuals``: measured vs fitted, and log residuals vs L*M.
 - ``error_vs_step``: err along gradient descent, one line per grid point.
 - ``error_vs_params``: err vs P = L*M*D, with the best-shape frontier of a joint fit (P^-1/6).
+- ``error_vs_axis``: err vs any other swept axis (alpha, D, lr, ...), one line per (L, M, D).
+- ``local_slopes`` / ``local_slopes_chart``: d log err / d log L between neighbouring L at each
+  M, and d log err / d log(L*M) between neighbouring L*M, against the theory's -1 and -1/2.
+- ``per_draw_chart``: one fit's estimates per problem draw, with the pooled estimate's CI band.
 - ``phase_chart``: the phase diagram (mlu, lazy, trivial, diverged, failed).
 """
 from __future__ import annotations
@@ -250,7 +254,7 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
     """err vs GD step (log y), one line per grid point, coloured by L*M.
 
     Args:
-        steps: ``explorer.fit.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
+        steps: ``explorer.sweep_data.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
             grid points are drawn, evenly spread over L*M.
     """
     data = steps[np.isfinite(steps["err"]) & (steps["err"] > 0)].copy()
@@ -316,3 +320,144 @@ def phase_chart(diagram, title: str = "phase diagram"):
         "cell text: max(feature_update, lin_ratio) / output_change; cross: init noise alpha/sqrt(LM) large"]
         + ([f"held at {fixed}"] if fixed else []))
     return alt.layer(rect, text, noise).properties(width=WIDTH, height=HEIGHT, title=full_title)
+
+
+def _is_log_axis(values: np.ndarray) -> bool:
+    """A log scale suits positive values spread over at least a factor 4."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return len(v) > 0 and bool(np.all(v > 0)) and v.max() >= 4 * v.min()
+
+
+def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
+    """err (log) vs one swept axis (alpha, D, lr, ...), one line per remaining (L, M, D) point.
+
+    Args:
+        grid: a ``grid_errors`` table over L, M, D and ``axis`` (other axes held).
+        axis: the column on x (log scale when positive and spread over a factor 4 or more).
+    Returns:
+        An Altair chart; at most ``MAX_CURVES`` lines, evenly spread over L*M.
+    """
+    series_cols = [c for c in ("L", "M", "D") if c != axis]
+    if "problem_seed" in grid and grid["problem_seed"].nunique() > 1:
+        series_cols.append("problem_seed")  # one line per draw, not a zigzag through them
+    data = grid[[c for c in dict.fromkeys(["L", "M", "D", axis, "err", "n_seeds"] + series_cols) if c in grid]].copy()
+    data = data[np.isfinite(data["err"].astype(float)) & (data["err"] > 0)]
+    data["LM"] = data["L"] * data["M"]
+    keys = data[series_cols].drop_duplicates()
+    if len(keys) > MAX_CURVES:
+        keys = keys.assign(LM=keys["L"] * keys["M"]).sort_values(["LM"] + series_cols)
+        keys = keys.iloc[np.unique(np.linspace(0, len(keys) - 1, MAX_CURVES).round().astype(int))][series_cols]
+    data = data.merge(keys, on=series_cols)
+    data["series"] = data[series_cols].astype(str).apply(
+        lambda r: " ".join(f"{c}={v}" for c, v in zip(series_cols, r)), axis=1) if len(data) else []
+    x_scale = _LOG if _is_log_axis(data[axis].to_numpy(float)) else alt.Scale(zero=False, padding=12)
+    values = sorted(data[axis].unique().tolist())
+    x_axis = alt.Axis(values=values) if len(values) <= 12 else alt.Axis()  # label every swept value
+    return alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis),
+        y=alt.Y("err:Q", scale=_LOG, title="error"),
+        color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
+                        legend=alt.Legend(type="gradient")),
+        detail="series:N",
+        tooltip=["series:N", f"{axis}:Q", alt.Tooltip("err:Q", format=".3g"), "n_seeds:Q"],
+    ).properties(width=WIDTH, height=HEIGHT, title=title or f"error vs {axis}")
+
+
+SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d log(L*M) (sampling term)
+
+
+def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
+    """Local log-log slopes of the error between neighbouring grid values.
+
+    - ``along = "L"``: d log err / d log L between neighbouring L at each (M, D);
+    - ``along = "LM"``: d log err / d log(L*M) between neighbouring L*M at each D, where the
+      error at an L*M shared by several (L, M) is their geometric mean.
+
+    Rows of the same (L, M, D) (e.g. several problem draws) count once, at their geometric mean.
+
+    Floor-limited points (``floor_limited`` or ``used`` False) and non-positive errors are left out.
+
+    Args:
+        grid: a ``grid_errors`` table (L, M, D, err; optionally floor_limited / used).
+    Returns:
+        Columns along, D, M (NaN for L*M rows), x_low, x_high, x (their geometric mean),
+        slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
+    """
+    err = grid["err"].to_numpy(float)
+    keep = _used(grid).to_numpy(bool) & np.isfinite(err) & (err > 0)
+    data = grid.loc[keep, ["L", "M", "D"]].astype(float).assign(log_err=np.log(err[keep]))
+    # several rows of one (L, M, D) (problem draws) count once, at their geometric mean
+    data = data.groupby(["L", "M", "D"], as_index=False)["log_err"].mean()
+    data["LM"] = data["L"] * data["M"]
+    rows = []
+
+    def pairs(frame: pd.DataFrame, x: str, along: str, D: float, M: float):
+        xs, ys = frame[x].to_numpy(float), frame["log_err"].to_numpy(float)
+        for i in range(len(xs) - 1):
+            slope = (ys[i + 1] - ys[i]) / (math.log(xs[i + 1]) - math.log(xs[i]))
+            rows.append((along, D, M, xs[i], xs[i + 1], math.sqrt(xs[i] * xs[i + 1]), slope, SLOPE_THEORY[along]))
+
+    for D, per_d in data.groupby("D"):
+        for M, per_m in per_d.groupby("M"):
+            pairs(per_m.sort_values("L"), "L", "L", float(D), float(M))
+        by_units = per_d.groupby("LM", as_index=False)["log_err"].mean().sort_values("LM")
+        pairs(by_units, "LM", "LM", float(D), math.nan)
+    return pd.DataFrame(rows, columns=["along", "D", "M", "x_low", "x_high", "x", "slope", "theory"])
+
+
+def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
+    """Two panels from ``local_slopes``: d log err / d log L vs L (one colour per M) with a -1
+    guide, and d log err / d log(L*M) vs L*M (one colour per D) with a -1/2 guide."""
+    panels = []
+    for along, x_title, color in (("L", "depth L (geometric mid of neighbours)", "M:O"),
+                                  ("LM", "units L*M (geometric mid of neighbours)", "D:O")):
+        data = slopes[slopes["along"] == along]
+        if not len(data):
+            continue
+        guide = pd.DataFrame({"theory": [SLOPE_THEORY[along]],
+                              "guide": [f"theory {'-1' if along == 'L' else '-1/2'}"]})
+        y_title = "d log err / d log L" if along == "L" else "d log err / d log(L*M)"
+        points = alt.Chart(data).mark_line(point=True).encode(
+            x=alt.X("x:Q", scale=_LOG, title=x_title),
+            y=alt.Y("slope:Q", title=y_title),
+            color=alt.Color(color, scale=alt.Scale(scheme="viridis")),
+            detail="D:O" if along == "L" else alt.Detail("along:N"),
+            tooltip=["D:Q", "M:Q", "x_low:Q", "x_high:Q", alt.Tooltip("slope:Q", format=".3f")])
+        rule = alt.Chart(guide).mark_rule(strokeDash=[6, 4], color="black", opacity=0.6).encode(
+            y="theory:Q", tooltip=["guide:N"])
+        panels.append(alt.layer(points, rule).properties(width=WIDTH, height=HEIGHT,
+                                                         title=f"{title}: {y_title}"))
+    if not panels:
+        return None
+    chart = _panels(panels)
+    return chart.resolve_scale(color="independent") if len(panels) > 1 else chart
+
+
+def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "estimates per problem draw"):
+    """One panel per parameter: each problem draw's estimate with its CI (points and bars), and
+    the pooled estimate (line) with its CI (band).
+
+    Args:
+        per_draw: columns problem_seed, parameter, estimate, ci_low, ci_high.
+        pooled: ``FitResult.table()`` (parameter, estimate, ci_low, ci_high).
+    """
+    panels = []
+    for parameter in pd.unique(per_draw["parameter"]):
+        draws = per_draw[per_draw["parameter"] == parameter]
+        band = pooled[pooled["parameter"] == parameter]
+        x = alt.X("problem_seed:O", title="problem seed", axis=alt.Axis(labelAngle=0))
+        layers = []
+        if len(band):
+            layers.append(alt.Chart(band).mark_rect(opacity=0.2, color="steelblue").encode(
+                y="ci_low:Q", y2="ci_high:Q", tooltip=[alt.Tooltip("ci_low:Q", format=".3g"),
+                                                       alt.Tooltip("ci_high:Q", format=".3g")]))
+            layers.append(alt.Chart(band).mark_rule(color="steelblue").encode(
+                y="estimate:Q", tooltip=[alt.Tooltip("estimate:Q", format=".3g", title="pooled")]))
+        layers.append(alt.Chart(draws).mark_rule(color="black").encode(x=x, y="ci_low:Q", y2="ci_high:Q"))
+        layers.append(alt.Chart(draws).mark_point(filled=True, size=60, color="black").encode(
+            x=x, y=alt.Y("estimate:Q", title=str(parameter), scale=alt.Scale(zero=False)),
+            tooltip=["problem_seed:O", alt.Tooltip("estimate:Q", format=".3g"),
+                     alt.Tooltip("ci_low:Q", format=".3g"), alt.Tooltip("ci_high:Q", format=".3g")]))
+        panels.append(alt.layer(*layers).properties(width=200, height=HEIGHT, title=f"{title}: {parameter}"))
+    return _panels(panels, columns=4) if panels else None

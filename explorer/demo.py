@@ -33,11 +33,11 @@ DEMO_SPEC = {
 def error_table(store, sweep: str = "demo") -> list[str]:
     """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across.
 
-    The numbers are ``explorer.fit.grid_errors``'s (the errors the fits use); axes other than
+    The numbers are ``explorer.sweep_data.grid_errors``'s (the errors the fits use); axes other than
     L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
     """
     from .errors import MixedReferencesError, SweepDataError
-    from .fit import grid_errors, held_axes, held_where
+    from .sweep_data import grid_errors, held_axes, held_where
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

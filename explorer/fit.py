@@ -41,14 +41,7 @@ from scipy.optimize import least_squares
 
 from .errors import FitError
 from .expression import Expression, constant_terms, parse_expression
-# The data layer lives in explorer.sweep_data; its names are re-exported here for callers that
-# imported them from explorer.fit (report.py, demo.py, tests) until they move.
-from .sweep_data import (DRAW_COLUMN, FIT_METRICS, FLOOR_FACTOR, GRID_COLUMNS, ReferenceChoice, choose_references,
-                         column_is, grid_errors, held_axes, held_where, query_frame, require_sweep_rows,
-                         status_counts, step_errors, sweep_is, table_columns)  # noqa: F401
-from .sweep_data import _literal, _plain
-
-check_sweep = require_sweep_rows  # the old name, kept for callers not yet moved to explorer.sweep_data
+from .sweep_data import DRAW_COLUMN, GRID_COLUMNS, _literal, _plain, column_is, grid_errors, held_axes, held_where
 
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
@@ -961,8 +954,7 @@ def _short(v) -> str:
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "GRID_COLUMNS", "R2_WARNING", "ReferenceChoice", "choose_references",
-    "compare_laws", "fit", "fit_sweep", "fittable_forms", "format_comparison", "format_table", "grid_errors",
-    "held_axes", "held_where", "local_slopes", "query_frame", "resolve_form", "save_fit", "status_counts",
-    "step_errors", "unidentified_terms",
+    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "compare_laws", "fit", "fit_sweep",
+    "fittable_forms", "format_comparison", "format_table", "local_slopes", "resolve_form", "save_fit",
+    "unidentified_terms",
 ]

@@ -8,121 +8,79 @@ diagram, shape advice and data quality, as one ``index.html`` that opens with no
 - ``index.html``: the Vega, Vega-Lite and Vega-Embed libraries inline (once), every chart's
   spec inline, the fit tables, a summary written from the numbers, the sweep's configuration,
   the reference's error floor and what it excluded, and the counts of diverged / failed trials;
-- ``<chart>.png``, ``<chart>.svg`` (vl-convert) and ``<chart>.html`` (standalone, inline
-  libraries) for every chart;
+- ``<chart>.png``, ``<chart>.svg`` and ``<chart>.html`` (standalone, inline libraries) for
+  every chart (``explorer.chart_files``);
 - ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
+
+The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
+sweep names, filters, laws and configuration values included, is HTML-escaped, and each chart
+spec sits in a ``<script type="application/json">`` through Jinja's ``tojson`` (``<``, ``>``,
+``&`` and ``'`` escaped, so no ``</script>`` or ``<!--`` can end it). Summary sentences are
+``markupsafe.Markup`` built with ``Markup.format``, which escapes their arguments.
+
+The report adapts to what the sweep varies: a law is fitted only when the axes it uses vary
+(``needed_axes``), the L-M charts need L and M, and every other swept axis (alpha, D, lr, ...)
+gets an error chart of its own.
 """
 from __future__ import annotations
 
 import functools
-import html
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 from . import charts as _charts
+from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, SweepDataError
-from .fit import (FITS_COLUMNS, FLOOR_FACTOR, GRID_COLUMNS, FitResult, check_sweep, fit, grid_errors, held_axes,
-                  held_where, query_frame, resolve_form, status_counts, step_errors, sweep_is, table_columns)
+from .fit import FITS_COLUMNS, FitResult, compare_laws, fit, resolve_form
+
+from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
+from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where, query_frame,
+                         require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
 
-CHART_FORMATS = ("png", "svg", "html")
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("theory", "free", "output", "joint")
+SCALE_AXES = ("L", "M", "D")
+COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
+PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
+BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
+    "seeds": "seeds resampled within grid points: seed noise only, not the draw of data and embeddings",
+    "points": "grid points resampled (one seed per point): seed noise only, not the draw of data and embeddings",
+    "draws, then seeds": "problem draws resampled, then seeds within each: the draw of data and embeddings "
+                         "and seed noise",
+    "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
+                          "embeddings and seed noise",
+    "none": "no bootstrap, so no interval",
+}
 
 
 @functools.lru_cache(maxsize=1)
-def vega_bundle() -> str:
-    """The Vega + Vega-Lite + Vega-Embed JavaScript bundle (vl-convert), computed once."""
-    import vl_convert as vlc
-
-    return vlc.javascript_bundle(vl_version=_vl_version())
-
-
-def _vl_version() -> str:
-    from altair.utils._importers import vl_version_for_vl_convert
-
-    return vl_version_for_vl_convert()
+def _environment() -> jinja2.Environment:
+    """The Jinja2 environment of the page: autoescaped, strict about undefined names."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": _json_default}
+    env.filters["num"] = fmt
+    return env
 
 
-def _script_json(obj) -> str:
-    """JSON safe inside a <script> element."""
-    return json.dumps(obj, default=_json_default).replace("</", "<\\/")
-
-
-def _json_default(value):
+def fmt(value, spec: str = ".4g") -> str:
+    """The report's one number formatter: floats with ``spec``, None and NaN as "n/a", anything
+    else (ints, strings, booleans) as ``str``."""
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, float):
+        return format(value, spec)
     return str(value)
-
-
-_EMBED_JS = """
-(function () {
-  const errors = [];
-  function report(msg) { errors.push(String(msg)); document.getElementById('render-errors').textContent = errors.join('\\n'); }
-  window.addEventListener('error', function (e) { report(e.message); });
-  ['error', 'warn'].forEach(function (level) {
-    const original = console[level].bind(console);
-    console[level] = function () { report(level + ': ' + Array.from(arguments).join(' ')); original.apply(null, arguments); };
-  });
-  const divs = document.querySelectorAll('div[data-chart]');
-  let done = 0;
-  divs.forEach(function (div) {
-    const spec = JSON.parse(document.getElementById('spec-' + div.dataset.chart).textContent);
-    vegaEmbed(div, spec, {renderer: 'svg', actions: false}).then(function () {
-      div.setAttribute('data-rendered', 'true');
-    }).catch(function (err) { report(div.dataset.chart + ': ' + err); console.error(err); })
-      .finally(function () { done += 1; if (done === divs.length) document.body.setAttribute('data-charts-done', String(done)); });
-  });
-})();
-"""
-
-
-def chart_html(chart, title: str = "chart") -> str:
-    """A standalone HTML page for one chart, with the Vega libraries inline (no network).
-
-    ``chart`` is an Altair chart or its Vega-Lite spec (dict)."""
-    spec = chart if isinstance(chart, dict) else chart.to_dict()
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<script>{vega_bundle()}</script></head>
-<body><pre id="render-errors" style="color:#b00"></pre>
-<div data-chart="chart"></div>
-<script type="application/json" id="spec-chart">{_script_json(spec)}</script>
-<script>{_EMBED_JS}</script></body></html>
-"""
-
-
-def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS) -> list[Path]:
-    """Write a chart (Altair chart or Vega-Lite dict) as ``name.png`` (2x), ``name.svg`` and
-    ``name.html`` into ``directory``.
-
-    Returns:
-        The written paths.
-    """
-    import vl_convert as vlc
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    spec = chart if isinstance(chart, dict) else chart.to_dict()
-    paths = []
-    for fmt in formats:
-        path = directory / f"{name}.{fmt}"
-        if fmt == "png":
-            path.write_bytes(vlc.vegalite_to_png(spec, scale=2, vl_version=_vl_version()))
-        elif fmt == "svg":
-            path.write_text(vlc.vegalite_to_svg(spec, vl_version=_vl_version()), encoding="utf-8")
-        elif fmt == "html":
-            path.write_text(chart_html(spec, name), encoding="utf-8")
-        else:
-            raise ValueError(f"unknown chart format {fmt!r}; expected one of: {', '.join(CHART_FORMATS)}")
-        paths.append(path)
-    return paths
 
 
 @dataclass
@@ -131,20 +89,27 @@ class Report:
 
     Attributes:
         path: the index.html. fits: form -> FitResult (forms that could be fitted).
-        fit_errors: form -> why it could not be fitted. phase: the PhaseDiagram (or None).
+        fit_errors: form -> why its fit failed. skipped: form -> the axes it uses that the sweep
+        does not vary (so it was not tried). phase: the PhaseDiagram (or None).
         advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
-        summary: the summary sentences. counts: status_counts. fixed: axes held for the fits.
+        summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
+        fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
+        table (or None). slopes: ``charts.local_slopes`` table.
     """
 
     path: Path
     fits: dict = field(default_factory=dict)
     fit_errors: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
     phase: PhaseDiagram | None = None
     advice: dict | None = None
     charts: dict = field(default_factory=dict)
     summary: list = field(default_factory=list)
     counts: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)
+    varying: list = field(default_factory=list)
+    comparison: pd.DataFrame | None = None
+    slopes: pd.DataFrame | None = None
 
     def fit_rows(self) -> pd.DataFrame:
         """All fit rows (FITS_COLUMNS) of the report."""
@@ -156,122 +121,187 @@ def sweep_config(con, sweep: str) -> pd.DataFrame:
     """The sweep's hyperparameters from its metric rows: column, distinct values (up to 12)."""
     columns = table_columns(con)
     extra = ("seed", "problem_seed", "ref_kind", "ref_key", "device", "package_version", "schema_version")
-    wanted = [c for c in dict.fromkeys(("L", "M", "D") + GRID_COLUMNS + extra) if c in columns]
+    wanted = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS + extra) if c in columns]
     rows = []
     for col in wanted:
         values = query_frame(con, f'SELECT DISTINCT "{col}" AS v FROM metrics WHERE {sweep_is(sweep)} ORDER BY 1 '
                                   "LIMIT 13")["v"].tolist()
-        shown = ", ".join(_fmt_value(v) for v in values[:12]) + (", ..." if len(values) > 12 else "")
+        shown = ", ".join(fmt(v, "g") for v in values[:12]) + (", ..." if len(values) > 12 else "")
         rows.append({"column": col, "values": shown, "count": len(values) if len(values) <= 12 else "> 12"})
     return pd.DataFrame(rows)
 
 
-def _fmt_value(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "null"
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
-
-
-def _phase_axes(con, sweep: str) -> tuple[str, str] | None:
+def varying_axes(con, sweep: str, where: str | None = None) -> list[str]:
+    """The sweep's columns among L, M, D and the grid columns that take more than one value."""
     columns = table_columns(con)
-    varying = []
-    for col in PHASE_AXIS_ORDER:
-        if col in columns:
-            n = query_frame(con, f'SELECT count(DISTINCT "{col}") AS n FROM metrics WHERE {sweep_is(sweep)}')
-            if int(n["n"].iloc[0]) > 1:
-                varying.append(col)
-    if len(varying) >= 2:
-        return varying[0], varying[1]
-    if len(varying) == 1:
-        other = next(c for c in ("D", "L", "M") if c != varying[0])
-        return varying[0], other
+    candidates = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS) if c in columns]
+    counts = query_frame(con, "SELECT " + ", ".join(f'count(DISTINCT "{c}") AS "{c}"' for c in candidates)
+                         + f" FROM metrics WHERE {sweep_is(sweep)}" + (f" AND ({where})" if where else ""))
+    return [c for c in candidates if int(counts[c].iloc[0]) > 1]
+
+
+def needed_axes(form: str) -> frozenset[str]:
+    """The axes a law needs to vary to be fitted: those of L and M it uses; D for ``joint`` (its
+    c3/sqrt(D) term) and for a law of D alone; one of L, M, D for a law of P alone."""
+    label, expr = resolve_form(form)
+    used = set(expr.variables)
+    needed = used & {"L", "M"}
+    if label == "joint" or (not needed and "D" in used):
+        needed.add("D")
+    return frozenset(needed)
+
+
+def _phase_axes(varying: list[str]) -> tuple[str, str] | None:
+    ordered = [c for c in PHASE_AXIS_ORDER if c in varying]
+    if len(ordered) >= 2:
+        return ordered[0], ordered[1]
+    if len(ordered) == 1:
+        return ordered[0], next(c for c in ("D", "L", "M") if c != ordered[0])
     return None
 
 
-def _num(x, fmt=".3g") -> str:
-    return "nan" if x is None or not np.isfinite(x) else format(float(x), fmt)
+# ----------------------------------------------------------------------------- the summary
 
 
-def _span(value: float, text: str, **data) -> str:
-    attrs = " ".join(f'data-{k.replace("_", "-")}="{html.escape(str(v))}"' for k, v in data.items())
-    return f'<span class="num" {attrs} data-value="{value!r}">{html.escape(text)}</span>'
+def _span(value: float, text: str, **data) -> Markup:
+    """A number the page's readers (and tests) can check: ``data-*`` attributes name its fit."""
+    attrs = Markup(" ").join(Markup('data-{}="{}"').format(k.replace("_", "-"), v) for k, v in data.items())
+    return Markup('<span class="num" {} data-value="{}">{}</span>').format(attrs, repr(value), text)
 
 
-def _slope_sentence(result: FitResult, parameter: str, label: str, theory: str) -> str:
+def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: str) -> Markup:
     """'slope in L: -0.98, 95% CI [-1.05, -0.91], theory -1' from an exponent (slope = -exponent)."""
     est, lo, hi = result.estimate[parameter], result.ci_low[parameter], result.ci_high[parameter]
     common = {"fit_id": result.fit_id, "parameter": parameter}
-    return (f"{label}: {_span(-est, _num(-est, '.3f'), field='slope', **common)}, 95% CI "
-            f"[{_span(-hi, _num(-hi, '.3f'), field='slope_low', **common)}, "
-            f"{_span(-lo, _num(-lo, '.3f'), field='slope_high', **common)}], theory {theory}")
+    return Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
+        label, _span(-est, fmt(-est, ".3f"), field="slope", **common),
+        _span(-hi, fmt(-hi, ".3f"), field="slope_low", **common),
+        _span(-lo, fmt(-lo, ".3f"), field="slope_high", **common), theory)
 
 
-def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[str]:
+def _field(result, name: str, default):
+    """A FitResult field that newer versions of explorer.fit add (older ones lack it)."""
+    value = getattr(result, name, default)
+    return default if value is None else value
+
+
+def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
+    M_ = Markup
     # Grid points measured against several references are read against their newest (the note says which).
-    lines = [f'<span class="warn">References: {html.escape(note)}.</span>' for note in grid.attrs.get("notes", ())]
+    lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
     fits = report.fits
     if "theory" in fits:
         t = fits["theory"]
-        c1, c2 = t.estimate["c1"], t.estimate["c2"]
-        lines.append(f"Theory fit: {metric} &asymp; {_num(c1)}/L + {_num(c2)}&middot;sqrt(D/(L M)), R&sup2; (log) "
-                     f"{_span(t.r2_log, _num(t.r2_log, '.3f'), fit_id=t.fit_id, field='r2_log')} over "
-                     f"{t.n_points} grid points ({t.n_excluded} floor-limited left out); a fit without the largest "
-                     f"L&middot;M predicts it within {_num(100 * t.extrapolation_error, '.1f')}%.")
+        lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
+                        "({} floor-limited left out); a fit without the largest L&middot;M predicts it within {}%.")
+                     .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
+                             _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
+                             t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
     if "free" in fits:
         f = fits["free"]
-        lines.append(_slope_sentence(f, "a", "Slope in L (free-exponent fit)", "-1") + ".")
-        lines.append(_slope_sentence(f, "b", "Slope in L&middot;M at fixed D (free-exponent fit)", "-1/2") + ".")
+        lines.append(_slope_sentence(f, "a", M_("Slope in L (free-exponent fit)"), "-1"))
+        lines.append(_slope_sentence(f, "b", M_("Slope in L&middot;M at fixed D (free-exponent fit)"), "-1/2"))
     if "output" in fits and "theory" in fits:
         better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
-        lines.append(f"Output form (D/(LM) instead of its square root): R&sup2; (log) {_num(fits['output'].r2_log, '.3f')} "
-                     f"vs {_num(fits['theory'].r2_log, '.3f')} for the theory form: the {better} form describes "
-                     "this grid better.")
+        lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
+                        "form: the {} form describes this grid better.")
+                     .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
+    for name, result in fits.items():
+        warnings = len(result.notes) + len([w for w in _field(result, "warnings", []) if w not in result.notes])
+        if warnings:
+            lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
+                         .format(name, warnings, "s" if warnings > 1 else ""))
     if report.advice is not None:
-        a = report.advice
-        last = a["frontier"].iloc[-1]
-        lines.append(f"Best error vs parameter budget P (joint fit): exponent {_num(a['exponent'], '.3f')}, 95% CI "
-                     f"[{_num(a['ci_low'], '.3f')}, {_num(a['ci_high'], '.3f')}], theory -1/6; at P = {last['P']:.3g} "
-                     f"the best shape is L = {int(last['L_int'])}, M = {int(last['M_int'])}, D = {int(last['D_int'])}.")
+        lines.append(_advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
-        lines.append(f"The {form} form was not fitted: {html.escape(why)}")
+        lines.append(M_("The {} form was not fitted: {}").format(form, why))
+    lines.extend(_skipped_sentences(report))
     if report.phase is not None:
         counts = report.phase.counts()
         shown = ", ".join(f"{n} {p}" for p, n in counts.items() if n)
-        lines.append(f"Phase diagram over {report.phase.x} and {report.phase.y}: {shown} cells.")
+        lines.append(M_("Phase diagram over {} and {}: {} cells.").format(report.phase.x, report.phase.y, shown))
     ref = grid["ref_err"].to_numpy(float)
-    floor = f"{np.nanmedian(ref):.3g}" if np.isfinite(ref).any() else "unknown"
-    lines.append(f"Reference error floor (median {_ref_name(metric)}): {floor}; {int(grid['floor_limited'].sum())} of "
-                 f"{len(grid)} grid points within {FLOOR_FACTOR:g}&times; of it were left out of the fits.")
+    floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
+    flagged = max((int(_field(r, "n_flagged", 0)) for r in fits.values()), default=0)
+    lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
+                    "out of the fits{}.").format(
+        REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
+        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags").format(flagged) if flagged else ""))
     c = report.counts
-    lines.append(f"Trials: {c['trials']} ({c['seeds']} seeds); diverged: {c['diverged_trials']} trials "
-                 f"({c['diverged_seeds']} seeds); failed: {c['failed_trials']} trials.")
+    lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
+        c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
     return lines
 
 
-def _ref_name(metric: str) -> str:
-    return {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}.get(metric, "reference error")
+def _advice_sentence(advice: dict) -> Markup:
+    """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
+    beyond the measured budgets (a CI of zero width is that algebra, not a measurement)."""
+    last = advice["frontier"].iloc[-1]
+    lo_p, hi_p = advice["exponent_range"]
+    degenerate = not (np.isfinite(advice["ci_low"]) and advice["ci_high"] - advice["ci_low"] > 1e-3)
+    ci = (Markup("the bootstrap CI [{}, {}] has no width: the exponent restates the law's algebra, not a "
+                 "measurement").format(fmt(advice["ci_low"], ".3f"), fmt(advice["ci_high"], ".3f")) if degenerate
+          else Markup("95% CI [{}, {}] from the fit's bootstrap").format(fmt(advice["ci_low"], ".3f"),
+                                                                       fmt(advice["ci_high"], ".3f")))
+    return Markup('<span class="warn">Extrapolation:</span> the joint law, read at budgets P = {} to {} beyond the '
+                  "largest measured model, gives a best-error exponent in P of {} ({}; theory -1/6); at P = {} its "
+                  "best shape is L = {}, M = {}, D = {}.").format(
+        fmt(lo_p, ".3g"), fmt(hi_p, ".3g"), fmt(advice["exponent"], ".3f"), ci, fmt(float(last["P"]), ".3g"),
+        int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
 
 
-def _table_html(frame: pd.DataFrame, classes: str = "") -> str:
-    return frame.to_html(index=False, classes=classes, border=0, float_format=lambda x: f"{x:.4g}", escape=True)
+def _and(items) -> str:
+    """'L', 'L and M', 'L, M and D'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _fit_section(result: FitResult) -> str:
-    table = result.table()
-    rows = "".join(
-        f"<tr><td>{html.escape(r.parameter)}</td><td>{_num(r.estimate, '.4g')}</td>"
-        f"<td>[{_num(r.ci_low, '.4g')}, {_num(r.ci_high, '.4g')}]</td></tr>" for r in table.itertuples())
-    extra = "n/a" if not np.isfinite(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
-    warn = "".join(f'<p class="warn">Warning: {html.escape(note)}.</p>' for note in result.notes)
-    return f"""<div class="fit" data-fit-id="{html.escape(result.fit_id)}">
-<h3>{html.escape(result.form)}: err ~ <code>{html.escape(result.expression.text)}</code></h3>
-<table class="fit-table"><thead><tr><th>parameter</th><th>estimate</th><th>95% CI</th></tr></thead>
-<tbody>{rows}</tbody></table>
-<p>R&sup2; (log) {result.r2_log:.3f}; {result.n_points} points fitted, {result.n_excluded} left out;
-extrapolation error at the largest L&middot;M: {extra}; {result.n_boot} bootstrap resamples of {result.bootstrap};
-fit_id <code>{html.escape(result.fit_id)}</code>.</p>{warn}</div>"""
+def _skipped_sentences(report: Report) -> list[Markup]:
+    """One sentence for the laws the sweep cannot determine, grouped by the axes they miss."""
+    by_reason: dict = {}
+    for form, missing in report.skipped.items():
+        by_reason.setdefault(missing, []).append(form)
+    varies = ", ".join(report.varying) or "nothing"
+    return [Markup("Not fitted ({}): {} {} to vary; this sweep varies {}.").format(
+        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", _and(missing), varies)
+        for missing, forms in by_reason.items()]
+
+
+# ----------------------------------------------------------------------------- the page's tables
+
+
+def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
+    """A table for the template's ``table`` macro: column names and formatted cells."""
+    return {"classes": f"dataframe {classes}", "columns": [str(c) for c in frame.columns],
+            "rows": [[fmt(v, spec) for v in row] for row in frame.itertuples(index=False)]}
+
+
+def _per_draw(result) -> pd.DataFrame | None:
+    frame = _field(result, "per_draw", None)
+    if not isinstance(frame, pd.DataFrame) or not len(frame):
+        return None
+    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
+
+
+def _fit_block(result: FitResult) -> dict:
+    """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
+    unidentified = _field(result, "unidentified", {})
+    per_draw = _per_draw(result)
+    return {
+        "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
+        "table": _table(result.table().assign(ci=lambda t: [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
+                                                            zip(t["ci_low"], t["ci_high"])])
+                        [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
+        "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
+        "n_flagged": int(_field(result, "n_flagged", 0)),
+        "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
+        else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
+        "n_boot": result.n_boot,
+        "ci_covers": BOOTSTRAP_COVERS.get(_field(result, "bootstrap", "seeds"), _field(result, "bootstrap", "seeds")),
+        "warnings": list(result.notes) + [w for w in _field(result, "warnings", []) if w not in result.notes],
+        "unidentified": dict(unidentified), "pre_asymptotic": list(_field(result, "pre_asymptotic", [])),
+        "per_draw": _table(per_draw, "per-draw-table") if per_draw is not None else None,
+    }
 
 
 CHART_TITLES = {
@@ -280,10 +310,21 @@ CHART_TITLES = {
     "error_heatmap": "Error over (L, M) with the fitted surface's contours",
     "parity": "Measured vs fitted",
     "residuals": "Log residuals of the fit",
+    "local_slopes": "Local slopes between neighbouring grid values (theory -1 in L, -1/2 in L*M)",
     "error_vs_step": "Error along gradient descent",
     "error_vs_params": "Error vs parameters P = L*M*D",
+    "per_draw": "Estimates per problem draw, with the pooled CI band",
     "phase": "Phase diagram",
 }
+
+
+def _chart_title(name: str) -> str:
+    if name.startswith("error_vs_") and name not in CHART_TITLES:
+        return f"Error vs {name[len('error_vs_'):]} (the other swept axes held, one line per L, M, D)"
+    return CHART_TITLES.get(name, name)
+
+
+# ----------------------------------------------------------------------------- building
 
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
@@ -304,59 +345,53 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         A :class:`Report`.
     Raises:
         SweepDataError, FitError, QueryError: no data to report (unknown sweep, metric, filter).
-        A form that cannot be fitted (too few points above the floor) is reported, not raised.
+        A form that cannot be fitted (too few points above the floor) is reported, not raised;
+        one whose axes the sweep does not vary is not tried (``Report.skipped``).
     """
     out = Path(out_dir)
     resolve_form(form)  # a bad form is a usage error, before any work
-    check_sweep(con, sweep)
+    require_sweep_rows(con, sweep)
     report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
-    report.fixed = held_axes(con, sweep, ("L", "M", "D"), where)
+    report.varying = varying_axes(con, sweep, where)
+    report.fixed = held_axes(con, sweep, SCALE_AXES, where)
     fit_where = held_where(report.fixed, where)
     grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
 
-    forms = list(REPORT_FORMS)
-    if grid["D"].nunique() < 2:
-        forms.remove("joint")
-        report.fit_errors["joint"] = "the sweep has a single D, so the 1/sqrt(D) term cannot be measured"
-    if form not in forms:
-        forms.insert(0, form)
+    forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
     for name in forms:
+        missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
+        if missing:
+            report.skipped[name] = missing
+            continue
         try:
             report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
         except FitError as exc:
             report.fit_errors[name] = str(exc)
+    if report.fits:
+        try:
+            report.comparison = pd.DataFrame(compare_laws(grid))
+        except (FitError, ValueError) as exc:
+            report.fit_errors["model comparison"] = str(exc)
     main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
     if "joint" in report.fits:
         report.advice = shape_advice(report.fits["joint"])
 
-    axes = _phase_axes(con, sweep)
+    axes = _phase_axes(report.varying)
     if axes is not None:
         try:
             report.phase = phase_diagram(con, sweep, *axes, where=where)
         except SweepDataError as exc:
             report.fit_errors["phase diagram"] = str(exc)
 
-    steps = step_errors(con, sweep, metric=metric, where=fit_where)
-    c = report.charts
     points = main.grid if main is not None else grid
-    c["error_vs_depth"] = _charts.error_vs_depth(points, main)
-    c["error_vs_units"] = _charts.error_vs_units(points, main)
-    c["error_heatmap"] = _charts.error_heatmap(points, main)
-    if main is not None:
-        c["parity"] = _charts.parity(main)
-        c["residuals"] = _charts.residuals(main)
-    c["error_vs_step"] = _charts.error_vs_step(steps)
-    c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
-    if report.phase is not None:
-        c["phase"] = _charts.phase_chart(report.phase)
-
+    report.slopes = _charts.local_slopes(points)
+    _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.summary = _summary(report, grid, metric)
     out.mkdir(parents=True, exist_ok=True)
-    specs = {name: chart.to_dict() for name, chart in c.items()}
-    for name, spec in specs.items():
-        save_chart(spec, out, name, formats=[f for f in formats if f in CHART_FORMATS])
-    rows = report.fit_rows()
-    rows.to_csv(out / "fits.csv", index=False)
+    specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
+    for name, chart in report.charts.items():
+        save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
+    report.fit_rows().to_csv(out / "fits.csv", index=False)
     if store is not None:
         for result in report.fits.values():
             store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
@@ -365,20 +400,40 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     return report
 
 
-def open_sweep(store, sweep: str):
-    """A read-only DuckDB connection on a store's views for one sweep (as ``explorer sql``'s:
-    a ``--where`` filter cannot read or write files).
+def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
+    """The charts the sweep's varying axes support: L-M charts need L (and M), every other
+    swept axis gets an error chart over it."""
+    c, varying = report.charts, report.varying
+    vary_l, vary_m = "L" in varying, "M" in varying
+    if vary_l:
+        c["error_vs_depth"] = _charts.error_vs_depth(points, main)
+    if vary_l or vary_m:
+        c["error_vs_units"] = _charts.error_vs_units(points, main)
+    if vary_l and vary_m:
+        c["error_heatmap"] = _charts.error_heatmap(points, main)
+    if main is not None:
+        c["parity"] = _charts.parity(main)
+        c["residuals"] = _charts.residuals(main)
+    if len(report.slopes):
+        c["local_slopes"] = _charts.local_slopes_chart(report.slopes)
+    c["error_vs_step"] = _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where))
+    if vary_l or vary_m or "D" in varying:
+        c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
+    if "D" in varying:
+        c["error_vs_D"] = _charts.error_vs_axis(points, "D")
+    for axis in (a for a in varying if a not in SCALE_AXES):
+        held = {k: v for k, v in report.fixed.items() if k != axis}
+        grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
+        c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
+    # the free fit's exponents first: their spread over draws is what the pooled CI leaves out
+    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "free")]
+    per_draw = [(r, p) for r, p in per_draw if p is not None]
+    if per_draw:
+        result, frame = per_draw[0]
+        c["per_draw"] = _charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
+    if report.phase is not None:
+        c["phase"] = _charts.phase_chart(report.phase)
 
-    Args:
-        store: a ``store.Store`` or a store URI.
-    Raises:
-        SweepDataError: nothing is stored at ``store``, or it has no sweep of that name (the
-            message lists those it has).
-    """
-    from .options import open_store
-
-    st = open_store(store, sweep=sweep)
-    return st, st.connect(sweep=sweep, read_only=True)
 
 
 def write_report(sweep: str, store="results", out: str | Path = "report", **options) -> Path:
@@ -394,73 +449,38 @@ def write_report(sweep: str, store="results", out: str | Path = "report", **opti
 
 
 def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where) -> str:
-    summary = "".join(f"<li>{line}</li>" for line in report.summary)
-    fixed = ", ".join(f"{k} = {_fmt_value(v)}" for k, v in report.fixed.items())
-    slice_note = f"<p>Fits and error charts hold {html.escape(fixed)} (the sweep varies these too).</p>" if fixed else ""
-    where_note = f"<p>Filter: <code>{html.escape(where)}</code></p>" if where else ""
-    fits = "".join(_fit_section(r) for r in report.fits.values())
-    chart_blocks, spec_tags = [], []
-    for name, spec in specs.items():
-        links = " ".join(f'<a href="{name}.{fmt}">{fmt.upper()}</a>' for fmt in CHART_FORMATS)
-        chart_blocks.append(f'<section class="chart"><h3>{html.escape(CHART_TITLES.get(name, name))}</h3>'
-                            f'<div data-chart="{name}"></div><p class="links">{links}</p></section>')
-        spec_tags.append(f'<script type="application/json" id="spec-{name}">{_script_json(spec)}</script>')
-    phase = ""
+    """index.html from templates/report.html.j2 (every value escaped by the template)."""
+    advice = None
+    if report.advice is not None:
+        frontier = report.advice["frontier"]
+        measured = float((grid["L"] * grid["M"] * grid["D"]).max())
+        table = frontier[["P", "L_int", "M_int", "D_int", "err_int", "best_err"]].rename(columns={
+            "L_int": "L", "M_int": "M", "D_int": "D", "err_int": "fitted error", "best_err": "continuous optimum error"})
+        table["extrapolated"] = np.where(frontier["P"] > measured * (1 + 1e-9), "yes", "no")
+        advice = {"table": _table(table, "advice-table"), "measured": fmt(measured, ".3g")}
+    phase = None
     if report.phase is not None:
         cells = report.phase.cells
-        cols = [report.phase.x, report.phase.y, "phase", "feature_update", "lin_ratio", "output_change", "local_ratio",
-                "init_noise", "n_seeds", "n_diverged", "n_failed"]
-        rule = report.phase.rule
-        phase = (f"<h2>Phase diagram</h2><p>Rule (docs/analysis.md): diverged if any seed diverged or a value is "
-                 f"non-finite; trivial if output_change &lt; {rule.trivial_output:g} &times; sqrt(initial loss); lazy if "
-                 f"max(feature_update, lin_ratio) / output_change &lt; {rule.lazy_ratio:g}; otherwise mlu. Cells with "
-                 f"alpha/sqrt(L M) &ge; {rule.init_noise:g} are marked init noise.</p>"
-                 + _table_html(cells[[c for c in cols if c in cells.columns]], "phase-table"))
-    advice = ""
-    if report.advice is not None:
-        frontier = report.advice["frontier"][["P", "L_int", "M_int", "D_int", "err_int", "best_err"]].rename(columns={
-            "L_int": "L", "M_int": "M", "D_int": "D", "err_int": "fitted error", "best_err": "continuous optimum error"})
-        advice = ("<h2>Shape advice (joint fit)</h2><p>For each budget P = L&middot;M&middot;D, the integer shape "
-                  "that minimizes the joint law (L&middot;M&middot;D &le; P).</p>" + _table_html(frontier, "advice-table"))
-    counts = pd.DataFrame([report.counts])
+        cols = [report.phase.x, report.phase.y, "phase", "feature_update", "lin_ratio", "output_change",
+                "local_ratio", "init_noise", "n_seeds", "n_diverged", "n_failed"]
+        phase = {"rule": report.phase.rule, "table": _table(cells[[c for c in cols if c in cells.columns]], "phase-table")}
+    comparison = None
+    if report.comparison is not None and len(report.comparison):
+        frame = report.comparison
+        comparison = _table(frame[[c for c in COMPARE_COLUMNS + ("note",) if c in frame.columns]], "comparison-table")
     excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]]
-    excluded_html = _table_html(excluded, "excluded-table") if len(excluded) else "<p>No grid point was floor-limited.</p>"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Sweep {html.escape(sweep)}: scaling-law report</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }}
-table {{ border-collapse: collapse; margin: 0.5em 0; }} td, th {{ padding: 2px 10px; border-bottom: 1px solid #ddd; text-align: right; }}
-.chart {{ margin: 1.5em 0; }} .links a {{ margin-right: 0.8em; }} .warn {{ color: #b00; }} code {{ background: #f4f4f4; }}
-#render-errors {{ color: #b00; }}
-</style>
-<script>{vega_bundle()}</script>
-</head><body>
-<h1>Sweep <code>{html.escape(sweep)}</code>: scaling-law report</h1>
-<pre id="render-errors"></pre>
-<h2>Summary</h2><ul id="summary">{summary}</ul>
-{slice_note}{where_note}
-<h2>Fits of {html.escape(metric)}</h2>
-<p>Per grid point, the RMS over seeds of {html.escape(metric)} at the final step; fitted in log space with a soft-L1 loss
-from several starts; 95% percentile intervals from a bootstrap that resamples seeds within grid points.</p>
-{fits}
-<h2>Charts</h2>
-{''.join(chart_blocks)}
-{phase}
-{advice}
-<h2>Data quality</h2>
-<p>Reference error floor: a grid point whose error is below {FLOOR_FACTOR:g}&times; the reference's own error estimate is
-floor-limited and left out of the fits.</p>
-{excluded_html}
-{_table_html(counts, "counts-table")}
-<h2>Sweep configuration</h2>
-{_table_html(config, "config-table")}
-<p>Fit rows: <a href="fits.csv">fits.csv</a>.</p>
-{''.join(spec_tags)}
-<script>{_EMBED_JS}</script>
-</body></html>
-"""
+    slopes = report.slopes
+    return _environment().get_template("report.html.j2").render(
+        sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
+        summary=report.summary, fixed=", ".join(f"{k} = {fmt(v, 'g')}" for k, v in report.fixed.items()),
+        fits=[_fit_block(r) for r in report.fits.values()], comparison=comparison,
+        charts=[{"name": name, "title": _chart_title(name), "spec": spec} for name, spec in specs.items()],
+        chart_formats=CHART_FORMATS, phase=phase, advice=advice,
+        slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
+        floor_factor=fmt(FLOOR_FACTOR, "g"),
+        excluded=_table(excluded, "excluded-table") if len(excluded) else None,
+        counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"))
 
 
-__all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "open_sweep", "save_chart", "sweep_config",
-           "vega_bundle", "write_report"]
+__all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "fmt", "needed_axes", "save_chart",
+           "sweep_config", "varying_axes", "vega_bundle", "write_report"]

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
-from explorer.fit import (FITS_COLUMNS, FORMS, GRID_COLUMNS, _Problem, fit, fit_sweep, format_table, grid_errors,
-                          held_axes, solve_batch, status_counts, step_errors)
+from explorer.fit import FITS_COLUMNS, FORMS, _Problem, fit, fit_sweep, format_table, solve_batch
+from explorer.sweep_data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
 from store import Store
 from store.schema import CONFIG_COLUMNS
 

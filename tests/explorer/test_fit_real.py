@@ -4,7 +4,8 @@ import functools
 
 import pytest
 
-from explorer.fit import fit, grid_errors
+from explorer.fit import fit
+from explorer.sweep_data import grid_errors
 from trials import TrialConfig
 
 from .analysis_data import connect, grid_configs, run_trials

@@ -13,9 +13,7 @@ import pytest
 EXPLORER = pathlib.Path(__file__).parents[2] / "explorer"
 # The analysis modules are being rewritten on another branch (fit.py to store.run_query and
 # store.CONFIG_COLUMNS, report.py off altair.utils._importers): remove this mark when it lands.
-_ANALYSIS_PENDING = pytest.mark.xfail(reason="analysis side, fixed on its own branch", strict=False)
-SOURCES = [pytest.param(p, marks=_ANALYSIS_PENDING) if p.name in ("fit.py", "report.py") else p
-           for p in sorted(EXPLORER.glob("*.py"))]
+SOURCES = sorted(EXPLORER.glob("*.py"))
 
 
 def absolute_imports(path: pathlib.Path):

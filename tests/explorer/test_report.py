@@ -16,8 +16,8 @@ from store import Store
 from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
-CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "error_vs_step",
-          "error_vs_params", "phase")
+CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "local_slopes",
+          "error_vs_step", "error_vs_params", "error_vs_D", "error_vs_alpha", "phase")
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,7 @@ def test_summary_numbers_match_the_fit_rows_in_the_store(made):
         checked += 1
     assert checked == 7  # R^2 of the theory fit, slope and CI in L and in L*M
     assert "Slope in L (free-exponent fit)" in made["html"] and "theory -1" in made["html"]
+    assert "The 95% CI covers: seeds resampled within grid points: seed noise only" in made["html"]
 
 
 def test_report_states_floor_counts_config_and_phase(made):
@@ -129,9 +130,13 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     assert done.exit_code == 0 and "slice alpha = 1.0" in done.output and "95% CI" in done.output
     done = runner.invoke(main, ["phase", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "p")])
     assert done.exit_code == 0 and "mlu" in done.output and (tmp_path / "p" / "phase.svg").exists()
-    done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "joint", "--budget", "1e6",
-                                "--budget", "1e9"])
+    # The grid's largest P is 2048: budgets within 100x are advised (flagged as extrapolation) ...
+    done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "joint", "--budget", "1e4",
+                                "--budget", "1e5"])
     assert done.exit_code == 0 and "best error ~ P^" in done.output and "wrote fit joint-" in done.output
+    # ... and one far beyond the data is refused rather than answered.
+    done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "joint", "--budget", "1e9"])
+    assert "best error ~ P^" not in done.output and "refused beyond 100x" in done.output
 
 
 @pytest.mark.parametrize("args, message", [
@@ -211,7 +216,7 @@ def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(made, tmp_p
 
 def test_demo_error_table_prints_the_fits_errors(made):
     from explorer.demo import error_table
-    from explorer.fit import grid_errors
+    from explorer.sweep_data import grid_errors
 
     lines = error_table(made["store"], "rep")
     assert lines[0] == "err_out at the last step (RMS over seeds); rows L, columns M, D = 8, alpha = 1.0"
@@ -221,3 +226,192 @@ def test_demo_error_table_prints_the_fits_errors(made):
     for row in grid.itertuples():
         assert table[row.L][[1, 4, 16].index(row.M)] == pytest.approx(row.err, rel=5e-3)
     assert error_table(made["store"], "nope") == []
+
+
+# ----------------------------------------------------------------------------- the template's escaping
+
+PAYLOAD = "<img src=x onerror=document.title='PWNED'><script>document.title='PWNED'</script>"
+
+
+def _chromium_dom(page, tmp_path) -> tuple[str, list[str]]:
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--no-first-run", "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'chrome'}",
+           "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom", page.as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A report whose sweep name, a configuration value and the --where filter carry a script."""
+    from explorer.report import build_report
+
+    rows = law_rows(LAW, Ls=(2, 4, 8), Ms=(1, 4), seeds=2, sweep=PAYLOAD)
+    rows["activation"] = PAYLOAD
+    where = "activation = '" + PAYLOAD.replace("'", "''") + "'"
+    out = tmp_path_factory.mktemp("hostile")
+    report = build_report(connect(rows), PAYLOAD, out, where=where, n_boot=10, formats=("svg", "html"))
+    return report
+
+
+def test_user_strings_reach_the_page_escaped(hostile):
+    html = hostile.path.read_text()
+    assert PAYLOAD not in html and "<img src=x" not in html and "<script>document" not in html
+    assert html.count("&lt;script&gt;document.title=&#39;PWNED&#39;&lt;/script&gt;") >= 3  # title, h1, filter, config
+    for script in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html, flags=re.S):
+        assert "</" not in script and "<!--" not in script and "<" not in script
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_a_report_of_hostile_strings_runs_no_script_in_chromium(hostile, tmp_path):
+    dom, console = _chromium_dom(hostile.path, tmp_path)
+    assert console == []
+    assert "<title>PWNED</title>" not in dom and re.search(r"<title>Sweep &lt;img src=x", dom), dom[:500]
+    assert '<img src="x"' not in dom and "<script>document.title" not in dom  # no element made from user text
+    assert f'data-charts-done="{len(hostile.charts)}"' in dom
+
+
+def test_chart_json_is_safe_inside_a_script_element(tmp_path):
+    import altair as alt
+
+    from explorer.report import save_chart
+
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2], "s": ["</script><!--", "a & b"]})).mark_point().encode(
+        x="x:Q", tooltip="s:N")
+    (path,) = save_chart(chart, tmp_path, "c", formats=("html",))
+    text = path.read_text()
+    assert "</script><!--" not in text and "\\u003c/script\\u003e\\u003c!--" in text
+
+
+def test_the_vega_bundle_is_the_vega_lite_version_of_altairs_schema():
+    import altair as alt
+    import vl_convert as vlc
+
+    from explorer.chart_files import vega_lite_version, vega_bundle
+
+    assert alt.SCHEMA_VERSION.lstrip("v").startswith(vega_lite_version() + ".")
+    assert vega_lite_version() in vlc.get_vegalite_versions()
+    assert "window.vegaEmbed=" in vega_bundle().replace(" ", "")
+
+
+def test_one_number_formatter():
+    import numpy as np
+
+    from explorer.report import fmt
+
+    assert [fmt(0.123456), fmt(np.float64(2.0), "g"), fmt(None), fmt(float("nan")), fmt(np.int64(3)), fmt("a")] == [
+        "0.1235", "2", "n/a", "n/a", "3", "a"]
+
+
+# ----------------------------------------------------------------------------- reports adapt to the sweep
+
+
+def _adapted(tmp_path, **grid):
+    from explorer.report import build_report
+
+    rows = law_rows(LAW, seeds=2, sweep="s", **grid)
+    return build_report(connect(rows), "s", tmp_path, n_boot=10, formats=("svg",))
+
+
+def _chart_values(chart, column):
+    spec = chart.to_dict()
+    return {row[column] for rows in spec["datasets"].values() for row in rows if column in row}
+
+
+def test_an_l_m_sweep_fits_the_laws_of_l_and_m_and_skips_the_d_term(tmp_path):
+    report = _adapted(tmp_path, Ls=(2, 4, 8, 16), Ms=(1, 4, 16))
+    assert report.varying == ["L", "M"] and set(report.fits) == {"theory", "free", "output"}
+    assert report.skipped == {"joint": ("D",)} and report.fit_errors == {}
+    assert {"error_vs_depth", "error_vs_units", "error_heatmap", "local_slopes"} <= set(report.charts)
+    assert not [name for name in report.charts if name in ("error_vs_D", "error_vs_alpha")]
+    assert report.phase.x == "L" and report.phase.y == "M"
+    assert "Not fitted (joint): it needs D to vary; this sweep varies L, M." in report.path.read_text()
+
+
+def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
+    report = _adapted(tmp_path, Ls=(8,), Ms=(4,), alphas=(1.0, 2.0, 4.0, 16.0))
+    assert report.varying == ["alpha"] and report.fits == {} and report.fit_errors == {}
+    assert set(report.skipped) == set(("theory", "free", "output", "joint"))
+    assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase"}
+    assert _chart_values(report.charts["error_vs_alpha"], "alpha") == {1.0, 2.0, 4.0, 16.0}
+    assert report.phase.x == "alpha"
+    html = report.path.read_text()
+    assert "form was not fitted" not in html and html.count("Not fitted (") == 2  # theory/free/output; joint
+    assert "Not fitted (theory, free, output): they need L and M to vary; this sweep varies alpha." in html
+    assert "Not fitted (joint): it needs L, M and D to vary" in html
+
+
+def test_a_d_sweep_gets_charts_over_d(tmp_path):
+    report = _adapted(tmp_path, Ls=(8,), Ms=(4,), Ds=(2, 4, 8, 16))
+    assert report.varying == ["D"] and report.fits == {}
+    assert set(report.charts) == {"error_vs_step", "error_vs_params", "error_vs_D", "phase"}
+    assert _chart_values(report.charts["error_vs_D"], "D") == {2, 4, 8, 16}
+    assert report.phase.x == "D" and "form was not fitted" not in report.path.read_text()
+
+
+def test_needed_axes_of_the_laws():
+    from explorer.report import needed_axes
+
+    assert needed_axes("theory") == {"L", "M"} and needed_axes("joint") == {"L", "M", "D"}
+    assert needed_axes("c1/L + c2") == {"L"} and needed_axes("c1/sqrt(D) + c2") == {"D"}
+
+
+# ----------------------------------------------------------------------------- sections of newer fits
+
+
+def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_path, monkeypatch):
+    import explorer.report as report_module
+
+    real_fit = report_module.fit
+
+    def richer_fit(grid, form, **kwargs):
+        result = real_fit(grid, form, **kwargs)
+        result.warnings = ["c2 hit its bound <b>"]
+        result.per_draw = pd.DataFrame({"problem_seed": [1, 2] * len(result.parameters),
+                                        "parameter": [p for p in result.parameters for _ in (1, 2)],
+                                        "estimate": 1.0, "ci_low": 0.5, "ci_high": 1.5})
+        result.bootstrap = "problem draws and seeds"
+        result.unidentified = {"c1": "trades off with c2"}
+        result.n_flagged = 3
+        result.pre_asymptotic = ["L = 2 is pre-asymptotic"]
+        return result
+
+    comparison = pd.DataFrame({"law": ["theory", "free"], "n_params": [2, 4], "cv_loo": [0.1, 0.2],
+                               "cv_extrap": [0.3, 0.4], "rank": [1, 2]})
+    monkeypatch.setattr(report_module, "fit", richer_fit)
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid: comparison)
+    report = _adapted(tmp_path, Ls=(2, 4, 8), Ms=(1, 4))
+    html = report.path.read_text()
+    assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
+    assert "Not identified: c1: trades off with c2." in html and "Pre-asymptotic: L = 2 is pre-asymptotic." in html
+    assert "The 95% CI covers: problem draws and seeds (10 bootstrap resamples)." in html
+    assert "3 rows were left out for stability flags" in html and 'class="dataframe per-draw-table"' in html
+    assert 'class="dataframe comparison-table"' in html and "cv_extrap" in html
+    assert "per_draw" in report.charts
+
+
+def test_shape_advice_beyond_the_sweep_is_marked_as_extrapolation(made):
+    html = made["html"]
+    assert "Extrapolation:</span> the joint law, read at budgets" in html
+    assert "<th>extrapolated</th>" in html and "<td>yes</td>" in html
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_a_standalone_chart_page_renders_offline_in_chromium(made, tmp_path):
+    dom, console = _chromium_dom(made["out"] / "error_vs_depth.html", tmp_path)
+    assert console == []
+    assert re.search(r'<svg[^>]*class="marks"', dom) and dom.count('role="graphics-symbol"') > 10
+
+
+def test_the_page_template_is_packaged():
+    import pathlib
+    import tomllib
+
+    root = pathlib.Path(__file__).parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["explorer"]
+    templates = sorted((root / "explorer" / "templates").iterdir())
+    assert templates and all(any(t.match(f"explorer/{p}") for p in patterns) for t in templates)
+    assert "jinja2" in " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
