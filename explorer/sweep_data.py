@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from store import CONFIG_COLUMNS, run_query
+from store import CONFIG_COLUMNS, run_query, validate_filter
 
 from .errors import FitError, MixedReferencesError, QueryError, SweepDataError
 from .options import store_errors
@@ -98,7 +98,12 @@ def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
 
 
 def _where_clause(where: str | None) -> str:
-    return f" AND ({where})" if where else ""
+    """`` AND (where)``, once ``where`` is known to be one condition: ``1=1) OR (1=1`` would
+    otherwise close the parenthesis and lift the sweep and status guards around it."""
+    if not where:
+        return ""
+    with store_errors():
+        return f" AND ({validate_filter(where)})"
 
 
 def grid_columns(con) -> list[str]:

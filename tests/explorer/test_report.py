@@ -148,6 +148,10 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
      "error: Permission Error: Cannot access file"),  # read-only, as explorer sql
+    # A filter is one condition: it cannot close the parenthesis that keeps the sweep and status guards.
+    (["fit", "--sweep", "rep", "--where", "1=1) OR (1=1"], "error: filter '1=1) OR (1=1': a ')' closes a parenthesis the filter did not open"),
+    (["phase", "--sweep", "rep", "--where", "1=1) OR (1=1"], "error: filter '1=1) OR (1=1': a ')' closes a parenthesis the filter did not open"),
+    (["report", "--sweep", "rep", "--where", "1=1) OR (1=1"], "error: filter '1=1) OR (1=1': a ')' closes a parenthesis the filter did not open"),
     (["phase", "--sweep", "rep", "--y", "foo"], "error: unknown phase axis 'foo'"),
     (["report", "--sweep", "nope"], "error: unknown sweep 'nope'"),
 ])
