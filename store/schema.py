@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: metrics gained ``flags``
 KINDS = ("metrics", "trials", "fits", "references")
 # The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
@@ -43,6 +43,7 @@ class Column:
     meaning: str  # one line for docs/store.md and `explorer` users
     nullable: bool = False  # None allowed (floats always allow NaN)
     allowed: tuple[str, ...] | None = None  # closed set of string values
+    since: int = 1  # SCHEMA_VERSION that added it: files written before read it as null
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
@@ -94,6 +95,12 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("output_change", _FLOAT, "RMS change of the output since step 0"),
     Column("weight_change", _FLOAT, "relative change of the unit weights since step 0"),
     Column("status", _STR, "ok | diverged | failed", allowed=STATUSES),
+    Column(
+        "flags", _STR,
+        "comma-separated stability flags of the row, '' when none: init_noise, chaotic (see README); "
+        "null: not computed (rows from before schema 2). Fits leave flagged rows out",
+        nullable=True, since=2,
+    ),
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -157,7 +164,7 @@ def _now() -> _dt.datetime:
 
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
-    "metrics": {"error": lambda: None, "node_id": _hostname},
+    "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now},
     "references": {},
@@ -335,13 +342,16 @@ def to_table(kind: str, rows: Sequence[Mapping], fill: Mapping[str, object] | No
 def check_table_schema(kind: str, actual: pa.Schema) -> str | None:
     """Why a file's schema cannot be read as ``kind`` (None when it can)."""
     expected = _schema(_check_kind(kind))
-    missing = [f.name for f in expected if f.name not in actual.names]
+    added_later = {c.name for c in COLUMNS[kind] if c.since > 1}  # older files lack them: read as null
+    missing = [f.name for f in expected if f.name not in actual.names and f.name not in added_later]
     if missing:
         return f"missing column(s) {', '.join(missing)}"
     unknown = [n for n in actual.names if n not in expected.names]
     if unknown:
         return f"unknown column(s) {', '.join(unknown)}"
     for field in expected:
+        if field.name not in actual.names:
+            continue
         got = actual.field(field.name).type
         if got != field.type:
             return f"column {field.name!r} is {got}, expected {field.type}"
