@@ -75,17 +75,25 @@ def _example_grids():
 
 @pytest.mark.slow
 def test_example_sweeps_have_no_divergence_false_positive():
-    checked = 0
+    """Every seed of the examples' grids that the rule marks diverged, run on to step K, still has
+    a loss above 10x its start (or non-finite): a real blow-up, not a transient (d_sweep's
+    (L, M, D) = (2, 1, 8) seed 0 is one: its loss grows 1100-fold). The others never trip."""
+    checked, marked = 0, []
     for name, cfg in _example_grids():
         net = ResNet(cfg)
         y_rms = float(net.problem.y.square().mean().sqrt())
-        loss0 = None
-        for _, fwd in net.trajectory():
-            loss = net.loss(fwd.out).double()
-            loss0 = loss if loss0 is None else loss0
-            assert not blown_up(cfg, fwd.out, loss, loss0, y_rms).any(), (name, cfg)
+        loss0, tripped = None, torch.zeros(len(cfg.seeds), dtype=torch.bool)
+        with np.errstate(all="ignore"):
+            for _, fwd in net.trajectory():
+                loss = net.loss(fwd.out).double()
+                loss0 = loss if loss0 is None else loss0
+                tripped |= blown_up(cfg, fwd.out, loss, loss0, y_rms)
+        for r in torch.nonzero(tripped).flatten().tolist():
+            assert not loss[r] <= 10 * loss0[r], (name, cfg, r, float(loss0[r]), float(loss[r]))
+            marked.append((name, cfg.L, cfg.M, cfg.D, cfg.alpha, cfg.seeds[r]))
         checked += 1
     assert checked > 100
+    assert len(marked) <= 3, marked
 
 
 def test_init_noise_flags_the_alpha_256_point_and_spares_the_paper_regime():
