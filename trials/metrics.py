@@ -51,7 +51,7 @@ def _f64(t: torch.Tensor) -> torch.Tensor:
 @dataclass
 class Moves:
     """The units' displacement since step 0, everything in float64 so that nothing cancels:
-    dp = (u_k - u_0)^T h_k / D and p0 = u_0^T h_k / D, (L, R, N, M); per unit v_0 . dv and
+    dp = (u_k - u_0)^T h_k / D and p0 = u_0^T h_k / D (as P - dp), (L, R, N, M); per unit v_0 . dv and
     |dv|^2, (L, R, 1, M), with dv = v_k - v_0; ||u_k - u_0||^2 per repetition, (R,). The
     differences u_k - u_0 are taken in the working dtype, where they are exact (Sterbenz)
     while the units stay within a factor 2 of their start, then widened."""
@@ -71,8 +71,11 @@ def _moves(net: ResNet, fwd: Forward, base: Baseline) -> Moves:
         h = _f64(fwd.hidden[c]) / D  # block inputs of these layers: (l, R, N, D)
         du = _f64(u[c] - u0[c])  # (l, R, D, M)
         dv = _f64(v[c] - v0[c])
-        dps.append(torch.matmul(h, du))  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
-        p0s.append(torch.matmul(h, _f64(u0[c])))
+        dp = torch.matmul(h, du)  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
+        dps.append(dp)
+        # the forward's P = u_k^T h / D less dp: no second product; P's rounding only moves the
+        # point p0 where sigma is expanded, while a and e below stay differences taken in float64
+        p0s.append(_f64(fwd.preact[c]) - dp)
         v0dvs.append((_f64(v0[c]) * dv).sum(dim=2, keepdim=True))
         dvsqs.append(dv.square().sum(dim=2, keepdim=True))
         dusq = dusq + du.square().sum(dim=(0, 2, 3))
