@@ -165,3 +165,20 @@ def test_completep_trains_exactly_like_mlu_at_its_effective_alpha(M):
         net = ResNet(cfg)
         outs.append(np.stack([fwd.out.numpy().copy() for _, fwd in net.trajectory()]))
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("changes,field", [
+    ({"divergence_factor": 1.0}, "divergence_factor"), ({"divergence_factor": float("nan")}, "divergence_factor"),
+    ({"divergence_bound": 0.0}, "divergence_bound"), ({"init_noise_limit": -1.0}, "init_noise_limit"),
+    ({"chaos_check": 1}, "chaos_check"),
+])
+def test_stability_knobs_are_validated_with_the_field_named(changes, field):
+    with pytest.raises(ConfigError) as info:
+        TrialConfig(L=2, M=2, D=4, **changes)
+    assert info.value.field == field and field in str(info.value)
+
+
+def test_stability_knobs_define_the_trial_key():
+    base = TrialConfig(L=2, M=2, D=4)
+    for changes in ({"divergence_factor": 100.0}, {"chaos_check": True}, {"init_noise_limit": 0.5}):
+        assert base.replace(**changes).key() != base.key()
