@@ -38,6 +38,9 @@ class Baseline:
         L, R, D, M = units0.u.shape
         size = max(1, _CHUNK_ELEMENTS // max(1, R * D * M))
         self.chunks = [slice(i, min(i + size, L)) for i in range(0, L, size)]
+        scratch = (min(size, L), R, D, M)
+        self.scratch_a = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
+        self.scratch_b = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
         self.v0_sq = torch.cat([_f64(units0.v[c]).square().sum(dim=2, keepdim=True) for c in self.chunks])  # (L, R, 1, M)
         self.size0_sq = sum(
             _f64(t[c]).square().sum(dim=(0, 2, 3)) for t in (units0.u, units0.v) for c in self.chunks
@@ -50,11 +53,13 @@ def _f64(t: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class Moves:
-    """The units' displacement since step 0, everything in float64 so that nothing cancels:
+    """The units' displacement since step 0, in float64 so that nothing cancels:
     dp = (u_k - u_0)^T h_k / D and p0 = u_0^T h_k / D (as P - dp), (L, R, N, M); per unit v_0 . dv and
     |dv|^2, (L, R, 1, M), with dv = v_k - v_0; ||u_k - u_0||^2 per repetition, (R,). The
     differences u_k - u_0 are taken in the working dtype, where they are exact (Sterbenz)
-    while the units stay within a factor 2 of their start, then widened."""
+    while the units stay within a factor 2 of their start; the products and per-unit sums of
+    those differences then lose nothing to cancellation and are widened to float64 before
+    they are combined."""
 
     dp: torch.Tensor
     p0: torch.Tensor
@@ -68,18 +73,25 @@ def _moves(net: ResNet, fwd: Forward, base: Baseline) -> Moves:
     D = u.shape[2]
     dps, p0s, v0dvs, dvsqs, dusq = [], [], [], [], 0.0
     for c in base.chunks:
-        h = _f64(fwd.hidden[c]) / D  # block inputs of these layers: (l, R, N, D)
-        du = _f64(u[c] - u0[c])  # (l, R, D, M)
-        dv = _f64(v[c] - v0[c])
-        dp = torch.matmul(h, du)  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
+        # Differences in the working dtype (exact while a unit stays within 2x of its start) into
+        # reused buffers; the products and per-unit sums over D below involve no cancellation,
+        # so they run in the working dtype too and are widened before anything is combined.
+        du = torch.sub(u[c], u0[c], out=base.scratch_a[: c.stop - c.start])  # (l, R, D, M)
+        dv = torch.sub(v[c], v0[c], out=base.scratch_b[: c.stop - c.start])
+        dp = _f64(torch.matmul(fwd.hidden[c] / D, du))  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
         dps.append(dp)
         # the forward's P = u_k^T h / D less dp: no second product; P's rounding only moves the
         # point p0 where sigma is expanded, while a and e below stay differences taken in float64
         p0s.append(_f64(fwd.preact[c]) - dp)
-        v0dvs.append((_f64(v0[c]) * dv).sum(dim=2, keepdim=True))
-        dvsqs.append(dv.square().sum(dim=2, keepdim=True))
-        dusq = dusq + du.square().sum(dim=(0, 2, 3))
+        dusq = dusq + _f64(_unit_dot(du, du)).sum(dim=(0, 2, 3))
+        v0dvs.append(_f64(_unit_dot(v0[c], dv)))
+        dvsqs.append(_f64(_unit_dot(dv, dv)))
     return Moves(torch.cat(dps), torch.cat(p0s), torch.cat(v0dvs), torch.cat(dvsqs), dusq)
+
+
+def _unit_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Per-unit inner products over the D coordinates: (l, R, D, M) x2 -> (l, R, 1, M)."""
+    return torch.linalg.vecdot(a, b, dim=2).unsqueeze(2)
 
 
 @dataclass
