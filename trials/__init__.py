@@ -6,10 +6,11 @@ validated config (and its reference) to metric rows; it runs the same on CPU and
 from .config import PRESETS, ConfigError, ProblemConfig, ReferenceConfig, TrialConfig
 from .metrics import METRICS
 from .reference import Reference, ReferenceDiverged, compute_reference, reference_from_trial
-from .train import train_trial
+from .train import FLAGS, train_trial
 
 __all__ = [
     "ConfigError",
+    "FLAGS",
     "METRICS",
     "PRESETS",
     "ProblemConfig",
