@@ -5,7 +5,9 @@
 For each shape (L, M, D, N, reps) and dtype it reports, measured in the same run on the same
 device:
 - step: one batched GD step (forward + backward + in-place update) of all reps, and per seed;
-- step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step);
+- step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step), and
+  its ratio to the bare step (target <= 1.3);
+- init: drawing the units of all reps (``init_units``), in seconds and in bare steps (target <= 2);
 - memory bound: the weights' bytes read and written three times (three copies) at the measured
   copy bandwidth; compute bound: the step's 12 * L * M * D * N flops per seed at the measured
   large-matrix-product speed;
@@ -25,7 +27,7 @@ import torch
 
 from trials import ReferenceConfig, TrialConfig, compute_reference
 from trials.metrics import METRICS, Baseline, Snapshot
-from trials.model import ResNet
+from trials.model import ResNet, init_units
 
 SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
 
@@ -107,12 +109,14 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
 
     with_metrics = best_of(step_with_metrics, repeats, device)
     del base
+    init = best_of(lambda: init_units(cfg, cfg.seeds, device, net.dtype), max(1, repeats - 1), device)
     weight_bytes = net.units.u.numel() * 2 * net.units.u.element_size()
     bandwidth = copy_bandwidth(device, net.dtype, min(weight_bytes, 1 << 30), repeats)
     flops_rate = matmul_flops(device, net.dtype, repeats)
     result = {
         "shape": {"L": L, "M": M, "D": D, "N": N, "reps": reps}, "dtype": dtype_name, "device": device.type,
         "step_s": step, "step_per_seed_s": step / reps, "step_metrics_per_seed_s": with_metrics / reps,
+        "metrics_ratio": with_metrics / step, "init_s": init, "init_in_steps": init / step,
         "weight_bytes": weight_bytes, "copy_GBps": bandwidth / 1e9, "matmul_GFLOPs": flops_rate / 1e9,
         "memory_bound_per_seed_s": 3 * weight_bytes / bandwidth / reps,
         "compute_bound_per_seed_s": 12 * L * M * D * N / flops_rate,
@@ -136,8 +140,8 @@ def main() -> None:
     results = []
     print(f"# trial engine step, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, device {device}")
-    print("| L | M | D | N | reps | dtype | step/seed | +metrics/seed | naive/seed | speedup | memory bound | compute bound | x mem bound |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| L | M | D | N | reps | dtype | step/seed | +metrics/seed | (step+metrics)/step | init (in steps) | naive/seed | speedup | memory bound | compute bound | x mem bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         for dtype_name in ("float64", "float32"):
             r = measure_shape(shape, dtype_name, device, args.repeats, not args.no_naive)
@@ -146,7 +150,7 @@ def main() -> None:
             naive = ms(r["naive_per_seed_s"]) if "naive_per_seed_s" in r else "-"
             speed = f"{r['speedup_vs_naive']:.1f}x" if "speedup_vs_naive" in r else "-"
             print(f"| {' | '.join(map(str, shape))} | {dtype_name} | {ms(r['step_per_seed_s'])} | "
-                  f"{ms(r['step_metrics_per_seed_s'])} | {naive} | {speed} | {ms(r['memory_bound_per_seed_s'])} "
+                  f"{ms(r['step_metrics_per_seed_s'])} | {r['metrics_ratio']:.2f} | {r['init_s']:.2f} s ({r['init_in_steps']:.1f}) | {naive} | {speed} | {ms(r['memory_bound_per_seed_s'])} "
                   f"({r['copy_GBps']:.1f} GB/s) | {ms(r['compute_bound_per_seed_s'])} ({r['matmul_GFLOPs']:.0f} GFLOP/s) | "
                   f"{r['x_memory_bound']:.2f} |", flush=True)
     limit = TrialConfig(L=2, M=2, D=8, steps=10, device=device.type)
@@ -154,7 +158,7 @@ def main() -> None:
     start = time.perf_counter()
     compute_reference(ref_cfg)
     ref_s = time.perf_counter() - start
-    print(f"\nreference: L_ref * M_ref = 1024 * 512 = 2^19 particles, D = 8, K = 10, 2 replicas + a half-depth one, "
+    print(f"\nreference: L_ref * M_ref = 1024 * 512 = 2^19 particles, D = 8, K = 10, 2 replicas + their half-depth twins, "
           f"float64: {ref_s:.2f} s")
     results.append({"reference_s": ref_s, "particles": 1024 * 512, "device": device.type})
     if args.json:

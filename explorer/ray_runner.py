@@ -259,7 +259,7 @@ def failed_rows(trial: PlannedTrial, ref_kind: str, error: str, wall_s: float) -
                 device=resolve_device("auto").type if cfg.device == "auto" else cfg.device)
     rows = []
     for seed in cfg.seeds:
-        row = dict(base, seed=seed, step=0, status="failed", error=error)
+        row = dict(base, seed=seed, step=0, status="failed", error=error, flags="")
         row.update({name: math.nan for name in _FLOAT_METRICS if name not in base})
         row["wall_s"] = wall_s
         rows.append(row)

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .errors import InvalidNameError, SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: metrics gained ``flags``, fits ``warnings``
 KINDS = ("metrics", "trials", "fits", "references")
 # The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
@@ -43,6 +43,7 @@ class Column:
     meaning: str  # one line for docs/store.md and `explorer` users
     nullable: bool = False  # None allowed (floats always allow NaN)
     allowed: tuple[str, ...] | None = None  # closed set of string values
+    since: int = 1  # SCHEMA_VERSION that added it: files written before read it as null
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
@@ -94,6 +95,12 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("output_change", _FLOAT, "RMS change of the output since step 0"),
     Column("weight_change", _FLOAT, "relative change of the unit weights since step 0"),
     Column("status", _STR, "ok | diverged | failed", allowed=STATUSES),
+    Column(
+        "flags", _STR,
+        "comma-separated stability flags of the row, '' when none: init_noise, chaotic (see README); "
+        "null: not computed (rows from before schema 2). Fits leave flagged rows out",
+        nullable=True, since=2,
+    ),
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -129,7 +136,7 @@ _FITS = (
     Column("n_excluded", _INT, "grid points left out (floor-limited, diverged, failed)"),
     Column("extrapolation_error", _FLOAT, "relative error on held-out larger points", nullable=True),
     Column("warnings", _STR, "the fit's guard-rail warnings joined by '; ' ('' when none; null in older fits)",
-           nullable=True),
+           nullable=True, since=2),
     Column("created_at", _TIME, "UTC time the fit was written"),
 ) + _PROVENANCE
 
@@ -145,6 +152,12 @@ _REFERENCES = (
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES,
 }
+# {version: {kind: columns that version added}}: a file written at version v lacks the columns of
+# later versions and reads them as null (store.screen's rule).
+ADDED_COLUMNS: dict[int, dict[str, tuple[str, ...]]] = {
+    version: {kind: tuple(c.name for c in cols if c.since == version) for kind, cols in COLUMNS.items()}
+    for version in range(2, SCHEMA_VERSION + 1)
+}
 # Each file of a kind holds whole groups of this column (one group per small file).
 KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key"}
 
@@ -159,7 +172,7 @@ def _now() -> _dt.datetime:
 
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
-    "metrics": {"error": lambda: None, "node_id": _hostname},
+    "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
@@ -334,18 +347,3 @@ def to_table(kind: str, rows: Sequence[Mapping], fill: Mapping[str, object] | No
             raise SchemaError(f"{kind} column {column.name!r} cannot be stored as {column.type}: {exc}") from None
     return pa.Table.from_arrays(arrays, schema=_schema(kind))
 
-
-def check_table_schema(kind: str, actual: pa.Schema) -> str | None:
-    """Why a file's schema cannot be read as ``kind`` (None when it can)."""
-    expected = _schema(check_kind(kind))
-    missing = [f.name for f in expected if f.name not in actual.names]
-    if missing:
-        return f"missing column(s) {', '.join(missing)}"
-    unknown = [n for n in actual.names if n not in expected.names]
-    if unknown:
-        return f"unknown column(s) {', '.join(unknown)}"
-    for field in expected:
-        got = actual.field(field.name).type
-        if got != field.type:
-            return f"column {field.name!r} is {got}, expected {field.type}"
-    return None

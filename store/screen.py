@@ -7,7 +7,7 @@ A data file serves rows only when
    check reports it, the views leave it out and say how many they left out). A file of version v
    has exactly the columns of the current schema minus those added after v (read as NULL),
    each with the current type. The columns added by each version come from
-   ``store.schema.ADDED_COLUMNS`` (``{version: {kind: (column, ...)}}``) when it declares them;
+   ``store.schema.ADDED_COLUMNS`` (``{version: {kind: (column, ...)}}``, from each column's ``since``);
    a file with some but not all of a version's additions, or with a column no version has, or
    missing a column of version 1, matches no version;
 3. a small file ``<key>.parquet`` holds only that key's rows (by the footer's statistics).

@@ -8,7 +8,7 @@ from .config import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, ConfigE
 from .metrics import METRICS
 from .reference import (REFERENCE_KINDS, Reference, ReferenceDiverged, compute_reference, largest_reference_key,
                         reference_from_trial)
-from .train import train_trial
+from .train import FLAGS, train_trial
 
 __all__ = [
     "ACTIVATION_NAMES",
@@ -16,6 +16,7 @@ __all__ = [
     "ConfigError",
     "DEVICES",
     "DTYPES",
+    "FLAGS",
     "METRICS",
     "PRESETS",
     "REFERENCE_KINDS",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 # Bumped whenever a change to the numerics changes the numbers a configuration produces.
-NUMERICS_VERSION = 2
+NUMERICS_VERSION = 3  # 3: divergence by loss growth, flags, CRN discretization estimate, preset-keyed references
 
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch
@@ -110,7 +110,10 @@ class TrialConfig:
     device: str = "auto"  # auto (cuda if available) | cpu | cuda
     seeds: tuple[int, ...] = (0,)  # repetitions: seeds of the unit parameters, batched
     antithetic: bool = False  # units in pairs (u, v), (u, -v): cancels the init noise; M even
-    divergence_threshold: float = 1e6  # |f| beyond this (or NaN/Inf) marks a repetition diverged
+    divergence_factor: float = 10.0  # loss above this times its step-0 loss marks a repetition diverged
+    divergence_bound: float = 1e3  # |f| above this times the targets' RMS (or NaN/Inf) marks it diverged
+    init_noise_limit: float = 1.0  # flag init_noise when alpha_eff / sqrt(L M) exceeds this (not antithetic)
+    chaos_check: bool = False  # run a twin nudged by 1e-12 and flag seeds whose trajectories separate
 
     def __post_init__(self) -> None:
         for name in ("L", "M", "D"):
@@ -122,8 +125,13 @@ class TrialConfig:
         _choice("preset", self.preset, tuple(PRESETS))
         _choice("dtype", self.dtype, tuple(DTYPES))
         _choice("device", self.device, DEVICES)
-        for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_threshold"):
+        for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_bound", "init_noise_limit"):
             _positive_float(name, getattr(self, name))
+        _positive_float("divergence_factor", self.divergence_factor)
+        if self.divergence_factor <= 1:
+            raise ConfigError("divergence_factor", f"divergence_factor must be > 1 (a loss growth factor), got {self.divergence_factor!r}")
+        if not isinstance(self.chaos_check, bool):
+            raise ConfigError("chaos_check", f"chaos_check must be true or false, got {self.chaos_check!r}")
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
             raise ConfigError("steps", f"steps must be a non-negative integer, got {self.steps!r}")
         seeds = tuple(self.seeds)
@@ -148,6 +156,30 @@ class TrialConfig:
         """c = alpha * L^-a * M^-b * D^-g for this preset."""
         a, b, g = PRESETS[self.preset]
         return self.alpha * self.L**-a * self.M**-b * self.D**-g
+
+    @property
+    def limit_alpha(self) -> float | None:
+        """The multiplier alpha of the mlu Mean ODE this trial approaches as L grows at fixed M,
+        or None when no Mean ODE is its limit.
+
+        The learning rate convention (lr_hat = eta / (c L M)) makes any preset at (L, M) the mlu
+        network with alpha_eff = c L M. mlu and lazy: alpha_eff = alpha. completep: alpha sqrt(M / D),
+        fixed as L grows, so its limit is the mlu Mean ODE at that alpha (it depends on M).
+        depth_mup: alpha sqrt(L M / D) grows without bound with L while the initial noise
+        alpha_eff / sqrt(L M) = alpha / sqrt(D) stays put: the 1/sqrt(L) branch has a random
+        (SDE-like) limit, not a deterministic Mean ODE.
+        """
+        if self.preset in ("mlu", "lazy"):
+            return float(self.alpha)
+        if self.preset == "completep":
+            return float(self.alpha) * math.sqrt(self.M / self.D)
+        return None
+
+    @property
+    def init_noise(self) -> float:
+        """Initial output noise scale alpha_eff / sqrt(L M) = c sqrt(L M) (SPEC section 2); 0 with
+        antithetic units, whose branch output is exactly zero at step 0."""
+        return 0.0 if self.antithetic else self.residual_scale * math.sqrt(self.L * self.M)
 
     def replace(self, **changes) -> "TrialConfig":
         return dataclasses.replace(self, **changes)
@@ -202,13 +234,20 @@ class ReferenceConfig:
         if self.depth < 2 or self.depth % 2:
             raise ConfigError("reference.depth", f"reference.depth must be even and >= 2 (a half-depth replica estimates discretization), got {self.depth}")
         _choice("reference.device", self.device, DEVICES)
+        if self.limit.limit_alpha is None:
+            raise ConfigError(
+                "preset",
+                f"preset {self.limit.preset!r} has no Mean ODE limit (its residual scale alpha/sqrt(L M D) "
+                "leaves initial noise alpha/sqrt(D) at every depth); use reference kind 'largest', or preset 'completep' or 'mlu'",
+            )
 
     def limit_fields(self) -> dict:
-        """Exactly what the Mean ODE limit depends on: no L, M or trial seed."""
+        """Exactly what the Mean ODE limit depends on: no trial seed, and L or M only through
+        the effective mlu multiplier ``limit.limit_alpha`` (completep's depends on M)."""
         t = self.limit
         return {
             "problem": dataclasses.asdict(t.problem), "D": t.D, "activation": t.activation, "block": t.block,
-            "scaling": list(PRESETS[t.preset]), "alpha": t.alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
+            "scaling": list(PRESETS["mlu"]), "alpha": t.limit_alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
             "lr": t.lr, "steps": t.steps, "dtype": t.dtype,
         }
 
@@ -221,9 +260,11 @@ class ReferenceConfig:
         return stable_hash(payload)
 
     def particle_config(self, depth: int) -> TrialConfig:
-        """The trial configuration that runs this reference's particles at a given depth."""
+        """The trial configuration that runs this reference's particles at a given depth: the mlu
+        network at the limit's effective alpha (see ``TrialConfig.limit_alpha``)."""
         seeds = tuple(range(self.seed, self.seed + self.replicas))
-        return self.limit.replace(L=depth, M=self.width, seeds=seeds, antithetic=True, device=self.device)
+        return self.limit.replace(L=depth, M=self.width, seeds=seeds, antithetic=True, device=self.device,
+                                  preset="mlu", alpha=self.limit.limit_alpha, chaos_check=False)
 
 
 def resolve_device(name: str) -> torch.device:

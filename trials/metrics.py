@@ -30,33 +30,68 @@ def rms(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
 
 class Baseline:
     """What every step is compared with, computed once per trial: the units and output at step 0,
-    the initial per-unit norms |v_0|^2, the total ||theta_0||^2 per repetition, and one scratch
-    buffer reused by every step's per-unit sums (fresh temporaries of weight size would cost
-    more in page faults than in arithmetic)."""
+    the initial per-unit norms |v_0|^2 and the total ||theta_0||^2 per repetition (both float64),
+    and the chunks of layers in which the per-unit sums run (bounding their temporaries)."""
 
     def __init__(self, units0: Units, out0: torch.Tensor):
         self.units0, self.out0 = units0, out0
         L, R, D, M = units0.u.shape
         size = max(1, _CHUNK_ELEMENTS // max(1, R * D * M))
         self.chunks = [slice(i, min(i + size, L)) for i in range(0, L, size)]
-        self.scratch = torch.empty((min(size, L), R, D, M), dtype=units0.u.dtype, device=units0.u.device)
-        self.v0_sq = self.unit_dot(units0.v, units0.v)  # (L, R, 1, M)
-        self.size0_sq = sum(self.unit_dot(t, t).sum(dim=(0, 2, 3)) for t in (units0.u, units0.v))  # (R,)
+        scratch = (min(size, L), R, D, M)
+        self.scratch_a = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
+        self.scratch_b = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
+        self.v0_sq = torch.cat([_f64(units0.v[c]).square().sum(dim=2, keepdim=True) for c in self.chunks])  # (L, R, 1, M)
+        self.size0_sq = sum(
+            _f64(t[c]).square().sum(dim=(0, 2, 3)) for t in (units0.u, units0.v) for c in self.chunks
+        )  # (R,)
 
-    def unit_dot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Per-unit inner products over the D coordinates: (L, R, D, M) x2 -> (L, R, 1, M)."""
-        return torch.cat([self._chunk_dot(a[c], b[c], torch.mul) for c in self.chunks])
 
-    def moved_sq(self, now: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
-        """||now - start||^2 per repetition: (L, R, D, M) x2 -> (R,)."""
-        return sum(self._chunk_dot(now[c], start[c], torch.sub, square=True).sum(dim=(0, 2, 3)) for c in self.chunks)
+def _f64(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype == torch.float64 else t.to(torch.float64)
 
-    def _chunk_dot(self, a, b, op, square: bool = False) -> torch.Tensor:
-        buf = self.scratch[: a.shape[0]]
-        op(a, b, out=buf)
-        if square:
-            buf.square_()
-        return buf.sum(dim=2, keepdim=True)
+
+@dataclass
+class Moves:
+    """The units' displacement since step 0, in float64 so that nothing cancels:
+    dp = (u_k - u_0)^T h_k / D and p0 = u_0^T h_k / D (as P - dp), (L, R, N, M); per unit v_0 . dv and
+    |dv|^2, (L, R, 1, M), with dv = v_k - v_0; ||u_k - u_0||^2 per repetition, (R,). The
+    differences u_k - u_0 are taken in the working dtype, where they are exact (Sterbenz)
+    while the units stay within a factor 2 of their start; the products and per-unit sums of
+    those differences then lose nothing to cancellation and are widened to float64 before
+    they are combined."""
+
+    dp: torch.Tensor
+    p0: torch.Tensor
+    v0_dv: torch.Tensor
+    dv_sq: torch.Tensor
+    du_sq: torch.Tensor
+
+
+def _moves(net: ResNet, fwd: Forward, base: Baseline) -> Moves:
+    u, v, u0, v0 = net.units.u, net.units.v, base.units0.u, base.units0.v
+    D = u.shape[2]
+    dps, p0s, v0dvs, dvsqs, dusq = [], [], [], [], 0.0
+    for c in base.chunks:
+        # Differences in the working dtype (exact while a unit stays within 2x of its start) into
+        # reused buffers; the products and per-unit sums over D below involve no cancellation,
+        # so they run in the working dtype too and are widened before anything is combined.
+        du = torch.sub(u[c], u0[c], out=base.scratch_a[: c.stop - c.start])  # (l, R, D, M)
+        dv = torch.sub(v[c], v0[c], out=base.scratch_b[: c.stop - c.start])
+        dp = _f64(torch.matmul(fwd.hidden[c] / D, du))  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
+        dps.append(dp)
+        # the forward's P = u_k^T h / D less dp: no second product; P's rounding only moves the
+        # point p0 where sigma is expanded, while a and e below stay differences taken in float64
+        p0s.append(_f64(fwd.preact[c]) - dp)
+        dusq = dusq + _f64(_unit_dot(du, du)).sum(dim=(0, 2, 3))
+        v0dvs.append(_f64(_unit_dot(v0[c], dv)))
+        dvsqs.append(_f64(_unit_dot(dv, dv)))
+    return Moves(torch.cat(dps), torch.cat(p0s), torch.cat(v0dvs), torch.cat(dvsqs), dusq)
+
+
+def _unit_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Per-unit inner products over the D coordinates: (l, R, D, M) x2 -> (l, R, 1, M)."""
+    return torch.linalg.vecdot(a, b, dim=2).unsqueeze(2)
 
 
 @dataclass
@@ -71,18 +106,9 @@ class Snapshot:
     ref_hidden: torch.Tensor
 
     @cached_property
-    def preact_at_init_weights(self) -> torch.Tensor:
-        """u_{l,j,0}^T h_{l-1,k} / D for every layer at once: (L, R, N, M)."""
-        L, R, D, M = self.base.units0.u.shape
-        hidden_in = self.fwd.hidden[:L].reshape(L * R, -1, D)
-        p0 = torch.bmm(hidden_in / D, self.base.units0.u.reshape(L * R, D, M))
-        return p0.reshape(L, R, -1, M)
-
-    @cached_property
-    def v_dots(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """|v_k|^2 and v_k . v_0 per unit, (L, R, 1, M): shared by lin_ratio and weight_change."""
-        v = self.net.units.v
-        return self.base.unit_dot(v, v), self.base.unit_dot(v, self.base.units0.v)
+    def moves(self) -> Moves:
+        """The float64 displacement sums shared by feature_update, lin_ratio and weight_change."""
+        return _moves(self.net, self.fwd, self.base)
 
 
 def err_out(s: Snapshot) -> torch.Tensor:
@@ -98,38 +124,36 @@ def loss(s: Snapshot) -> torch.Tensor:
 
 
 def feature_update(s: Snapshot) -> torch.Tensor:
-    return rms(s.fwd.preact - s.preact_at_init_weights, (0, 2, 3))
+    return rms(s.moves.dp, (0, 2, 3))
 
 
 def lin_ratio(s: Snapshot) -> torch.Tensor:
     """sqrt(sum ||phi(h, z_k) - phi(h, z_0) - d_z phi(h, z_0) dz||^2 / sum ||phi(h, z_k) - phi(h, z_0)||^2)
-    for phi(h, z) = v sigma(u^T h / D), summed over layers, units and samples.
+    for phi(h, z) = v sigma(u^T h / D), summed over layers, units and samples, in float64.
 
-    With p = u_k^T h / D, p0 = u_0^T h / D, both vectors are combinations of v_k and v_0:
-    residual = v_k (sigma(p) - sigma(p0)) - v_0 sigma'(p0) (p - p0) and change = v_k sigma(p) -
-    v_0 sigma(p0), so only the unit norms |v_k|^2, |v_0|^2 and v_k . v_0 are needed.
+    With p0 = u_0^T h / D, dp = du^T h / D, a = sigma(p0 + dp) - sigma(p0) and e = a - sigma'(p0) dp
+    (the second-order rest), the residual is v_0 e + dv a and the change v_0 a + dv sigma(p): written
+    with the displacement dv, not as v_k and v_0 (whose combinations cancel to nothing in float32
+    in the lazy regime), so only |v_0|^2, v_0 . dv and |dv|^2 per unit are needed.
     """
-    act = s.net.activation
-    (vv, vv0), v0v0 = s.v_dots, s.base.v0_sq  # (L, R, 1, M)
-    p, p0 = s.fwd.preact, s.preact_at_init_weights  # (L, R, N, M)
-    sk = s.fwd.activated
-    s0 = act.value(p0)
-    a, b = sk - s0, act.derivative(p0, s0) * (p - p0)
-    num = (vv * a * a - 2 * vv0 * a * b + v0v0 * b * b).sum(dim=(0, 2, 3))
-    den = (vv * sk * sk - 2 * vv0 * sk * s0 + v0v0 * s0 * s0).sum(dim=(0, 2, 3))
+    act, m = s.net.activation, s.moves
+    s0 = act.value(m.p0)
+    sk = act.value(m.p0 + m.dp)
+    a = sk - s0
+    e = a - act.derivative(m.p0, s0) * m.dp
+    v0v0, v0dv, dvdv = s.base.v0_sq, m.v0_dv, m.dv_sq  # (L, R, 1, M)
+    num = (v0v0 * e * e + 2 * v0dv * e * a + dvdv * a * a).sum(dim=(0, 2, 3))
+    den = (v0v0 * a * a + 2 * v0dv * a * sk + dvdv * sk * sk).sum(dim=(0, 2, 3))
     ratio = num.clamp_min(0).sqrt() / den.clamp_min(0).sqrt()
     return torch.where(den > 0, ratio, torch.zeros_like(ratio))
 
 
 def output_change(s: Snapshot) -> torch.Tensor:
-    return rms(s.fwd.out - s.base.out0, (1, 2))
+    return rms(_f64(s.fwd.out) - _f64(s.base.out0), (1, 2))
 
 
 def weight_change(s: Snapshot) -> torch.Tensor:
-    vv, vv0 = s.v_dots
-    # |v - v0|^2 = |v|^2 - 2 v.v0 + |v0|^2: exactly 0 at step 0, where the three sums are the same numbers
-    moved_v = (vv - 2 * vv0 + s.base.v0_sq).sum(dim=(0, 2, 3)).clamp_min(0)
-    moved = s.base.moved_sq(s.net.units.u, s.base.units0.u) + moved_v
+    moved = s.moves.du_sq + s.moves.dv_sq.sum(dim=(0, 2, 3))
     return (moved / s.base.size0_sq).sqrt()
 
 

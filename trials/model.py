@@ -165,13 +165,14 @@ class ResNet:
     matrix once, which on CPUs is several times faster than the column-major (M, D) @ (D, N).
     """
 
-    def __init__(self, config: TrialConfig):
+    def __init__(self, config: TrialConfig, units: Units | None = None):
+        """Args: units: start from these (L, R, D, M) units instead of drawing the config's seeds."""
         self.config = config
         self.device = resolve_device(config.device)
         self.dtype = torch_dtype(config.dtype)
         self.seeds = config.seeds
         self.problem = make_problem(config, self.device, self.dtype)
-        self.units = init_units(config, self.seeds, self.device, self.dtype)
+        self.units = init_units(config, self.seeds, self.device, self.dtype) if units is None else units
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)

@@ -4,10 +4,14 @@
 network of depth L_ref and width M_ref, sharing the data, embeddings and every limit-defining
 knob but never the unit parameters. Particles come in antithetic pairs (u, v), (u, -v), which
 cancels the initial output noise exactly. R_ref >= 2 independent replicas run as one batch;
-their mean is the reference, their spread / sqrt(R_ref) estimates its sampling error, and the
-distance of one more replica at depth L_ref / 2 estimates the Euler discretization error (the
-O(1/L) error at L_ref / 2 is about twice that at L_ref, so their difference is about the error
-at L_ref), after subtracting the sampling noise that distance carries (``_discretization``).
+their mean is the reference, their spread / sqrt(R_ref) estimates its sampling error. The Euler
+discretization error uses common random numbers: each replica is run again at depth L_ref / 2
+with the same particles, layers 2i and 2i+1 merged into one layer of 2 M_ref units (``halve``).
+The O(1/L) error at L_ref / 2 is about twice that at L_ref, so the two runs differ by about the
+error at L_ref, while the sampling noise (same particles) largely cancels; what is left of it is
+estimated from the replicas' spread of that difference and subtracted (``_discretization``).
+The trial's limit is the mlu Mean ODE at ``TrialConfig.limit_alpha`` (completep's depends on M);
+depth_mup has none and is refused (``ReferenceConfig``).
 
 ``largest``: the companion paper's protocol for D-sweeps. The largest grid point of the sweep,
 run with its own seeds, is the reference of every other point; its error estimate is the
@@ -26,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, stable_hash
-from .model import ResNet, make_problem
+from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, resolve_device, stable_hash, torch_dtype
+from .model import ResNet, Units, init_units, make_problem
 
 REFERENCE_KINDS = ("mean_ode", "largest")
 
@@ -62,10 +66,20 @@ class Reference:
         return cls(key, kind, dict(arrays), meta)
 
 
-def _trajectory(config: TrialConfig) -> tuple[np.ndarray, np.ndarray, str]:
-    """Run one batch of seeds; return outputs (K+1, R, N, d_out) and last hidden states
-    (K+1, R, N, D) as float64 numpy arrays, and the device it ran on."""
-    net = ResNet(config)
+def halve(units: Units) -> Units:
+    """The same particles at half the depth: layers 2i and 2i+1 side by side as one layer of
+    twice the width. (L, R, D, M) -> (L / 2, R, D, 2 M)."""
+    def merge(t: torch.Tensor) -> torch.Tensor:
+        L, R, D, M = t.shape
+        # (L/2, 2, R, D, M) -> (L/2, R, D, 2, M) -> (L/2, R, D, 2M)
+        return t.reshape(L // 2, 2, R, D, M).permute(0, 2, 3, 1, 4).reshape(L // 2, R, D, 2 * M).contiguous()
+    return Units(merge(units.u), merge(units.v))
+
+
+def _trajectory(config: TrialConfig, units: Units | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """Run one batch of seeds (from ``units`` when given); return outputs (K+1, R, N, d_out) and
+    last hidden states (K+1, R, N, D) as float64 numpy arrays, and the device it ran on."""
+    net = ResNet(config, units=units)
     outs, hiddens = [], []
     for _, fwd in net.trajectory():
         # copies: the engine reuses its buffers at the next step
@@ -87,16 +101,16 @@ def _spread(samples: np.ndarray) -> np.ndarray:
     return np.sqrt((sem**2).reshape(samples.shape[0], -1).mean(axis=1))
 
 
-def _discretization(half_minus_mean: np.ndarray, sem: np.ndarray, replicas: int) -> np.ndarray:
-    """Euler error at L_ref from the half-depth replica's distance to the mean, (K+1,).
+def _discretization(half_minus_full: np.ndarray) -> np.ndarray:
+    """Euler error at L_ref from each replica's half-depth twin (same particles), (K+1,).
 
-    Its mean square is disc^2 plus sampling noise: the half-depth replica has half the particles,
-    so twice one replica's variance (2 R sem^2), and the mean adds sem^2. That known noise is
-    subtracted; what remains (never below 0) is the discretization part.
+    ``half_minus_full`` is (K+1, R, ...). Its replica mean estimates the O(1/L_ref) error; the
+    mean square of that mean carries the noise sem^2 of the differences (their spread / sqrt(R)),
+    which is subtracted; what remains (never below 0) is the discretization part.
     """
-    mean_square = (half_minus_mean**2).reshape(half_minus_mean.shape[0], -1).mean(axis=1)
-    noise = (2 * replicas + 1) * sem**2
-    return np.sqrt(np.clip(mean_square - noise, 0.0, None))
+    mean = half_minus_full.mean(axis=1)
+    mean_square = (mean**2).reshape(mean.shape[0], -1).mean(axis=1)
+    return np.sqrt(np.clip(mean_square - _spread(half_minus_full) ** 2, 0.0, None))
 
 
 def _loss(out: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -133,15 +147,18 @@ def compute_reference(config: ReferenceConfig) -> Reference:
     started = time.perf_counter()
     key = config.key()
     full_cfg = config.particle_config(config.depth)
-    out, hidden, device = _trajectory(full_cfg)
+    device_ = resolve_device(full_cfg.device)
+    units = init_units(full_cfg, full_cfg.seeds, device_, torch_dtype(full_cfg.dtype))
+    half_units = halve(units)  # before training: the engine updates ``units`` in place
+    out, hidden, device = _trajectory(full_cfg, units)
     _check_finite(key, out)
-    half_seed = config.seed + config.replicas
-    half_out, half_hidden, _ = _trajectory(config.particle_config(config.depth // 2).replace(seeds=(half_seed,)))
+    half_cfg = full_cfg.replace(L=config.depth // 2, M=2 * config.width)
+    half_out, half_hidden, _ = _trajectory(half_cfg, half_units)
     _check_finite(key, half_out)
     arrays = _seed_mean(out, hidden, _targets(full_cfg))
-    for name, half in (("out", half_out), ("hidden", half_hidden)):
+    for name, full, half in (("out", out, half_out), ("hidden", hidden, half_hidden)):
         sampling = arrays[f"err_{name}_sampling"]
-        disc = _discretization(half[:, 0] - arrays[name], sampling, config.replicas)
+        disc = _discretization(half - full)
         arrays[f"err_{name}_discretization"] = disc
         arrays[f"err_{name}"] = np.hypot(sampling, disc)
     meta = {

@@ -1,6 +1,19 @@
 """``train_trial``: one grid point, all its seeds, trained and measured against its reference.
 
 Pure: a validated config and a reference in, metric rows (plain dicts) out. No I/O, no Ray.
+
+Divergence (status ``diverged``): a seed diverges at the first step k where its output has a
+NaN/Inf, or its loss exceeds ``divergence_factor`` times its step-0 loss, or max |f| exceeds
+``divergence_bound`` times the RMS of the targets. That row keeps its values; no later rows.
+
+Flags (column ``flags``, comma-separated, "" when none), for rows that are not what the Mean ODE
+picture measures although the run itself is fine; fits leave them out and count them:
+- ``init_noise``: alpha_eff / sqrt(L M) > ``init_noise_limit`` without antithetic units (the
+  initial branch output is O(1) or more: outside the Mean ODE picture, SPEC sections 2, 5).
+- ``chaotic`` (only with ``chaos_check``): a twin of the seed, its units nudged by a relative
+  ``CHAOS_NUDGE`` (1e-12 in float64; 100 ulps in float32), ends up with outputs further than
+  ``CHAOS_GROWTH`` times the nudge from the seed's (RMS over samples and outputs, relative to
+  the targets' RMS, at any step): its trajectory does not depend continuously on its weights.
 """
 from __future__ import annotations
 
@@ -8,13 +21,43 @@ import time
 
 import torch
 
-from .config import TrialConfig
+from .config import TrialConfig, stream_seed
 from .metrics import METRICS, Baseline, Snapshot
 from .model import ResNet
 from .reference import Reference
 
 STATUS_OK = "ok"
 STATUS_DIVERGED = "diverged"
+FLAGS = ("init_noise", "chaotic")  # the vocabulary of the flags column, in written order
+CHAOS_NUDGE = 1e-12  # relative nudge of the twin's units in float64 (float32: 100 ulps)
+CHAOS_GROWTH = 1e4  # separation beyond this many nudges marks the seed chaotic
+
+
+def chaos_nudge(dtype: torch.dtype) -> float:
+    """The twin's relative nudge: 1e-12, or 100 ulps where 1e-12 is not representable."""
+    return max(CHAOS_NUDGE, 100 * torch.finfo(dtype).eps)
+
+
+def _nudged_twin(config: TrialConfig, net: ResNet) -> ResNet:
+    """A copy of ``net`` (same seeds) whose units are multiplied by 1 + nudge * N(0, 1), the
+    normals drawn on the CPU in float64 from each seed's own stream (same twin on every device)."""
+    twin = ResNet(config, units=net.units.clone())
+    nudge = chaos_nudge(net.dtype)
+    L, R, D, M = net.units.u.shape
+    for r, seed in enumerate(config.seeds):
+        gen = torch.Generator().manual_seed(stream_seed("chaos", int(seed)))
+        for t in (twin.units.u, twin.units.v):
+            noise = torch.randn(L, D, M, generator=gen, dtype=torch.float64).mul_(nudge).add_(1.0)
+            t[:, r].mul_(noise.to(device=t.device, dtype=t.dtype))
+    return twin
+
+
+def blown_up(config: TrialConfig, out: torch.Tensor, loss: torch.Tensor, loss0: torch.Tensor, y_rms: float) -> torch.Tensor:
+    """The divergence rule (module docstring), per repetition: (R,) bool."""
+    finite = torch.isfinite(out).all(dim=(1, 2))
+    too_big = out.abs().amax(dim=(1, 2)) > config.divergence_bound * y_rms
+    grew = loss > config.divergence_factor * loss0
+    return ~finite | too_big | grew
 
 
 def check_compatible(config: TrialConfig, reference: Reference) -> None:
@@ -39,9 +82,9 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
 
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
-        ref_loss, ref_err_out, ref_err_hidden, status, ref_key, ref_kind, device, wall_s. A seed
-        whose output turns NaN/Inf or exceeds ``divergence_threshold`` gets a last row with status
-        "diverged" and no further rows; divergence never raises.
+        ref_loss, ref_err_out, ref_err_hidden, status, flags, ref_key, ref_kind, device, wall_s.
+        A seed that diverges (module docstring) gets a last row with status "diverged" and no
+        further rows; divergence never raises. ``flags`` is a comma-separated subset of FLAGS.
 
     Raises:
         ValueError: the reference does not fit the trial (steps, output shape, width).
@@ -59,14 +102,27 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind, device=net.device.type)
     alive = list(range(len(net.seeds)))
     rows: list[dict] = []
-    baseline = None
+    baseline = loss0 = None
+    y_rms = float(net.problem.y.double().square().mean().sqrt())
+    twin = _nudged_twin(config, net) if config.chaos_check else None
+    twin_steps = twin.trajectory() if twin is not None else None
+    separation = torch.zeros(len(net.seeds), dtype=torch.float64)
     for k, fwd in net.trajectory():
         if baseline is None:
             baseline = Baseline(units0, fwd.out.clone())
         snapshot = Snapshot(net, fwd, baseline, ref_out[k], ref_hidden[k])
         values = {name: fn(snapshot).to(torch.float64).cpu().tolist() for name, fn in METRICS.items()}
-        blown = ~torch.isfinite(fwd.out).all(dim=(1, 2)) | (fwd.out.abs().amax(dim=(1, 2)) > config.divergence_threshold)
-        blown = blown.cpu().tolist()
+        loss_k = net.loss(fwd.out).to(torch.float64)
+        if loss0 is None:
+            loss0 = loss_k.clone()
+        blown = blown_up(config, fwd.out, loss_k, loss0, y_rms).cpu().tolist()
+        if twin_steps is not None:
+            _, twin_fwd = next(twin_steps)
+            gap = (twin_fwd.out - fwd.out).to(torch.float64).square().mean(dim=(1, 2)).sqrt().cpu() / y_rms
+            live = torch.zeros_like(separation, dtype=torch.bool)
+            live[alive] = True
+            # maximum, not fmax: a twin that turns NaN while its seed does not is chaotic
+            separation = torch.where(live, torch.maximum(separation, gap), separation)
         for r in list(alive):
             row = dict(base, seed=net.seeds[r], step=k)
             row.update({name: v[r] for name, v in values.items()})
@@ -78,7 +134,24 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         if not alive:
             break
     wall_s = time.perf_counter() - started
+    flags = trial_flags(config, separation.tolist() if twin is not None else None, net.dtype)
     for row in rows:
         row["wall_s"] = wall_s
+        row["flags"] = flags[net.seeds.index(row["seed"])]
     rows.sort(key=lambda row: (row["seed"], row["step"]))
     return rows
+
+
+def trial_flags(config: TrialConfig, separation: list[float] | None, dtype: torch.dtype) -> list[str]:
+    """The flags of each seed's rows (module docstring): one comma-separated string per seed.
+
+    Args:
+        separation: per seed, the largest output separation of its nudged twin (relative to the
+            targets' RMS) over the steps both ran; None when no chaos check ran.
+    """
+    common = ["init_noise"] if config.init_noise > config.init_noise_limit else []
+    out = []
+    for r in range(len(config.seeds)):
+        chaotic = separation is not None and not separation[r] <= CHAOS_GROWTH * chaos_nudge(dtype)
+        out.append(",".join(common + (["chaotic"] if chaotic else [])))
+    return out

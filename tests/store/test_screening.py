@@ -89,9 +89,11 @@ def test_files_of_an_older_schema_version_are_served_with_nulls(local_store, mon
     path = key_file(local_store.files.root, "tiny", "metrics", key)
     pq.write_table(pq.read_table(path).drop_columns(["wall_s"]), path)
     assert local_store.check().problems  # today wall_s is a version-1 column: foreign
-    monkeypatch.setattr(schema_module, "ADDED_COLUMNS", {2: {"metrics": ("wall_s",)}}, raising=False)
-    monkeypatch.setattr(screen, "SCHEMA_VERSION", 2)
-    assert screen.version_columns("metrics")[1] == frozenset(schema_module.schema("metrics").names) - {"wall_s"}
+    # A hypothetical next version that adds wall_s: files of the current version lack it.
+    latest = schema_module.SCHEMA_VERSION
+    monkeypatch.setattr(schema_module, "ADDED_COLUMNS", {**schema_module.ADDED_COLUMNS, latest + 1: {"metrics": ("wall_s",)}})
+    monkeypatch.setattr(screen, "SCHEMA_VERSION", latest + 1)
+    assert screen.version_columns("metrics")[latest] == frozenset(schema_module.schema("metrics").names) - {"wall_s"}
     assert [f for f in local_store.check().findings if f.category == "foreign"] == []
     got = local_store.query(f"SELECT count(*) AS n, count(wall_s) AS w FROM metrics WHERE trial_key = '{key}'")
     assert got.to_pylist() == [{"n": len(rows), "w": 0}]

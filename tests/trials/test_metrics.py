@@ -80,7 +80,7 @@ def test_train_trial_rows_cover_every_seed_and_step(device, small_reference):
 
 def test_divergence_ends_the_seed_with_a_diverged_row_and_never_raises(device, small_reference):
     cfg = TrialConfig(L=4, M=2, D=4, steps=4, lr=200.0, activation="identity", seeds=(0,), device=device,
-                      divergence_threshold=1e3)
+                      divergence_bound=1e3)
     rows = train_trial(cfg, small_reference)
     assert rows[-1]["status"] == "diverged"
     assert all(r["status"] == "ok" for r in rows[:-1])
