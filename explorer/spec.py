@@ -178,6 +178,14 @@ class TrainSpec:
     lr: float = _spec_field(1.0, _positive_number, "eta, mean-field convention")
     dtype: str = _spec_field("float64", _choice(*DTYPES), "floating-point precision")
     device: str = _spec_field("auto", _choice(*DEVICES), "auto = cuda when the trial holds a GPU, else cpu")
+    divergence_factor: float = _spec_field(10.0, _positive_number,
+                                           "a seed whose loss exceeds this times its step-0 loss is diverged (> 1)")
+    divergence_bound: float = _spec_field(1e3, _positive_number,
+                                          "a seed whose |f| exceeds this times the targets' RMS is diverged")
+    init_noise_limit: float = _spec_field(1.0, _positive_number,
+                                          "rows of points with alpha_eff / sqrt(L M) above this are flagged init_noise")
+    chaos_check: bool = _spec_field(False, _boolean,
+                                    "run a twin nudged by 1e-12 and flag seeds whose trajectories separate as chaotic")
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,9 @@ class SweepSpec:
         return TrialConfig(
             problem=problem, activation=self.model.activation, block=self.model.block, preset=self.model.preset,
             steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,
-            seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic, **point,
+            seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic,
+            divergence_factor=self.train.divergence_factor, divergence_bound=self.train.divergence_bound,
+            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **point,
         )
 
     def reference_config(self, limit: TrialConfig) -> ReferenceConfig:
@@ -466,6 +476,8 @@ _CONFIG_KEYS = {
     "activation": "[model] activation", "block": "[model] block", "preset": "[model] preset",
     "antithetic": "[model] antithetic", "steps": "[train] steps", "dtype": "[train] dtype",
     "device": "[train] device", "seeds": "[grid] seeds",
+    "divergence_factor": "[train] divergence_factor", "divergence_bound": "[train] divergence_bound",
+    "init_noise_limit": "[train] init_noise_limit", "chaos_check": "[train] chaos_check",
     "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
     "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
     "reference.depth": "[reference] depth", "reference.width": "[reference] width",

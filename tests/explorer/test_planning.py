@@ -96,3 +96,13 @@ def test_trial_key_hashes_config_reference_and_schema():
     assert trial_key(cfg, "r1", 1) == trial_key(cfg, "r1", 1)
     assert len({trial_key(cfg, "r1", 1), trial_key(cfg, "r2", 1), trial_key(cfg, "r1", 2),
                 trial_key(cfg.replace(L=cfg.L * 2), "r1", 1)}) == 4
+
+
+def test_stability_settings_reach_every_trial_and_its_key():
+    raw = with_changes(train={"divergence_factor": 4.0, "divergence_bound": 50.0, "init_noise_limit": 0.5,
+                              "chaos_check": True})
+    p = plan(parse_spec(raw), schema_version=1)
+    assert {(t.config.divergence_factor, t.config.divergence_bound, t.config.init_noise_limit, t.config.chaos_check)
+            for t in p.trials} == {(4.0, 50.0, 0.5, True)}
+    default = plan(parse_spec(BASE), schema_version=1)
+    assert not {t.trial_key for t in p.trials} & {t.trial_key for t in default.trials}
