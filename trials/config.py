@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .data import DATA_KINDS
+
 # Bumped whenever a change to the numerics changes the numbers a configuration produces.
 NUMERICS_VERSION = 2
 
@@ -80,6 +82,8 @@ class ProblemConfig:
     samples: int = 10  # N, full-batch training set size
     seed: int = 1  # draws X, Y, W_E, W_U (never the units)
     coupled_dim: int | None = None  # draw W_E, W_U at this width and keep the first D rows
+    data: str = "gaussian"  # gaussian | linear_target (|x| = 0.8, y = A x + noise): see trials/data.py
+    data_seed: int | None = None  # draws X, Y apart from W_E, W_U; None: from seed (as before)
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_out", "samples"):
@@ -88,6 +92,19 @@ class ProblemConfig:
             raise ConfigError("problem.seed", f"problem.seed must be a non-negative integer, got {self.seed!r}")
         if self.coupled_dim is not None:
             _positive_int("problem.coupled_dim", self.coupled_dim)
+        _choice("problem.data", self.data, DATA_KINDS)
+        if self.data_seed is not None and (isinstance(self.data_seed, bool) or not isinstance(self.data_seed, int) or self.data_seed < 0):
+            raise ConfigError("problem.data_seed", f"problem.data_seed must be a non-negative integer or unset, got {self.data_seed!r}")
+
+    def numerics(self) -> dict:
+        """The fields that define the numbers. data and data_seed are left out at their defaults,
+        so the keys of configurations made before they existed do not change."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if d["data"] == "gaussian":
+            del d["data"]
+        if d["data_seed"] is None:
+            del d["data_seed"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,7 @@ class TrialConfig:
         """Every field that defines the numbers, as plain values (device excluded). Built
         shallowly (not dataclasses.asdict, a deep copy): planning 10^5 trials calls it 10^5 times."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "device"}
-        d["problem"] = {f.name: getattr(self.problem, f.name) for f in dataclasses.fields(self.problem)}
+        d["problem"] = self.problem.numerics()
         d["seeds"] = list(self.seeds)
         d["numerics_version"] = NUMERICS_VERSION
         return d
@@ -207,7 +224,7 @@ class ReferenceConfig:
         """Exactly what the Mean ODE limit depends on: no L, M or trial seed."""
         t = self.limit
         return {
-            "problem": dataclasses.asdict(t.problem), "D": t.D, "activation": t.activation, "block": t.block,
+            "problem": t.problem.numerics(), "D": t.D, "activation": t.activation, "block": t.block,
             "scaling": list(PRESETS[t.preset]), "alpha": t.alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
             "lr": t.lr, "steps": t.steps, "dtype": t.dtype,
         }
