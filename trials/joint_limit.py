@@ -35,6 +35,9 @@ What a trial is compared with:
 - err_out, err_hidden: its own numerical error, the distance between the solutions with grid
   and grid / 2 RK4 steps (an upper bound: RK4's error at ``grid`` is about 1/15 of it).
   err_*_sampling are 0 (no sampling), err_*_discretization carry the same numbers.
+- path (K+1, grid+1, N, r): the limit's hidden state at every depth s = i / grid, in the r
+  coordinates; ``hidden_along_depth`` writes it in a problem's embeddings at the block outputs of a
+  depth-L network (the companion's hidden error is a max over depth).
 """
 from __future__ import annotations
 
@@ -102,7 +105,8 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         grid: RK4 steps over s in [0, 1].
 
     Returns:
-        out (K+1, N, d_out) and state (K+1, N, r): f_k and the coordinates of h_k(1) / sqrt(D).
+        out (K+1, N, d_out) and path (K+1, grid+1, N, r): f_k and the coordinates of h_k(s) / sqrt(D)
+        at s = i / grid (path[:, -1] is the last hidden state).
     """
     r, n_samples, d_out = w_in.shape[0], x.shape[0], y.shape[1]
     h0 = w_in @ x.T  # (r, N)
@@ -113,7 +117,7 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
     cov = np.zeros((grid, 4, 2 * r, 2 * r))
     cov[..., :r, :r] = sigma_u**2 * eye
     cov[..., r:, r:] = sigma_v**2 * eye
-    outs, states = [], []
+    outs, paths = [], []
     for k in range(steps + 1):
         a = alpha * cov[..., r:, :r]  # alpha E[v u^T] / D, (grid, 4, r, r)
         a1, a2, a3, a4 = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
@@ -129,7 +133,7 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         h1 = psi[grid] @ h0  # (r, N)
         out = (w_out.T @ h1).T  # (N, d_out)
         outs.append(out)
-        states.append(h1.T)
+        paths.append(np.swapaxes(psi @ h0, 1, 2))  # (grid + 1, N, r)
         if k == steps:
             break
         stage = np.stack([psi[:-1], s2 @ psi[:-1], s3 @ psi[:-1], s4 @ psi[:-1]], axis=1)  # (grid, 4, r, r)
@@ -142,7 +146,7 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         t[..., :r, r:] = -g
         t[..., r:, :r] = -np.swapaxes(g, -1, -2)
         cov = t @ cov @ np.swapaxes(t, -1, -2)
-    return np.stack(outs), np.stack(states)
+    return np.stack(outs), np.stack(paths)
 
 
 def _basis(config: JointLimitConfig, embed: np.ndarray, readout: np.ndarray):
@@ -165,13 +169,29 @@ def _basis(config: JointLimitConfig, embed: np.ndarray, readout: np.ndarray):
     return w[:, :d_in], w[:, d_in:], lambda state: math.sqrt(D) * state @ q.T
 
 
-def _solve(config: JointLimitConfig, grid: int, problem) -> tuple[np.ndarray, np.ndarray]:
+def _solve(config: JointLimitConfig, grid: int, problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = config.limit
     x, y, embed, readout = (a.numpy() for a in (problem.x, problem.y, problem.embed, problem.readout))
     w_in, w_out, to_hidden = _basis(config, embed, readout)
-    out, state = solve_linear_limit(w_in, w_out, x, y, alpha=t.alpha, lr=t.lr, sigma_u=t.sigma_u,
-                                    sigma_v=t.sigma_v, steps=t.steps, grid=grid)
-    return out, to_hidden(state)
+    out, path = solve_linear_limit(w_in, w_out, x, y, alpha=t.alpha, lr=t.lr, sigma_u=t.sigma_u,
+                                   sigma_v=t.sigma_v, steps=t.steps, grid=grid)
+    return out, to_hidden(path[:, -1]), path
+
+
+def hidden_along_depth(reference: Reference, config: JointLimitConfig, L: int) -> np.ndarray:
+    """The reference's hidden states at every block output s = l / L, l = 0..L, written in
+    ``config``'s embeddings: (K+1, L+1, N, D), linearly interpolated from its depth grid (as the
+    authors do from theirs; the interpolation error is O(grid^-2)). This is what the companion
+    paper's hidden error needs: max over l of the mean over coordinates of |h_l - h(l / L)|."""
+    path = reference.arrays["path"]  # (K+1, grid+1, N, r)
+    grid = path.shape[1] - 1
+    s = np.arange(L + 1) * (grid / L)
+    lo = np.minimum(np.floor(s).astype(int), grid - 1)
+    w = (s - lo)[None, :, None, None]
+    coords = (1 - w) * path[:, lo] + w * path[:, lo + 1]
+    problem = make_problem(config.limit.replace(device="cpu"), torch.device("cpu"), torch.float64)
+    _, _, to_hidden = _basis(config, problem.embed.numpy(), problem.readout.numpy())
+    return to_hidden(coords)
 
 
 def _rms(a: np.ndarray) -> np.ndarray:
@@ -184,8 +204,8 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
     key = config.key()
     t = config.limit
     problem = make_problem(t.replace(device="cpu"), torch.device("cpu"), torch.float64)
-    out, hidden = _solve(config, config.grid, problem)
-    half_out, half_hidden = _solve(config, config.grid // 2, problem)
+    out, hidden, path = _solve(config, config.grid, problem)
+    half_out, half_hidden, _ = _solve(config, config.grid // 2, problem)
     if not (np.isfinite(out).all() and np.isfinite(hidden).all()):
         from .reference import ReferenceDiverged
 
@@ -198,6 +218,7 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
         "err_out": err_out, "err_hidden": err_hidden,
         "err_out_sampling": zeros, "err_hidden_sampling": zeros.copy(),
         "err_out_discretization": err_out.copy(), "err_hidden_discretization": err_hidden.copy(),
+        "path": path,  # (K+1, grid+1, N, r): coordinates of h(s) / sqrt(D); see hidden_along_depth
     }
     meta = {
         "limit": config.limit_fields(), "grid": config.grid, "gram": config.gram, "D": t.D,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from trials import ConfigError, ProblemConfig, Reference, TrialConfig
-from trials.joint_limit import JointLimitConfig, compute_joint_limit, solve_linear_limit
+from trials.joint_limit import JointLimitConfig, compute_joint_limit, hidden_along_depth, solve_linear_limit
 from trials.model import ResNet
 from trials.reference import _trajectory
 
@@ -135,11 +135,13 @@ def test_one_step_matches_the_matrix_exponential():
     x, y = rng.standard_normal((n, d_in)), rng.standard_normal((n, d_out))
     w_in, w_out = rng.standard_normal((5, d_in)) / 2, rng.standard_normal((5, d_out))  # any Gram
     lr, alpha, su, sv = 0.3, 2.0, 0.7, 1.3
-    out, state = solve_linear_limit(w_in, w_out, x, y, alpha=alpha, lr=lr, sigma_u=su, sigma_v=sv, steps=1, grid=512)
+    out, path = solve_linear_limit(w_in, w_out, x, y, alpha=alpha, lr=lr, sigma_u=su, sigma_v=sv, steps=1, grid=512)
     h0 = w_in @ x.T
     g0 = w_out @ ((w_out.T @ h0).T - y).T / (n * d_out)
     h1 = torch.linalg.matrix_exp(torch.as_tensor(-lr * (su**2 + sv**2) * g0 @ h0.T)).numpy() @ h0
-    np.testing.assert_allclose(state[1], h1.T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(path[1, -1], h1.T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(path[1, 256], (torch.linalg.matrix_exp(torch.as_tensor(-0.5 * lr * (su**2 + sv**2) * g0 @ h0.T)).numpy() @ h0).T,
+                               rtol=1e-12, atol=1e-13)  # half way down: half the exponent
     np.testing.assert_allclose(out[1], (w_out.T @ h1).T, rtol=1e-12, atol=1e-13)
 
 
@@ -156,6 +158,21 @@ def test_its_error_estimate_bounds_its_error():
     default = compute_joint_limit(JointLimitConfig(limit))
     assert (default.arrays["err_out"] < 1e-10).all() and (default.arrays["err_hidden"] < 1e-10).all()
     assert (default.arrays["err_out_sampling"] == 0).all()
+
+
+def test_hidden_along_depth_follows_the_finite_network():
+    cfg = _limit_config(L=32, M=32, D=8, steps=3, seeds=(0, 1, 2, 3))
+    jl = JointLimitConfig(cfg, gram="empirical", grid=64)
+    ref = compute_joint_limit(jl)
+    along = hidden_along_depth(ref, jl, 32)
+    assert along.shape == (4, 33, 1, 8)
+    np.testing.assert_allclose(along[:, -1], ref.arrays["hidden"], atol=1e-12)
+    np.testing.assert_allclose(hidden_along_depth(ref, jl, 64)[:, ::2], along, atol=1e-12)  # grid points: no interpolation
+    net = ResNet(cfg)
+    for k, fwd in net.trajectory():
+        finite = fwd.hidden.numpy().mean(axis=1)  # (L+1, N, D), mean over the 4 seeds
+        err = np.abs(finite - along[k]).mean(axis=(1, 2)).max()
+        assert err < 0.1 * np.abs(along[k]).mean(), (k, err)
 
 
 # --- independent solutions: the finite network, and D -> infinity ----------------------------
