@@ -84,6 +84,7 @@ class ProblemConfig:
     coupled_dim: int | None = None  # draw W_E, W_U at this width and keep the first D rows
     data: str = "gaussian"  # gaussian | linear_target (|x| = 0.8, y = A x + noise): see trials/data.py
     data_seed: int | None = None  # draws X, Y apart from W_E, W_U; None: from seed (as before)
+    independent_embeddings: bool = False  # uncoupled: every D draws W_E, W_U from its own stream
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_out", "samples"):
@@ -95,15 +96,19 @@ class ProblemConfig:
         _choice("problem.data", self.data, DATA_KINDS)
         if self.data_seed is not None and (isinstance(self.data_seed, bool) or not isinstance(self.data_seed, int) or self.data_seed < 0):
             raise ConfigError("problem.data_seed", f"problem.data_seed must be a non-negative integer or unset, got {self.data_seed!r}")
+        if self.independent_embeddings is not False and (self.independent_embeddings is not True or self.coupled_dim is not None):
+            raise ConfigError("problem.independent_embeddings", f"problem.independent_embeddings must be true or false, and false with coupled_dim, got {self.independent_embeddings!r}")
 
     def numerics(self) -> dict:
-        """The fields that define the numbers. data and data_seed are left out at their defaults,
+        """The fields that define the numbers. data, data_seed and independent_embeddings are left out at their defaults,
         so the keys of configurations made before they existed do not change."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         if d["data"] == "gaussian":
             del d["data"]
         if d["data_seed"] is None:
             del d["data_seed"]
+        if not d["independent_embeddings"]:
+            del d["independent_embeddings"]
         return d
 
 

@@ -50,7 +50,7 @@ import torch
 
 from .config import NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
 from .model import make_problem
-from .reference import Reference
+from .reference import Reference, ReferenceDiverged
 
 KIND = "joint_limit"
 GRAMS = ("expected", "empirical")
@@ -204,12 +204,14 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
     key = config.key()
     t = config.limit
     problem = make_problem(t.replace(device="cpu"), torch.device("cpu"), torch.float64)
-    out, hidden, path = _solve(config, config.grid, problem)
-    half_out, half_hidden, _ = _solve(config, config.grid // 2, problem)
-    if not (np.isfinite(out).all() and np.isfinite(hidden).all()):
-        from .reference import ReferenceDiverged
-
-        raise ReferenceDiverged(f"reference {key} (joint_limit) is not finite: lower lr")
+    with np.errstate(all="ignore"):
+        try:
+            out, hidden, path = _solve(config, config.grid, problem)
+            half_out, half_hidden, _ = _solve(config, config.grid // 2, problem)
+        except np.linalg.LinAlgError:  # a propagator overflowed to a singular matrix
+            out = hidden = half_out = half_hidden = np.full(1, np.nan)
+    if not all(np.isfinite(a).all() for a in (out, hidden, half_out, half_hidden)):
+        raise ReferenceDiverged(f"reference {key} (joint_limit) diverged: lower lr")
     y = problem.y.numpy()
     err_out, err_hidden = _rms(out - half_out), _rms(hidden - half_hidden)
     zeros = np.zeros(out.shape[0])
