@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from trials import ConfigError, ProblemConfig, Reference, TrialConfig
+from trials import ConfigError, ProblemConfig, Reference, TrialConfig, train_trial
 from trials.joint_limit import JointLimitConfig, compute_joint_limit, hidden_along_depth, solve_linear_limit
 from trials.model import ResNet
 from trials.reference import ReferenceDiverged, _trajectory
@@ -55,6 +55,14 @@ def test_key_ignores_L_M_seeds_and_record_roundtrips():
     again = Reference.from_record(*ref.to_record())
     assert again.kind == "joint_limit" and again.key == ref.key
     assert ref.arrays["out"].shape == (6, 1, 3) and ref.arrays["hidden"].shape == (6, 1, 8)
+
+
+def test_a_trial_is_measured_against_it():
+    cfg = _limit_config(L=8, M=8, D=16, seeds=(0, 1))
+    ref = compute_joint_limit(JointLimitConfig(cfg))
+    rows = train_trial(cfg, ref)
+    assert len(rows) == 2 * 6 and all(r["status"] == "ok" and r["ref_kind"] == "joint_limit" for r in rows)
+    assert all(0 < r["err_out"] < 2 and 0 < r["err_hidden"] < 2 and r["ref_err_out"] < 1e-9 for r in rows if r["step"] > 0)
 
 
 # --- the data protocol -----------------------------------------------------------------------
