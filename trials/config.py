@@ -100,8 +100,8 @@ class ProblemConfig:
             raise ConfigError("problem.independent_embeddings", f"problem.independent_embeddings must be true or false, and false with coupled_dim, got {self.independent_embeddings!r}")
 
     def numerics(self) -> dict:
-        """The fields that define the numbers. data, data_seed and independent_embeddings are left out at their defaults,
-        so the keys of configurations made before they existed do not change."""
+        """The fields that define the numbers. data, data_seed and independent_embeddings are left
+        out at their defaults, so the keys of configurations made before they existed hold."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         if d["data"] == "gaussian":
             del d["data"]
