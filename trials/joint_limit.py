@@ -194,6 +194,19 @@ def hidden_along_depth(reference: Reference, config: JointLimitConfig, L: int) -
     return to_hidden(coords)
 
 
+def depth_max_mean_abs(hidden: np.ndarray, along: np.ndarray) -> np.ndarray:
+    """The linear experiment's hidden error (plt_cvg_rate.ipynb, ``max_hs_track``): per repetition,
+    the max over block outputs l of the mean over samples and coordinates of |h_l - h_ref(l / L)|.
+
+    Args:
+        hidden (L+1, R, N, D): a trial's block outputs (``Forward.hidden``).
+        along (L+1, N, D): ``hidden_along_depth(...)[k]`` at the same step.
+    Returns:
+        (R,)
+    """
+    return np.abs(hidden - along[:, None]).mean(axis=(2, 3)).max(axis=0)
+
+
 def _rms(a: np.ndarray) -> np.ndarray:
     return np.sqrt((a**2).reshape(a.shape[0], -1).mean(axis=1))
 
