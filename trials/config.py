@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .data import DATA_KINDS
+
 # Bumped whenever a change to the numerics changes the numbers a configuration produces.
 NUMERICS_VERSION = 3  # 3: divergence by loss growth, flags, CRN discretization estimate, preset-keyed references
 
@@ -80,6 +82,9 @@ class ProblemConfig:
     samples: int = 10  # N, full-batch training set size
     seed: int = 1  # draws X, Y, W_E, W_U (never the units)
     coupled_dim: int | None = None  # draw W_E, W_U at this width and keep the first D rows
+    data: str = "gaussian"  # gaussian | linear_target (|x| = 0.8, y = A x + noise): see trials/data.py
+    data_seed: int | None = None  # draws X, Y apart from W_E, W_U; None: from seed (as before)
+    independent_embeddings: bool = False  # uncoupled: every D draws W_E, W_U from its own stream
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_out", "samples"):
@@ -88,6 +93,23 @@ class ProblemConfig:
             raise ConfigError("problem.seed", f"problem.seed must be a non-negative integer, got {self.seed!r}")
         if self.coupled_dim is not None:
             _positive_int("problem.coupled_dim", self.coupled_dim)
+        _choice("problem.data", self.data, DATA_KINDS)
+        if self.data_seed is not None and (isinstance(self.data_seed, bool) or not isinstance(self.data_seed, int) or self.data_seed < 0):
+            raise ConfigError("problem.data_seed", f"problem.data_seed must be a non-negative integer or unset, got {self.data_seed!r}")
+        if self.independent_embeddings is not False and (self.independent_embeddings is not True or self.coupled_dim is not None):
+            raise ConfigError("problem.independent_embeddings", f"problem.independent_embeddings must be true or false, and false with coupled_dim, got {self.independent_embeddings!r}")
+
+    def numerics(self) -> dict:
+        """The fields that define the numbers. data, data_seed and independent_embeddings are left
+        out at their defaults, so the keys of configurations made before they existed hold."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if d["data"] == "gaussian":
+            del d["data"]
+        if d["data_seed"] is None:
+            del d["data_seed"]
+        if not d["independent_embeddings"]:
+            del d["independent_embeddings"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -188,7 +210,7 @@ class TrialConfig:
         """Every field that defines the numbers, as plain values (device excluded). Built
         shallowly (not dataclasses.asdict, a deep copy): planning 10^5 trials calls it 10^5 times."""
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "device"}
-        d["problem"] = {f.name: getattr(self.problem, f.name) for f in dataclasses.fields(self.problem)}
+        d["problem"] = self.problem.numerics()
         d["seeds"] = list(self.seeds)
         d["numerics_version"] = NUMERICS_VERSION
         return d
@@ -246,7 +268,7 @@ class ReferenceConfig:
         the effective mlu multiplier ``limit.limit_alpha`` (completep's depends on M)."""
         t = self.limit
         return {
-            "problem": dataclasses.asdict(t.problem), "D": t.D, "activation": t.activation, "block": t.block,
+            "problem": t.problem.numerics(), "D": t.D, "activation": t.activation, "block": t.block,
             "scaling": list(PRESETS["mlu"]), "alpha": t.limit_alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
             "lr": t.lr, "steps": t.steps, "dtype": t.dtype,
         }

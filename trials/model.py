@@ -29,6 +29,7 @@ from typing import Callable
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
+from .data import draw_data
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor:
@@ -103,8 +104,9 @@ def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) 
     p = config.problem
     gen = torch.Generator().manual_seed(stream_seed("problem", p.seed))
     f64 = torch.float64
-    x = torch.randn(p.samples, p.d_in, generator=gen, dtype=f64)
-    y = torch.randn(p.samples, p.d_out, generator=gen, dtype=f64)
+    x, y = draw_data(p, gen)  # trials/data.py: gaussian by default, as before
+    if p.independent_embeddings:  # each width its own draw (otherwise W_E's first rows agree across D)
+        gen = torch.Generator().manual_seed(stream_seed(f"embeddings:{config.D}", p.seed))
     width = p.coupled_dim or config.D
     embed = torch.randn(width, p.d_in, generator=gen, dtype=f64) / p.d_in**0.5
     readout = torch.randn(width, p.d_out, generator=gen, dtype=f64) * p.d_out**0.5

@@ -34,6 +34,9 @@ from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, resolve_devi
 from .model import ResNet, Units, init_units, make_problem
 
 REFERENCE_KINDS = ("mean_ode", "largest")
+# Kinds a stored record may carry: joint_limit (trials/joint_limit.py) is computed elsewhere and
+# joins REFERENCE_KINDS once the sweep can plan and dispatch it.
+RECORD_KINDS = REFERENCE_KINDS + ("joint_limit",)
 
 
 class ReferenceDiverged(RuntimeError):
@@ -58,8 +61,8 @@ class Reference:
     def from_record(cls, arrays: dict[str, np.ndarray], meta: dict) -> "Reference":
         meta = dict(meta)
         key, kind = meta.pop("key"), meta.pop("kind")
-        if kind not in REFERENCE_KINDS:
-            raise ValueError(f"unknown reference kind {kind!r}; expected one of: {', '.join(REFERENCE_KINDS)}")
+        if kind not in RECORD_KINDS:
+            raise ValueError(f"unknown reference kind {kind!r}; expected one of: {', '.join(RECORD_KINDS)}")
         missing = {"out", "hidden", "loss", "err_out", "err_hidden"} - set(arrays)
         if missing:
             raise ValueError(f"reference {key} lacks arrays: {', '.join(sorted(missing))}")

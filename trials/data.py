@@ -1,0 +1,57 @@
+"""The training data of a problem: which distribution X and Y come from (``ProblemConfig.data``).
+
+- ``gaussian`` (default): X, Y i.i.d. N(0, 1), drawn first from the problem seed's stream.
+- ``linear_target``: the linear experiment of Chaintron, Chizat, Maass (arXiv:2603.18168,
+  repository lchizat/2026-resnets-of-all-shapes-and-sizes, linear_experiments_python/):
+  each sample x has norm 0.8 in the authors' units (a N(0, I) draw rescaled), a teacher A has
+  N(0, 1) entries and y = A x + 0.05 * N(0, I). Drawn with numpy's legacy RandomState in the
+  authors' order (x, A, noise), so that with one sample and data_seed = 42 (their MAIN_SEED)
+  x, A and y are exactly theirs. Their fitted constants depend on this draw: |y| enters the
+  gradients, and another draw with twice their |y| gave about 4x their hidden-error constant a.
+
+Units. The authors' embeddings have N(0, 1) entries; this project's W_E has N(0, 1/d_in) and
+W_U N(0, d_out) entries (SPEC section 1). ``linear_target`` therefore stores
+x = sqrt(d_in) * x_authors and y = sqrt(d_out) * y_authors: then h_0 = W_E x and every hidden
+state equal the authors' exactly, f = sqrt(d_out) * f_authors, and with lr = eta_0 (their base
+rate, whose per-matrix multiplication by D is already inside this project's mean-field rate)
+the training is theirs step for step (docs/reproduce.md; tests/trials/test_joint_limit.py checks
+it against a transcription of their update).
+
+``ProblemConfig.data_seed`` (default None: from the problem seed, as before this option existed)
+draws X, Y (and A) from their own stream, so that problem seeds vary the embeddings only, as the
+authors' 13 embedding seeds do.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+DATA_KINDS = ("gaussian", "linear_target")
+LINEAR_TARGET_X_NORM = 0.8  # |x| in the authors' units
+LINEAR_TARGET_NOISE = 0.05  # std of the label noise, authors' units
+
+
+def draw_data(problem, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """X (N, d_in) and Y (N, d_out) in float64 on the CPU. ``gen`` is the problem stream; it is
+    used (and advanced) only for gaussian data without ``problem.data_seed``."""
+    from .config import stream_seed  # config imports nothing from here; keep it that way
+
+    if problem.data == "linear_target":
+        return _linear_target(problem, stream_seed("data", problem.seed) % 2**32 if problem.data_seed is None else problem.data_seed)
+    if problem.data_seed is not None:
+        gen = torch.Generator().manual_seed(stream_seed("data", problem.data_seed))
+    f64 = torch.float64
+    x = torch.randn(problem.samples, problem.d_in, generator=gen, dtype=f64)
+    y = torch.randn(problem.samples, problem.d_out, generator=gen, dtype=f64)
+    return x, y
+
+
+def _linear_target(problem, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The authors' draw (np.random.seed(seed); randn x, randn A, randn noise), in project units."""
+    rs = np.random.RandomState(seed)
+    n, d_in, d_out = problem.samples, problem.d_in, problem.d_out
+    x = rs.randn(n, d_in)
+    x = LINEAR_TARGET_X_NORM * x / np.linalg.norm(x, axis=1, keepdims=True)
+    teacher = rs.randn(d_out, d_in)
+    y = x @ teacher.T + LINEAR_TARGET_NOISE * rs.randn(n, d_out)
+    return torch.from_numpy(x * d_in**0.5), torch.from_numpy(y * d_out**0.5)
