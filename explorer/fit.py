@@ -41,7 +41,7 @@ from scipy.optimize import least_squares
 
 from .errors import FitError
 from .expression import Expression, constant_terms, parse_expression
-from .sweep_data import DRAW_COLUMN, GRID_COLUMNS, _literal, _plain, column_is, grid_errors, held_axes, held_where
+from .sweep_data import DRAW_COLUMN, GRID_COLUMNS, _literal, _plain, column_is, format_flag_counts, grid_errors, held_axes, held_where
 
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
@@ -165,7 +165,8 @@ class FitResult:
         unidentified: parameter -> why it was not fitted (e.g. a D term on a single-D sweep).
         r2_log: R^2 of log(err) over the fitted points. n_points: (draw, point) rows fitted;
         n_excluded: floor-limited (or non-positive) rows left out; n_flagged: seeds left out
-            for a stability flag.
+            for a stability flag, ``flag_counts`` by flag name (a seed with two flags counts under
+            each), ``n_flagged_points`` the (draw, point) rows dropped whole (every seed flagged).
         extrapolation_error: RMS relative error on the largest-L*M points of a fit without
             them (NaN when the grid has a single L*M level or too few points).
         converged: the best start succeeded and another start reached the same cost.
@@ -208,6 +209,8 @@ class FitResult:
     n_draws: int = 1
     unidentified: dict = field(default_factory=dict)
     n_flagged: int = 0
+    flag_counts: dict = field(default_factory=dict)  # flag name -> seeds left out carrying it
+    n_flagged_points: int = 0  # (draw, point) rows whose every seed was flagged: not fitted
     pre_asymptotic: list = field(default_factory=list)
     fitted_expression: Expression | None = None
     floor: str = "quadrature"
@@ -433,6 +436,8 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     _check_single_slice(grid)
     reference_notes = list(grid.attrs.get("notes", ()))  # from grid_errors: several references
     n_flagged = int(grid.attrs.get("n_flagged", grid["n_flagged"].sum() if "n_flagged" in grid else 0))
+    flag_counts = dict(grid.attrs.get("flag_counts", {}))
+    n_flagged_points = int(grid.attrs.get("n_flagged_points", 0))
     grid, used, ref = _prepare(grid, floor)
     try:
         expr, unidentified = unidentified_terms(asked, grid[used] if used.any() else grid)
@@ -485,7 +490,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         converged=converged, n_boot=len(samples), bootstrap=method, grid=grid, samples=samples,
         sweep=_one("sweep"), metric=_one("metric"), step=None if step is None else int(step), where=where, seed=seed,
         n_draws=len(data.draws), unidentified=unidentified, n_flagged=n_flagged,
-        fitted_expression=expr if expr is not asked else None, floor=floor,
+        flag_counts=flag_counts, n_flagged_points=n_flagged_points, fitted_expression=expr if expr is not asked else None, floor=floor,
     )
     if per_draw and len(data.draws) > 1:
         result.per_draw = _per_draw(problem, data, theta, n_boot, rng)
@@ -493,7 +498,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         result.pre_asymptotic = _range_check(problem, data, theta, result)
     notes = list(reference_notes)
     if n_flagged:
-        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column)")
+        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){_flag_detail(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
     result.warnings = _warnings(result, converged, best.jac)
     return result
@@ -923,7 +928,7 @@ def format_table(result: FitResult) -> str:
             continue
         lines.append(f"{row.parameter:<10} {_num(row.estimate):>12} [{_num(row.ci_low):>11}, {_num(row.ci_high):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
-    flagged = f", {result.n_flagged} flagged seeds left out" if result.n_flagged else ""
+    flagged = f", {result.n_flagged} flagged seeds left out{_flag_detail(result)}" if result.n_flagged else ""
     draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
@@ -937,6 +942,15 @@ def format_table(result: FitResult) -> str:
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
+
+
+def _flag_detail(result: FitResult) -> str:
+    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)`` or ''."""
+    parts = [format_flag_counts(result.flag_counts)] if result.flag_counts else []
+    if result.n_flagged_points:
+        parts.append(f"{result.n_flagged_points} point{'s' if result.n_flagged_points != 1 else ''} "
+                     "with every seed flagged not fitted")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _num(x) -> str:

@@ -125,6 +125,30 @@ def flagged_expr(columns) -> str:
     return f"coalesce(trim(\"{FLAGS_COLUMN}\") <> '', FALSE)"
 
 
+def flag_names_expr(columns) -> str:
+    """SQL string: the row's flags column ('' when the view has none or the value is NULL)."""
+    if FLAGS_COLUMN not in columns:
+        return "''"
+    return f'coalesce("{FLAGS_COLUMN}", \'\')'
+
+
+def count_flags(values) -> dict:
+    """Flag name -> how many of ``values`` (flags column strings, comma-separated names) carry it,
+    in first-seen order; a row with two flags counts once under each."""
+    counts: dict = {}
+    for value in values:
+        for name in str(value or "").split(","):
+            name = name.strip()
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def format_flag_counts(counts: dict) -> str:
+    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
 def _quoted(columns) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
@@ -251,7 +275,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         problem_seed (when the view has it), ref_key, L, M, D, ``err`` (RMS over seeds,
         float64), ``ref_err`` (the reference's error estimate, mean over seeds), ``n_seeds``,
         ``n_flagged`` (seeds left out for a stability flag; ``frame.attrs["n_flagged"]`` also
-        counts points whose every seed is flagged, which are dropped), ``floor_limited``
+        counts points whose every seed is flagged, which are dropped: ``attrs["n_flagged_points"]``
+        of them; ``attrs["flag_counts"]`` is flag name -> seeds carrying it), ``floor_limited``
         (err < 3 ref_err, ``FLOOR_FACTOR``), ``seed_errs`` (the per-seed
         errors, a float64 array per row, for the bootstrap), and constant columns sweep, metric,
         step. Diverged and failed seeds are not in it (see ``status_counts``). A grid point with
@@ -279,10 +304,12 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
                sqrt(avg(metric_value * metric_value) FILTER (WHERE NOT flagged)) AS err,
                avg(reference_value) FILTER (WHERE NOT flagged) AS ref_err,
                count(*) FILTER (WHERE NOT flagged) AS n_seeds, count(*) FILTER (WHERE flagged) AS n_flagged,
-               list(metric_value ORDER BY trial_key, seed) FILTER (WHERE NOT flagged) AS seed_errs
+               list(metric_value ORDER BY trial_key, seed) FILTER (WHERE NOT flagged) AS seed_errs,
+               list(flag_names) FILTER (WHERE flagged) AS flag_lists
         -- (identifiers are case-insensitive in DuckDB: short aliases like m would shadow M)
         FROM (SELECT {select_keys}, step, trial_key, seed, {metric} AS metric_value,
-                     {ref_expr} AS reference_value, {flagged_expr(columns)} AS flagged
+                     {ref_expr} AS reference_value, {flagged_expr(columns)} AS flagged,
+                     {flag_names_expr(columns)} AS flag_names
               FROM metrics
               WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} AND status = 'ok'
                     AND isfinite({metric}){_where_clause(choice.where)})
@@ -299,6 +326,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         raise _mixed_error(sweep, refs, "grid points read against several")
     frame["n_flagged"] = frame["n_flagged"].astype(int)
     n_flagged = int(frame["n_flagged"].sum())
+    flag_counts = count_flags(names for lists in frame.pop("flag_lists") if lists is not None for names in lists)
+    n_flagged_points = int((frame["n_seeds"] == 0).sum())
     frame = frame[frame["n_seeds"] > 0].reset_index(drop=True)  # every seed flagged: nothing measured
     if frame.empty:
         raise SweepDataError(f"sweep {sweep!r}: every {metric} row at this step carries a stability flag "
@@ -312,6 +341,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     frame.insert(0, "sweep", sweep)
     frame.attrs["notes"] = list(choice.notes)
     frame.attrs["n_flagged"] = n_flagged
+    frame.attrs["flag_counts"] = flag_counts
+    frame.attrs["n_flagged_points"] = n_flagged_points
     return frame
 
 
@@ -428,7 +459,8 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR", "ReferenceChoice",
-    "choose_references", "column_is", "final_step_clause", "flagged_expr", "grid_columns", "grid_errors", "held_axes",
+    "choose_references", "column_is", "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr",
+    "format_flag_counts", "grid_columns", "grid_errors", "held_axes",
     "held_where", "point_columns", "query_frame", "require_sweep_rows", "status_counts", "step_errors", "sweep_is",
     "table_columns",
 ]
