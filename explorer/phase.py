@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
-from .fit import _short  # the analysis's one axis-value formatter
-from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, _plain, _where_clause, choose_references, final_step_clause,
+from .formatting import fmt
+from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, plain_value, where_clause,
                          held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
@@ -107,9 +107,9 @@ def _held_for_phase(con, sweep: str, x: str, y: str, columns: list[str], where: 
     preferred = held_axes(con, sweep, (x, y), where)
     for col in preferred:
         sql = (f'SELECT "{col}" AS v, count(DISTINCT ("{x}", "{y}")) AS cells FROM metrics '
-               f"WHERE {sweep_is(sweep)}{_where_clause(held_where(fixed, where))} GROUP BY 1")
+               f"WHERE {sweep_is(sweep)}{where_clause(held_where(fixed, where))} GROUP BY 1")
         counts = query_frame(con, sql)
-        top = [_plain(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
+        top = [plain_value(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
         present = [v for v in top if v is not None]
         if preferred[col] in top:
             fixed[col] = preferred[col]
@@ -149,7 +149,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
-    conditions = _where_clause(choice.where)
+    conditions = where_clause(choice.where)
     final = final_step_clause(columns, sweep, step)
     alpha = '"alpha"' if "alpha" in columns else "1.0"
     anti = '"antithetic"' if "antithetic" in columns else "FALSE"
@@ -234,11 +234,11 @@ def format_phase(diagram: PhaseDiagram) -> str:
     lookup = {(r[diagram.x], r[diagram.y]): r["phase"] + ("*" if r["init_noise_flag"] else "")
               for _, r in cells.iterrows()}
     corner = f"{diagram.y} \\ {diagram.x}"
-    head = f"{corner:>12} " + " ".join(f"{_short(v):>9}" for v in xs)
+    head = f"{corner:>12} " + " ".join(f"{fmt(v, 'g'):>9}" for v in xs)
     lines = [head]
     for yv in ys:
-        lines.append(f"{_short(yv):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
-    fixed = ", ".join(f"{k}={_short(v)}" for k, v in diagram.fixed.items())
+        lines.append(f"{fmt(yv, 'g'):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
+    fixed = ", ".join(f"{k}={fmt(v, 'g')}" for k, v in diagram.fixed.items())
     lines.append("* init_noise flag: alpha_eff/sqrt(LM) > the trials' init_noise_limit (outside the Mean ODE picture)")
     if fixed:
         lines.append(f"other axes held at: {fixed}")

@@ -25,7 +25,6 @@ gets an error chart of its own.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,9 @@ from markupsafe import Markup
 from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, SweepDataError
-from .fit import FITS_COLUMNS, FitResult, compare_laws, fit, resolve_form
+from .diagnostics import compare_laws
+from .fit import FITS_COLUMNS, FitResult, fit, resolve_form
+from .formatting import fmt
 
 from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
@@ -69,18 +70,6 @@ def _environment() -> jinja2.Environment:
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": _json_default}
     env.filters["num"] = fmt
     return env
-
-
-def fmt(value, spec: str = ".4g") -> str:
-    """The report's one number formatter: floats with ``spec``, None and NaN as "n/a", anything
-    else (ints, strings, booleans) as ``str``."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, float):
-        return format(value, spec)
-    return str(value)
 
 
 @dataclass

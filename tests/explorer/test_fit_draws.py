@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.fit import FORMS, compare_laws, fit, fittable_forms, format_table, local_slopes, resolve_form
+from explorer.diagnostics import compare_laws, fittable_forms, local_slopes
+from explorer.fit import FORMS, fit, format_table, resolve_form
 from explorer.sweep_data import grid_errors
 
 from .analysis_data import connect, draws_grid, law_grid, law_rows, random_effect_laws
