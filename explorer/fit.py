@@ -486,7 +486,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         result.pre_asymptotic = _range_check(problem, data, theta, result)
     notes = list(reference_notes)
     if n_flagged:
-        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){_flag_detail(result)}")
+        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){flag_summary(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
     result.warnings = _warnings(result, converged, best.jac)
     return result
@@ -768,7 +768,7 @@ def format_table(result: FitResult) -> str:
             continue
         lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
-    flagged = f", {result.n_flagged} flagged seeds left out{_flag_detail(result)}" if result.n_flagged else ""
+    flagged = f", {result.n_flagged} flagged seeds left out{flag_summary(result)}" if result.n_flagged else ""
     draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
@@ -784,16 +784,17 @@ def format_table(result: FitResult) -> str:
     return "\n".join(lines)
 
 
-def _flag_detail(result: FitResult) -> str:
-    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)`` or ''."""
-    parts = [format_flag_counts(result.flag_counts)] if result.flag_counts else []
-    if result.n_flagged_points:
+def flag_summary(result: FitResult) -> str:
+    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)``: the seeds a fit
+    left out for stability flags by flag name, and the points dropped whole ('' when none)."""
+    parts = [format_flag_counts(result.flag_counts)] if getattr(result, "flag_counts", None) else []
+    if getattr(result, "n_flagged_points", 0):
         parts.append(f"{result.n_flagged_points} point{'s' if result.n_flagged_points != 1 else ''} "
                      "with every seed flagged not fitted")
     return f" ({'; '.join(parts)})" if parts else ""
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "fit", "fit_sweep", "format_table", "resolve_form",
+    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "fit", "fit_sweep", "flag_summary", "format_table", "resolve_form",
     "save_fit", "unidentified_terms",
 ]

@@ -37,13 +37,13 @@ from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, SweepDataError
 from .diagnostics import compare_laws
-from .fit import FITS_COLUMNS, FitResult, fit, resolve_form
+from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
 from .formatting import fmt
 
 from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
-from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where, format_flag_counts,
+from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where,
                          query_frame, require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
@@ -216,7 +216,7 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
                     "out of the fits{}.").format(
         REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
-        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, _flag_detail(most)) if flagged else ""))
+        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, flag_summary(most)) if flagged else ""))
     c = report.counts
     lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
         c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
@@ -273,17 +273,6 @@ def _per_draw(result) -> pd.DataFrame | None:
     return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
 
 
-def _flag_detail(result) -> str:
-    """`` (init_noise 3; 1 point with every seed flagged not fitted)``: the seeds left out for
-    stability flags by flag name (empty when the result counts none)."""
-    counts = _field(result, "flag_counts", {}) or {}
-    parts = [format_flag_counts(counts)] if counts else []
-    points = int(_field(result, "n_flagged_points", 0))
-    if points:
-        parts.append(f"{points} point{'s' if points != 1 else ''} with every seed flagged not fitted")
-    return f" ({'; '.join(parts)})" if parts else ""
-
-
 def _fit_block(result: FitResult) -> dict:
     """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
     unidentified = _field(result, "unidentified", {})
@@ -294,7 +283,7 @@ def _fit_block(result: FitResult) -> dict:
                                                             zip(t["ci_low"], t["ci_high"])])
                         [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
         "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
-        "n_flagged": int(_field(result, "n_flagged", 0)), "flag_detail": _flag_detail(result),
+        "n_flagged": int(_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
         else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
         "n_boot": result.n_boot,
