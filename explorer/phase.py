@@ -202,6 +202,10 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     notes = list(choice.notes)
     if n_flagged:
         notes.append(f"{n_flagged} seeds with a stability flag (the flags column) are left out of the cells")
+    if n_init_noise:
+        marked = int(cells["init_noise_flag"].sum())
+        notes.append(f"{n_init_noise} seeds flagged init_noise in {marked} cell{'s' if marked != 1 else ''} (marked *): "
+                     "classified, but outside the Mean ODE picture; the fits leave them out")
     return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged,
                         n_init_noise=n_init_noise)
 

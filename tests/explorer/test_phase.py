@@ -106,7 +106,7 @@ def test_a_rerun_against_a_new_reference_counts_each_seed_once():
     rows = mark_trial(rows, "L8-M8-D4-a16-old", "diverged", seeds=[0], from_step=6)  # superseded: not counted
     diagram = phase_diagram(connect(rows), "p", "alpha", "D")
     assert (diagram.cells["n_seeds"] == 2).all() and (diagram.cells["phase"] != "diverged").all()
-    [note] = diagram.notes
+    [note] = [n for n in diagram.notes if "references" in n]  # (alpha = 16 at L = M = 8 is also init_noise)
     assert "4 of 4 grid points have trials against several references" in note
     assert f"note: {note}" in format_phase(diagram)
     with pytest.raises(MixedReferencesError, match="sweep p mixes 4 references"):
@@ -148,3 +148,4 @@ def test_init_noise_comes_from_the_flags_column_and_the_trials_rule_for_older_ro
     marked = phase_diagram(connect(rows), "p", "alpha", "D").cells.set_index(["alpha", "D"])["init_noise_flag"]
     assert marked[(4.0, 8)] and not marked[(4.0, 4)]
     assert "init_noise flag" in format_phase(diagram)
+    assert "note: 4 seeds flagged init_noise in 2 cells (marked *)" in format_phase(diagram)
