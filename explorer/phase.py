@@ -76,7 +76,7 @@ class PhaseDiagram:
     fixed: dict = field(default_factory=dict)
     rule: PhaseRule = field(default_factory=PhaseRule)
     notes: list = field(default_factory=list)  # e.g. trials against older references left out
-    n_flagged: int = 0  # seeds left out for a flag other than init_noise (a cell whose every seed is is not drawn)
+    n_flagged: int = 0  # seeds left out for a flag other than init_noise (a cell whose every seed is so flagged is not drawn)
     n_init_noise: int = 0  # seeds flagged init_noise (kept in their cells, which are marked)
 
     def counts(self) -> dict:
