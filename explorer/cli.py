@@ -246,7 +246,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
                                    floor=floor)
         click.echo(fitting.format_table(result))
         if compare:
-            click.echo(fitting.format_comparison(fitting.compare_laws(result.grid, floor=floor, seed=seed)))
+            from .diagnostics import compare_laws, format_comparison
+
+            click.echo(format_comparison(compare_laws(result.grid, floor=floor, seed=seed)))
         if budgets:
             from .shapes import format_advice, shape_advice
 

@@ -41,13 +41,14 @@ from scipy.optimize import least_squares
 
 from .errors import FitError
 from .expression import Expression, constant_terms, parse_expression
-from .sweep_data import DRAW_COLUMN, GRID_COLUMNS, _literal, _plain, column_is, grid_errors, held_axes, held_where
+from .formatting import fmt
+from .sweep_data import (DRAW_COLUMN, GRID_COLUMNS, column_is, format_flag_counts, grid_errors, held_axes, held_where,
+                         plain_value, sql_literal)
 
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 ZERO_WIDTH = 1e-9  # a CI narrower than this (relative to the estimate) has width zero
-CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
     "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at",
@@ -124,7 +125,7 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
 
     def held(term):
         names = sorted(v for v in fixed if v in term and v != "P")
-        values = ", ".join(f"{v} = {_short(grid[v].iloc[0])}" for v in names)
+        values = ", ".join(f"{v} = {fmt(grid[v].iloc[0], 'g')}" for v in names)
         return f"its term {term} varies only with {', '.join(names)}, which this grid holds at {values}"
 
     reasons = {p: "not fitted: " + held(t) for p, t in dropped.items()}
@@ -132,21 +133,6 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
         raise FitError(f"no term of {expr.text!r} varies on this grid ({'; '.join(reasons.values())})")
     positive = tuple(n for n in expr.positive)
     return parse_expression(reduced, positive), reasons
-
-
-def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """Each registry law -> its parameters this grid cannot identify (empty dict: fully fittable).
-
-    A law none of whose terms vary on the grid is left out. For reports: a sweep over D only
-    has no L-M law to draw; a single-D sweep fits ``joint`` without its 1/sqrt(D) term.
-    """
-    out = {}
-    for name in FORMS:
-        try:
-            out[name] = unidentified_terms(resolve_form(name)[1], grid)[1]
-        except FitError:
-            continue
-    return out
 
 
 # ----------------------------------------------------------------------------- the result
@@ -165,7 +151,8 @@ class FitResult:
         unidentified: parameter -> why it was not fitted (e.g. a D term on a single-D sweep).
         r2_log: R^2 of log(err) over the fitted points. n_points: (draw, point) rows fitted;
         n_excluded: floor-limited (or non-positive) rows left out; n_flagged: seeds left out
-            for a stability flag.
+            for a stability flag, ``flag_counts`` by flag name (a seed with two flags counts under
+            each), ``n_flagged_points`` the (draw, point) rows dropped whole (every seed flagged).
         extrapolation_error: RMS relative error on the largest-L*M points of a fit without
             them (NaN when the grid has a single L*M level or too few points).
         converged: the best start succeeded and another start reached the same cost.
@@ -208,6 +195,8 @@ class FitResult:
     n_draws: int = 1
     unidentified: dict = field(default_factory=dict)
     n_flagged: int = 0
+    flag_counts: dict = field(default_factory=dict)  # flag name -> seeds left out carrying it
+    n_flagged_points: int = 0  # (draw, point) rows whose every seed was flagged: not fitted
     pre_asymptotic: list = field(default_factory=list)
     fitted_expression: Expression | None = None
     floor: str = "quadrature"
@@ -334,10 +323,10 @@ def _check_single_slice(grid: pd.DataFrame) -> None:
     varying = [c for c in GRID_COLUMNS if c in grid.columns and grid[c].nunique(dropna=False) > 1]
     if varying:
         def values(c):
-            present = grid[c].map(_plain)
+            present = grid[c].map(plain_value)
             return sorted(present.dropna().unique()) + ([None] if present.isna().any() else [])
 
-        detail = "; ".join(f"{c}: {', '.join(_literal(v) for v in values(c))}" for c in varying)
+        detail = "; ".join(f"{c}: {', '.join(sql_literal(v) for v in values(c))}" for c in varying)
         example = column_is(varying[0], grid[varying[0]].iloc[0]).replace('"', "")
         raise FitError(f"the grid varies {', '.join(varying)} besides L, M, D ({detail}); "
                        f"fit one slice, e.g. --where \"{example}\"")
@@ -382,7 +371,7 @@ def _prepare(grid: pd.DataFrame, floor: str) -> tuple[pd.DataFrame, np.ndarray, 
 def _data(frame: pd.DataFrame, ref: np.ndarray) -> _Data:
     packed, counts = _packed(frame)
     if DRAW_COLUMN in frame and frame[DRAW_COLUMN].notna().any():
-        labels = frame[DRAW_COLUMN].map(_plain)
+        labels = frame[DRAW_COLUMN].map(plain_value)
         draws = sorted(labels.dropna().unique().tolist()) + ([None] if labels.isna().any() else [])
         draw = np.array([draws.index(v) for v in labels])
     else:
@@ -433,6 +422,8 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     _check_single_slice(grid)
     reference_notes = list(grid.attrs.get("notes", ()))  # from grid_errors: several references
     n_flagged = int(grid.attrs.get("n_flagged", grid["n_flagged"].sum() if "n_flagged" in grid else 0))
+    flag_counts = dict(grid.attrs.get("flag_counts", {}))
+    n_flagged_points = int(grid.attrs.get("n_flagged_points", 0))
     grid, used, ref = _prepare(grid, floor)
     try:
         expr, unidentified = unidentified_terms(asked, grid[used] if used.any() else grid)
@@ -485,15 +476,17 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         converged=converged, n_boot=len(samples), bootstrap=method, grid=grid, samples=samples,
         sweep=_one("sweep"), metric=_one("metric"), step=None if step is None else int(step), where=where, seed=seed,
         n_draws=len(data.draws), unidentified=unidentified, n_flagged=n_flagged,
-        fitted_expression=expr if expr is not asked else None, floor=floor,
+        flag_counts=flag_counts, n_flagged_points=n_flagged_points, fitted_expression=expr if expr is not asked else None, floor=floor,
     )
     if per_draw and len(data.draws) > 1:
         result.per_draw = _per_draw(problem, data, theta, n_boot, rng)
     if range_check:
+        from .diagnostics import range_check as _range_check  # diagnostics builds on this module
+
         result.pre_asymptotic = _range_check(problem, data, theta, result)
     notes = list(reference_notes)
     if n_flagged:
-        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column)")
+        notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){flag_summary(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
     result.warnings = _warnings(result, converged, best.jac)
     return result
@@ -587,32 +580,6 @@ def _per_draw(problem: "_Problem", data: _Data, theta: np.ndarray, n_boot: int, 
     return pd.DataFrame(rows, columns=[DRAW_COLUMN, "parameter", "estimate", "ci_low", "ci_high"])
 
 
-def _range_check(problem: "_Problem", data: _Data, theta: np.ndarray, result: FitResult) -> list[str]:
-    """Refit without the smallest L, then without the smallest L*M; name the points whose removal
-    moves an exponent (a parameter that is not a positive constant) by more than its CI
-    half-width."""
-    exponents = [i for i, n in enumerate(problem.expr.parameters) if n not in problem.expr.positive]
-    if not exponents:
-        return []
-    found = []
-    LM = data.L * data.M
-    for axis, values, shown in (("L", data.L, "L"), ("L*M", LM, "L*M")):
-        low = values == values.min()
-        if low.all() or (~low).sum() < len(theta) + 1 or len(np.unique(values[~low])) < 2:
-            continue
-        sub = _Problem(problem.expr, data.L[~low], data.M[~low], data.D[~low], problem.loss_scale)
-        moved = sub.values(sub.solve(data.log_err[~low], theta).x)
-        for i in exponents:
-            name = problem.expr.parameters[i]
-            half = (result.ci_high[name] - result.ci_low[name]) / 2
-            shift = float(moved[i] - result.estimate[name])
-            if np.isfinite(half) and abs(shift) > half:
-                found.append(f"{shown} = {_short(values.min())} ({int(low.sum())} points): dropping them moves {name} "
-                             f"from {_num(result.estimate[name])} to {_num(moved[i])}, more than its CI half-width "
-                             f"{_num(half)}")
-    return found
-
-
 def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
     """The guard rails (docs/analysis.md, "Reading the warnings")."""
     out = []
@@ -626,10 +593,10 @@ def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
         if not (np.isfinite(lo) and np.isfinite(hi)):
             continue
         if not lo <= est <= hi:
-            out.append(f"{name} = {_num(est)} lies outside its own CI [{_num(lo)}, {_num(hi)}]: the bootstrap "
+            out.append(f"{name} = {fmt(est, missing='nan')} lies outside its own CI [{fmt(lo, missing='nan')}, {fmt(hi, missing='nan')}]: the bootstrap "
                        "does not describe this estimate")
         elif hi - lo <= ZERO_WIDTH * max(abs(est), 1e-300):
-            out.append(f"{name}'s CI has width zero ([{_num(lo)}, {_num(hi)}]): every resample gave the same value "
+            out.append(f"{name}'s CI has width zero ([{fmt(lo, missing='nan')}, {fmt(hi, missing='nan')}]): every resample gave the same value "
                        "(a parameter at its bound or fixed by the law's form), not a measurement")
     if result.n_draws == 1 and result.n_boot:
         out.append("one problem draw: the CIs cover seed noise only, not the draw of data and embeddings, which "
@@ -757,128 +724,6 @@ def _largest_lm(data: _Data) -> np.ndarray:
     return LM == LM.max()
 
 
-# ----------------------------------------------------------------------------- model comparison
-
-
-def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCALE, floor: str = "quadrature",
-                 n_starts: int = 8, seed: int = 0) -> pd.DataFrame:
-    """Rank laws by cross-validated log error on a grid (from ``grid_errors``).
-
-    Each law is fitted to the points ``fit`` would use (floor, flags and unmeasurable terms as
-    there, draws pooled). ``cv_loo``: RMS log error of each grid point (L, M, D; all its draws)
-    predicted by a fit without it. ``cv_extrap``: the same for the largest-L*M points predicted
-    by a fit without them. Lower is better.
-
-    Args:
-        grid: as for ``fit``. forms: registry names or expressions (default: every ``FORMS``).
-    Returns:
-        DataFrame with columns law, n_params (parameters fitted), cv_loo, cv_extrap, rank (1 =
-        best; laws within ``CV_TOLERANCE`` of the best cv_loo rank first by fewer parameters,
-        the rest by cv_loo), sorted by rank. A law that cannot be fitted on the grid has NaN
-        errors, the last ranks and its reason in column ``note``.
-    Raises:
-        FitError: several slices, no points. ExpressionError: an invalid expression.
-    """
-    if grid is None or len(grid) == 0:
-        raise FitError("no grid points to compare laws on")
-    _check_single_slice(grid)
-    forms = list(FORMS) if forms is None else list(forms)
-    grid, used, ref = _prepare(grid, floor)
-    data = _data(grid[used].reset_index(drop=True), ref[used])
-    rng = np.random.default_rng(seed)
-    rows = []
-    for form in forms:
-        label, asked = resolve_form(form)
-        try:
-            expr, _ = unidentified_terms(asked, data.frame)
-            rows.append({"law": label, "n_params": len(expr.parameters), **_cross_validate(expr, label, data, loss_scale,
-                                                                                           n_starts, rng), "note": ""})
-        except FitError as exc:
-            rows.append({"law": label, "n_params": len(asked.parameters), "cv_loo": math.nan, "cv_extrap": math.nan,
-                         "note": str(exc)})
-    table = pd.DataFrame(rows, columns=["law", "n_params", "cv_loo", "cv_extrap", "note"])
-    finite = np.isfinite(table["cv_loo"])
-    best = table.loc[finite, "cv_loo"].min() if finite.any() else math.nan
-    near = finite & (table["cv_loo"] <= best * (1 + CV_TOLERANCE))
-    order = table.assign(_far=~near, _finite=~finite, _p=np.where(near, table["n_params"], 0))
-    order = order.sort_values(["_finite", "_far", "_p", "cv_loo"], kind="stable")
-    table = table.loc[order.index].reset_index(drop=True)
-    table["rank"] = np.arange(1, len(table) + 1)
-    return table[["law", "n_params", "cv_loo", "cv_extrap", "rank", "note"]]
-
-
-def _cross_validate(expr: Expression, label: str, data: _Data, loss_scale: float, n_starts: int, rng) -> dict:
-    n_params = len(expr.parameters)
-    problem = _Problem(expr, data.L, data.M, data.D, loss_scale)
-    if len(data.log_err) < n_params + 1:
-        raise FitError(f"{len(data.log_err)} points for {n_params} parameters")
-    hints = FORMS[label].start if label in FORMS else {}
-    theta = _best_fit(problem, data.log_err, _starts(problem, hints, data.log_err, max(1, n_starts), rng))[0].x
-    point = data.frame.groupby(["L", "M", "D"], sort=False).ngroup().to_numpy()
-    n = int(point.max()) + 1
-    holds = [point == k for k in range(n)] + [_largest_lm(data)]
-    weights = np.array([~h for h in holds], dtype=float)
-    fitted, _ = solve_batch(problem, np.tile(data.log_err, (len(holds), 1)), np.tile(theta, (len(holds), 1)),
-                            weights=weights)
-    errors = []
-    for k, held in enumerate(holds):
-        if weights[k].sum() < n_params + 1:
-            errors.append(None)
-            continue
-        errors.append(problem.log_model(fitted[k], data.L[held], data.M[held], data.D[held]) - data.log_err[held])
-    loo = [e for e in errors[:n] if e is not None]
-    loo = np.concatenate(loo) if loo else np.array([np.nan])
-    extrap = errors[n] if errors[n] is not None and not holds[n].all() else np.array([np.nan])
-    with np.errstate(all="ignore"):
-        return {"cv_loo": float(np.sqrt(np.mean(np.where(np.isfinite(loo), loo, 30.0) ** 2))),
-                "cv_extrap": float(np.sqrt(np.mean(np.where(np.isfinite(extrap), extrap, 30.0) ** 2)))
-                if np.isfinite(extrap).any() else math.nan}
-
-
-def format_comparison(table: pd.DataFrame) -> str:
-    """The ``compare_laws`` table as text lines."""
-    lines = [f"{'rank':>4} {'law':<18} {'params':>6} {'CV log err (LOO)':>17} {'CV log err (largest L*M)':>25}"]
-    for row in table.itertuples():
-        lines.append(f"{row.rank:>4} {row.law:<18} {row.n_params:>6} {_num(row.cv_loo):>17} {_num(row.cv_extrap):>25}"
-                     + (f"  ({row.note})" if row.note else ""))
-    lines.append(f"lower is better; laws within {100 * CV_TOLERANCE:g}% of the best LOO error rank by fewer parameters")
-    return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------------- local slopes
-
-
-def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
-    """Local log-log slopes between neighbouring grid values, for the asymptotic range check.
-
-    Errors are first averaged over draws (geometric mean per L, M, D). ``axis = "L"``: d log err
-    / d log L between neighbouring L at fixed M and D (theory -1 once the sampling term is
-    small). ``axis = "LM"``: d log err / d log(L M) between neighbouring M at fixed L and D
-    (theory -1/2 while sampling dominates).
-
-    Returns:
-        DataFrame with columns axis, L, M, D (the held values; the varied one NaN), x_low,
-        x_high, x (their geometric mean), slope, theory.
-    """
-    frame = grid[np.isfinite(grid[column]) & (grid[column] > 0)]
-    if "used" in frame:
-        frame = frame[frame["used"]]
-    mean = frame.groupby(["L", "M", "D"])[column].apply(lambda e: float(np.exp(np.log(e).mean()))).reset_index()
-    rows = []
-    for axis, varied, held, theory in (("L", "L", ("M", "D"), -1.0), ("LM", "M", ("L", "D"), -0.5)):
-        for key, sub in mean.groupby(list(held)):
-            sub = sub.sort_values(varied)
-            x = (sub["L"] * sub["M"]).to_numpy(float) if axis == "LM" else sub["L"].to_numpy(float)
-            e = sub[column].to_numpy(float)
-            for i in range(len(sub) - 1):
-                row = {"axis": axis, "L": math.nan, "M": math.nan, "D": math.nan, "x_low": x[i], "x_high": x[i + 1],
-                       "x": float(np.sqrt(x[i] * x[i + 1])),
-                       "slope": float(np.log(e[i + 1] / e[i]) / np.log(x[i + 1] / x[i])), "theory": theory}
-                row.update(dict(zip(held, key)))
-                rows.append(row)
-    return pd.DataFrame(rows, columns=["axis", "L", "M", "D", "x_low", "x_high", "x", "slope", "theory"])
-
-
 # ----------------------------------------------------------------------------- sweeps and output
 
 
@@ -921,9 +766,9 @@ def format_table(result: FitResult) -> str:
         if row.parameter in result.unidentified:
             lines.append(f"{row.parameter:<10} {'not fitted':>12}")
             continue
-        lines.append(f"{row.parameter:<10} {_num(row.estimate):>12} [{_num(row.ci_low):>11}, {_num(row.ci_high):>11}]")
+        lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
-    flagged = f", {result.n_flagged} flagged seeds left out" if result.n_flagged else ""
+    flagged = f", {result.n_flagged} flagged seeds left out{flag_summary(result)}" if result.n_flagged else ""
     draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
@@ -933,28 +778,23 @@ def format_table(result: FitResult) -> str:
         names = [p for p in result.law.parameters if p in wide.columns]
         lines.append("per draw (each draw fitted alone): " + " ".join(f"{n:>10}" for n in names))
         for label, row in wide.iterrows():
-            lines.append(f"  problem_seed {str(label):<6} " + " ".join(f"{_num(row[n]):>10}" for n in names))
+            lines.append(f"  problem_seed {str(label):<6} " + " ".join(f"{fmt(row[n], missing='nan'):>10}" for n in names))
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
 
 
-def _num(x) -> str:
-    """A number for text output: 4 significant digits, 'nan' for a missing one."""
-    if x is None or not np.isfinite(x):
-        return "nan"
-    return f"{x:.4g}"
-
-
-def _short(v) -> str:
-    """An axis value for text output: floats without trailing zeros, others as str."""
-    if isinstance(v, (float, np.floating)):
-        return f"{float(v):g}"
-    return str(v.item() if isinstance(v, np.generic) else v)
+def flag_summary(result: FitResult) -> str:
+    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)``: the seeds a fit
+    left out for stability flags by flag name, and the points dropped whole ('' when none)."""
+    parts = [format_flag_counts(result.flag_counts)] if getattr(result, "flag_counts", None) else []
+    if getattr(result, "n_flagged_points", 0):
+        parts.append(f"{result.n_flagged_points} point{'s' if result.n_flagged_points != 1 else ''} "
+                     "with every seed flagged not fitted")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "compare_laws", "fit", "fit_sweep",
-    "fittable_forms", "format_comparison", "format_table", "local_slopes", "resolve_form", "save_fit",
-    "unidentified_terms",
+    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "fit", "fit_sweep", "flag_summary", "format_table", "resolve_form",
+    "save_fit", "unidentified_terms",
 ]

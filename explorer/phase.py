@@ -23,8 +23,13 @@ Measured with the trial engine at L = M = 8 and 32, D = 4 and 8, K = 10, eta = 1
 about 0.73 at alpha = 1, 0.5 at alpha = 2, 0.25 to 0.38 at alpha = 4 and 0.06 to 0.16 at alpha =
 16, i.e. about 1/alpha; the threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4
 already reads lazy (SPEC section 4's numbers give 0.70, 0.19, 0.056 at alpha = 1, 4, 16).
-A cell whose initial output noise alpha / sqrt(L M) is >= 0.25 (trials without antithetic units)
-is flagged ``init_noise``: it lies outside the Mean ODE picture whatever its class.
+A cell is marked ``init_noise`` (``*``) when a seed of it carries the trials' ``init_noise`` flag
+(the ``flags`` column): alpha_eff / sqrt(L M) > init_noise_limit (default 1) without antithetic
+units, alpha_eff = residual_scale * L * M (trials.TrialConfig.init_noise). Rows written before the
+flags column (NULL) get the same rule from their ``residual_scale`` column (alpha where that is
+missing) and ``PhaseRule.init_noise``. Such a cell lies outside the Mean ODE picture whatever its
+class; it is still classified and drawn (the fits leave its seeds out). Seeds with any other flag
+(``chaotic``) are left out of the cells and counted.
 """
 from __future__ import annotations
 
@@ -34,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import SweepDataError
-from .fit import _short  # the analysis's one axis-value formatter
-from .sweep_data import (GRID_COLUMNS, _plain, _where_clause, choose_references, final_step_clause, flagged_expr,
+from .formatting import fmt
+from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, plain_value, where_clause,
                          held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
@@ -49,7 +54,7 @@ class PhaseRule:
 
     trivial_output: float = 0.05  # output_change below this fraction of sqrt(loss_0): trivial
     lazy_ratio: float = 0.5  # max(feature_update, lin_ratio) / output_change below this: lazy
-    init_noise: float = 0.25  # alpha / sqrt(L M) at or above this: flagged init_noise
+    init_noise: float = 1.0  # rows without flags (older files): alpha_eff / sqrt(L M) above this is init_noise
 
 
 @dataclass
@@ -59,7 +64,8 @@ class PhaseDiagram:
     Attributes:
         cells: one row per (x, y) cell: x, y, L, M, alpha, n_seeds, n_diverged, n_failed, the
             medians feature_update, lin_ratio, output_change, initial_residual, then local_ratio,
-            init_noise (alpha / sqrt(L M), 0 with antithetic units), init_noise_flag and phase.
+            init_noise (alpha_eff / sqrt(L M) = residual_scale sqrt(L M), 0 with antithetic units),
+            init_noise_flag (a seed carries the init_noise flag, see the module docstring) and phase.
         x, y: the two axes. fixed: the values the other varying axes were held at.
         rule: the thresholds used. notes: what the reader should know (``choose_references``).
     """
@@ -70,7 +76,8 @@ class PhaseDiagram:
     fixed: dict = field(default_factory=dict)
     rule: PhaseRule = field(default_factory=PhaseRule)
     notes: list = field(default_factory=list)  # e.g. trials against older references left out
-    n_flagged: int = 0  # seeds left out for a stability flag (a cell whose every seed is flagged is not drawn)
+    n_flagged: int = 0  # seeds left out for a flag other than init_noise (a cell whose every seed is so flagged is not drawn)
+    n_init_noise: int = 0  # seeds flagged init_noise (kept in their cells, which are marked)
 
     def counts(self) -> dict:
         """phase -> number of cells."""
@@ -100,9 +107,9 @@ def _held_for_phase(con, sweep: str, x: str, y: str, columns: list[str], where: 
     preferred = held_axes(con, sweep, (x, y), where)
     for col in preferred:
         sql = (f'SELECT "{col}" AS v, count(DISTINCT ("{x}", "{y}")) AS cells FROM metrics '
-               f"WHERE {sweep_is(sweep)}{_where_clause(held_where(fixed, where))} GROUP BY 1")
+               f"WHERE {sweep_is(sweep)}{where_clause(held_where(fixed, where))} GROUP BY 1")
         counts = query_frame(con, sql)
-        top = [_plain(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
+        top = [plain_value(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
         present = [v for v in top if v is not None]
         if preferred[col] in top:
             fixed[col] = preferred[col]
@@ -142,10 +149,13 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
-    conditions = _where_clause(choice.where)
+    conditions = where_clause(choice.where)
     final = final_step_clause(columns, sweep, step)
     alpha = '"alpha"' if "alpha" in columns else "1.0"
     anti = '"antithetic"' if "antithetic" in columns else "FALSE"
+    scale = '"residual_scale" * "L" * "M"' if "residual_scale" in columns else alpha  # alpha_eff
+    noise = f'CASE WHEN {anti} THEN 0.0 ELSE {scale} / sqrt("L" * "M") END'
+    init_flag, other_flag = _flag_conditions(columns, noise, rule)
 
     def at_final(c):
         return f"max(CASE WHEN {final} AND status = 'ok' THEN {c} END)"
@@ -154,16 +164,18 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
         WITH seeds AS (
             SELECT "{x}" AS x, "{y}" AS y, trial_key, seed,
                    any_value("L") AS "L", any_value("M") AS "M", any_value({alpha}) AS alpha,
-                   bool_or({anti}) AS antithetic,
+                   bool_or({anti}) AS antithetic, max({noise}) AS init_noise,
+                   bool_or({init_flag}) AS init_noise_flag,
                    bool_or(status = 'diverged') AS diverged, bool_or(status = 'failed') AS failed,
                    max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
                    max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
                    {at_final('feature_update')} AS feature_update, {at_final('lin_ratio')} AS lin_ratio,
-                   {at_final('output_change')} AS output_change, bool_or({flagged_expr(columns)}) AS flagged
+                   {at_final('output_change')} AS output_change, bool_or({other_flag}) AS flagged
             FROM metrics WHERE {sweep_is(sweep)}{conditions}
             GROUP BY "{x}", "{y}", trial_key, seed)
         SELECT x, y, any_value("L") AS "L", any_value("M") AS "M", any_value(alpha) AS alpha,
-               bool_or(antithetic) AS antithetic, count(*) AS n_seeds,
+               bool_or(antithetic) AS antithetic, max(init_noise) AS init_noise,
+               bool_or(init_noise_flag) AS init_noise_flag, count(*) AS n_seeds,
                CAST(sum(CAST(diverged AS INTEGER)) AS BIGINT) AS n_diverged,
                CAST(sum(CAST(failed AS INTEGER)) AS BIGINT) AS n_failed, CAST(sum(has_final) AS BIGINT) AS n_final,
                median(feature_update) AS feature_update, median(lin_ratio) AS lin_ratio,
@@ -172,8 +184,9 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     """
     cells = query_frame(con, sql)
     flagged = query_frame(con, sql.split("SELECT x, y, any_value")[0]
-                          + "SELECT count(*) AS n, count(DISTINCT (x, y)) AS cells FROM seeds WHERE flagged").iloc[0]
-    n_flagged = int(flagged["n"])
+                          + "SELECT count(*) FILTER (WHERE flagged) AS n, "
+                          "count(*) FILTER (WHERE init_noise_flag) AS n_init FROM seeds").iloc[0]
+    n_flagged, n_init_noise = int(flagged["n"]), int(flagged["n_init"])
     if cells.empty:
         raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
     for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
@@ -182,15 +195,33 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
         cells[c] = cells[c].astype(int)
     with np.errstate(all="ignore"):
         cells["local_ratio"] = np.maximum(cells["feature_update"], cells["lin_ratio"]) / cells["output_change"]
-        noise = cells["alpha"] / np.sqrt(cells["L"].astype(float) * cells["M"].astype(float))
-    cells["init_noise"] = np.where(cells["antithetic"].astype(bool), 0.0, noise)
-    cells["init_noise_flag"] = cells["init_noise"] >= rule.init_noise
+    cells["init_noise"] = cells["init_noise"].astype(float)
+    cells["init_noise_flag"] = cells["init_noise_flag"].fillna(False).astype(bool)
     cells["phase"] = classify(cells, rule)
     cells = _rename_axes(cells, x, y)
     notes = list(choice.notes)
     if n_flagged:
         notes.append(f"{n_flagged} seeds with a stability flag (the flags column) are left out of the cells")
-    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged)
+    if n_init_noise:
+        marked = int(cells["init_noise_flag"].sum())
+        notes.append(f"{n_init_noise} seeds flagged init_noise in {marked} cell{'s' if marked != 1 else ''} (marked *): "
+                     "classified, but outside the Mean ODE picture; the fits leave them out")
+    return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged,
+                        n_init_noise=n_init_noise)
+
+
+def _flag_conditions(columns, noise: str, rule: PhaseRule) -> tuple[str, str]:
+    """SQL booleans on a metric row: (it is init_noise, it carries another flag). The flags
+    column decides where it is written; a NULL there (a row from before it) or no such column
+    falls back to ``noise > rule.init_noise``, the trials' own rule."""
+    fallback = f"({noise} > {float(rule.init_noise)!r})"
+    if FLAGS_COLUMN not in columns:
+        return fallback, "FALSE"
+    names = f'string_split(replace("{FLAGS_COLUMN}", \' \', \'\'), \',\')'
+    init = f'CASE WHEN "{FLAGS_COLUMN}" IS NULL THEN {fallback} ELSE list_contains({names}, \'init_noise\') END'
+    other = (f'coalesce(regexp_replace(replace("{FLAGS_COLUMN}", \'init_noise\', \'\'), \'[ ,]\', \'\', \'g\') '
+             f"<> '', FALSE)")
+    return init, other
 
 
 def _rename_axes(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
@@ -207,12 +238,12 @@ def format_phase(diagram: PhaseDiagram) -> str:
     lookup = {(r[diagram.x], r[diagram.y]): r["phase"] + ("*" if r["init_noise_flag"] else "")
               for _, r in cells.iterrows()}
     corner = f"{diagram.y} \\ {diagram.x}"
-    head = f"{corner:>12} " + " ".join(f"{_short(v):>9}" for v in xs)
+    head = f"{corner:>12} " + " ".join(f"{fmt(v, 'g'):>9}" for v in xs)
     lines = [head]
     for yv in ys:
-        lines.append(f"{_short(yv):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
-    fixed = ", ".join(f"{k}={_short(v)}" for k, v in diagram.fixed.items())
-    lines.append("* init noise alpha/sqrt(LM) >= %g (outside the Mean ODE picture)" % diagram.rule.init_noise)
+        lines.append(f"{fmt(yv, 'g'):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
+    fixed = ", ".join(f"{k}={fmt(v, 'g')}" for k, v in diagram.fixed.items())
+    lines.append("* init_noise flag: alpha_eff/sqrt(LM) > the trials' init_noise_limit (outside the Mean ODE picture)")
     if fixed:
         lines.append(f"other axes held at: {fixed}")
     lines.extend(f"note: {note}" for note in diagram.notes)

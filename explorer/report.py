@@ -25,7 +25,6 @@ gets an error chart of its own.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,13 +36,15 @@ from markupsafe import Markup
 from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, SweepDataError
-from .fit import FITS_COLUMNS, FitResult, compare_laws, fit, resolve_form
+from .diagnostics import compare_laws
+from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
+from .formatting import fmt
 
 from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
-from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where, query_frame,
-                         require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
+from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where,
+                         query_frame, require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("theory", "free", "output", "joint")
@@ -69,18 +70,6 @@ def _environment() -> jinja2.Environment:
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": _json_default}
     env.filters["num"] = fmt
     return env
-
-
-def fmt(value, spec: str = ".4g") -> str:
-    """The report's one number formatter: floats with ``spec``, None and NaN as "n/a", anything
-    else (ints, strings, booleans) as ``str``."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, float):
-        return format(value, spec)
-    return str(value)
 
 
 @dataclass
@@ -222,11 +211,12 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
         lines.append(M_("Phase diagram over {} and {}: {} cells.").format(report.phase.x, report.phase.y, shown))
     ref = grid["ref_err"].to_numpy(float)
     floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
-    flagged = max((int(_field(r, "n_flagged", 0)) for r in fits.values()), default=0)
+    most = max(fits.values(), key=lambda r: int(_field(r, "n_flagged", 0)), default=None)
+    flagged = int(_field(most, "n_flagged", 0)) if most is not None else 0
     lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
                     "out of the fits{}.").format(
         REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
-        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags").format(flagged) if flagged else ""))
+        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, flag_summary(most)) if flagged else ""))
     c = report.counts
     lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
         c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
@@ -293,7 +283,7 @@ def _fit_block(result: FitResult) -> dict:
                                                             zip(t["ci_low"], t["ci_high"])])
                         [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
         "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
-        "n_flagged": int(_field(result, "n_flagged", 0)),
+        "n_flagged": int(_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
         else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
         "n_boot": result.n_boot,

@@ -69,7 +69,7 @@ def table_columns(con, table: str = "metrics") -> list[str]:
 
 def sweep_is(sweep: str) -> str:
     """The SQL condition selecting one sweep's rows (the name as a quoted literal)."""
-    return f"sweep = {_literal(str(sweep))}"
+    return f"sweep = {sql_literal(str(sweep))}"
 
 
 def require_sweep_rows(con, sweep: str) -> None:
@@ -97,8 +97,8 @@ def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
     return "step = steps" if "steps" in columns else f"step = (SELECT max(step) FROM metrics WHERE {sweep_is(sweep)})"
 
 
-def _where_clause(where: str | None) -> str:
-    """`` AND (where)``, once ``where`` is known to be one condition: ``1=1) OR (1=1`` would
+def where_clause(where: str | None) -> str:
+    """`` AND (where)`` to append to a query's conditions ('' for no filter), once ``where`` is known to be one condition: ``1=1) OR (1=1`` would
     otherwise close the parenthesis and lift the sweep and status guards around it."""
     if not where:
         return ""
@@ -125,6 +125,30 @@ def flagged_expr(columns) -> str:
     return f"coalesce(trim(\"{FLAGS_COLUMN}\") <> '', FALSE)"
 
 
+def flag_names_expr(columns) -> str:
+    """SQL string: the row's flags column ('' when the view has none or the value is NULL)."""
+    if FLAGS_COLUMN not in columns:
+        return "''"
+    return f'coalesce("{FLAGS_COLUMN}", \'\')'
+
+
+def count_flags(values) -> dict:
+    """Flag name -> how many of ``values`` (flags column strings, comma-separated names) carry it,
+    in first-seen order; a row with two flags counts once under each."""
+    counts: dict = {}
+    for value in values:
+        for name in str(value or "").split(","):
+            name = name.strip()
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def format_flag_counts(counts: dict) -> str:
+    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
 def _quoted(columns) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
@@ -144,16 +168,14 @@ class ReferenceChoice:
     Attributes:
         where: the condition to read with: the caller's ``where`` and, when trials are left
             out, ``trial_key NOT IN (...)``.
-        notes: what was chosen, for the fit notes and the report (empty when nothing was mixed).
-        left_out: the keys of the trials left out.
-        chosen, dropped: the ref_keys read, and those left out, at the points with several.
+        notes: what was chosen, for the fit notes and the report (empty when nothing was mixed;
+            it names the ref_keys read and those left out).
+        left_out: the keys of the trials left out (``where`` excludes exactly these).
     """
 
     where: str | None
     notes: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
-    chosen: tuple[str, ...] = ()
-    dropped: tuple[str, ...] = ()
 
 
 def _shown(keys, limit: int = 4) -> str:
@@ -200,7 +222,7 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
     point = point_columns(columns)
     measured = " AND status <> 'failed'" if "status" in columns else ""
     pairs = query_frame(con, f"SELECT DISTINCT {_quoted(point)}, ref_key, trial_key FROM metrics "
-                             f"WHERE {sweep_is(sweep)}{measured}{_where_clause(where)}")
+                             f"WHERE {sweep_is(sweep)}{measured}{where_clause(where)}")
     if pairs.empty:
         return ReferenceChoice(where)
     pairs["point"] = pairs.groupby(point, dropna=False, sort=False).ngroup()
@@ -228,9 +250,9 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
     note = (f"{n_mixed} of {n_points} grid points have trials against several references; each is read against "
             f"its newest (ref_key {_shown(chosen)}) and {len(left_out)} trials against older references "
             f"(ref_key {_shown(dropped)}) are left out; choose one with --where \"ref_key = '...'\"")
-    condition = f"trial_key NOT IN ({', '.join(_literal(k) for k in left_out)})"
+    condition = f"trial_key NOT IN ({', '.join(sql_literal(k) for k in left_out)})"
     combined = f"({where}) AND {condition}" if where else condition
-    return ReferenceChoice(combined, (note,), left_out, chosen, dropped)
+    return ReferenceChoice(combined, (note,), left_out)
 
 
 # ----------------------------------------------------------------------------- per-point errors
@@ -251,7 +273,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         problem_seed (when the view has it), ref_key, L, M, D, ``err`` (RMS over seeds,
         float64), ``ref_err`` (the reference's error estimate, mean over seeds), ``n_seeds``,
         ``n_flagged`` (seeds left out for a stability flag; ``frame.attrs["n_flagged"]`` also
-        counts points whose every seed is flagged, which are dropped), ``floor_limited``
+        counts points whose every seed is flagged, which are dropped: ``attrs["n_flagged_points"]``
+        of them; ``attrs["flag_counts"]`` is flag name -> seeds carrying it), ``floor_limited``
         (err < 3 ref_err, ``FLOOR_FACTOR``), ``seed_errs`` (the per-seed
         errors, a float64 array per row, for the bootstrap), and constant columns sweep, metric,
         step. Diverged and failed seeds are not in it (see ``status_counts``). A grid point with
@@ -279,13 +302,15 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
                sqrt(avg(metric_value * metric_value) FILTER (WHERE NOT flagged)) AS err,
                avg(reference_value) FILTER (WHERE NOT flagged) AS ref_err,
                count(*) FILTER (WHERE NOT flagged) AS n_seeds, count(*) FILTER (WHERE flagged) AS n_flagged,
-               list(metric_value ORDER BY trial_key, seed) FILTER (WHERE NOT flagged) AS seed_errs
+               list(metric_value ORDER BY trial_key, seed) FILTER (WHERE NOT flagged) AS seed_errs,
+               list(flag_names) FILTER (WHERE flagged) AS flag_lists
         -- (identifiers are case-insensitive in DuckDB: short aliases like m would shadow M)
         FROM (SELECT {select_keys}, step, trial_key, seed, {metric} AS metric_value,
-                     {ref_expr} AS reference_value, {flagged_expr(columns)} AS flagged
+                     {ref_expr} AS reference_value, {flagged_expr(columns)} AS flagged,
+                     {flag_names_expr(columns)} AS flag_names
               FROM metrics
               WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} AND status = 'ok'
-                    AND isfinite({metric}){_where_clause(choice.where)})
+                    AND isfinite({metric}){where_clause(choice.where)})
         GROUP BY {select_keys}
         ORDER BY "L", "M", "D", {select_keys}
     """
@@ -299,6 +324,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         raise _mixed_error(sweep, refs, "grid points read against several")
     frame["n_flagged"] = frame["n_flagged"].astype(int)
     n_flagged = int(frame["n_flagged"].sum())
+    flag_counts = count_flags(names for lists in frame.pop("flag_lists") if lists is not None for names in lists)
+    n_flagged_points = int((frame["n_seeds"] == 0).sum())
     frame = frame[frame["n_seeds"] > 0].reset_index(drop=True)  # every seed flagged: nothing measured
     if frame.empty:
         raise SweepDataError(f"sweep {sweep!r}: every {metric} row at this step carries a stability flag "
@@ -312,6 +339,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     frame.insert(0, "sweep", sweep)
     frame.attrs["notes"] = list(choice.notes)
     frame.attrs["n_flagged"] = n_flagged
+    frame.attrs["flag_counts"] = flag_counts
+    frame.attrs["n_flagged_points"] = n_flagged_points
     return frame
 
 
@@ -328,7 +357,7 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
     fixed = {}
     for col in [c for c in ("L", "M", "D") + GRID_COLUMNS if c in columns and c not in free_axes]:
         counts = query_frame(con, f'SELECT "{col}" AS v, count(DISTINCT trial_key) AS n FROM metrics '
-                                  f"WHERE {sweep_is(sweep)}{_where_clause(where)} GROUP BY 1")
+                                  f"WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY 1")
         if len(counts) <= 1:
             continue
         if col in ("L", "M", "D"):
@@ -336,18 +365,23 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
         else:
             top = counts[counts["n"] == counts["n"].max()]["v"]
             value = top.min() if top.notna().any() else None
-        fixed[col] = _plain(value)
+        fixed[col] = plain_value(value)
     return fixed
 
 
-def _plain(value):
-    """A numpy or pandas scalar as a plain Python value (None for a null)."""
+def plain_value(value):
+    """A numpy or pandas scalar as a plain Python value (None for a null: None, NaN, NA, NaT).
+
+    Used where a value read from a query goes into a dict, a note or ``sql_literal``."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _literal(value) -> str:
+def sql_literal(value) -> str:
+    """A Python or numpy scalar as a DuckDB SQL literal: NULL for None and NaN, a quoted string
+    (quotes doubled), TRUE/FALSE, a float's repr, else an integer. Builds the conditions of
+    ``column_is`` and ``choose_references``; never pass user SQL through it."""
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "NULL"
     if isinstance(value, str):
@@ -361,9 +395,9 @@ def _literal(value) -> str:
 
 def column_is(column: str, value) -> str:
     """The SQL condition ``column = value`` (``IS NULL`` for a null value)."""
-    if _plain(value) is None:
+    if plain_value(value) is None:
         return f'"{column}" IS NULL'
-    return f'"{column}" = {_literal(value)}'
+    return f'"{column}" = {sql_literal(value)}'
 
 
 def held_where(fixed: dict, where: str | None = None) -> str | None:
@@ -390,7 +424,7 @@ def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = No
         SELECT {keys}, step, sqrt(avg({metric} * {metric})) AS err, count(*) AS n_seeds
         FROM metrics
         WHERE {sweep_is(sweep)} AND status = 'ok' AND isfinite({metric}) AND NOT {flagged_expr(columns)}
-              {_where_clause(choice.where)}
+              {where_clause(choice.where)}
         GROUP BY {keys}, step ORDER BY "L", "M", "D", step
     """
     frame = query_frame(con, sql)
@@ -418,7 +452,7 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
                count(DISTINCT CASE WHEN status = 'diverged' THEN trial_key END) AS diverged_trials,
                count(DISTINCT CASE WHEN status = 'failed' THEN trial_key END) AS failed_trials,
                count(DISTINCT CASE WHEN {flagged} THEN (trial_key, seed) END) AS flagged_seeds
-        FROM metrics WHERE {sweep_is(sweep)}{_where_clause(choice.where)}
+        FROM metrics WHERE {sweep_is(sweep)}{where_clause(choice.where)}
     """
     row = query_frame(con, sql).iloc[0]
     return {k: int(row[k]) for k in row.index}
@@ -427,8 +461,9 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 
 __all__ = [
-    "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR", "ReferenceChoice",
-    "choose_references", "column_is", "final_step_clause", "flagged_expr", "grid_columns", "grid_errors", "held_axes",
-    "held_where", "point_columns", "query_frame", "require_sweep_rows", "status_counts", "step_errors", "sweep_is",
-    "table_columns",
+    "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
+    "ReferenceChoice", "choose_references", "column_is", "count_flags", "final_step_clause", "flag_names_expr",
+    "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes", "held_where", "plain_value",
+    "point_columns", "query_frame", "require_sweep_rows", "sql_literal", "status_counts", "step_errors", "sweep_is",
+    "table_columns", "where_clause",
 ]

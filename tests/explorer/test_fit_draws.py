@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.fit import FORMS, compare_laws, fit, fittable_forms, format_table, local_slopes, resolve_form
+from explorer.diagnostics import compare_laws, fittable_forms, local_slopes
+from explorer.fit import FORMS, fit, format_table, resolve_form
 from explorer.sweep_data import grid_errors
 
 from .analysis_data import connect, draws_grid, law_grid, law_rows, random_effect_laws
@@ -98,7 +99,24 @@ def test_flagged_seeds_are_left_out_and_counted():
     assert grid.attrs["n_flagged"] == 1
     result = fit(grid, "theory", n_boot=0)
     assert result.n_flagged == 1 and any("stability flags" in n for n in result.notes)
-    assert "1 flagged seeds left out" in format_table(result)
+    assert "1 flagged seeds left out (init_noise 1)" in format_table(result)
+    assert result.flag_counts == {"init_noise": 1} and result.n_flagged_points == 0
+
+
+def test_flag_counts_name_each_flag_and_points_dropped_whole():
+    rows = law_rows(lambda L, M, D: 0.8 / L + 0.3 * math.sqrt(D / (L * M)))
+    rows["flags"] = ""
+    first = rows["trial_key"] == rows["trial_key"].iloc[0]
+    rows.loc[first, "flags"] = "init_noise"  # every seed of one point
+    rows.loc[(rows["trial_key"] == rows["trial_key"].iloc[-1]) & (rows["seed"] == 0), "flags"] = "init_noise,chaotic"
+    grid = grid_errors(connect(rows), "law")
+    n_seeds = int(first.groupby(rows["seed"]).any().sum())
+    assert grid.attrs["flag_counts"] == {"init_noise": n_seeds + 1, "chaotic": 1}
+    assert grid.attrs["n_flagged_points"] == 1 and grid.attrs["n_flagged"] == n_seeds + 1
+    result = fit(grid, "theory", n_boot=0)
+    text = format_table(result)
+    assert f"{n_seeds + 1} flagged seeds left out (init_noise {n_seeds + 1}, chaotic 1; 1 point with every seed " \
+           "flagged not fitted)" in text
 
 
 def test_an_exponent_moved_by_the_smallest_l_names_the_pre_asymptotic_points():

@@ -106,7 +106,7 @@ def test_a_rerun_against_a_new_reference_counts_each_seed_once():
     rows = mark_trial(rows, "L8-M8-D4-a16-old", "diverged", seeds=[0], from_step=6)  # superseded: not counted
     diagram = phase_diagram(connect(rows), "p", "alpha", "D")
     assert (diagram.cells["n_seeds"] == 2).all() and (diagram.cells["phase"] != "diverged").all()
-    [note] = diagram.notes
+    [note] = [n for n in diagram.notes if "references" in n]  # (alpha = 16 at L = M = 8 is also init_noise)
     assert "4 of 4 grid points have trials against several references" in note
     assert f"note: {note}" in format_phase(diagram)
     with pytest.raises(MixedReferencesError, match="sweep p mixes 4 references"):
@@ -127,3 +127,25 @@ def test_flagged_seeds_are_left_out_of_the_cells_and_counted():
     cells = diagram.cells.set_index(["alpha", "D"])
     assert (cells["n_seeds"] == [2, 2, 3, 3]).all()
     pd.testing.assert_series_equal(cells["feature_update"], clean.cells.set_index(["alpha", "D"])["feature_update"])
+
+
+def test_init_noise_comes_from_the_flags_column_and_the_trials_rule_for_older_rows():
+    rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 4.0, 16.0), seeds=2, sweep="p")
+    rows["residual_scale"] = rows["alpha"] / (rows["L"] * rows["M"])  # mlu: alpha_eff = alpha
+    rows["flags"] = ""
+    # the trials flagged alpha = 16 (16 / 8 = 2 > 1) at D = 8 only; D = 4 rows predate the column
+    rows.loc[(rows["alpha"] == 16.0) & (rows["D"] == 8), "flags"] = "init_noise"
+    rows.loc[rows["D"] == 4, "flags"] = None
+    diagram = phase_diagram(connect(rows), "p", "alpha", "D")
+    cells = diagram.cells.set_index(["alpha", "D"])
+    # flagged cells are kept, classified and marked; NULL rows use alpha_eff / sqrt(LM) > 1
+    assert cells["init_noise_flag"].to_dict() == {(1.0, 4): False, (1.0, 8): False, (4.0, 4): False,
+                                                  (4.0, 8): False, (16.0, 4): True, (16.0, 8): True}
+    assert cells.loc[(16.0, 8), "n_seeds"] == 2 and diagram.n_flagged == 0 and diagram.n_init_noise == 4
+    np.testing.assert_allclose(cells["init_noise"].to_numpy(), [1 / 8, 1 / 8, 0.5, 0.5, 2.0, 2.0])
+    # the flags column decides where written: a 4 / 8 = 0.5 cell flagged by the trials is marked
+    rows.loc[(rows["alpha"] == 4.0) & (rows["D"] == 8), "flags"] = "init_noise"
+    marked = phase_diagram(connect(rows), "p", "alpha", "D").cells.set_index(["alpha", "D"])["init_noise_flag"]
+    assert marked[(4.0, 8)] and not marked[(4.0, 4)]
+    assert "init_noise flag" in format_phase(diagram)
+    assert "note: 4 seeds flagged init_noise in 2 cells (marked *)" in format_phase(diagram)

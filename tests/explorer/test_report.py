@@ -379,6 +379,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
         result.bootstrap = "problem draws and seeds"
         result.unidentified = {"c1": "trades off with c2"}
         result.n_flagged = 3
+        result.flag_counts, result.n_flagged_points = {"init_noise": 2, "chaotic": 1}, 1
         result.pre_asymptotic = ["L = 2 is pre-asymptotic"]
         return result
 
@@ -391,7 +392,8 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
     assert "Not identified: c1: trades off with c2." in html and "Pre-asymptotic: L = 2 is pre-asymptotic." in html
     assert "The 95% CI covers: problem draws and seeds (10 bootstrap resamples)." in html
-    assert "3 rows were left out for stability flags" in html and 'class="dataframe per-draw-table"' in html
+    assert ("3 rows were left out for stability flags (init_noise 2, chaotic 1; 1 point with every seed flagged "
+            "not fitted)") in html and 'class="dataframe per-draw-table"' in html
     assert 'class="dataframe comparison-table"' in html and "cv_extrap" in html
     assert "per_draw" in report.charts
 
