@@ -9,11 +9,13 @@ import sys
 
 import click
 
-from store import DATA_KINDS
-
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
-from .tables import FORMATS, render
+
+# The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
+# out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
+DATA_KINDS = ("metrics", "trials", "fits")
+FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
 class _CleanErrors(click.Group):
@@ -61,6 +63,8 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
+    from .tables import render
+
     click.echo(render(table, fmt), nl=False)
 
 
@@ -158,11 +162,13 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 
     Example: explorer sweep examples/quick.toml --store results
     """
+    from .spec import load_spec
+
+    loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     from . import api
 
     with store_errors():
-        result = api.sweep(spec, store=store_uri, address=address, max_concurrent=max_concurrent,
-                           overrides=overrides)
+        result = api.sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)
     click.echo(result.summary())
     sys.exit(result.exit_code)
 
@@ -177,12 +183,17 @@ def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str,
 
     With SPEC: the spec's trials, plus how many are pending. Example: explorer status --sweep quick
     """
-    from . import api
-
     if (spec is None) == (sweep_name is None):
         raise click.UsageError("give a SPEC file or --sweep NAME (one of them)")
+    loaded = None
+    if spec is not None:
+        from .spec import load_spec
+
+        loaded = load_spec(spec, overrides)  # a spec error before the store is imported
+    from . import api
+
     with store_errors():
-        report = api.sweep_status(spec, sweep=sweep_name, store=store_uri, overrides=overrides)
+        report = api.sweep_status(loaded, sweep=sweep_name, store=store_uri)
     for line in report.lines():
         click.echo(line)
 

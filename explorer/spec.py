@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from store import InvalidNameError, check_sweep
 from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError, ProblemConfig,
                     ReferenceConfig, TrialConfig)
 
@@ -118,8 +117,12 @@ def _list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
 
 
 def _sweep_name(v: Any) -> str:
+    # The store's own rule (the name is a folder of the store). Imported here, and checked after
+    # the sections, so that a typo in a section is reported without importing the store (pyarrow).
+    from store import InvalidNameError, check_sweep
+
     try:
-        return check_sweep(v)  # the store's own rule: the name is a folder of the store
+        return check_sweep(v)
     except InvalidNameError:
         raise _Bad(
             "expected 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit, no '..' "
@@ -361,18 +364,18 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
             )
     if "name" not in data:
         raise spec_error("name", "missing; give the sweep a name, e.g. name = \"quick\"")
-    try:
-        name = _sweep_name(data["name"])
-    except _Bad as bad:
-        raise spec_error("name", str(bad)) from None
     if "grid" not in data:
         raise spec_error("[grid]", "missing; list at least L, M and D")
     sections, given = {}, set()
     for section, cls in SECTIONS.items():
         sections[section], keys = _parse_section(section, cls, data.get(section, {}))
         given |= keys
-    spec = SweepSpec(name=name, given=frozenset(given), **sections)
+    spec = SweepSpec(name=data["name"], given=frozenset(given), **sections)
     _check_consistency(spec)
+    try:  # last: the store's rule imports the store, which a spec error elsewhere need not wait for
+        _sweep_name(spec.name)
+    except _Bad as bad:
+        raise spec_error("name", str(bad)) from None
     return spec
 
 
