@@ -152,8 +152,10 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
               "Default: start an embedded local Ray for this run.")
 @click.option("--max-concurrent", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the trials, the references and the estimated memory and time, and run nothing.")
 def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
-                  max_concurrent: int | None) -> None:
+                  max_concurrent: int | None, dry_run: bool) -> None:
     """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
 
     KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
@@ -165,12 +167,33 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     from .spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
+    if dry_run:
+        _dry_run(loaded, embedded=address is None)
+        return
+    if address is None:  # an embedded Ray runs on this machine: refuse what cannot fit before it starts
+        from .estimate import check_fits_memory, physical_memory_bytes
+
+        check_fits_memory(loaded, physical_memory_bytes())
     from . import api
 
     with store_errors():
         result = api.sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)
     click.echo(result.summary())
     sys.exit(result.exit_code)
+
+
+def _dry_run(spec, embedded: bool) -> None:
+    """``sweep --dry-run``: the plan and its estimates; exit 2 when a point cannot fit here."""
+    import os
+
+    from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
+    from .planning import plan
+
+    memory = physical_memory_bytes() if embedded else None
+    for line in dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None):
+        click.echo(line)
+    if memory is not None:
+        check_fits_memory(spec, memory)
 
 
 @main.command("status")
