@@ -6,9 +6,11 @@ the traceback appears only with `explorer --debug ...`.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
+from . import __version__
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 
@@ -22,16 +24,33 @@ class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:
-            if ctx.meta.get("explorer.debug"):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
+            warnings.showwarning = _warning_line(warnings.showwarning)
+            try:
+                return super().invoke(ctx)
+            except UsageError as exc:
+                if ctx.meta.get("explorer.debug"):
+                    raise
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(exc.exit_code)
+
+
+def _warning_line(show):
+    """A ``warnings.showwarning`` that prints the store's LeftOutFilesWarning (the views left out
+    files that are not store data; fit, phase and report read the views) as one ``warning:`` line
+    on stderr, as ``explorer sql`` does, and hands every other warning to ``show``."""
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        store = sys.modules.get("store")  # not imported: the warning cannot be the store's
+        if store is not None and issubclass(category, store.LeftOutFilesWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
 
 
 @click.group(cls=_CleanErrors)
+@click.version_option(__version__, "--version", prog_name="explorer", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
@@ -182,6 +201,19 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     sys.exit(result.exit_code)
 
 
+def _status_of_every_sweep(store_uri: str) -> None:
+    """``explorer status`` alone: one row per sweep of the store, trials by status."""
+    from store import STATUSES
+
+    st = open_store(store_uri, must_exist=True)
+    with store_errors():
+        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+    click.echo(f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}")
+    for name, statuses in rows:
+        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
+        click.echo(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+
+
 def _dry_run(spec, embedded: bool) -> None:
     """``sweep --dry-run``: the plan and its estimates; exit 2 when a point cannot fit here."""
     import os
@@ -204,10 +236,14 @@ def _dry_run(spec, embedded: bool) -> None:
 def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str, sweep_name: str | None) -> None:
     """Counts of a sweep's trials by status (ok, diverged, failed), read from the store.
 
-    With SPEC: the spec's trials, plus how many are pending. Example: explorer status --sweep quick
+    With SPEC: the spec's trials, plus how many are pending; with neither SPEC nor --sweep: one
+    row per sweep of the store. Example: explorer status --sweep quick
     """
-    if (spec is None) == (sweep_name is None):
-        raise click.UsageError("give a SPEC file or --sweep NAME (one of them)")
+    if spec is not None and sweep_name is not None:
+        raise click.UsageError("give a SPEC file or --sweep NAME, not both")
+    if spec is None and sweep_name is None:
+        _status_of_every_sweep(store_uri)
+        return
     loaded = None
     if spec is not None:
         from .spec import load_spec
