@@ -6,30 +6,51 @@ the traceback appears only with `explorer --debug ...`.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
-from store import DATA_KINDS
-
+from . import __version__
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
-from .tables import FORMATS, render
+
+# The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
+# out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
+DATA_KINDS = ("metrics", "trials", "fits")
+FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
 class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:
-            if ctx.meta.get("explorer.debug"):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
+            warnings.showwarning = _warning_line(warnings.showwarning)
+            try:
+                return super().invoke(ctx)
+            except UsageError as exc:
+                if ctx.meta.get("explorer.debug"):
+                    raise
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(exc.exit_code)
+
+
+def _warning_line(show):
+    """A ``warnings.showwarning`` that prints the store's LeftOutFilesWarning (the views left out
+    files that are not store data; fit, phase and report read the views) as one ``warning:`` line
+    on stderr, as ``explorer sql`` does, and hands every other warning to ``show``."""
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        store = sys.modules.get("store")  # not imported: the warning cannot be the store's
+        if store is not None and issubclass(category, store.LeftOutFilesWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
 
 
 @click.group(cls=_CleanErrors)
+@click.version_option(__version__, "--version", prog_name="explorer", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
@@ -61,6 +82,8 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
+    from .tables import render
+
     click.echo(render(table, fmt), nl=False)
 
 
@@ -148,8 +171,10 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
               "Default: start an embedded local Ray for this run.")
 @click.option("--max-concurrent", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the trials, the references and the estimated memory and time, and run nothing.")
 def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
-                  max_concurrent: int | None) -> None:
+                  max_concurrent: int | None, dry_run: bool) -> None:
     """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
 
     KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
@@ -158,13 +183,49 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 
     Example: explorer sweep examples/quick.toml --store results
     """
+    from .spec import load_spec
+
+    loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
+    if dry_run:
+        _dry_run(loaded, embedded=address is None)
+        return
+    if address is None:  # an embedded Ray runs on this machine: refuse what cannot fit before it starts
+        from .estimate import check_fits_memory, physical_memory_bytes
+
+        check_fits_memory(loaded, physical_memory_bytes())
     from . import api
 
     with store_errors():
-        result = api.sweep(spec, store=store_uri, address=address, max_concurrent=max_concurrent,
-                           overrides=overrides)
+        result = api.sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)
     click.echo(result.summary())
     sys.exit(result.exit_code)
+
+
+def _status_of_every_sweep(store_uri: str) -> None:
+    """``explorer status`` alone: one row per sweep of the store, trials by status."""
+    from store import STATUSES
+
+    st = open_store(store_uri, must_exist=True)
+    with store_errors():
+        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+    click.echo(f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}")
+    for name, statuses in rows:
+        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
+        click.echo(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+
+
+def _dry_run(spec, embedded: bool) -> None:
+    """``sweep --dry-run``: the plan and its estimates; exit 2 when a point cannot fit here."""
+    import os
+
+    from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
+    from .planning import plan
+
+    memory = physical_memory_bytes() if embedded else None
+    for line in dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None):
+        click.echo(line)
+    if memory is not None:
+        check_fits_memory(spec, memory)
 
 
 @main.command("status")
@@ -175,14 +236,23 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str, sweep_name: str | None) -> None:
     """Counts of a sweep's trials by status (ok, diverged, failed), read from the store.
 
-    With SPEC: the spec's trials, plus how many are pending. Example: explorer status --sweep quick
+    With SPEC: the spec's trials, plus how many are pending; with neither SPEC nor --sweep: one
+    row per sweep of the store. Example: explorer status --sweep quick
     """
+    if spec is not None and sweep_name is not None:
+        raise click.UsageError("give a SPEC file or --sweep NAME, not both")
+    if spec is None and sweep_name is None:
+        _status_of_every_sweep(store_uri)
+        return
+    loaded = None
+    if spec is not None:
+        from .spec import load_spec
+
+        loaded = load_spec(spec, overrides)  # a spec error before the store is imported
     from . import api
 
-    if (spec is None) == (sweep_name is None):
-        raise click.UsageError("give a SPEC file or --sweep NAME (one of them)")
     with store_errors():
-        report = api.sweep_status(spec, sweep=sweep_name, store=store_uri, overrides=overrides)
+        report = api.sweep_status(loaded, sweep=sweep_name, store=store_uri)
     for line in report.lines():
         click.echo(line)
 

@@ -30,6 +30,12 @@ MAX_PARAMETERS = 8
 _POSITIVE = re.compile(r"^c\d+$")
 _PARAMETER = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
 _BINARY = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide, ast.Pow: np.power}
+# The grammar's alphabet: letters and digits (names, numbers), '.', the operators + - * / (and
+# ** as two *), parentheses and spaces. Anything else (a '#' comment, which Python's parser
+# drops silently, '<', quotes, ',', '_', '@', '%' ...) is refused before parsing.
+_ALPHABET = re.compile(r"[A-Za-z0-9. +\-*/()]*")
+# A number is decimal: digits, an optional fraction, an optional exponent (no 0x, no 1_000, no 1j).
+_DECIMAL = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _ALLOWED_HINT = "allowed: numbers, L, M, D, P, parameters (c1, c2, a, b, ...), + - * / **, sqrt(), log(), exp()"
 
 _Node = Callable[[Mapping[str, np.ndarray]], np.ndarray]
@@ -113,6 +119,9 @@ def parse_expression(text: str, positive=()) -> Expression:
     text = " ".join(text.split())
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"scaling-law expression is {len(text)} characters long; at most {MAX_LENGTH} allowed")
+    bad = _ALPHABET.match(text).end()
+    if bad < len(text):
+        raise ExpressionError(f"character {text[bad]!r} at column {bad + 1} is not part of a law; {_ALLOWED_HINT}")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
@@ -120,6 +129,18 @@ def parse_expression(text: str, positive=()) -> Expression:
         raise ExpressionError(f"cannot parse expression {text!r}: {exc.msg}{where}") from None
     names: set[str] = set()
     variables: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            literal = ast.get_source_segment(text, node) or ""
+            if not _DECIMAL.fullmatch(literal):
+                raise ExpressionError(f"number {literal!r} in law is not a decimal number (digits, '.', e.g. 0.5 or 1e-3)")
+            try:
+                finite = math.isfinite(float(node.value))
+            except OverflowError:  # an int beyond a float's range (a 400-digit integer)
+                finite = False
+            if not finite:
+                shown = literal if len(literal) <= 24 else f"{literal[:12]}...{literal[-4:]} ({len(literal)} characters)"
+                raise ExpressionError(f"number {shown} in law does not fit a float (at most about 1.8e308)")
     compiled = _compile(tree.body, text, names, variables)
     if not names:
         raise ExpressionError(f"expression {text!r} has no parameter to fit; name constants c1, c2, ... or exponents a, b")
@@ -137,7 +158,7 @@ def _compile(node: ast.AST, text: str, names: set[str], variables: set[str]) -> 
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ExpressionError(f"unsupported constant {node.value!r} in {text!r}; {_ALLOWED_HINT}")
-        value = float(node.value)
+        value = float(node.value)  # finite: parse_expression checked every literal
         return lambda env: value
     if isinstance(node, ast.Name):
         name = node.id

@@ -16,15 +16,18 @@ explorer's one-line ``UsageError``s: ``StoreQueryError`` -> ``QueryError``, any 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from store import Store, StoreError, StoreQueryError
-
 from .errors import QueryError, StoreAccessError, SweepDataError
+
+if TYPE_CHECKING:  # the store (pyarrow, duckdb) is imported by the commands that open one
+    from store import Store
 
 DEFAULT_STORE = "./results"
 
@@ -49,9 +52,12 @@ def store_errors() -> Iterator[None]:
     """Re-raise store exceptions as one-line CLI errors."""
     try:
         yield
-    except StoreQueryError as exc:
-        raise QueryError(str(exc)) from exc
-    except StoreError as exc:
+    except Exception as exc:
+        store = sys.modules.get("store")  # not imported: the exception cannot be one of its errors
+        if store is None or not isinstance(exc, store.StoreError):
+            raise
+        if isinstance(exc, store.StoreQueryError):
+            raise QueryError(str(exc)) from exc
         raise StoreAccessError(str(exc)) from exc
 
 
@@ -69,6 +75,8 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
         StoreAccessError: the URI cannot be resolved, or (must_exist) the store is empty.
         SweepDataError: (sweep) the store has no such sweep; the message lists those it has.
     """
+    from store import Store
+
     with store_errors():
         if isinstance(store, Store):
             opened = store

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from store import InvalidNameError, check_sweep
 from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError, ProblemConfig,
                     ReferenceConfig, TrialConfig)
 
@@ -109,17 +108,23 @@ def _list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
             values = tuple(item(x) for x in v)
         except _Bad:
             raise _Bad(f"expected a list of {noun}, got {_fmt(v)}") from None
-        dup = next((x for i, x in enumerate(values) if x in values[:i]), None)
-        if dup is not None:
-            raise _Bad(f"value {_fmt(dup)} is listed twice in {_fmt(v)}")
+        seen: set = set()
+        for x in values:  # a set, not values[:i]: quadratic in the list's length was minutes at 10^6
+            if x in seen:
+                raise _Bad(f"value {_fmt(x)} is listed twice in {_fmt(v) if len(v) <= 20 else 'the list'}")
+            seen.add(x)
         return values
 
     return check
 
 
 def _sweep_name(v: Any) -> str:
+    # The store's own rule (the name is a folder of the store). Imported here, and checked after
+    # the sections, so that a typo in a section is reported without importing the store (pyarrow).
+    from store import InvalidNameError, check_sweep
+
     try:
-        return check_sweep(v)  # the store's own rule: the name is a folder of the store
+        return check_sweep(v)
     except InvalidNameError:
         raise _Bad(
             "expected 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit, no '..' "
@@ -228,6 +233,8 @@ class ResourcesSpec:
     retries: int = _spec_field(2, _nonnegative_int, "re-runs of a grid point that raised before it is recorded failed")
     points_per_trial: int | str = _spec_field(
         "auto", _points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
+    max_points: int = _spec_field(
+        100_000, _positive_int, "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
 
 SECTIONS: dict[str, type] = {
@@ -354,6 +361,7 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
         SpecError: one line naming the key and the problem.
     """
     data = _apply_overrides(raw, overrides)
+    _check_grid_size(data)
     for key in data:
         if key != "name" and key not in SECTIONS:
             raise spec_error(key, "unknown key; expected name or one of the tables "
@@ -361,19 +369,46 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
             )
     if "name" not in data:
         raise spec_error("name", "missing; give the sweep a name, e.g. name = \"quick\"")
-    try:
-        name = _sweep_name(data["name"])
-    except _Bad as bad:
-        raise spec_error("name", str(bad)) from None
     if "grid" not in data:
         raise spec_error("[grid]", "missing; list at least L, M and D")
     sections, given = {}, set()
     for section, cls in SECTIONS.items():
         sections[section], keys = _parse_section(section, cls, data.get(section, {}))
         given |= keys
-    spec = SweepSpec(name=name, given=frozenset(given), **sections)
+    spec = SweepSpec(name=data["name"], given=frozenset(given), **sections)
     _check_consistency(spec)
+    try:  # last: the store's rule imports the store, which a spec error elsewhere need not wait for
+        _sweep_name(spec.name)
+    except _Bad as bad:
+        raise spec_error("name", str(bad)) from None
     return spec
+
+
+# --- bounds: a spec is refused before anything large is read or expanded ---------------------
+
+MAX_SPEC_BYTES = 1 << 20  # a spec file above 1 MiB is refused unread (a grid of 10^5 points needs a few KiB)
+MAX_POINTS = 100_000  # default of [resources] max_points: planning 10^5 points takes seconds, 10^6 minutes and ~1 GB
+
+
+def _check_grid_size(data: Mapping[str, Any]) -> None:
+    """Refuse a grid whose product of axis lengths exceeds [resources] max_points, from the raw
+    lists' lengths: before any value is checked or any point expanded."""
+    resources = data.get("resources", {})
+    limit = MAX_POINTS
+    if isinstance(resources, dict) and "max_points" in resources:
+        try:
+            limit = _positive_int(resources["max_points"])
+        except _Bad as bad:
+            raise spec_error("[resources] max_points", str(bad)) from None
+    grid = data.get("grid")
+    if not isinstance(grid, dict):
+        return
+    lengths = {k: len(v) for k, v in grid.items() if isinstance(v, list)}
+    points = math.prod(lengths.values())
+    if points > limit:
+        sizes = " x ".join(f"{k} {n}" for k, n in lengths.items())
+        raise spec_error("[grid]", f"{points:,} grid points ({sizes}) exceed the limit of {limit:,}; "
+                         "sweep fewer values, or raise [resources] max_points")
 
 
 def load_spec(source: SweepSpec | Mapping[str, Any] | str | os.PathLike,
@@ -390,7 +425,11 @@ def load_spec(source: SweepSpec | Mapping[str, Any] | str | os.PathLike,
         return parse_spec(source, overrides)
     path = Path(source)
     try:
-        text = path.read_text()
+        with path.open("rb") as handle:
+            content = handle.read(MAX_SPEC_BYTES + 1)
+        if len(content) > MAX_SPEC_BYTES:
+            raise spec_error(str(path), f"the file is larger than {MAX_SPEC_BYTES:,} bytes (1 MiB); a spec is a few KiB")
+        text = content.decode()
     except FileNotFoundError:
         raise spec_error(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

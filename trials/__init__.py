@@ -2,33 +2,48 @@
 
 Depends on torch and numpy only: no Ray, no Parquet, no CLI. A trial is a pure function from a
 validated config (and its reference) to metric rows; it runs the same on CPU and CUDA.
-"""
-from .config import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, ConfigError, ProblemConfig, ReferenceConfig,
-                     TrialConfig, resolve_device, stable_hash)
-from .metrics import METRICS
-from .reference import (REFERENCE_KINDS, Reference, ReferenceDiverged, compute_reference, largest_reference_key,
-                        reference_from_trial)
-from .train import FLAGS, train_trial
 
-__all__ = [
-    "ACTIVATION_NAMES",
-    "BLOCKS",
-    "ConfigError",
-    "DEVICES",
-    "DTYPES",
-    "FLAGS",
-    "METRICS",
-    "PRESETS",
-    "REFERENCE_KINDS",
-    "ProblemConfig",
-    "Reference",
-    "ReferenceConfig",
-    "ReferenceDiverged",
-    "TrialConfig",
-    "compute_reference",
-    "largest_reference_key",
-    "reference_from_trial",
-    "resolve_device",
-    "stable_hash",
-    "train_trial",
-]
+Every public name is imported on first use (PEP 562): the configurations, their ``ConfigError``
+and the closed sets (``PRESETS``, ``DTYPES`` ...) come from ``config``, which imports no torch,
+so that validating a spec costs no torch import; the engine's names (``train_trial``,
+``compute_reference`` ...) import torch when first asked for.
+"""
+import importlib
+
+# name -> the module of this package that defines it.
+_LAZY = {
+    "ACTIVATION_NAMES": "config",
+    "BLOCKS": "config",
+    "ConfigError": "config",
+    "DEVICES": "config",
+    "DTYPES": "config",
+    "PRESETS": "config",
+    "REFERENCE_KINDS": "config",
+    "ProblemConfig": "config",
+    "ReferenceConfig": "config",
+    "TrialConfig": "config",
+    "resolve_device": "config",
+    "stable_hash": "config",
+    "FLAGS": "train",
+    "train_trial": "train",
+    "METRICS": "metrics",
+    "Reference": "reference",
+    "ReferenceDiverged": "reference",
+    "compute_reference": "reference",
+    "largest_reference_key": "config",
+    "reference_from_trial": "reference",
+}
+
+__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'trials' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -11,11 +11,12 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-
-from .data import DATA_KINDS
+if TYPE_CHECKING:  # torch is imported where a tensor is made (resolve_device, torch_dtype), never here:
+    import torch  # validating a configuration (a spec, a CLI error) must not pay torch's second of import
 
 # Bumped whenever a change to the numerics changes the numbers a configuration produces.
 NUMERICS_VERSION = 3  # 3: divergence by loss growth, flags, CRN discretization estimate, preset-keyed references
@@ -32,8 +33,37 @@ PRESETS: dict[str, tuple[float, float, float]] = {
 }
 ACTIVATION_NAMES = ("tanh", "identity", "gelu", "relu")
 BLOCKS = ("2lp",)
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEVICES = ("auto", "cpu", "cuda")
+# The kinds of data (trials/data.py draws them) and of references (trials/reference.py computes
+# them), declared here, with the other closed sets, so that validation needs no torch.
+DATA_KINDS = ("gaussian", "linear_target")
+REFERENCE_KINDS = ("mean_ode", "largest")
+
+
+class _Dtypes(Mapping):
+    """dtype name -> torch dtype, resolved (torch imported) on first lookup: the names are what
+    validation needs, the torch dtypes only a run does."""
+
+    _names = ("float32", "float64")
+
+    def __getitem__(self, name: str) -> "torch.dtype":
+        if name not in self._names:
+            raise KeyError(name)
+        import torch
+
+        return getattr(torch, name)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return "DTYPES(" + ", ".join(self._names) + ")"
+
+
+DTYPES: Mapping[str, "torch.dtype"] = _Dtypes()
 
 
 class ConfigError(ValueError):
@@ -289,8 +319,15 @@ class ReferenceConfig:
                                   preset="mlu", alpha=self.limit.limit_alpha, chaos_check=False)
 
 
-def resolve_device(name: str) -> torch.device:
+def largest_reference_key(config: TrialConfig) -> str:
+    """Key of the ``largest`` reference made from this grid point (trials/reference.py)."""
+    return stable_hash({"kind": "largest", "trial": config.numerics()})
+
+
+def resolve_device(name: str) -> "torch.device":
     """'auto' -> cuda when available, else cpu; 'cuda' without a GPU is a clear error."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -298,6 +335,6 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def torch_dtype(name: str) -> torch.dtype:
+def torch_dtype(name: str) -> "torch.dtype":
     _choice("dtype", name, tuple(DTYPES))
     return DTYPES[name]

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, resolve_device, stable_hash, torch_dtype
+from .config import (NUMERICS_VERSION, ReferenceConfig, TrialConfig, largest_reference_key, resolve_device, stable_hash,  # noqa: F401
+                     torch_dtype)
 from .model import ResNet, Units, init_units, make_problem
 
-REFERENCE_KINDS = ("mean_ode", "largest")
+from .config import REFERENCE_KINDS  # noqa: E402  (declared with the configs, which import no torch)
 # Kinds a stored record may carry: joint_limit (trials/joint_limit.py) is computed elsewhere and
 # joins REFERENCE_KINDS once the sweep can plan and dispatch it.
 RECORD_KINDS = REFERENCE_KINDS + ("joint_limit",)
@@ -171,11 +172,6 @@ def compute_reference(config: ReferenceConfig) -> Reference:
         "wall_s": time.perf_counter() - started,
     }
     return Reference(key, "mean_ode", arrays, meta)
-
-
-def largest_reference_key(config: TrialConfig) -> str:
-    """Key of the ``largest`` reference made from this grid point."""
-    return stable_hash({"kind": "largest", "trial": config.numerics()})
 
 
 def reference_from_trial(config: TrialConfig) -> Reference:

@@ -1,0 +1,259 @@
+"""What a sweep will cost before it runs: memory and compute time per trial and reference.
+
+The memory model counts the real buffers of ``trials`` (model.py, metrics.py, train.py,
+reference.py) for one grid point, all its seeds batched; with W = L R D M unit coordinates,
+H = L R N D hidden entries and A = L R N M preactivation entries (R seeds, N samples) and b
+bytes per number of the working dtype:
+
+- the units u, v (2 W b) and their step-0 copy for the metrics (2 W b), the metrics' two
+  scratch chunks (at most 2^22 entries each, or one layer) and per-unit float64 norms;
+- the forward and backward buffers: hidden and cotangent (2 H b), preactivations, activations
+  and the gated cotangent (3 A b);
+- the metrics of a step, in float64: the displacements dp and p0 (and their concatenation),
+  then sigma at two points, their difference, the second-order rest and the products of
+  ``lin_ratio``: about ``_METRIC_COPIES`` float64 arrays of A entries at the peak;
+- the unit draw (init_units), which happens before all of that: every seed drawn in float64,
+  then stacked (4 W 8 bytes at its peak, 2 W b more when converted to float32);
+- ``chaos_check`` runs a twin: its units and buffers once more;
+- the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns).
+
+The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
+units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
+keeps every step's output and last hidden state; the ``largest`` kind is a trial without
+metrics. ``PROCESS_BYTES`` (a worker's Python, torch and the store's libraries, measured
+resident) is added once where a whole machine is judged (``check_fits_memory``).
+
+The time model is single-core seconds: a fixed cost, the Python loop over layers and steps, and
+the batched tensor work per unit coordinate, sample, seed and step (memory-bound on CPUs), with
+the metrics at every step; see ``_SECONDS`` for the constants and how they were measured.
+Both are estimates for planning and refusing the impossible, not promises: the test
+``tests/explorer/test_estimate.py`` holds the memory model within 2x of a measured peak.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from .errors import spec_error
+
+if TYPE_CHECKING:
+    from trials import ReferenceConfig, TrialConfig
+
+    from .planning import Plan
+    from .spec import SweepSpec
+
+_DTYPE_BYTES = {"float32": 4, "float64": 8}
+_SCRATCH_ELEMENTS = 1 << 22  # trials/metrics.py _CHUNK_ELEMENTS: the per-unit sums' chunk bound
+_METRIC_COPIES = 9  # float64 arrays of L R N M entries alive at the metrics' peak (lin_ratio)
+_ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
+PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
+
+# Single-core seconds = fixed + per_layer_step * L * (K + 1) + per_entry[dtype] * L M D N R (K + 1)
+# + draw * L D M R (the unit draw, in float64 whatever the dtype), metrics at every step included.
+# Least squares (relative) on 13 train_trial runs on this project's 2-core AMD EPYC machine (torch
+# 2.13 CPU, one thread, 2026-11-30, other jobs sharing the cores) from (L, M, D, N, R, K) =
+# (8, 4, 8, 10, 3, 10) to (16, 1024, 16, 100, 3, 3) and (32, 256, 64, 10, 3, 5), both dtypes:
+# the model is within 0.4x - 1.3x of the measured wall times (0.88 - 1.26x on 9 of them; the
+# low ones were measured while other jobs loaded the machine). Measured by the script in
+# tests/explorer/test_estimate.py (``_MEASURE``).
+_SECONDS = {"fixed": 3e-3, "per_layer_step": 2e-4, "per_entry": {"float64": 1.5e-8, "float32": 7e-9}, "draw": 5e-8}
+
+
+def _dims(config: "TrialConfig") -> tuple[int, int, int, int, int, int]:
+    return config.L, config.M, config.D, config.problem.samples, len(config.seeds), _DTYPE_BYTES[config.dtype]
+
+
+def _run_bytes(L: int, M: int, D: int, N: int, R: int, b: int) -> int:
+    """The units and the forward/backward buffers of one ResNet (no metrics)."""
+    W, H, A = L * R * D * M, (L + 1) * R * N * D, L * R * N * M
+    return 2 * W * b + 2 * H * b + 3 * A * b
+
+
+def _draw_bytes(L: int, M: int, D: int, R: int, b: int) -> int:
+    """init_units at its peak: each seed drawn in float64, then all stacked (and converted)."""
+    W = L * R * D * M
+    return 4 * W * 8 + (2 * W * b if b != 8 else 0)
+
+
+def trial_memory_bytes(config: "TrialConfig") -> int:
+    """Estimated peak bytes that ``trials.train_trial`` allocates for one grid point (all seeds,
+    all steps, metrics at every step), beyond the worker process itself."""
+    L, M, D, N, R, b = _dims(config)
+    W, A = L * R * D * M, L * R * N * M
+    scratch = 2 * min(W, max(_SCRATCH_ELEMENTS, R * D * M)) * b + L * R * M * 8
+    run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch  # + the step-0 units (units0)
+    if config.chaos_check:
+        run += _run_bytes(L, M, D, N, R, b)
+    metrics = _METRIC_COPIES * A * 8
+    rows = R * (config.steps + 1) * _ROW_BYTES
+    problem = (config.problem.coupled_dim or D) * (config.problem.d_in + config.problem.d_out) * 8 * 2
+    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)
+
+
+def reference_memory_bytes(config: "ReferenceConfig | TrialConfig") -> int:
+    """Estimated peak bytes of computing a reference: a ``ReferenceConfig`` (mean_ode: the
+    particles at depth x width, replicas batched, then their half-depth twins), or the largest
+    grid point's ``TrialConfig`` (its own run without metrics)."""
+    if hasattr(config, "particle_config"):
+        full = config.particle_config(config.depth)
+        L, M, D, N, R, b = _dims(full)
+        W = L * R * D * M
+        # particles + their halved copy, one run's buffers, every step's out and last hidden kept (float64)
+        run = 2 * W * b + _run_bytes(L, M, D, N, R, b) + 2 * (full.steps + 1) * R * N * (D + full.problem.d_out) * 8
+        return int(max(_draw_bytes(L, M, D, R, b) + 2 * W * b, run))
+    L, M, D, N, R, b = _dims(config)
+    run = _run_bytes(L, M, D, N, R, b) + (config.steps + 1) * R * N * (D + config.problem.d_out) * 8
+    return int(max(_draw_bytes(L, M, D, R, b), run))
+
+
+def trial_seconds(config: "TrialConfig") -> float:
+    """Estimated single-core seconds of ``trials.train_trial`` for one grid point (all seeds)."""
+    L, M, D, N, R, _ = _dims(config)
+    steps = config.steps + 1
+    per_entry = _SECONDS["per_entry"][config.dtype]
+    seconds = _SECONDS["per_layer_step"] * L * steps + per_entry * L * M * D * N * R * steps
+    return _SECONDS["fixed"] + _SECONDS["draw"] * L * D * M * R + seconds * (2 if config.chaos_check else 1)
+
+
+def reference_seconds(config: "ReferenceConfig | TrialConfig") -> float:
+    """Estimated single-core seconds of computing a reference: the particles at full and half
+    depth (mean_ode), or the largest point's run; without metrics, which cost about as much as
+    the step itself (README, "Speed of the trial engine"), hence the factor 1/2."""
+    if hasattr(config, "particle_config"):
+        full = config.particle_config(config.depth)
+        half = full.replace(L=config.depth // 2, M=2 * config.width)
+        return 0.5 * (trial_seconds(full) + trial_seconds(half))
+    return 0.5 * trial_seconds(config)
+
+
+def physical_memory_bytes() -> int:
+    """This machine's physical memory (what an embedded Ray's trials share)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def format_seconds(s: float) -> str:
+    if s < 60:
+        return f"{s:.2g} s"
+    if s < 3600:
+        return f"{s / 60:.3g} min"
+    if s < 86400 * 2:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 86400:.3g} days"
+
+
+@dataclass(frozen=True)
+class Largest:
+    """The point of a sweep with the largest memory estimate: what it is and how much it needs."""
+
+    what: str  # "trial L=..., M=..., D=..." or "reference ..."
+    bytes: int
+
+
+def _point(config: "TrialConfig") -> str:
+    return f"L={config.L}, M={config.M}, D={config.D}, {len(config.seeds)} seeds, {config.dtype}"
+
+
+def _largest_configs(source: "Plan | SweepSpec"):
+    """(trial configs, reference configs) whose estimates bound the sweep's: from a plan, all of
+    them; from a spec, without expanding it: memory grows with L, M and D, and nothing else of a
+    grid point changes it, so the point at the largest L, M and D (and each reference config at
+    the largest D) bounds every other."""
+    if hasattr(source, "trials"):
+        return [t.config for t in source.trials], [r.config for r in source.references]
+    spec = source
+    axes = spec.axes()
+    top = {axis: values[0] for axis, values in axes.items()}
+    top.update(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D))
+    trial = spec.trial_config(spec.problem_config(spec.problem_seeds()[0]), top)
+    if spec.reference.kind == "mean_ode":
+        refs = [spec.reference_config(trial)]
+    else:
+        refs = [trial]
+    return [trial], refs
+
+
+def largest_point(source: "Plan | SweepSpec") -> tuple[Largest, Largest]:
+    """The trial and the reference with the largest memory estimates (from a plan, or from a
+    spec without expanding it)."""
+    trials, refs = _largest_configs(source)
+    trial = max(trials, key=trial_memory_bytes)
+    ref = max(refs, key=reference_memory_bytes)
+    if hasattr(ref, "particle_config"):
+        ref_what = (f"reference at D={ref.limit.D} ({ref.depth} x {ref.width} particles, {ref.replicas} replicas, "
+                    f"{ref.limit.dtype})")
+    else:
+        ref_what = f"reference (largest grid point) {_point(ref)}"
+    return (Largest(f"trial {_point(trial)}", trial_memory_bytes(trial)),
+            Largest(ref_what, reference_memory_bytes(ref)))
+
+
+def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: int, where: str = "this machine") -> None:
+    """Refuse a sweep whose largest trial or reference cannot fit in ``available_bytes`` (a
+    machine's or a node's memory), with ``PROCESS_BYTES`` for the worker process that runs it.
+
+    Args:
+        plan_or_spec: a ``Plan`` (every trial and reference judged) or a ``SweepSpec`` (its
+            largest point, without expanding the grid).
+        available_bytes: the memory of the largest machine that could run it.
+        where: how the message names that machine ("this machine", "the largest node").
+
+    Raises:
+        SpecError: one line naming the point and its estimate (exit 2).
+    """
+    trial, ref = largest_point(plan_or_spec)
+    for item in (trial, ref):
+        if item.bytes + PROCESS_BYTES > available_bytes:
+            raise spec_error(
+                "[grid]" if item is trial else "[reference]",
+                f"the {item.what} needs about {format_bytes(item.bytes)} of memory, more than {where} has "
+                f"({format_bytes(available_bytes)}, less {format_bytes(PROCESS_BYTES)} for its worker); "
+                "sweep smaller L, M or D (or seeds)" + (", or a coarser reference" if item is ref else ""),
+            )
+
+def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | None = None) -> list[str]:
+    """What ``explorer sweep SPEC --dry-run`` prints: the trials, the references (count and
+    resolution), and the estimated memory and time per trial and in all. Nothing runs."""
+    spec = plan.spec
+    axes = {**{name: values for name, values in spec.axes().items() if len(values) > 1 or name in ("L", "M", "D")},
+            **({"problem_seeds": spec.problem_seeds()} if len(spec.problem_seeds()) > 1 else {})}
+    shape = " x ".join(f"{name} {len(values)}" for name, values in axes.items())
+    lines = [f"sweep {spec.name}: {len(plan.trials)} trials ({shape}; {spec.grid.seeds} seeds each, "
+             f"{spec.train.steps} steps, {spec.train.dtype})"]
+    kinds = sorted({r.kind for r in plan.references})
+    if spec.reference.kind == "mean_ode":
+        ref = spec.reference
+        lines.append(f"references: {len(plan.references)} mean_ode, {ref.depth} x {ref.width} particles "
+                     f"(depth x width), {ref.replicas} replicas, plus their half-depth twins")
+    else:
+        lines.append(f"references: {len(plan.references)} {'/'.join(kinds)} (the largest grid point of each group, "
+                     "run with its seeds)")
+    trial_bytes = [trial_memory_bytes(t.config) for t in plan.trials]
+    trial_secs = [trial_seconds(t.config) for t in plan.trials]
+    ref_bytes = [reference_memory_bytes(r.config) for r in plan.references]
+    ref_secs = [reference_seconds(r.config) for r in plan.references]
+    largest, ref_largest = largest_point(plan)
+    lines.append(f"memory: largest {largest.what}: {format_bytes(max(trial_bytes))}; largest {ref_largest.what}: "
+                 f"{format_bytes(max(ref_bytes))} (peaks, each plus ~{format_bytes(PROCESS_BYTES)} for its worker process)")
+    lines.append(f"time: {format_seconds(sum(trial_secs) / len(trial_secs))} per trial on average, longest "
+                 f"{format_seconds(max(trial_secs))}; {format_seconds(sum(trial_secs))} of trial compute and "
+                 f"{format_seconds(sum(ref_secs))} of references in all (single-core estimates)")
+    if cpus:
+        per_trial = max(spec.resources.cpus_per_trial, 1e-9)
+        slots = max(1, int(cpus // per_trial)) if per_trial <= cpus else 1
+        if spec.resources.max_concurrent:
+            slots = min(slots, spec.resources.max_concurrent)
+        wall = max(max(ref_secs), sum(ref_secs) / slots) + max(max(trial_secs), sum(trial_secs) / slots)
+        lines.append(f"on this machine: {cpus} CPUs, {slots} trials at once: about {format_seconds(wall)} of compute "
+                     "(plus Ray's start, a few seconds)")
+    if available_bytes is not None:
+        lines.append(f"memory here: {format_bytes(available_bytes)}")
+    lines.append("nothing run (--dry-run)")
+    return lines

@@ -1,0 +1,131 @@
+"""Estimates before a sweep runs (explorer.estimate): memory and time per trial and reference,
+`explorer sweep --dry-run`, and the refusal of a sweep whose largest point cannot fit in memory
+(D = [1000000000] used to start Ray and report 12 failures `can't allocate memory` 2 minutes later)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from explorer.cli import main
+from explorer.errors import SpecError
+from explorer.estimate import (PROCESS_BYTES, check_fits_memory, dry_run_lines, largest_point, physical_memory_bytes,
+                               reference_memory_bytes, trial_memory_bytes, trial_seconds)
+from explorer.planning import plan
+from explorer.spec import load_spec
+
+QUICK = {"name": "quick", "grid": {"L": [4, 8], "M": [1, 4], "D": [8]}, "train": {"steps": 3},
+         "reference": {"depth": 8, "width": 4}}
+
+
+def test_estimates_grow_with_every_size_and_halve_with_float32():
+    spec = load_spec(QUICK)
+    base = plan(spec).trials[0].config
+    for field in ("L", "M", "D"):
+        bigger = base.replace(**{field: getattr(base, field) * 64})
+        assert trial_memory_bytes(bigger) > trial_memory_bytes(base)
+        assert trial_seconds(bigger) > trial_seconds(base)
+    big = base.replace(L=64, M=256, D=64)
+    ratio = trial_memory_bytes(big.replace(dtype="float32")) / trial_memory_bytes(big)
+    assert 0.4 < ratio < 1  # the unit draw and the metrics stay float64
+    assert trial_seconds(big.replace(seeds=(0, 1, 2, 3, 4, 5))) > trial_seconds(big)
+    assert trial_memory_bytes(big.replace(chaos_check=True)) > trial_memory_bytes(big)
+
+
+def test_a_spec_and_its_plan_agree_on_the_largest_point():
+    spec = load_spec({**QUICK, "grid": {"L": [4, 64, 8], "M": [16, 1], "D": [32, 8], "alpha": [1.0, 2.0]}})
+    from_spec, from_plan = largest_point(spec), largest_point(plan(spec))
+    assert from_spec == from_plan
+    assert from_spec[0].what == "trial L=64, M=16, D=32, 3 seeds, float64"
+
+
+def test_a_point_that_cannot_fit_is_refused_with_one_line():
+    spec = load_spec({**QUICK, "grid": {"L": [4, 8], "M": [1, 4], "D": [8, 1_000_000_000]}})
+    with pytest.raises(SpecError) as caught:
+        check_fits_memory(spec, 64 * 2**30)
+    message = str(caught.value)
+    assert message.startswith("spec error: [grid]: the trial L=8, M=4, D=1000000000, 3 seeds, float64 needs about")
+    assert "more than this machine has (64 GiB" in message and "\n" not in message
+    # the reference is judged too
+    fine = load_spec({**QUICK, "reference": {"depth": 1_000_000, "width": 100_000}})
+    with pytest.raises(SpecError, match=r"^spec error: \[reference\]: the reference at D=8 \(1000000 x 100000 particles, "
+                                        r"2 replicas, float64\) needs about .* TiB of memory.*or a coarser reference$"):
+        check_fits_memory(fine, 64 * 2**30)
+    check_fits_memory(plan(load_spec(QUICK)), 64 * 2**30)  # a plan is judged point by point
+    need = max(trial_memory_bytes(t.config) for t in plan(load_spec(QUICK)).trials)
+    with pytest.raises(SpecError, match="less 600 MiB for its worker"):
+        check_fits_memory(load_spec({**QUICK, "reference": {"kind": "largest"}}), need + PROCESS_BYTES - 1)
+
+
+def test_sweep_refuses_a_point_larger_than_the_machine_before_ray_or_the_store(tmp_path):
+    store = tmp_path / "store"
+    spec = tmp_path / "big.toml"
+    spec.write_text('name = "big"\n[grid]\nL = [4]\nM = [1]\nD = [1000000000]\n')
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store)])
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith("error: spec error: [grid]: the trial L=4, M=1, D=1000000000, 3 seeds, float64 needs about")
+    assert done.output.count("\n") == 1
+    assert not store.exists()
+
+
+def test_dry_run_prints_the_plan_and_its_estimates_and_runs_nothing(tmp_path):
+    spec = tmp_path / "quick.toml"
+    spec.write_text('name = "quick"\n[train]\nsteps = 3\n[reference]\ndepth = 8\nwidth = 4\n'
+                    '[grid]\nL = [4, 8]\nM = [1, 4]\nD = [8]\nalpha = [1.0, 2.0]\n')
+    store = tmp_path / "store"
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--dry-run", "--store", str(store)])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert lines[0] == "sweep quick: 8 trials (L 2 x M 2 x D 1 x alpha 2; 3 seeds each, 3 steps, float64)"
+    assert lines[1] == "references: 2 mean_ode, 8 x 4 particles (depth x width), 2 replicas, plus their half-depth twins"
+    assert lines[2].startswith("memory: largest trial L=8, M=4, D=8, 3 seeds, float64: ")
+    assert lines[3].startswith("time: ") and "of trial compute and" in lines[3]
+    assert lines[-1] == "nothing run (--dry-run)"
+    assert not store.exists()
+    big = CliRunner().invoke(main, ["sweep", str(spec), "--dry-run", "grid.D=[8,1000000000]"])
+    assert big.exit_code == 2 and "nothing run (--dry-run)" in big.output
+    assert big.output.splitlines()[-1].startswith("error: spec error: [grid]: the trial L=8, M=4, D=1000000000")
+
+
+def test_dry_run_lines_without_a_machine():
+    lines = dry_run_lines(plan(load_spec({**QUICK, "reference": {"kind": "largest"}})))
+    assert lines[1] == "references: 1 largest (the largest grid point of each group, run with its seeds)"
+    assert not any(line.startswith(("on this machine", "memory here")) for line in lines)
+    assert physical_memory_bytes() > 2**28
+
+
+# The measurement behind the acceptance check and the time constants: one shape, in a fresh
+# process, against a tiny reference; prints the resident growth of train_trial and the estimate.
+_MEASURE = r"""
+import json, resource, sys, time
+import torch
+torch.set_num_threads(1)
+from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
+from explorer.estimate import trial_memory_bytes, trial_seconds
+L, M, D, N, R, K = map(int, sys.argv[1:7])
+cfg = TrialConfig(L=L, M=M, D=D, problem=ProblemConfig(samples=N), seeds=tuple(range(R)), steps=K,
+                  dtype=sys.argv[7], device="cpu")
+ref = compute_reference(ReferenceConfig(limit=cfg, depth=2, width=2, replicas=2, device="cpu"))
+with open("/proc/self/statm") as f:
+    before = int(f.read().split()[1]) * resource.getpagesize()
+started = time.perf_counter()
+train_trial(cfg, ref)
+wall = time.perf_counter() - started
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"growth": peak - before, "estimate": trial_memory_bytes(cfg), "wall": wall, "est_s": trial_seconds(cfg)}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(64, 256, 64, 10, 3, 3, "float64"), (32, 128, 256, 10, 4, 3, "float32")],
+                         ids=["64x256x64-f64", "32x128x256-f32"])
+def test_the_memory_estimate_is_within_2x_of_the_measured_peak(shape):
+    done = subprocess.run([sys.executable, "-c", _MEASURE, *map(str, shape)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    print(shape, got)
+    assert got["growth"] > 100 * 2**20  # the trial dominates the measurement (150-250 MB)
+    assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
