@@ -33,10 +33,9 @@ import torch
 from .config import NUMERICS_VERSION, ReferenceConfig, TrialConfig, resolve_device, stable_hash, torch_dtype
 from .model import ResNet, Units, init_units, make_problem
 
-REFERENCE_KINDS = ("mean_ode", "largest")
-# Kinds a stored record may carry: joint_limit (trials/joint_limit.py) is computed elsewhere and
-# joins REFERENCE_KINDS once the sweep can plan and dispatch it.
-RECORD_KINDS = REFERENCE_KINDS + ("joint_limit",)
+# joint_limit is computed by trials/joint_limit.py (exact, identity activation).
+REFERENCE_KINDS = ("mean_ode", "largest", "joint_limit")
+RECORD_KINDS = REFERENCE_KINDS
 
 
 class ReferenceDiverged(RuntimeError):
