@@ -179,19 +179,27 @@ def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float, np.floating)) and math.isfinite(x)
 
 
+INFORMATIVE_CI = 10.0  # a CI wider than this factor (ci_high / ci_low) does not measure the constant
+
+
 def fit_verdict(paper: float, estimate, ci_low=None, ci_high=None, *, factor: float | None = None,
                 zero: float | None = None) -> str:
-    """agrees: the paper's value in [ci_low, ci_high], or within ``factor`` of the estimate (for a
-    "near zero" claim, ``zero``: our CI reaches below it, or the estimate is below it)."""
+    """agrees: the estimate within ``factor`` of the paper's value, or the paper's value in an
+    informative 95 % CI (ci_high / ci_low <= INFORMATIVE_CI); disagrees otherwise, unless the CI
+    is uninformative: not measured. A "near zero" claim (``zero``) agrees when the estimate or
+    the CI's low end is below ``zero``."""
     if not _finite(estimate):
         return NOT_MEASURED
     if zero is not None:
         low = ci_low if _finite(ci_low) else estimate
         return AGREES if min(low, estimate) <= zero else DISAGREES
-    if _finite(ci_low) and _finite(ci_high) and ci_low <= paper <= ci_high:
-        return AGREES
     if factor is not None and paper > 0 and estimate > 0 and paper / factor <= estimate <= paper * factor:
         return AGREES
+    informative = _finite(ci_low) and _finite(ci_high) and ci_low > 0 and ci_high / ci_low <= INFORMATIVE_CI
+    if informative and ci_low <= paper <= ci_high:
+        return AGREES
+    if _finite(ci_low) and _finite(ci_high) and not informative:
+        return NOT_MEASURED
     return DISAGREES
 
 
@@ -265,8 +273,10 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
                    n_points=int(result.n_points), fit=result)
         row["verdict"] = fit_verdict(claim.paper, row["value"], row["ci_low"], row["ci_high"],
                                      factor=claim.factor, zero=claim.zero)
-        if result.warnings:
-            row["note"] = "; ".join(result.warnings)
+        notes = list(result.warnings)
+        if row["verdict"] == NOT_MEASURED:
+            notes.insert(0, f"the 95 % CI spans more than {INFORMATIVE_CI:g}x: the constant is not determined by this grid")
+        row["note"] = "; ".join(notes)
         return row
     points = pooled(grid) if claim.pooled else grid
     if claim.kind == "curve":
