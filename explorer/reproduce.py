@@ -315,6 +315,7 @@ def _overlay(points: pd.DataFrame, curves: pd.DataFrame, x: str, x_title: str, y
     ``color`` value; the legend ``source`` says which is which."""
     import altair as alt
 
+    points = points[points["err"] > 0]  # a log axis: the reference point itself (err 0) is not drawn
     scale_x = alt.Scale(type="log")
     base_color = alt.Color(f"{color}:O", title=color)
     pts = alt.Chart(points.assign(source="this tool (measured)")).mark_point(filled=True, size=50).encode(
