@@ -14,8 +14,7 @@ import itertools
 from dataclasses import dataclass
 
 from store import SCHEMA_VERSION
-from trials import ConfigError, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
-from trials.joint_limit import JointLimitConfig
+from trials import ConfigError, JointLimitConfig, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
 
 from .errors import spec_error
 from .spec import SweepSpec

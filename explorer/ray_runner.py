@@ -220,7 +220,7 @@ _REFERENCE_CACHE_SIZE = 64
 
 def _compute(planned: PlannedReference) -> Reference:
     if planned.kind == "joint_limit":  # trials/joint_limit.py: exact, identity activation
-        from trials.joint_limit import compute_joint_limit
+        from trials import compute_joint_limit
         return compute_joint_limit(planned.config)
     if planned.kind == "mean_ode":
         return compute_reference(planned.config)

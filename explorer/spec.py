@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from store import InvalidNameError, check_sweep
-from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError, ProblemConfig,
-                    ReferenceConfig, TrialConfig)
-from trials.data import DATA_KINDS
-from trials.joint_limit import JointLimitConfig
+from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
+                    JointLimitConfig, ProblemConfig, ReferenceConfig, TrialConfig)
 
 from .errors import spec_error
 

@@ -9,14 +9,18 @@ from .metrics import METRICS
 from .reference import (REFERENCE_KINDS, Reference, ReferenceDiverged, compute_reference, largest_reference_key,
                         reference_from_trial)
 from .train import FLAGS, train_trial
+from .data import DATA_KINDS
+from .joint_limit import JointLimitConfig, compute_joint_limit
 
 __all__ = [
     "ACTIVATION_NAMES",
     "BLOCKS",
     "ConfigError",
+    "DATA_KINDS",
     "DEVICES",
     "DTYPES",
     "FLAGS",
+    "JointLimitConfig",
     "METRICS",
     "PRESETS",
     "REFERENCE_KINDS",
@@ -25,6 +29,7 @@ __all__ = [
     "ReferenceConfig",
     "ReferenceDiverged",
     "TrialConfig",
+    "compute_joint_limit",
     "compute_reference",
     "largest_reference_key",
     "reference_from_trial",
