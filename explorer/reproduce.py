@@ -319,16 +319,20 @@ def _overlay(points: pd.DataFrame, curves: pd.DataFrame, x: str, x_title: str, y
 
     points = points[points["err"] > 0]  # a log axis: the reference point itself (err 0) is not drawn
     scale_x = alt.Scale(type="log")
-    base_color = alt.Color(f"{color}:O", title=color)
+    base_color = alt.Color(f"{color}:O", title=color, scale=alt.Scale(scheme="viridis"))
     pts = alt.Chart(points.assign(source="this tool (measured)")).mark_point(filled=True, size=50).encode(
         x=alt.X(f"{x}:Q", scale=scale_x, title=x_title), y=alt.Y("err:Q", scale=alt.Scale(type="log"), title=y_title),
         color=base_color, shape=alt.Shape("source:N", title="source"),
         tooltip=["L", "M", "D", alt.Tooltip("err:Q", format=".3g")])
     layers = [pts]
     if curves is not None and len(curves):
-        layers.insert(0, alt.Chart(curves.assign(source="authors' curve")).mark_line(strokeDash=[5, 3]).encode(
-            x=f"{x}:Q", y="err:Q", color=base_color, strokeDash=alt.StrokeDash("source:N", title="line", scale=alt.Scale(range=[[6, 3]])),
-            detail="curve:N" if "curve" in curves else f"{color}:O"))
+        if "source" not in curves:
+            curves = curves.assign(source="authors' curve")
+        enc = dict(x=f"{x}:Q", y="err:Q",
+                   strokeDash=alt.StrokeDash("source:N", title="line", scale=alt.Scale(range=[[6, 3]])))
+        if color in curves:  # one line per colour; else one black line
+            enc.update(color=base_color, detail=f"{color}:O")
+        layers.insert(0, alt.Chart(curves).mark_line(color="black").encode(**enc))
     chart = alt.layer(*layers).properties(title=y_title, width=420, height=300).resolve_scale(shape="independent")
     return chart, title  # the title is the figure's caption in the report
 
@@ -386,10 +390,12 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
             pts = pts.assign(LM=pts["L"] * pts["M"])
             anchor = pts.sort_values("LM").iloc[0]
             xs = np.geomspace(pts["LM"].min(), pts["LM"].max(), 30)
-            curves = pd.DataFrame({"LM": xs, "err": anchor["err"] * np.sqrt(anchor["LM"] / xs), "M": "sqrt(D/(LM)) guide"})
+            curves = pd.DataFrame({"LM": xs, "err": anchor["err"] * np.sqrt(anchor["LM"] / xs),
+                                   "source": "theory slope sqrt(D/(LM))"})
             charts.append(("err_out-vs-LM", _overlay(
-                pts.assign(M=pts["M"].astype(str)), curves, "LM", "L*M", "output error (err_out) at step 10", "M",
-                "err_out vs L*M, one colour per M; dashed: the theory's sqrt(D/(LM)) slope through our smallest L*M")))
+                pts, curves, "LM", "L*M", "output error (err_out) at step 10", "M",
+                "err_out vs L*M, one colour per M; dashed: the theory's sqrt(D/(LM)) slope (the paper gives "
+                "a rate, no constant) through our smallest L*M")))
     return charts
 
 
