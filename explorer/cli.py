@@ -315,7 +315,7 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 @main.command("reproduce")
-@click.argument("name", required=False, metavar="NAME")
+@click.argument("name", required=False, metavar="[NAME]")
 @click.option("--scale", type=click.Choice(["laptop", "full", "tiny"]), default="laptop", show_default=True,
               metavar="laptop|full", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
               "same protocol, under 30 minutes on 2 CPU cores.")
