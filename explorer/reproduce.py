@@ -277,7 +277,10 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
         lo_, hi_ = row["ci_low"], row["ci_high"]
         if _finite(lo_) and _finite(hi_) and not (lo_ > 0 and hi_ / lo_ <= INFORMATIVE_CI):
             notes.insert(0, f"the 95 % CI spans more than {INFORMATIVE_CI:g}x: this grid does not determine the "
-                            "constant (the verdict reads the estimate only)")
+                            "constant")
+        if claim.zero is not None and _finite(est) and claim.parameter == "c":  # the c/L^2 term's weight
+            share = float((est / grid["L"].astype(float) ** 2 / grid["err"] ** 2).max())
+            notes.insert(0, f"the fitted c/L^2 is at most {share:.1%} of err^2 at any point fitted")
         row["note"] = "; ".join(notes)
         return row
     points = pooled(grid) if claim.pooled else grid
