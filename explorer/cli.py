@@ -384,3 +384,39 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command("reproduce")
+@click.argument("name", required=False, metavar="[NAME]")
+@click.option("--scale", type=click.Choice(["laptop", "full", "tiny"]), default="laptop", show_default=True,
+              metavar="laptop|full", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
+              "same protocol, under 30 minutes on 2 CPU cores.")
+@store_option
+@click.option("--address", default=None, metavar="ADDR",
+              help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
+@click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
+@click.option("--list", "list_", is_flag=True, help="List the experiments with their grid sizes, and exit.")
+def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
+                      list_: bool) -> None:
+    """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
+    a reproduction report: each claim with the paper's number, this tool's value with its 95 %
+    CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
+    skips the trials the store has. Exits 1 when some trial failed.
+
+    Example: explorer reproduce companion-linear --scale laptop --store results
+    """
+    from . import reproduce as rep
+
+    if list_:
+        with store_errors():
+            for line in rep.list_lines():
+                click.echo(line)
+        return
+    if name is None:
+        raise click.UsageError("give an experiment NAME, or --list to see them")
+    with store_errors():
+        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
+    click.echo(rep.markdown_table(table), nl=False)
+    click.echo(f"report: {folder / 'index.html'}")
+    sys.exit(code)

@@ -14,7 +14,7 @@ import itertools
 from dataclasses import dataclass
 
 from store import SCHEMA_VERSION
-from trials import ConfigError, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
+from trials import ConfigError, JointLimitConfig, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
 
 from .errors import spec_error
 from .spec import SweepSpec
@@ -25,8 +25,8 @@ class PlannedReference:
     """One reference: computed once, cached in the store under ``ref_key``, shared by its group."""
 
     ref_key: str
-    kind: str  # mean_ode | largest
-    config: ReferenceConfig | TrialConfig  # a ReferenceConfig, or the largest grid point's config
+    kind: str  # mean_ode | largest | joint_limit
+    config: ReferenceConfig | TrialConfig | JointLimitConfig  # the largest kind: the largest grid point's config
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION) -> Plan:
     # A mean_ode reference is defined by everything but L and M ("limit": any trial of the group),
     # the largest point's by everything but L, M and D: one reference per group, computed once.
     # The problem draw is always part of the group (the problem config is hashed into the key).
-    outside_group = ("L", "M") if spec.reference.kind == "mean_ode" else ("L", "M", "D")
+    # joint_limit is grouped like mean_ode (its hidden state is written in each D's embeddings).
+    outside_group = ("L", "M") if spec.reference.kind in ("mean_ode", "joint_limit") else ("L", "M", "D")
     largest = {"L": max(spec.grid.L), "M": max(spec.grid.M), "D": max(spec.grid.D)}
     references: dict[tuple, PlannedReference] = {}
     trials = []
@@ -95,9 +96,9 @@ def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION) -> Plan:
             group = (problem_seed, *(v for k, v in point.items() if k not in outside_group))
             ref = references.get(group)
             if ref is None:
-                if spec.reference.kind == "mean_ode":
+                if spec.reference.kind in ("mean_ode", "joint_limit"):
                     rc = spec.reference_config(cfg)
-                    ref = PlannedReference(rc.key(), "mean_ode", rc)
+                    ref = PlannedReference(rc.key(), spec.reference.kind, rc)
                 else:
                     top = cfg.replace(**largest)
                     ref = PlannedReference(largest_reference_key(top), "largest", top)

@@ -219,6 +219,9 @@ _REFERENCE_CACHE_SIZE = 64
 
 
 def _compute(planned: PlannedReference) -> Reference:
+    if planned.kind == "joint_limit":  # trials/joint_limit.py: exact, identity activation
+        from trials import compute_joint_limit
+        return compute_joint_limit(planned.config)
     if planned.kind == "mean_ode":
         return compute_reference(planned.config)
     return reference_from_trial(planned.config)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from trials import (ACTIVATION_NAMES, BLOCKS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError, ProblemConfig,
-                    ReferenceConfig, TrialConfig)
+from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
+                    ProblemConfig, ReferenceConfig, TrialConfig)
 
 from .errors import spec_error
 
@@ -161,6 +161,12 @@ class ProblemSpec:
         "draw W_E, W_U once at the largest D; width D uses their first D rows "
         "(default: true with [reference] kind = \"largest\", else false)",
     )
+    data: str = _spec_field("gaussian", _choice(*DATA_KINDS),
+                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise (trials/data.py)")
+    data_seed: int | None = _spec_field(None, _nonnegative_int,
+                                        "draws X, Y apart from the embeddings (default: from seed / problem_seeds)")
+    independent_embeddings: bool = _spec_field(False, _boolean,
+                                               "every D draws its own W_E, W_U (uncoupled; needs coupled_embeddings = false)")
 
 
 @dataclass(frozen=True)
@@ -197,10 +203,12 @@ class TrainSpec:
 class ReferenceSpec:
     """[reference]: what each trial is compared with (SPEC section 3)."""
 
-    kind: str = _spec_field("mean_ode", _choice(*REFERENCE_KINDS), "mean_ode particle solution, or the largest grid point")
+    kind: str = _spec_field("mean_ode", _choice(*REFERENCE_KINDS),
+                            "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")
     depth: int = _spec_field(1024, _positive_int, "L_ref of the mean_ode reference (even)")
     width: int = _spec_field(512, _positive_int, "M_ref of the mean_ode reference (even)")
     replicas: int = _spec_field(2, _positive_int, "R_ref >= 2 independent particle systems")
+    grid: int = _spec_field(256, _positive_int, "RK4 steps over depth of the joint_limit reference (even)")
 
 
 @dataclass(frozen=True)
@@ -294,7 +302,8 @@ class SweepSpec:
         ``coupled_embeddings``)."""
         p = self.problem
         coupled = max(self.grid.D) if self.coupled_embeddings else None
-        return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled)
+        return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled,
+                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings)
 
     def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
         """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
@@ -307,9 +316,13 @@ class SweepSpec:
             init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **point,
         )
 
-    def reference_config(self, limit: TrialConfig) -> ReferenceConfig:
-        """The mean_ode reference of the group ``limit`` (any of its trials) belongs to."""
+    def reference_config(self, limit: TrialConfig) -> "ReferenceConfig | JointLimitConfig":
+        """The mean_ode (or joint_limit) reference of the group ``limit`` (any of its trials) belongs to."""
         ref = self.reference
+        if ref.kind == "joint_limit":
+            from trials import JointLimitConfig  # imports torch: only specs of this kind pay for it
+
+            return JointLimitConfig(limit=limit, grid=ref.grid)
         return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
                                device=self.train.device)
 
@@ -484,14 +497,19 @@ def _check_consistency(spec: SweepSpec) -> None:
         if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
             raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it)")
     ref = spec.reference
+    unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
+              "mean_ode": ("grid",)}[ref.kind]
+    for key in unused:
+        if f"reference.{key}" in spec.given:
+            raise spec_error(f"[reference] {key}", f'not used with kind = "{ref.kind}"; remove it')
+    if spec.problem.independent_embeddings and spec.coupled_embeddings:
+        raise spec_error("[problem] independent_embeddings",
+                         "true needs coupled_embeddings = false (each D draws its own W_E, W_U)")
     if ref.kind == "largest":
-        for key in ("depth", "width", "replicas"):
-            if f"reference.{key}" in spec.given:
-                raise spec_error(f"[reference] {key}",
-                                 'not used with kind = "largest" (the largest grid point is the reference); remove it')
-        if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1:
+        if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1 and not spec.problem.independent_embeddings:
             raise spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
-                             "coordinates, so it needs coupled embeddings; set it to true")
+                             "coordinates, so it needs coupled embeddings; set it to true (or set "
+                             "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)")
     _check_trial_rules(spec)
     res = spec.resources
     gpus = res.gpus_per_trial
@@ -519,6 +537,8 @@ _CONFIG_KEYS = {
     "init_noise_limit": "[train] init_noise_limit", "chaos_check": "[train] chaos_check",
     "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
     "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
+    "problem.data": "[problem] data", "problem.data_seed": "[problem] data_seed",
+    "problem.independent_embeddings": "[problem] independent_embeddings", "reference.grid": "[reference] grid",
     "reference.depth": "[reference] depth", "reference.width": "[reference] width",
     "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
 }
@@ -561,7 +581,7 @@ def _check_trial_rules(spec: SweepSpec) -> None:
                     spec.trial_config(problem, {**first, axis: value})
             except ConfigError as exc:
                 raise spec_error(f"[grid] {axis}", str(exc)) from None
-    if spec.reference.kind == "mean_ode":
+    if spec.reference.kind in ("mean_ode", "joint_limit"):
         try:
             spec.reference_config(limit)
         except ConfigError as exc:

@@ -15,6 +15,7 @@ _LAZY = {
     "ACTIVATION_NAMES": "config",
     "BLOCKS": "config",
     "ConfigError": "config",
+    "DATA_KINDS": "config",
     "DEVICES": "config",
     "DTYPES": "config",
     "PRESETS": "config",
@@ -32,6 +33,8 @@ _LAZY = {
     "compute_reference": "reference",
     "largest_reference_key": "config",
     "reference_from_trial": "reference",
+    "JointLimitConfig": "joint_limit",
+    "compute_joint_limit": "joint_limit",
 }
 
 __all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))

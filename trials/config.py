@@ -37,7 +37,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # The kinds of data (trials/data.py draws them) and of references (trials/reference.py computes
 # them), declared here, with the other closed sets, so that validation needs no torch.
 DATA_KINDS = ("gaussian", "linear_target")
-REFERENCE_KINDS = ("mean_ode", "largest")
+REFERENCE_KINDS = ("mean_ode", "largest", "joint_limit")  # joint_limit: trials/joint_limit.py
 
 
 class _Dtypes(Mapping):

@@ -35,9 +35,7 @@ from .config import (NUMERICS_VERSION, ReferenceConfig, TrialConfig, largest_ref
 from .model import ResNet, Units, init_units, make_problem
 
 from .config import REFERENCE_KINDS  # noqa: E402  (declared with the configs, which import no torch)
-# Kinds a stored record may carry: joint_limit (trials/joint_limit.py) is computed elsewhere and
-# joins REFERENCE_KINDS once the sweep can plan and dispatch it.
-RECORD_KINDS = REFERENCE_KINDS + ("joint_limit",)
+RECORD_KINDS = REFERENCE_KINDS  # joint_limit records come from trials/joint_limit.py (exact, identity activation)
 
 
 class ReferenceDiverged(RuntimeError):

@@ -189,7 +189,9 @@ def test_a_sweep_name_is_accepted_exactly_when_the_store_accepts_it(name):
 
 def test_every_reference_kind_of_trials_is_a_valid_spec_value():
     for kind in REFERENCE_KINDS:
-        raw = with_changes(reference={"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP})
+        # joint_limit is exact for identity activation only (trials/joint_limit.py)
+        model = {"activation": "identity"} if kind == "joint_limit" else {}
+        raw = with_changes(reference={"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP}, model=model)
         assert {r.kind for r in plan(parse_spec(raw)).references} == {kind}
 
 
@@ -242,3 +244,35 @@ def test_load_spec_takes_a_dict_or_a_spec_and_overrides_keep_defaults_as_default
     path = tmp_path / "m.toml"
     path.write_text('name = "m"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
     assert load_spec(path) == spec
+
+
+_LINEAR = {"model": {"activation": "identity"},
+           "reference": {"kind": "joint_limit", "depth": _DROP, "width": _DROP, "replicas": _DROP}}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"problem": {"data": "uniform"}}, '[problem] data: expected one of "gaussian", "linear_target"; got "uniform"'),
+    ({"problem": {"data_seed": -1}}, "[problem] data_seed: expected a non-negative integer, got -1"),
+    ({"problem": {"independent_embeddings": True, "coupled_embeddings": True}},
+     "[problem] independent_embeddings: true needs coupled_embeddings = false"),
+    ({"reference": {"grid": 64}}, '[reference] grid: not used with kind = "mean_ode"; remove it'),
+    ({**_LINEAR, "reference": {**_LINEAR["reference"], "grid": 7}}, "[reference] grid: reference.grid must be an even integer"),
+    ({**_LINEAR, "model": {"activation": "tanh"}}, "[model] activation: reference kind joint_limit is exact for activation 'identity' only"),
+    ({**_LINEAR, "reference": {**_LINEAR["reference"], "depth": 64}}, '[reference] depth: not used with kind = "joint_limit"'),
+])
+def test_the_protocol_keys_are_validated_with_the_key_named(changes, message):
+    with pytest.raises(SpecError) as info:
+        parse_spec(with_changes(**changes))
+    assert str(info.value).startswith(f"spec error: {message}"), str(info.value)
+
+
+def test_the_protocol_keys_reach_the_problem_and_the_joint_limit_reference():
+    spec = parse_spec(with_changes(problem={"data": "linear_target", "data_seed": 42, "samples": 1, "d_in": 3, "d_out": 3},
+                                   **{k: v for k, v in _LINEAR.items()}))
+    the_plan = plan(spec)
+    assert {r.kind for r in the_plan.references} == {"joint_limit"} and len(the_plan.references) == 1
+    assert the_plan.trials[0].config.problem.data_seed == 42
+    uncoupled = parse_spec(with_changes(
+        problem={"coupled_embeddings": False, "independent_embeddings": True},
+        reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP}, grid={"D": [4, 8]}))
+    assert uncoupled.problem_config(1).independent_embeddings
