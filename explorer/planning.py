@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION
-from trials import ConfigError, JointLimitConfig, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
+from trials import ConfigError, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
+
+if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
+    from trials import JointLimitConfig
 
 from .errors import spec_error
 from .spec import SweepSpec

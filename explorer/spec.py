@@ -20,12 +20,15 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
                     ProblemConfig, ReferenceConfig, TrialConfig)
 
 from .errors import spec_error
+
+if TYPE_CHECKING:
+    from trials import JointLimitConfig
 
 # The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
 # ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
@@ -316,7 +319,7 @@ class SweepSpec:
             init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **point,
         )
 
-    def reference_config(self, limit: TrialConfig) -> "ReferenceConfig | JointLimitConfig":
+    def reference_config(self, limit: TrialConfig) -> ReferenceConfig | JointLimitConfig:
         """The mean_ode (or joint_limit) reference of the group ``limit`` (any of its trials) belongs to."""
         ref = self.reference
         if ref.kind == "joint_limit":
