@@ -142,7 +142,8 @@ class SweepResult:
         counts = f"{self.ok} ok, {self.diverged} diverged, {self.failed} failed"
         if self.missing:
             counts += f", {self.missing} missing"
-        run = (f"{self.ran} run in {self.wall_s:.1f}s" if self.ran else f"nothing run in {self.wall_s:.1f}s")
+        run = ("nothing to run" if self.skipped == self.total and not self.ran
+               else f"{self.ran} run in {self.wall_s:.1f}s")
         lines = [f"sweep {self.name}: {self.total} trials: {counts} ({self.skipped} already complete, {run})",
                  f"store: {self.store}"]
         for owner, n in self.elsewhere.items():
@@ -402,6 +403,52 @@ def _run_pack(config: dict, job: _Job) -> None:
 # --- the driver ------------------------------------------------------------------------------
 
 
+_SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY", "CREDENTIAL", "PRIVATE_KEY")
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable that holds a credential (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN...)."""
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+@contextlib.contextmanager
+def _no_secrets_in_runtime_env() -> Iterator[None]:
+    """Keep credentials out of the runtime env of Tune's trial actors.
+
+    Ray Tune copies ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` and
+    ``AWS_SECURITY_TOKEN`` from the driver's environment into ``runtime_env={"env_vars": ...}`` of
+    every trial actor (``ray.tune.execution.class_cache.ENV_VARS_TO_PROPAGATE``), and Ray's
+    runtime-env agent writes that runtime env, values included, to its log
+    (``runtime_env_agent.log``). Workers get credentials the platform's way instead: an embedded
+    Ray's workers inherit the driver's environment; a cluster's nodes have their own (instance
+    roles, credentials files, the cluster's environment). Here the list is narrowed to the
+    names that are not credentials for the duration; if Ray moved it, the credential variables
+    leave this process's environment for the duration instead (the Store resolved its own
+    credentials when it was opened).
+    """
+    try:
+        from ray.tune.execution import class_cache
+        names = class_cache.ENV_VARS_TO_PROPAGATE
+    except (ImportError, AttributeError):
+        class_cache = names = None
+    if class_cache is not None and isinstance(names, (set, frozenset)):
+        class_cache.ENV_VARS_TO_PROPAGATE = {n for n in names if not is_secret_name(n)}
+        try:
+            yield
+        finally:
+            class_cache.ENV_VARS_TO_PROPAGATE = names
+        return
+    saved = {k: v for k, v in os.environ.items() if k.startswith("AWS_") and is_secret_name(k)}
+    for k in saved:
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+
 class _ProgressCallback(tune.Callback):
     """Driver side: turns the workers' reports into progress counts (keys only, no rows)."""
 
@@ -450,10 +497,12 @@ def _quiet_loggers(*names: str) -> Iterator[None]:
 
 
 def private_temp_dir() -> str:
-    """The embedded Ray's root folder for its session files (logs, sockets, spilled objects):
-    ``<tempdir>/explorer-ray-<uid>``, mode 0700, owned by this user, instead of Ray's default
-    world-readable ``/tmp/ray``. A folder of that name that is not this user's own private folder
-    (another user made it, or it is a link) is not used: a fresh ``mkdtemp`` folder is.
+    """This user's private folder for the embedded Ray: ``<tempdir>/explorer-ray-<uid>``, mode
+    0700, owned by this user. Ray keeps its session files (logs, sockets, spilled objects) in its
+    ``ray`` subfolder (``ray.init(_temp_dir=...)``), instead of the world-readable ``/tmp/ray``;
+    Ray makes the folders it creates world-writable (0777), so the privacy comes from this
+    parent, which nobody else can enter. A folder of that name that is not this user's own (another
+    user made it, or it is a link) is not used: a fresh ``mkdtemp`` folder is.
     """
     base = os.path.join(tempfile.gettempdir(), f"explorer-ray-{os.getuid()}")
     try:
@@ -522,7 +571,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
                 # The processes ray.init starts read the single-machine switch too.
                 with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                             object_store_memory=256 * 1024**2, _temp_dir=temp_dir, **quiet)
+                             object_store_memory=256 * 1024**2, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
                 kind = "embedded"
             else:
                 ray.init(address=address, **quiet)
@@ -958,7 +1007,7 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
     bar.begin(total_cost=sum(costs.values()), slots=slots)
     bar.message(f"trials: {len(todo)} to run as {len(packs)} Tune trials, up to {slots} at once")
     with tempfile.TemporaryDirectory(prefix="explorer-tune-") as tune_dir, _environment(_TUNE_ENV), \
-            _quiet_loggers("ray.tune", "ray.train", "ray.air"):
+            _no_secrets_in_runtime_env(), _quiet_loggers("ray.tune", "ray.train", "ray.air"):
         tuner = tune.Tuner(
             trainable,
             param_space={"pack": tune.grid_search(list(range(len(packs))))},
