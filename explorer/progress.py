@@ -33,9 +33,9 @@ def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, t
 
     With estimated costs (``estimated_seconds`` of each trial: L*M*D*steps*seeds scaled), the
     measured wall time per unit of estimated cost so far, times the estimated cost left: trials
-    of very different sizes (longest first) do not make it jump. Before any trial finished: the
-    estimated cost left spread over ``slots``. Without costs: the mean time per trial so far.
-    NaN when nothing is known yet.
+    of very different sizes (longest first) do not make it jump. Before any trial finished: NaN
+    (shown ``?``): the first trials also pay for starting the workers, which no cost model
+    knows. Without costs: the mean time per trial so far.
     """
     if done >= total:
         return 0.0
@@ -43,7 +43,7 @@ def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, t
         left = max(total_cost - done_cost, 0.0)
         if done_cost > 0 and elapsed > 0:
             return elapsed * left / done_cost
-        return left / max(1, slots)
+        return float("nan")
     if done > 0 and elapsed > 0:
         return elapsed * (total - done) / done
     return float("nan")

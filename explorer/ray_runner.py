@@ -96,7 +96,7 @@ _TUNE_ENV = {
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # no result.json/CSV/TensorBoard per trial: the store has it all
     "TUNE_GLOBAL_CHECKPOINT_S": "1000000",  # resuming is the store's job, not Tune's experiment state
     "TUNE_WARN_INSUFFICENT_RESOURCE_THRESHOLD_S": "0",
-    "TUNE_DISABLE_SIGINT_HANDLER": "1",  # SIGINT and SIGTERM are the driver's (``_signals_raise``)
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",  # SIGINT and SIGTERM are the driver's (``_SignalGuard``)
 }
 THREADS_ENV = "EXPLORER_TORCH_THREADS"  # torch threads of each worker task (default: the CPUs Ray gave it)
 LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
@@ -654,29 +654,40 @@ class SweepInterrupted(BaseException):
         self.signum = signum
 
 
-@contextlib.contextmanager
-def _signals_raise() -> Iterator[None]:
+class _SignalGuard:
     """In the main thread: the first SIGINT or SIGTERM raises ``SweepInterrupted``; later ones are
     ignored while the driver cleans up (it stops its Ray, releases its claims and locks). Other
-    threads (a notebook's worker thread) keep the process's handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
+    threads (a notebook's worker thread) keep the process's handlers.
 
-    def handler(signum, frame):
-        if not fired:
-            fired.append(signum)
+    ``arm()`` (again) after ``ray.init``: Ray's core worker installs its own C-level SIGTERM
+    handler in the driver (it aborts the process), replacing Python's.
+    """
+
+    def __init__(self):
+        self.active = threading.current_thread() is threading.main_thread()
+        self.fired: list[int] = []
+        self.saved = {}
+
+    def _handler(self, signum, frame):
+        if not self.fired:
+            self.fired.append(signum)
             raise SweepInterrupted(signum)
 
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in saved:
-        signal.signal(s, handler)
-    try:
-        yield
-    finally:
-        for s, h in saved.items():
-            signal.signal(s, h)
+    def arm(self) -> None:
+        if self.active:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, self._handler)
+
+    def __enter__(self):
+        if self.active:
+            self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+            self.arm()
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.saved.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        return False
 
 
 def _resume_command() -> str | None:
@@ -792,7 +803,7 @@ def run_sweep(
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
         ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
         leases = _Leases(store, spec.name, ttl)
-        with _signals_raise():
+        with _SignalGuard() as guard:
             try:
                 with contextlib.ExitStack() as ray_stack:
                     slots = limit = None
@@ -810,6 +821,7 @@ def run_sweep(
                         if batch:
                             if slots is None:
                                 ray_stack.enter_context(ray_session(address, num_cpus=num_cpus))
+                                guard.arm()
                                 slots = check_resources(spec)
                                 limit = max_concurrent or spec.resources.max_concurrent
                                 if limit:
