@@ -76,8 +76,6 @@ with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, trial_row_from_metrics
-from store import leases as store_leases
-from store.layout import reference_lock
 from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, resolve_device,
                     train_trial)
 
@@ -744,7 +742,7 @@ class _Leases:
 
     def others(self, keys: set[str]) -> dict[str, str]:
         """``key -> owner`` of the live leases of other drivers among ``keys``."""
-        found = store_leases.leases(self.store.files, self.sweep)
+        found = self.store.leases(self.sweep)
         return {k: owner for k, (owner, live) in found.items() if k in keys and live and owner != self.owner}
 
     def close(self) -> None:
@@ -897,38 +895,21 @@ def _release_dead_locks(store: Store, the_plan: Plan, wait_s: float = 0.0) -> in
     """Remove the reference locks of this plan whose holder, a process of this machine, is dead
     (a worker of this driver's Ray, stopped by an interruption), waiting up to ``wait_s`` for
     the holders of the others to exit. Live holders' locks are left alone (another driver's
-    worker); those of other machines lapse after ``references.STALE_AFTER_S``."""
-    if not store.files.is_local:
-        return 0
+    worker); those of other machines lapse after the store's stale-lock age without a heartbeat."""
+    keys = [r.ref_key for r in the_plan.references]
     deadline = time.monotonic() + wait_s
-    removed, live = _remove_dead_locks(store, the_plan)
-    while live and time.monotonic() < deadline:
+    removed, kept = store.remove_dead_reference_locks(keys, _holder_dead)
+    while kept and time.monotonic() < deadline:
         time.sleep(0.2)
-        more, live = _remove_dead_locks(store, the_plan)
+        more, kept = store.remove_dead_reference_locks(keys, _holder_dead)
         removed += more
     return removed
 
 
-def _remove_dead_locks(store: Store, the_plan: Plan) -> tuple[int, int]:
-    host = os.uname().nodename
-    removed = live = 0
-    for ref in the_plan.references:
-        path = reference_lock(store.files.root, ref.ref_key)
-        try:
-            with open(path, "rb") as f:
-                token = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        pid, _, node = token.partition("@")
-        if node != host or not pid.isdigit():
-            continue
-        if _alive(int(pid)):
-            live += 1
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
-            removed += 1
-    return removed, live
+def _holder_dead(holder: str) -> bool:
+    """A lock holder ``pid@host`` that is a process of this machine no longer running."""
+    pid, _, host = holder.partition("@")
+    return host == os.uname().nodename and pid.isdigit() and not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:

@@ -123,3 +123,21 @@ def test_progress_line_uses_the_calibrated_eta():
     bar.started -= 200.0
     bar.update(force=True, done=1, done_cost=100.0)
     assert "ETA 18." in out.getvalue()
+
+
+def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
+    import os
+
+    from explorer.planning import plan
+    from explorer.spec import parse_spec
+    from store import SCHEMA_VERSION, Store
+
+    the_plan = plan(parse_spec(dict(SPEC_DICT, grid={"L": [2], "M": [1], "D": [4, 8], "seeds": 2})), SCHEMA_VERSION)
+    dead_key, live_key = [r.ref_key for r in the_plan.references]
+    refs = tmp_path / "references"
+    refs.mkdir()
+    host = os.uname().nodename
+    (refs / f".lock.{dead_key}").write_text(f"999999999@{host}")  # an interrupted worker, gone
+    (refs / f".lock.{live_key}").write_text(f"{os.getpid()}@{host}")  # a live holder (another driver's)
+    assert ray_runner._release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
+    assert sorted(p.name for p in refs.iterdir()) == [f".lock.{live_key}"]
