@@ -5,13 +5,20 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
 
 1. Plan the spec (``planning.plan``) and read the statuses of the sweep's trials from the store
    (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
-   ones run again. Nothing left to do -> no Ray at all.
-2. Start an embedded Ray (no address: dashboard off, loopback only, shut down on exit) or join
-   one (``address="auto"`` or ``"ray://host:port"``), and check that one trial's resources fit a
-   node (a GPU asked of a cluster without GPUs is a ``SpecError``, not a hang).
-3. References: one Ray task per reference key still needed; each worker computes it or finds it
-   through ``Store.get_or_compute_reference`` (the store caches it for every later trial).
-4. Trials: the remaining grid points are packed into Tune trials (``_pack``), several tiny points
+   ones run again. Nothing left to do -> no Ray at all. Otherwise ``Store.probe()``: a store
+   that cannot be listed or written is one error before Ray starts.
+2. Claim the remaining trials (``_Leases``: ``Store.claim``, renewed by a thread, released at the
+   end); trials a live driver of the same sweep holds are left to it and waited for, then picked
+   up if still incomplete (its claims lapse after the TTL when it died).
+3. Start an embedded Ray (no address: dashboard off, loopback only, session files in a private
+   0700 folder, ``ray.init`` called from an empty folder so that no ``./store`` shadows the
+   packages in the workers, shut down on exit) or join one (``address="auto"`` or
+   ``"ray://host:port"``), and check that one trial's resources fit a node (a GPU asked of a
+   cluster without GPUs is a ``SpecError``, not a hang).
+4. References: one Ray task per reference key still needed; each worker computes it or finds it
+   through ``Store.get_or_compute_reference`` (the store caches it for every later trial). A
+   reference that raises stops its group (its trials are not scheduled).
+5. Trials: the remaining grid points are packed into Tune trials (``_pack``), several tiny points
    per Tune trial so that Tune's fixed cost per trial is spread over them, and run by
    ``ray.tune.Tuner`` with ``reuse_actors``, fractional GPUs allowed. Each worker trains its
    points, writes its own rows to the store and reports only keys and statuses: the driver never
@@ -19,10 +26,15 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
    with status ``failed`` and its error; diverged points are written as they are. A lost worker
    or node fails its Tune trial, which Tune reruns elsewhere; the rerun skips the points the
    store already has (``_Ledger`` counts attempts, so first attempts skip the listing).
-5. Temporaries left by lost workers are removed and the sweep's ``trials`` kind is compacted
+6. Temporaries left by lost workers are removed and the sweep's ``trials`` kind is compacted
    (one file, so that the next start's status lookup reads one file instead of one per trial;
    metrics stay as they are: ``explorer compact`` merges those). The summary is read back from
    the store: the exit code is 0 when every trial ended ok or diverged, 1 otherwise.
+
+SIGINT and SIGTERM (``_SignalGuard``) stop the run at any point: Ray is shut down, claims and the
+reference locks of dead workers released, temporaries removed, and the summary (what really ran,
+how to resume) comes with exit code 130 or 143. Credentials stay out of Ray's runtime envs
+(``_no_secrets_in_runtime_env``); each worker task sets torch's threads (``apply_torch_threads``).
 """
 from __future__ import annotations
 
