@@ -729,6 +729,8 @@ class _Leases:
 
     def claim(self, keys: Sequence[str]) -> set[str]:
         got = self.store.claim(self.sweep, keys, self.owner, self.ttl_s)
+        if len(got) < len(keys) and self._reap_dead(set(keys) - got):
+            got |= self.store.claim(self.sweep, set(keys) - got, self.owner, self.ttl_s)
         with self._lock:
             self.held |= got
         if got and self._thread is None:
@@ -751,6 +753,17 @@ class _Leases:
             self.held -= keys
         if keys:
             self.store.release(self.sweep, keys, self.owner)
+
+    def _reap_dead(self, keys: set[str]) -> int:
+        """Release the claims of drivers of this machine that no longer run (killed with SIGKILL):
+        no need to wait for their TTL. Returns how many were released."""
+        host = socket.gethostname()
+        dead: dict[str, set[str]] = {}
+        for key, owner in self.others(keys).items():
+            name, _, pid = owner.rpartition(":")
+            if name == host and pid.isdigit() and not _alive(int(pid)):
+                dead.setdefault(owner, set()).add(key)
+        return sum(self.store.release(self.sweep, held, owner) for owner, held in dead.items())
 
     def others(self, keys: set[str]) -> dict[str, str]:
         """``key -> owner`` of the live leases of other drivers among ``keys``."""
@@ -885,7 +898,8 @@ def _float_env(name: str, default: float) -> float:
 def _wait_for(leases: _Leases, keys: set[str]) -> None:
     """Until no other live driver holds a lease on ``keys`` (they completed, were released, or lapsed)."""
     while leases.others(keys):
-        time.sleep(_WAIT_POLL_S)
+        if not leases._reap_dead(keys):
+            time.sleep(_WAIT_POLL_S)
 
 
 def _count_started_since(store: Store, sweep: str, keys: set[str], since: dt.datetime) -> int:

@@ -141,3 +141,21 @@ def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
     (refs / f".lock.{live_key}").write_text(f"{os.getpid()}@{host}")  # a live holder (another driver's)
     assert ray_runner._release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
     assert sorted(p.name for p in refs.iterdir()) == [f".lock.{live_key}"]
+
+
+def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path):
+    import socket
+
+    from store import Store
+
+    store = Store(tmp_path)
+    ghost = f"{socket.gethostname()}:999999999"  # this machine, a pid that does not run
+    assert store.claim("s", ["k1", "k2"], ghost, ttl_s=600) == {"k1", "k2"}
+    assert store.claim("s", ["k3"], "elsewhere:1", ttl_s=600) == {"k3"}
+    leases = ray_runner._Leases(store, "s", ttl_s=600)
+    try:
+        assert leases.claim(["k1", "k2", "k3"]) == {"k1", "k2"}  # k3: a live claim of another machine
+        assert leases.others({"k1", "k2", "k3"}) == {"k3": "elsewhere:1"}
+    finally:
+        leases.close()
+    assert set(store.leases("s")) == {"k3"}
