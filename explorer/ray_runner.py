@@ -594,6 +594,10 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
             raise ClusterError(f"cannot start an embedded Ray: {first}; {_START_HINT}") from None
         raise ClusterError(f"cannot reach the Ray cluster at {address!r}: {first}; check the address and that "
                            "the cluster is up (`ray status` on its head node)") from None
+    except BaseException:  # interrupted while Ray was starting: leave no Ray processes behind
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        raise
     try:
         if kind == "embedded":
             _warn_if_not_loopback()
