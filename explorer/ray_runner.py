@@ -7,14 +7,14 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
    (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
    ones run again. Nothing left to do -> no Ray at all. Otherwise ``Store.probe()``: a store
    that cannot be listed or written is one error before Ray starts.
-2. Claim the remaining trials (``_Leases``: ``Store.claim``, renewed by a thread, released at the
-   end); trials a live driver of the same sweep holds are left to it and waited for, then picked
-   up if still incomplete (its claims lapse after the TTL when it died).
-3. Start an embedded Ray (no address: dashboard off, loopback only, session files in a private
+2. Start an embedded Ray (no address: dashboard off, loopback only, session files in a private
    0700 folder, ``ray.init`` called from an empty folder so that no ``./store`` shadows the
    packages in the workers, shut down on exit) or join one (``address="auto"`` or
    ``"ray://host:port"``), and check that one trial's resources fit a node (a GPU asked of a
    cluster without GPUs is a ``SpecError``, not a hang).
+3. Claim the remaining trials (``_Leases``: ``Store.claim``, renewed by a thread, released at the
+   end); trials a live driver of the same sweep holds are left to it and waited for, then picked
+   up if still incomplete (its claims lapse after the TTL when it died).
 4. References: one Ray task per reference key still needed; each worker computes it or finds it
    through ``Store.get_or_compute_reference`` (the store caches it for every later trial). A
    reference that raises stops its group (its trials are not scheduled).
@@ -833,7 +833,14 @@ def run_sweep(
         with _SignalGuard() as guard:
             try:
                 with contextlib.ExitStack() as ray_stack:
-                    slots = limit = None
+                    # Ray and the resource check first: a trial no node can run is refused before
+                    # anything (a claim included) is written.
+                    ray_stack.enter_context(ray_session(address, num_cpus=num_cpus))
+                    guard.arm()
+                    slots = check_resources(spec)
+                    limit = max_concurrent or spec.resources.max_concurrent
+                    if limit:
+                        slots = min(slots, limit)
                     while todo:
                         mine = leases.claim([t.trial_key for t in todo])
                         claimed |= mine
@@ -846,13 +853,6 @@ def run_sweep(
                                         + ("running the others, then waiting for those" if mine else "waiting for them"))
                         batch = [t for t in todo if t.trial_key in mine]
                         if batch:
-                            if slots is None:
-                                ray_stack.enter_context(ray_session(address, num_cpus=num_cpus))
-                                guard.arm()
-                                slots = check_resources(spec)
-                                limit = max_concurrent or spec.resources.max_concurrent
-                                if limit:
-                                    slots = min(slots, limit)
                             diverged, broken = _run_references(spec, store, the_plan, batch, bar)
                             result.reference_errors.update(broken)
                             runnable = [t for t in batch if t.ref_key not in broken]
