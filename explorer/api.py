@@ -50,7 +50,11 @@ def sweep(
         A ``SweepResult`` (counts by status, ``summary()``, ``exit_code``).
 
     Raises:
-        SpecError: an invalid spec or resources no node provides. ClusterError: Ray unreachable.
+        SpecError: an invalid spec or resources no node provides. ClusterError: Ray cannot start
+            or be reached. StoreError: the store cannot be listed or written (before Ray starts).
+
+    SIGINT or SIGTERM (in the main thread) stop the run cleanly: the result has ``interrupted``
+    set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
     """
     spec = load_spec(spec_or_path, overrides)  # spec errors come before Ray is even imported
     from .ray_runner import run_sweep

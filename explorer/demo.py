@@ -5,8 +5,9 @@ steps, compared with a Mean ODE reference of 512 x 256 particles (two replicas).
 at L = 2 with one unit per layer a network is far outside the ODE picture (its error grows
 along training). It takes about 30 s on a 2-core CPU with an embedded Ray; rerunning reuses the
 trials already in the store.
-After the sweep it prints the final err_out per (L, M) from the store, writes the report and
-says where it is.
+After the sweep it prints the final err_out per (L, M) from the store, writes the report, and
+ends with the fit of the theory law (its constants with 95% CIs, its warnings) and the path of
+the report.
 """
 from __future__ import annotations
 
@@ -62,17 +63,38 @@ def error_table(store, sweep: str = "demo") -> list[str]:
     return lines + [f"note: {note}" for note in grid.attrs.get("notes", ())]
 
 
+def fit_lines(store, sweep: str = "demo", form: str = "theory", n_boot: int = 200) -> list[str]:
+    """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
+    constants with 95% CIs, warnings), or one line saying why there is none."""
+    from .errors import UsageError
+    from .fit import fit_sweep, format_table
+
+    con = store.connect(sweep=sweep, read_only=True)
+    try:
+        result = fit_sweep(con, sweep, form, n_boot=n_boot)
+    except UsageError as exc:
+        return [f"fit: none ({exc})"]
+    finally:
+        con.close()
+    return format_table(result).rstrip("\n").splitlines()
+
+
 def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None) -> int:
-    """Run the demo sweep, print its summary and error table, then write its report.
+    """Run the demo sweep, print its summary and error table, write its report, then print the
+    fit (law, constants with CIs, warnings) and where the report is.
 
     Returns:
-        The sweep's exit code (0 when every trial ended ok or diverged).
+        The sweep's exit code (0 when every trial ended ok or diverged; 130/143 when interrupted).
     """
     st = open_store(store)
     result = api.sweep(DEMO_SPEC, store=st, address=address)
     click.echo(result.summary())
+    if result.interrupted is not None:
+        return result.exit_code
     for line in error_table(st, DEMO_SPEC["name"]):
         click.echo(line)
     where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
+    for line in fit_lines(st, DEMO_SPEC["name"]):
+        click.echo(line)
     click.echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
     return result.exit_code

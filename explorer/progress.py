@@ -27,6 +27,28 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, total_cost: float = 0.0,
+                slots: int = 1) -> float:
+    """Seconds left, from what the finished trials cost.
+
+    With estimated costs (``estimated_seconds`` of each trial: L*M*D*steps*seeds scaled), the
+    measured wall time per unit of estimated cost so far, times the estimated cost left: trials
+    of very different sizes (longest first) do not make it jump. Before any trial finished: NaN
+    (shown ``?``): the first trials also pay for starting the workers, which no cost model
+    knows. Without costs: the mean time per trial so far.
+    """
+    if done >= total:
+        return 0.0
+    if total_cost > 0:
+        left = max(total_cost - done_cost, 0.0)
+        if done_cost > 0 and elapsed > 0:
+            return elapsed * left / done_cost
+        return float("nan")
+    if done > 0 and elapsed > 0:
+        return elapsed * (total - done) / done
+    return float("nan")
+
+
 @dataclass
 class Counts:
     """Where a sweep stands: trials of this run (already complete ones are not counted)."""
@@ -35,6 +57,9 @@ class Counts:
     done: int = 0  # ended ok, diverged or failed
     running: int = 0  # grid points being trained right now (one per running Tune trial)
     failed: int = 0  # of ``done``, ended failed
+    done_cost: float = 0.0  # estimated cost (seconds of one core) of the done trials
+    total_cost: float = 0.0  # estimated cost of all of them (0: unknown)
+    slots: int = 1  # trials at once
 
 
 class Progress:
@@ -70,12 +95,17 @@ class Progress:
         self.stream = sys.stderr
         self.started = time.monotonic() - state["started"]
 
+    def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
+        """The trials start now: elapsed time and ETA count from here (not from the references)."""
+        self.started = time.monotonic()
+        self.counts.total_cost, self.counts.slots = total_cost, max(1, slots)
+
     def line(self, now: float | None = None) -> str:
         """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``."""
         c = self.counts
         elapsed = (time.monotonic() if now is None else now) - self.started
         rate = c.done / elapsed if elapsed > 0 else 0.0
-        eta = (c.total - c.done) / rate if rate > 0 else float("nan")
+        eta = eta_seconds(elapsed, c.done, c.total, c.done_cost, c.total_cost, c.slots)
         rate_text = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{rate * 60:.1f}/min"
         parts = [f"trials {c.done}/{c.total}", f"running {c.running}", f"failed {c.failed}", rate_text,
                  f"elapsed {_duration(elapsed)}"]
@@ -83,7 +113,7 @@ class Progress:
             parts.append(f"ETA {_duration(eta)}")
         return " | ".join(parts)
 
-    def update(self, force: bool = False, **changes: int) -> None:
+    def update(self, force: bool = False, **changes: float) -> None:
         """Set counts (``done=``, ``running=``, ``failed=``) and redraw if it is time to."""
         for name, value in changes.items():
             setattr(self.counts, name, value)

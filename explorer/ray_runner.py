@@ -5,13 +5,20 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
 
 1. Plan the spec (``planning.plan``) and read the statuses of the sweep's trials from the store
    (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
-   ones run again. Nothing left to do -> no Ray at all.
-2. Start an embedded Ray (no address: dashboard off, loopback only, shut down on exit) or join
-   one (``address="auto"`` or ``"ray://host:port"``), and check that one trial's resources fit a
-   node (a GPU asked of a cluster without GPUs is a ``SpecError``, not a hang).
-3. References: one Ray task per reference key still needed; each worker computes it or finds it
-   through ``Store.get_or_compute_reference`` (the store caches it for every later trial).
-4. Trials: the remaining grid points are packed into Tune trials (``_pack``), several tiny points
+   ones run again. Nothing left to do -> no Ray at all. Otherwise ``Store.probe()``: a store
+   that cannot be listed or written is one error before Ray starts.
+2. Start an embedded Ray (no address: dashboard off, loopback only, session files in a private
+   0700 folder, ``ray.init`` called from an empty folder so that no ``./store`` shadows the
+   packages in the workers, shut down on exit) or join one (``address="auto"`` or
+   ``"ray://host:port"``), and check that one trial's resources fit a node (a GPU asked of a
+   cluster without GPUs is a ``SpecError``, not a hang).
+3. Claim the remaining trials (``_Leases``: ``Store.claim``, renewed by a thread, released at the
+   end); trials a live driver of the same sweep holds are left to it and waited for, then picked
+   up if still incomplete (its claims lapse after the TTL when it died).
+4. References: one Ray task per reference key still needed; each worker computes it or finds it
+   through ``Store.get_or_compute_reference`` (the store caches it for every later trial). A
+   reference that raises stops its group (its trials are not scheduled).
+5. Trials: the remaining grid points are packed into Tune trials (``_pack``), several tiny points
    per Tune trial so that Tune's fixed cost per trial is spread over them, and run by
    ``ray.tune.Tuner`` with ``reuse_actors``, fractional GPUs allowed. Each worker trains its
    points, writes its own rows to the store and reports only keys and statuses: the driver never
@@ -19,10 +26,15 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
    with status ``failed`` and its error; diverged points are written as they are. A lost worker
    or node fails its Tune trial, which Tune reruns elsewhere; the rerun skips the points the
    store already has (``_Ledger`` counts attempts, so first attempts skip the listing).
-5. Temporaries left by lost workers are removed and the sweep's ``trials`` kind is compacted
+6. Temporaries left by lost workers are removed and the sweep's ``trials`` kind is compacted
    (one file, so that the next start's status lookup reads one file instead of one per trial;
    metrics stay as they are: ``explorer compact`` merges those). The summary is read back from
    the store: the exit code is 0 when every trial ended ok or diverged, 1 otherwise.
+
+SIGINT and SIGTERM (``_SignalGuard``) stop the run at any point: Ray is shut down, claims and the
+reference locks of dead workers released, temporaries removed, and the summary (what really ran,
+how to resume) comes with exit code 130 or 143. Credentials stay out of Ray's runtime envs
+(``_no_secrets_in_runtime_env``); each worker task sets torch's threads (``apply_torch_threads``).
 """
 from __future__ import annotations
 
@@ -33,8 +45,13 @@ import json
 import logging
 import math
 import os
+import shlex
+import signal
+import socket
+import stat
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -89,7 +106,12 @@ _TUNE_ENV = {
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",  # no result.json/CSV/TensorBoard per trial: the store has it all
     "TUNE_GLOBAL_CHECKPOINT_S": "1000000",  # resuming is the store's job, not Tune's experiment state
     "TUNE_WARN_INSUFFICENT_RESOURCE_THRESHOLD_S": "0",
+    "TUNE_DISABLE_SIGINT_HANDLER": "1",  # SIGINT and SIGTERM are the driver's (``_SignalGuard``)
 }
+THREADS_ENV = "EXPLORER_TORCH_THREADS"  # torch threads of each worker task (default: the CPUs Ray gave it)
+LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
+_LEASE_TTL_S = 60.0
+_WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -103,19 +125,26 @@ class SweepResult:
     store: str
     total: int  # trials (grid points) in the spec
     skipped: int  # already complete (ok or diverged) before this run
-    ran: int  # trials this run had to do
+    ran: int  # trials this run wrote (read back from the store: what really ran)
     ok: int = 0
     diverged: int = 0
     failed: int = 0
-    missing: int = 0  # planned but with no rows: a worker lost for good or a store write failed
+    missing: int = 0  # planned but with no rows: a worker lost for good, a store write failed, an interruption
     wall_s: float = 0.0
     failures: list[str] = field(default_factory=list)  # a few "L=.. M=..: error" lines
     stale: int = 0  # trials of this sweep in the store that the spec no longer defines
     lost: list[str] = field(default_factory=list)  # why Tune trials (packs of points) failed for good
+    interrupted: int | None = None  # the signal (SIGINT, SIGTERM) that stopped this run
+    resume: str | None = None  # the command that resumes it
+    elsewhere: dict[str, int] = field(default_factory=dict)  # owner (host:pid) -> trials it ran or holds
+    reference_errors: dict[str, str] = field(default_factory=dict)  # ref_key -> why it is unavailable
 
     @property
     def exit_code(self) -> int:
-        """0 when every trial ended ok or diverged, 1 when some failed or are missing."""
+        """0 when every trial ended ok or diverged, 1 when some failed or are missing; 128 + the
+        signal number when a signal stopped the run (130 for SIGINT, 143 for SIGTERM)."""
+        if self.interrupted is not None:
+            return 128 + int(self.interrupted)
         return 0 if self.failed == 0 and self.missing == 0 else 1
 
     def summary(self) -> str:
@@ -123,11 +152,21 @@ class SweepResult:
         counts = f"{self.ok} ok, {self.diverged} diverged, {self.failed} failed"
         if self.missing:
             counts += f", {self.missing} missing"
-        run = (f"{self.ran} run in {self.wall_s:.1f}s" if self.ran else "nothing to run")
+        run = ("nothing to run" if self.skipped == self.total and not self.ran
+               else f"{self.ran} run in {self.wall_s:.1f}s")
         lines = [f"sweep {self.name}: {self.total} trials: {counts} ({self.skipped} already complete, {run})",
                  f"store: {self.store}"]
+        for owner, n in self.elsewhere.items():
+            lines.append(f"{n} claimed by another driver ({owner})")
         lines += [f"failed {line}" for line in self.failures]
-        if self.missing:
+        for key, error in list(self.reference_errors.items())[:3]:
+            lines.append(f"reference {key} unavailable: {error}")
+        if self.interrupted is not None:
+            name = signal.Signals(self.interrupted).name
+            again = f": {self.resume}" if self.resume else ""
+            lines.append(f"interrupted by {name}: {self.missing} trials not run; to resume, run the same command "
+                         f"again{again}")
+        elif self.missing:
             why = f" (first cause: {self.lost[0]})" if self.lost else ""
             lines.append(f"{self.missing} trials have no rows{why}: run the same command again to retry them")
         if self.stale:
@@ -238,17 +277,68 @@ def _load_reference(store: Store, planned: PlannedReference) -> Reference:
     return ref
 
 
-def _reference_task(store: Store, planned: PlannedReference) -> str | None:
-    """Compute (or find) one reference in the store; return why it failed, or None."""
+def apply_torch_threads() -> int:
+    """Give torch, in this worker, as many intra-op threads as the CPUs Ray assigned to the task or
+    actor (at least 1), or ``$EXPLORER_TORCH_THREADS`` when set; returns that count.
+
+    torch's default (every core of the machine in every worker) oversubscribes a node that runs
+    several trials at once: a 512 x 256 reference took 36.6 s with 2 threads and 2.5 s with 1 on
+    a busy 2-core machine.
+    """
+    import torch
+
+    n = 0
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+    if n <= 0:
+        cpus = 1.0
+        if ray.is_initialized():
+            cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+        n = max(1, math.floor(cpus + 1e-9))
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def _reference_task(store: Store, planned: PlannedReference) -> tuple[str | None, int, float]:
+    """Compute (or find) one reference in the store; return (why it diverged or None, the torch
+    threads it ran with, seconds). Any other error is raised (its group is not scheduled)."""
+    threads = apply_torch_threads()
+    t0 = time.perf_counter()
     try:
         _load_reference(store, planned)
     except ReferenceDiverged as exc:
-        return str(exc)
-    return None
+        return str(exc), threads, time.perf_counter() - t0
+    return None, threads, time.perf_counter() - t0
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The user's exception inside Ray's wrappers (``RayTaskError(StoreError)``, ``TuneError``...)."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "cause", None)
+        if isinstance(inner, BaseException):
+            exc = inner
+            continue
+        if isinstance(exc, ray.exceptions.RayError) and isinstance(exc.__cause__, BaseException):
+            exc = exc.__cause__
+            continue
+        break
+    return exc
 
 
 def _error_text(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
+    exc = root_cause(exc)
+    message = str(exc).strip()
+    if isinstance(exc, StoreError):  # its message says it all
+        text = message or type(exc).__name__
+    else:
+        text = f"{type(exc).__name__}: {message}".strip()
     return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 3] + "..."
 
 
@@ -301,6 +391,7 @@ def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> str:
 def _run_pack(config: dict, job: _Job) -> None:
     """Tune function trainable: run one pack of grid points, reporting keys and statuses."""
     pack_id = config["pack"]
+    apply_torch_threads()
     try:
         attempt = ray.get(job.ledger.attempt.remote(pack_id))
     except ray.exceptions.RayError:  # the ledger is gone: assume a restart, list the store
@@ -325,11 +416,58 @@ def _run_pack(config: dict, job: _Job) -> None:
 # --- the driver ------------------------------------------------------------------------------
 
 
+_SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "ACCESS_KEY", "CREDENTIAL", "PRIVATE_KEY")
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable that holds a credential (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN...)."""
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+@contextlib.contextmanager
+def _no_secrets_in_runtime_env() -> Iterator[None]:
+    """Keep credentials out of the runtime env of Tune's trial actors.
+
+    Ray Tune copies ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` and
+    ``AWS_SECURITY_TOKEN`` from the driver's environment into ``runtime_env={"env_vars": ...}`` of
+    every trial actor (``ray.tune.execution.class_cache.ENV_VARS_TO_PROPAGATE``), and Ray's
+    runtime-env agent writes that runtime env, values included, to its log
+    (``runtime_env_agent.log``). Workers get credentials the platform's way instead: an embedded
+    Ray's workers inherit the driver's environment; a cluster's nodes have their own (instance
+    roles, credentials files, the cluster's environment). Here the list is narrowed to the
+    names that are not credentials for the duration; if Ray moved it, the credential variables
+    leave this process's environment for the duration instead (the Store resolved its own
+    credentials when it was opened).
+    """
+    try:
+        from ray.tune.execution import class_cache
+        names = class_cache.ENV_VARS_TO_PROPAGATE
+    except (ImportError, AttributeError):
+        class_cache = names = None
+    if class_cache is not None and isinstance(names, (set, frozenset)):
+        class_cache.ENV_VARS_TO_PROPAGATE = {n for n in names if not is_secret_name(n)}
+        try:
+            yield
+        finally:
+            class_cache.ENV_VARS_TO_PROPAGATE = names
+        return
+    saved = {k: v for k, v in os.environ.items() if k.startswith("AWS_") and is_secret_name(k)}
+    for k in saved:
+        os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+
 class _ProgressCallback(tune.Callback):
     """Driver side: turns the workers' reports into progress counts (keys only, no rows)."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress: Progress, costs: dict[str, float] | None = None):
         self.progress = progress
+        self.costs = costs or {}
         self.statuses: dict[str, str] = {}
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
@@ -340,7 +478,8 @@ class _ProgressCallback(tune.Callback):
             if status != "complete" or key not in self.statuses:
                 self.statuses[key] = status
         failed = sum(s == "failed" for s in self.statuses.values())
-        self.progress.update(done=len(self.statuses), failed=failed)
+        done_cost = sum(self.costs.get(k, 0.0) for k in self.statuses)
+        self.progress.update(done=len(self.statuses), failed=failed, done_cost=done_cost)
 
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
@@ -370,40 +509,101 @@ def _quiet_loggers(*names: str) -> Iterator[None]:
             lg.setLevel(level)
 
 
+def private_temp_dir() -> str:
+    """This user's private folder for the embedded Ray: ``<tempdir>/explorer-ray-<uid>``, mode
+    0700, owned by this user. Ray keeps its session files (logs, sockets, spilled objects) in its
+    ``ray`` subfolder (``ray.init(_temp_dir=...)``), instead of the world-readable ``/tmp/ray``;
+    Ray makes the folders it creates world-writable (0777), so the privacy comes from this
+    parent, which nobody else can enter. A folder of that name that is not this user's own (another
+    user made it, or it is a link) is not used: a fresh ``mkdtemp`` folder is.
+    """
+    base = os.path.join(tempfile.gettempdir(), f"explorer-ray-{os.getuid()}")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return tempfile.mkdtemp(prefix="explorer-ray-")
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return tempfile.mkdtemp(prefix="explorer-ray-")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(base, 0o700)
+    return base
+
+
+@contextlib.contextmanager
+def _neutral_directory(temp_dir: str) -> Iterator[None]:
+    """Run ``ray.init`` from an empty folder of our own.
+
+    ``ray.init`` puts the driver's working directory (and its script's folder) on every worker's
+    ``sys.path``, first (``JobConfig.py_driver_sys_path``, inserted at position 0 by each worker):
+    a folder named ``store``, ``trials`` or ``explorer`` where the user runs ``explorer sweep``
+    then shadows the installed package in every worker (``cannot import name 'COLUMNS' from
+    'store' (unknown location)``). From an empty folder, that entry holds nothing to import.
+    """
+    here = os.getcwd()
+    empty = os.path.join(temp_dir, "driver-cwd")
+    os.makedirs(empty, mode=0o700, exist_ok=True)
+    os.chdir(empty)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+_START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
+               "(`ray start --head`, then --address auto)")
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[str]:
     """Use the Ray this process already has, or start/join one for the duration.
 
     Args:
-        address: None: an embedded local Ray (dashboard off, loopback only, shut down on exit);
-            ``"auto"`` or ``"ray://host:port"`` (or ``host:port``): join that cluster.
+        address: None: an embedded local Ray (dashboard off, loopback only, session files in
+            ``private_temp_dir()``, shut down on exit); ``"auto"`` or ``"ray://host:port"`` (or
+            ``host:port``): join that cluster.
         num_cpus: CPUs of the embedded Ray (default: all of this machine's).
 
     Yields:
         ``"existing"``, ``"embedded"`` or ``"joined"``.
 
     Raises:
-        ClusterError: the cluster cannot be reached.
+        ClusterError: Ray cannot be started or the cluster cannot be reached (one line, with what
+            to do).
     """
     if ray.is_initialized():
         yield "existing"
         return
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
+    temp_dir = private_temp_dir()
     try:
+        with _neutral_directory(temp_dir):
+            if address is None:
+                # The processes ray.init starts read the single-machine switch too.
+                with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
+                    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                             object_store_memory=256 * 1024**2, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
+                kind = "embedded"
+            else:
+                ray.init(address=address, **quiet)
+                kind = "joined"
+    except Exception as exc:  # noqa: BLE001 - Ray raises plain Exception too ("node timed out during startup")
+        with contextlib.suppress(Exception):
+            ray.shutdown()  # a half-started Ray
+        first = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         if address is None:
-            # The processes ray.init starts read the single-machine switch too.
-            with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
-                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                         object_store_memory=256 * 1024**2, **quiet)
-            kind = "embedded"
-            _warn_if_not_loopback()
-        else:
-            ray.init(address=address, **quiet)
-            kind = "joined"
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        what = "cannot start an embedded Ray" if address is None else f"cannot reach the Ray cluster at {address!r}"
-        raise ClusterError(f"{what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise ClusterError(f"cannot start an embedded Ray: {first}; {_START_HINT}") from None
+        raise ClusterError(f"cannot reach the Ray cluster at {address!r}: {first}; check the address and that "
+                           "the cluster is up (`ray status` on its head node)") from None
+    except BaseException:  # interrupted while Ray was starting: leave no Ray processes behind
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        raise
     try:
+        if kind == "embedded":
+            _warn_if_not_loopback()
         yield kind
     finally:
         ray.shutdown()
@@ -462,6 +662,128 @@ def remove_leftovers(store: Store, sweep: str) -> int:
             + store.remove_temporaries(sweep, references=True))
 
 
+class SweepInterrupted(BaseException):
+    """SIGINT or SIGTERM reached the driver (a BaseException, as KeyboardInterrupt: no ``except
+    Exception`` on the way, in Ray or Tune, swallows it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """In the main thread: the first SIGINT or SIGTERM raises ``SweepInterrupted``; later ones are
+    ignored while the driver cleans up (it stops its Ray, releases its claims and locks). Other
+    threads (a notebook's worker thread) keep the process's handlers.
+
+    ``arm()`` (again) after ``ray.init``: Ray's core worker installs its own C-level SIGTERM
+    handler in the driver (it aborts the process), replacing Python's.
+    """
+
+    def __init__(self):
+        self.active = threading.current_thread() is threading.main_thread()
+        self.fired: list[int] = []
+        self.saved = {}
+
+    def _handler(self, signum, frame):
+        if not self.fired:
+            self.fired.append(signum)
+            raise SweepInterrupted(signum)
+
+    def arm(self) -> None:
+        if self.active:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, self._handler)
+
+    def __enter__(self):
+        if self.active:
+            self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+            self.arm()
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.saved.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        return False
+
+
+def _resume_command() -> str | None:
+    """The command line that started this process, when it is the explorer CLI."""
+    argv = list(sys.argv)
+    if not argv:
+        return None
+    head = os.path.basename(argv[0])
+    if head == "explorer":
+        return shlex.join(["explorer", *argv[1:]])
+    if argv[0].endswith(os.path.join("explorer", "cli.py")) or argv[0].endswith(os.path.join("explorer", "__main__.py")):
+        return shlex.join(["python", "-m", "explorer.cli", *argv[1:]])
+    if argv[0] == "-c" and len(argv) > 1 and argv[1] == "sweep":
+        return shlex.join(["explorer", *argv[1:]])
+    return None
+
+
+class _Leases:
+    """This driver's claims on the trials it runs: claimed before, renewed by a daemon thread
+    while they run, released at the end (or lapsing after ``ttl_s`` if the driver dies)."""
+
+    def __init__(self, store: Store, sweep: str, ttl_s: float):
+        self.store, self.sweep, self.ttl_s = store, sweep, ttl_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.held: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def claim(self, keys: Sequence[str]) -> set[str]:
+        got = self.store.claim(self.sweep, keys, self.owner, self.ttl_s)
+        if len(got) < len(keys) and self._reap_dead(set(keys) - got):
+            got |= self.store.claim(self.sweep, set(keys) - got, self.owner, self.ttl_s)
+        with self._lock:
+            self.held |= got
+        if got and self._thread is None:
+            self._thread = threading.Thread(target=self._renew, name="explorer-leases", daemon=True)
+            self._thread.start()
+        return got
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl_s / 4):
+            with self._lock:
+                keys = list(self.held)
+            try:
+                self.store.renew(self.sweep, keys, self.owner, self.ttl_s)
+            except Exception:  # noqa: BLE001 - a missed renewal is retried; lapsing only risks duplicate work
+                pass
+
+    def release(self, keys=None) -> None:
+        with self._lock:
+            keys = set(self.held if keys is None else keys) & self.held
+            self.held -= keys
+        if keys:
+            self.store.release(self.sweep, keys, self.owner)
+
+    def _reap_dead(self, keys: set[str]) -> int:
+        """Release the claims of drivers of this machine that no longer run (killed with SIGKILL):
+        no need to wait for their TTL. Returns how many were released."""
+        host = socket.gethostname()
+        dead: dict[str, set[str]] = {}
+        for key, owner in self.others(keys).items():
+            name, _, pid = owner.rpartition(":")
+            if name == host and pid.isdigit() and not _alive(int(pid)):
+                dead.setdefault(owner, set()).add(key)
+        return sum(self.store.release(self.sweep, held, owner) for owner, held in dead.items())
+
+    def others(self, keys: set[str]) -> dict[str, str]:
+        """``key -> owner`` of the live leases of other drivers among ``keys``."""
+        found = self.store.leases(self.sweep)
+        return {k: owner for k, (owner, live) in found.items() if k in keys and live and owner != self.owner}
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.release()
+
+
 def run_sweep(
     spec: SweepSpec,
     store: Store | str = "results",
@@ -470,6 +792,7 @@ def run_sweep(
     progress: bool = True,
     num_cpus: int | None = None,
     stream=None,
+    lease_ttl_s: float | None = None,
 ) -> SweepResult:
     """Run every trial of ``spec`` that the store does not have yet (see the module docstring).
 
@@ -481,15 +804,21 @@ def run_sweep(
         max_concurrent: at most this many Tune trials at once (default: the spec's, else what fits).
         progress: show the progress line (on ``stream``, default standard error).
         num_cpus: CPUs of an embedded Ray (default: all).
+        lease_ttl_s: how long this driver's claims live without renewal (default
+            ``$EXPLORER_LEASE_TTL_S``, else 60 s): another driver of the same sweep takes over
+            the trials of a dead driver after that long.
 
     Returns:
-        A ``SweepResult``; its ``exit_code`` is 0 when every trial ended ok or diverged.
+        A ``SweepResult``; its ``exit_code`` is 0 when every trial ended ok or diverged, 130 or
+        143 when SIGINT or SIGTERM stopped it (in the main thread).
 
     Raises:
         SpecError: a grid point the trials refuse, or resources no node can provide.
         ClusterError: Ray cannot be started or reached.
+        StoreError: the store cannot be listed or written (checked before Ray starts).
     """
     started = time.monotonic()
+    started_at = dt.datetime.now(dt.timezone.utc)
     store = open_store(store)
     the_plan = plan(spec, SCHEMA_VERSION)
     known = store.trial_statuses(spec.name)
@@ -497,21 +826,62 @@ def run_sweep(
     todo = [t for t in the_plan.trials if known.get(t.trial_key) not in FINAL_STATUSES]
     rerun = frozenset(t.trial_key for t in todo if t.trial_key in known)
     result = SweepResult(name=spec.name, store=store.uri, total=len(the_plan.trials),
-                         skipped=len(the_plan.trials) - len(todo), ran=len(todo),
-                         stale=len(set(known) - planned_keys))
+                         skipped=len(the_plan.trials) - len(todo), ran=0, stale=len(set(known) - planned_keys))
     bar = Progress(total=len(todo), stream=stream, enabled=progress)
+    claimed: set[str] = set()
     if todo:
-        with ray_session(address, num_cpus=num_cpus):
-            slots = check_resources(spec)
-            limit = max_concurrent or spec.resources.max_concurrent
-            if limit:
-                slots = min(slots, limit)
-            errors = _run_references(spec, store, the_plan, todo, bar)
-            result.lost = _run_trials(spec, store, the_plan, todo, errors, rerun, slots, limit, bar)
-            remove_leftovers(store, spec.name)
+        store.probe()  # an unreachable or read-only store is one line, before Ray starts
+        ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
+        leases = _Leases(store, spec.name, ttl)
+        with _SignalGuard() as guard:
+            try:
+                with contextlib.ExitStack() as ray_stack:
+                    # Ray and the resource check first: a trial no node can run is refused before
+                    # anything (a claim included) is written.
+                    ray_stack.enter_context(ray_session(address, num_cpus=num_cpus))
+                    guard.arm()
+                    slots = check_resources(spec)
+                    limit = max_concurrent or spec.resources.max_concurrent
+                    if limit:
+                        slots = min(slots, limit)
+                    while todo:
+                        mine = leases.claim([t.trial_key for t in todo])
+                        claimed |= mine
+                        theirs = {t.trial_key for t in todo if t.trial_key not in mine}
+                        owners = leases.others(theirs)
+                        for owner in sorted(set(owners.values())):
+                            n = sum(o == owner for o in owners.values())
+                            result.elsewhere[owner] = max(result.elsewhere.get(owner, 0), n)
+                            bar.message(f"{n} claimed by another driver ({owner}): "
+                                        + ("running the others, then waiting for those" if mine else "waiting for them"))
+                        batch = [t for t in todo if t.trial_key in mine]
+                        if batch:
+                            diverged, broken = _run_references(spec, store, the_plan, batch, bar)
+                            result.reference_errors.update(broken)
+                            runnable = [t for t in batch if t.ref_key not in broken]
+                            if runnable:
+                                result.lost += _run_trials(spec, store, the_plan, runnable, diverged, rerun, slots,
+                                                           limit, bar)
+                            leases.release({t.trial_key for t in batch})
+                        if not theirs:
+                            break
+                        _wait_for(leases, theirs)
+                        known = store.trial_statuses(spec.name)
+                        todo = [t for t in todo if t.trial_key in theirs and known.get(t.trial_key) not in FINAL_STATUSES]
+            except SweepInterrupted as exc:
+                result.interrupted = exc.signum
+                bar.message(f"{exc}: stopping (its Ray, claims and locks are released)")
+            finally:
+                leases.close()
+                _release_dead_locks(store, the_plan, wait_s=5.0 if result.interrupted is not None else 0.0)
+                if not leases.others(planned_keys):
+                    remove_leftovers(store, spec.name)
         bar.finish()
-        _compact_trials(store, spec.name, bar)
+        if result.interrupted is None:
+            _compact_trials(store, spec.name, bar)
         known = store.trial_statuses(spec.name)
+        result.ran = _count_started_since(store, spec.name, claimed, started_at)
+        result.resume = _resume_command() if result.interrupted is not None else None
     result.wall_s = time.monotonic() - started
     failed = []
     for trial in the_plan.trials:
@@ -522,6 +892,67 @@ def run_sweep(
     errors = store.trial_column(spec.name, "error", [t.trial_key for t in failed[:5]]) if failed else {}
     result.failures = [f"{_describe(t)} ({t.trial_key}): {errors.get(t.trial_key)}" for t in failed[:5]]
     return result
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _wait_for(leases: _Leases, keys: set[str]) -> None:
+    """Until no other live driver holds a lease on ``keys`` (they completed, were released, or lapsed)."""
+    while leases.others(keys):
+        if not leases._reap_dead(keys):
+            time.sleep(_WAIT_POLL_S)
+
+
+def _count_started_since(store: Store, sweep: str, keys: set[str], since: dt.datetime) -> int:
+    """How many of ``keys`` have a trials row started at or after ``since``: what this run wrote."""
+    if not keys:
+        return 0
+    started = store.trial_column(sweep, "started_at", keys)
+    n = 0
+    for value in started.values():
+        if value is None:
+            continue
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        n += value >= since - dt.timedelta(seconds=1)
+    return n
+
+
+def _release_dead_locks(store: Store, the_plan: Plan, wait_s: float = 0.0) -> int:
+    """Remove the reference locks of this plan whose holder, a process of this machine, is dead
+    (a worker of this driver's Ray, stopped by an interruption), waiting up to ``wait_s`` for
+    the holders of the others to exit. Live holders' locks are left alone (another driver's
+    worker); those of other machines lapse after the store's stale-lock age without a heartbeat."""
+    keys = [r.ref_key for r in the_plan.references]
+    deadline = time.monotonic() + wait_s
+    removed, kept = store.remove_dead_reference_locks(keys, _holder_dead)
+    while kept and time.monotonic() < deadline:
+        time.sleep(0.2)
+        more, kept = store.remove_dead_reference_locks(keys, _holder_dead)
+        removed += more
+    return removed
+
+
+def _holder_dead(holder: str) -> bool:
+    """A lock holder ``pid@host`` that is a process of this machine no longer running."""
+    pid, _, host = holder.partition("@")
+    return host == os.uname().nodename and pid.isdigit() and not _alive(int(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _compact_trials(store: Store, sweep: str, bar: Progress) -> None:
@@ -536,30 +967,54 @@ def _compact_trials(store: Store, sweep: str, bar: Progress) -> None:
         bar.message(f"note: the trials of sweep {sweep} were not compacted ({exc}); run `explorer compact`")
 
 
-def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial], bar: Progress) -> dict[str, str]:
-    """Compute the references the remaining trials need, one Ray task each; ref_key -> error."""
+def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial],
+                    bar: Progress) -> tuple[dict[str, str], dict[str, str]]:
+    """Compute the references the remaining trials need, one Ray task each, a line per reference
+    as it is ready.
+
+    Returns:
+        ``(diverged, broken)``: ref_key -> why. The trials of a diverged reference are recorded
+        failed with that message; those of a broken one (it raised: a store error, a bug) are not
+        scheduled at all: they stay missing, and the summary names the reference and its error.
+    """
     needed = {t.ref_key for t in todo}
     refs = [r for r in the_plan.references if r.ref_key in needed]
+    if not refs:
+        return {}, {}
     res = spec.resources
     task = ray.remote(_reference_task).options(
         num_cpus=res.cpus_per_trial, num_gpus=res.gpus_per_trial, max_retries=3, retry_exceptions=False)
     t0 = time.monotonic()
+    bar.message(f"references: {len(refs)} to compute or find in the store")
     futures = {task.remote(store, r): r for r in refs}
-    errors: dict[str, str] = {}
-    for future, ref in futures.items():
+    diverged: dict[str, str] = {}
+    broken: dict[str, str] = {}
+    pending = list(futures)
+    done = 0
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        ref = futures[ready[0]]
+        done += 1
         try:
-            message = ray.get(future)
-        except Exception as exc:  # noqa: BLE001 - a reference that raised fails its group, not the sweep
-            cause = getattr(exc, "cause", None) or exc
-            message = _error_text(cause)
+            message, _threads, seconds = ray.get(ready[0])
+        except Exception as exc:  # noqa: BLE001 - a reference that raised stops its group, not the sweep
+            broken[ref.ref_key] = _error_text(exc)
+            bar.message(f"reference {done}/{len(refs)} {ref.ref_key} failed: {broken[ref.ref_key]}")
+            continue
         if message is not None:
-            errors[ref.ref_key] = message
-    ready = len(refs) - len(errors)
-    text = f"references: {ready}/{len(refs)} ready in {time.monotonic() - t0:.1f}s"
-    if errors:
-        text += f"; {len(errors)} failed, their trials are recorded failed (first: {next(iter(errors.values()))})"
+            diverged[ref.ref_key] = message
+        state = "diverged" if message is not None else "ready"
+        bar.message(f"reference {done}/{len(refs)} {ref.ref_key} {state} in {seconds:.1f}s "
+                    f"(elapsed {time.monotonic() - t0:.1f}s)")
+    ready_n = len(refs) - len(diverged) - len(broken)
+    text = f"references: {ready_n}/{len(refs)} ready in {time.monotonic() - t0:.1f}s"
+    if diverged:
+        text += (f"; {len(diverged)} diverged, their trials are recorded failed "
+                 f"(first: {next(iter(diverged.values()))})")
+    if broken:
+        text += f"; {len(broken)} failed, their trials are not run (first: {next(iter(broken.values()))})"
     bar.message(text)
-    return errors
+    return diverged, broken
 
 
 def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:
@@ -573,10 +1028,12 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
                rerun=rerun, retries=spec.resources.retries, ledger=ledger)
     resources = {"cpu": spec.resources.cpus_per_trial, "gpu": spec.resources.gpus_per_trial}
     trainable = tune.with_resources(tune.with_parameters(_run_pack, job=job), resources)
-    callback = _ProgressCallback(bar)
+    costs = {t.trial_key: estimated_seconds(t) for t in todo}
+    callback = _ProgressCallback(bar, costs)
+    bar.begin(total_cost=sum(costs.values()), slots=slots)
     bar.message(f"trials: {len(todo)} to run as {len(packs)} Tune trials, up to {slots} at once")
     with tempfile.TemporaryDirectory(prefix="explorer-tune-") as tune_dir, _environment(_TUNE_ENV), \
-            _quiet_loggers("ray.tune", "ray.train", "ray.air"):
+            _no_secrets_in_runtime_env(), _quiet_loggers("ray.tune", "ray.train", "ray.air"):
         tuner = tune.Tuner(
             trainable,
             param_space={"pack": tune.grid_search(list(range(len(packs))))},

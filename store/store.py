@@ -29,7 +29,7 @@ from . import cleanup, compaction, integrity, leases, lookup, maintenance, query
 from .catalog import completed_keys, list_sweeps
 from .errors import StoreQueryError
 from .files import Files, open_root
-from .layout import DATA_KINDS, check_key, check_sweep
+from .layout import DATA_KINDS, check_key, check_sweep, reference_lock
 from .write import write_fit, write_trial
 
 
@@ -295,3 +295,35 @@ class Store:
     def release(self, sweep: str, keys: Iterable[str], owner: str) -> int:
         """Drop ``owner``'s leases on ``keys``; returns how many were removed."""
         return leases.release(self._files, sweep, keys, owner)
+
+    def leases(self, sweep: str) -> dict[str, tuple[str, bool]]:
+        """``trial_key -> (owner, live)`` of the sweep's leases (who claims what, and whether it lapsed)."""
+        return leases.leases(self._files, sweep)
+
+    def remove_dead_reference_locks(self, ref_keys: Iterable[str], holder_dead: Callable[[str], bool]) -> tuple[int, int]:
+        """Remove the reference locks of ``ref_keys`` whose holder (the lock's text, ``pid@host``)
+        ``holder_dead`` says is gone, e.g. a worker of a driver that was interrupted: they need not
+        wait ``references.STALE_AFTER_S``. Local stores only (object storage has no locks).
+
+        Returns:
+            ``(removed, kept)``: locks removed, and locks whose holder is alive.
+        """
+        if not self._files.is_local:
+            return 0, 0
+        removed = kept = 0
+        for key in ref_keys:
+            path = reference_lock(self._files.root, check_key(key, "reference key"))
+            try:
+                with open(path, "rb") as f:
+                    holder = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if not holder_dead(holder):
+                kept += 1
+                continue
+            try:
+                os.remove(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+        return removed, kept

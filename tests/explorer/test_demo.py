@@ -25,6 +25,12 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\s*\d+\s+\d\.\d+e[-+]\d+", line)]
     assert [int(r[0]) for r in rows] == [4, 8, 16, 32, 64]
     assert all(len(r) == 6 for r in rows)
+    # it ends with the fit (law, constants with their CIs) and then the report's path
+    tail = done.stdout.strip().splitlines()
+    assert tail[-1].startswith("report: ")
+    fit_at = max(i for i, line in enumerate(tail) if line.startswith("form theory: err ~"))
+    fit_text = "\n".join(tail[fit_at:-1])
+    assert re.search(r"^c1\s", fit_text, re.M) and re.search(r"^c2\s", fit_text, re.M) and "95% CI" in fit_text
     report = re.search(r"report: (\S+)", done.stdout).group(1)
     index = Path(report) if os.path.isabs(report) else tmp_path / report
     assert index.is_file() and index.stat().st_size > 10_000

@@ -231,3 +231,27 @@ def test_progress_redraws_in_place_on_a_terminal_and_prints_lines_otherwise():
     lines = log.getvalue().splitlines()
     assert len(lines) == 2 and "\r" not in log.getvalue()
     assert lines[-1].startswith("trials 2/10")
+
+
+@pytest.mark.slow
+def test_worker_tasks_run_torch_with_the_cpus_ray_gave_them(tmp_path, local_ray):
+    the_plan = plan(parse_spec(spec_with(grid={"L": [2], "M": [1], "D": [4]})), SCHEMA_VERSION)
+    store = Store(tmp_path)
+    task = ray.remote(ray_runner._reference_task)
+    _, one, _ = ray.get(task.options(num_cpus=1).remote(store, the_plan.references[0]))
+    _, two, _ = ray.get(task.options(num_cpus=2).remote(store, the_plan.references[0]))
+    assert (one, two) == (1, 2)
+    override = task.options(num_cpus=1, runtime_env={"env_vars": {ray_runner.THREADS_ENV: "3"}})
+    assert ray.get(override.remote(store, the_plan.references[0]))[1] == 3
+
+
+@pytest.mark.slow
+def test_a_reference_that_raises_stops_its_group_and_the_summary_shows_its_error(tmp_path, local_ray):
+    (tmp_path / "references").write_text("a file where the reference cache goes: every reference write fails")
+    # D = 16: a reference no other test of this module computed (workers cache references in memory)
+    result = explorer.sweep(spec_with(grid={"L": [2, 4], "M": [1], "D": [16]}), store=tmp_path, progress=False)
+    assert (result.ok, result.failed, result.missing, result.exit_code) == (0, 0, 2, 1), result.summary()
+    assert not Store(tmp_path).completed_trial_keys("tiny")  # its trials were not scheduled
+    text = result.summary()
+    assert "reference " in text and " unavailable: " in text, text
+    assert "RayTaskError" not in text and "ray::" not in text and "Traceback" not in text, text

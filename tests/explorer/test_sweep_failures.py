@@ -1,0 +1,161 @@
+"""A sweep's start-up failures and summaries, without a real Ray: Ray that cannot start is one
+line with what to do (exit 2), a store that cannot be written is one line before Ray starts, a
+Ray-wrapped store error is reported by its own message, the ETA comes from calibrated costs."""
+from __future__ import annotations
+
+import io
+import signal
+
+import pytest
+import ray
+from click.testing import CliRunner
+
+import explorer
+from explorer import ray_runner
+from explorer.cli import main
+from explorer.progress import Progress, eta_seconds
+from store import StoreError
+
+SPEC = """
+name = "fails"
+[train]
+steps = 5
+[reference]
+depth = 16
+width = 8
+[grid]
+L = [2, 4]
+M = [1]
+D = [4]
+seeds = 2
+"""
+
+
+def test_ray_that_times_out_at_start_is_one_line_with_what_to_do(tmp_path, monkeypatch):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    assert not ray.is_initialized()
+
+    def timed_out(*args, **kwargs):
+        raise Exception("The current node timed out during startup. This could happen because some of the Ray "
+                        "processes failed to startup.\nmore lines\nof traceback")
+
+    monkeypatch.setattr(ray_runner.ray, "init", timed_out)
+    monkeypatch.setattr(ray_runner.ray, "shutdown", lambda: None)
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(tmp_path / "results")])
+    assert done.exit_code == 2, done.output
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1, done.output
+    assert lines[0].startswith("error: cannot start an embedded Ray: The current node timed out during startup.")
+    assert "retry" in lines[0] and "--address" in lines[0] and "Traceback" not in done.output
+
+
+def test_an_unwritable_store_is_one_line_before_ray_starts(tmp_path, monkeypatch):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")  # a store below a file cannot be written, even by root
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray started before the store was checked")
+
+    monkeypatch.setattr(ray_runner, "ray_session", no_ray)
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(blocker / "results")])
+    assert done.exit_code == 2, done.output
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: store ") and "cannot be" in lines[0], done.output
+    with pytest.raises(StoreError, match="cannot be"):
+        explorer.sweep(SPEC_DICT, store=blocker / "results", progress=False)
+
+
+SPEC_DICT = {"name": "fails", "train": {"steps": 5}, "reference": {"depth": 16, "width": 8},
+             "grid": {"L": [2, 4], "M": [1], "D": [4], "seeds": 2}}
+
+
+def test_a_ray_wrapped_store_error_is_reported_by_its_own_message():
+    cause = StoreError("cannot write s3://bucket/results/references/abc.parquet: AWS Error ACCESS_DENIED")
+    wrapped = ray.exceptions.RayTaskError("ImplicitFunc.train", "Traceback (most recent call last):\n  ...", cause)
+    text = ray_runner._error_text(wrapped)
+    assert text == "cannot write s3://bucket/results/references/abc.parquet: AWS Error ACCESS_DENIED"
+    assert "RayTaskError" not in text and "ray::" not in text
+    assert ray_runner._error_text(ValueError("bad")) == "ValueError: bad"
+
+
+def test_summary_of_an_interrupted_run_says_what_ran_and_how_to_resume():
+    result = ray_runner.SweepResult(name="big", store="/r", total=90000, skipped=0, ran=120, ok=120, missing=89880,
+                                    interrupted=signal.SIGINT, resume="explorer sweep big.toml --store /r",
+                                    elsewhere={"host:42": 3})
+    text = result.summary()
+    assert "120 run in" in text and "90000 run" not in text
+    assert "interrupted by SIGINT" in text and "explorer sweep big.toml --store /r" in text
+    assert "3 claimed by another driver (host:42)" in text
+    assert result.exit_code == 130
+    result.interrupted = signal.SIGTERM
+    assert result.exit_code == 143
+
+
+def test_eta_is_calibrated_by_the_measured_cost_of_finished_points():
+    # 10 points: one big (estimated 100 s of one core), nine small (1 s each); the big one runs
+    # first (longest first) and, measured, the machine runs at half the estimated speed.
+    costs = [100.0] + [1.0] * 9
+    total = sum(costs)
+    # after the big one: 200 s elapsed for 100 s of estimate -> 2 s per unit, 9 units left
+    assert eta_seconds(200.0, 1, 10, done_cost=100.0, total_cost=total) == pytest.approx(18.0)
+    # the count-based estimate would say 1800 s (20 x more) and then fall: the calibrated one is steady
+    assert eta_seconds(200.0, 1, 10) == pytest.approx(1800.0)
+    etas = []
+    elapsed, done_cost = 200.0, 100.0
+    for n in range(2, 10):
+        elapsed += 2.0
+        done_cost += 1.0
+        etas.append(eta_seconds(elapsed, n, 10, done_cost=done_cost, total_cost=total))
+    true_left = [2.0 * (10 - n) for n in range(2, 10)]
+    assert all(abs(e - t) / t < 0.05 for e, t in zip(etas, true_left))
+    # before anything finished: unknown (starting the workers costs what no model knows)
+    assert eta_seconds(3.0, 0, 10, total_cost=total, slots=2) != eta_seconds(3.0, 0, 10, total_cost=total, slots=2)
+    assert eta_seconds(5.0, 10, 10, done_cost=total, total_cost=total) == 0.0
+
+
+def test_progress_line_uses_the_calibrated_eta():
+    out = io.StringIO()
+    bar = Progress(total=10, stream=out, interactive=False)
+    bar.begin(total_cost=109.0, slots=1)
+    bar.started -= 200.0
+    bar.update(force=True, done=1, done_cost=100.0)
+    assert "ETA 18." in out.getvalue()
+
+
+def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
+    import os
+
+    from explorer.planning import plan
+    from explorer.spec import parse_spec
+    from store import SCHEMA_VERSION, Store
+
+    the_plan = plan(parse_spec(dict(SPEC_DICT, grid={"L": [2], "M": [1], "D": [4, 8], "seeds": 2})), SCHEMA_VERSION)
+    dead_key, live_key = [r.ref_key for r in the_plan.references]
+    refs = tmp_path / "references"
+    refs.mkdir()
+    host = os.uname().nodename
+    (refs / f".lock.{dead_key}").write_text(f"999999999@{host}")  # an interrupted worker, gone
+    (refs / f".lock.{live_key}").write_text(f"{os.getpid()}@{host}")  # a live holder (another driver's)
+    assert ray_runner._release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
+    assert sorted(p.name for p in refs.iterdir()) == [f".lock.{live_key}"]
+
+
+def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path):
+    import socket
+
+    from store import Store
+
+    store = Store(tmp_path)
+    ghost = f"{socket.gethostname()}:999999999"  # this machine, a pid that does not run
+    assert store.claim("s", ["k1", "k2"], ghost, ttl_s=600) == {"k1", "k2"}
+    assert store.claim("s", ["k3"], "elsewhere:1", ttl_s=600) == {"k3"}
+    leases = ray_runner._Leases(store, "s", ttl_s=600)
+    try:
+        assert leases.claim(["k1", "k2", "k3"]) == {"k1", "k2"}  # k3: a live claim of another machine
+        assert leases.others({"k1", "k2", "k3"}) == {"k3": "elsewhere:1"}
+    finally:
+        leases.close()
+    assert set(store.leases("s")) == {"k3"}
