@@ -50,13 +50,18 @@ def sweep(
         A ``SweepResult`` (counts by status, ``summary()``, ``exit_code``).
 
     Raises:
-        SpecError: an invalid spec or resources no node provides. ClusterError: Ray cannot start
+        SpecError: an invalid spec, resources no node provides, or (embedded Ray) a trial or
+            reference whose estimated memory exceeds this machine's. ClusterError: Ray cannot start
             or be reached. StoreError: the store cannot be listed or written (before Ray starts).
 
     SIGINT or SIGTERM (in the main thread) stop the run cleanly: the result has ``interrupted``
     set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
     """
     spec = load_spec(spec_or_path, overrides)  # spec errors come before Ray is even imported
+    if address is None:  # an embedded Ray runs on this machine: refuse what cannot fit before it starts
+        from .estimate import check_fits_memory, physical_memory_bytes
+
+        check_fits_memory(spec, physical_memory_bytes())
     from .ray_runner import run_sweep
 
     return run_sweep(spec, open_store(store), address=address,

@@ -189,10 +189,6 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     if dry_run:
         _dry_run(loaded, embedded=address is None)
         return
-    if address is None:  # an embedded Ray runs on this machine: refuse what cannot fit before it starts
-        from .estimate import check_fits_memory, physical_memory_bytes
-
-        check_fits_memory(loaded, physical_memory_bytes())
     from . import api
 
     with store_errors():

@@ -178,6 +178,13 @@ class SweepResult:
 # --- packing ---------------------------------------------------------------------------------
 
 
+# A Tune trial whose actor died (its node was lost, or the process was killed) is restarted this
+# many times. A pack skips its points that already have rows, so a restart costs only the point in
+# flight; while a node is being removed Ray can still place the restart there, and three quick
+# deaths made a trial "missing" in the two-node test under load.
+LOST_ACTOR_RETRIES = 10
+
+
 def estimated_seconds(trial: PlannedTrial) -> float:
     """Rough single-core compute time of one grid point (all seeds), for packing only.
 
@@ -1041,7 +1048,7 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
             run_config=tune.RunConfig(
                 name=f"explorer-{spec.name}", storage_path=tune_dir, verbose=0, log_to_file=False,
                 callbacks=[callback], progress_reporter=_QuietReporter(),
-                failure_config=tune.FailureConfig(max_failures=3),
+                failure_config=tune.FailureConfig(max_failures=LOST_ACTOR_RETRIES),
             ),
         )
         grid = tuner.fit()

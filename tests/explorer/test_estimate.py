@@ -71,6 +71,19 @@ def test_sweep_refuses_a_point_larger_than_the_machine_before_ray_or_the_store(t
     assert not store.exists()
 
 
+def test_the_python_api_refuses_it_too_before_ray_or_the_store(tmp_path):
+    import sys
+
+    import explorer
+    from explorer.errors import SpecError
+
+    ray_loaded = "ray" in sys.modules
+    with pytest.raises(SpecError, match="the trial L=4, M=1, D=1000000000, 3 seeds, float64 needs about"):
+        explorer.sweep({"name": "big", "grid": {"L": [4], "M": [1], "D": [1000000000]}}, store=tmp_path / "store")
+    assert not (tmp_path / "store").exists()
+    assert ray_loaded or "ray" not in sys.modules
+
+
 def test_dry_run_prints_the_plan_and_its_estimates_and_runs_nothing(tmp_path):
     spec = tmp_path / "quick.toml"
     spec.write_text('name = "quick"\n[train]\nsteps = 3\n[reference]\ndepth = 8\nwidth = 4\n'
