@@ -77,7 +77,8 @@ def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, objec
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
-        if "No such file" in str(exc):
+        # The filesystem, not the error's wording, says whether a file went away mid-read.
+        if any(not files.exists(source.path) for source in sources):
             raise FileNotFoundError(str(exc)) from None
         raise StoreError(f"cannot read the trials of sweep {sweep}: {str(exc).strip()}; run `explorer check`") from None
     return values

@@ -152,7 +152,7 @@ def _screen(files: Files, entry: Entry, kind: str, key: str | None, fragments: d
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
-        if "No such file" in str(exc):
+        if not files.exists(entry.path):  # removed since the listing (a compaction): not unreadable
             raise FileNotFoundError(str(exc)) from None
         reason = _SOURCE_PREFIX.sub("", str(exc).strip()).strip()
         return Verdict("unreadable", shown, f"not a readable Parquet file ({reason[:160]})", entry.path)

@@ -150,3 +150,23 @@ def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(loc
 
     monkeypatch.setattr(lookup, "_read_values", flaky)
     assert local_store.trial_statuses("s") == expected and len(calls) == 2
+
+
+def test_a_file_removed_between_listing_and_reading_is_read_again_not_called_unreadable(local_store, monkeypatch):
+    import store.lookup as lookup
+
+    _fill(local_store)
+    expected = local_store.trial_statuses("s")
+    gone_key = sorted(expected)[0]
+    real, calls = lookup.kind_dataset, []
+
+    def remove_one_first(files, kind, sources, fragments):
+        calls.append(1)
+        if len(calls) == 1:  # what a concurrent rm or compaction does after our listing
+            os.remove(next(s.path for s in sources if os.path.basename(s.path) == f"{gone_key}.parquet"))
+        return real(files, kind, sources, fragments)
+
+    monkeypatch.setattr(lookup, "kind_dataset", remove_one_first)
+    got = local_store.trial_statuses("s")
+    assert len(calls) == 2  # the first read failed on the vanished file, the second listed again
+    assert got == {k: v for k, v in expected.items() if k != gone_key}
