@@ -92,6 +92,7 @@ from trials import (Reference, ReferenceDiverged, compute_reference, reference_f
                     train_trial)
 
 from .errors import ClusterError, spec_error
+from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
 from .options import open_store
 from .planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
@@ -183,6 +184,33 @@ class SweepResult:
 # flight; while a node is being removed Ray can still place the restart there, and three quick
 # deaths made a trial "missing" in the two-node test under load.
 LOST_ACTOR_RETRIES = 10
+
+
+# Trials and references estimated below this ask Ray for no memory (the worker process's own
+# memory is not requested either): tiny sweeps schedule as before, by CPUs alone.
+MEMORY_REQUEST_FLOOR = 256 * 2**20
+
+
+def memory_request(need_bytes: int, largest_node_bytes: float) -> int:
+    """Bytes of Ray's ``memory`` resource to request for a task estimated at ``need_bytes``: 0
+    below ``MEMORY_REQUEST_FLOOR``, else the next power of two (Tune trials of similar size then
+    share one resource shape and their actors can be reused), never more than the largest node's
+    memory resource (a request no node can grant would wait forever; ``check_resources`` has
+    already refused a point that does not fit there)."""
+    if need_bytes < MEMORY_REQUEST_FLOOR or largest_node_bytes <= 0:  # no node reports memory: ask none
+        return 0
+    return int(min(2 ** math.ceil(math.log2(need_bytes)), max(largest_node_bytes, need_bytes)))
+
+
+def largest_node_memory() -> float:
+    """The largest ``memory`` resource of a live Ray node (0 when Ray reports none)."""
+    return max((n.get("Resources", {}).get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
+
+
+def _reference_need(planned: PlannedReference) -> int:
+    if planned.kind == "joint_limit":  # a deterministic low-dimensional solve: small
+        return 0
+    return reference_memory_bytes(planned.config)
 
 
 def estimated_seconds(trial: PlannedTrial) -> float:
@@ -641,6 +669,11 @@ def check_resources(spec: SweepSpec) -> int:
     if gpus > 0 and total_gpu == 0:
         raise spec_error("[resources] gpus_per_trial", f"{gpus:g} GPU per trial, but {where}; "
                          "set gpus_per_trial = 0, or join a cluster with GPUs (--address)")
+    # Trials that ask Ray for memory are placed only where it is: one larger than every node's
+    # would wait forever, so it is refused here with the point and its estimate.
+    largest_memory = largest_node_memory()
+    if largest_memory:
+        check_fits_memory(spec, int(largest_memory), where="the largest Ray node (its memory resource)")
     slots = 0
     for n in nodes:
         per_node = math.floor(n.get("CPU", 0) / cpus + 1e-9)
@@ -989,11 +1022,15 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
     if not refs:
         return {}, {}
     res = spec.resources
-    task = ray.remote(_reference_task).options(
-        num_cpus=res.cpus_per_trial, num_gpus=res.gpus_per_trial, max_retries=3, retry_exceptions=False)
+    task = ray.remote(_reference_task)
+    options = dict(num_cpus=res.cpus_per_trial, num_gpus=res.gpus_per_trial, max_retries=3, retry_exceptions=False)
     t0 = time.monotonic()
     bar.message(f"references: {len(refs)} to compute or find in the store")
-    futures = {task.remote(store, r): r for r in refs}
+    futures = {}
+    node_memory = largest_node_memory()
+    for r in refs:
+        memory = memory_request(_reference_need(r), node_memory)
+        futures[task.options(**options, **({"memory": memory} if memory else {})).remote(store, r)] = r
     diverged: dict[str, str] = {}
     broken: dict[str, str] = {}
     pending = list(futures)
@@ -1033,7 +1070,17 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
     job = _Job(sweep=spec.name, store=store, packs=tuple(tuple(p) for p in packs),
                references={r.ref_key: r for r in the_plan.references}, reference_errors=reference_errors,
                rerun=rerun, retries=spec.resources.retries, ledger=ledger)
-    resources = {"cpu": spec.resources.cpus_per_trial, "gpu": spec.resources.gpus_per_trial}
+    cpus, gpus = spec.resources.cpus_per_trial, spec.resources.gpus_per_trial
+    node_memory = largest_node_memory()
+    memory = [memory_request(max(trial_memory_bytes(t.config) for t in p), node_memory) for p in packs]
+
+    def resources(config: dict) -> tune.PlacementGroupFactory:
+        """What one Tune trial (one pack) asks of Ray: CPUs, GPUs and, for large points, memory."""
+        bundle = {"CPU": cpus, "GPU": gpus}
+        if memory[config["pack"]]:
+            bundle["memory"] = memory[config["pack"]]
+        return tune.PlacementGroupFactory([bundle])
+
     trainable = tune.with_resources(tune.with_parameters(_run_pack, job=job), resources)
     costs = {t.trial_key: estimated_seconds(t) for t in todo}
     callback = _ProgressCallback(bar, costs)

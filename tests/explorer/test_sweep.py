@@ -255,3 +255,16 @@ def test_a_reference_that_raises_stops_its_group_and_the_summary_shows_its_error
     text = result.summary()
     assert "reference " in text and " unavailable: " in text, text
     assert "RayTaskError" not in text and "ray::" not in text and "Traceback" not in text, text
+
+
+@pytest.mark.slow
+def test_points_that_ask_ray_for_memory_are_scheduled_and_run(tmp_path, local_ray, monkeypatch):
+    # Every point asks for memory here (the floor at 0), as the large points of a real grid do.
+    monkeypatch.setattr(ray_runner, "MEMORY_REQUEST_FLOOR", 0)
+    asked = []
+    real = ray_runner.memory_request
+    monkeypatch.setattr(ray_runner, "memory_request", lambda need, node: asked.append(real(need, node)) or asked[-1])
+    # D = 32: a reference no other test of this module computed, so its task asks for memory too.
+    result = explorer.sweep(spec_with(grid={"L": [2, 4], "M": [1, 2], "D": [32]}), store=tmp_path, progress=False)
+    assert (result.ok, result.failed, result.missing) == (4, 0, 0), result.summary()
+    assert asked and all(a > 0 for a in asked)

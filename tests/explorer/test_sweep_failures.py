@@ -159,3 +159,28 @@ def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path
     finally:
         leases.close()
     assert set(store.leases("s")) == {"k3"}
+
+
+def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_node():
+    from explorer.ray_runner import MEMORY_REQUEST_FLOOR, memory_request
+
+    node = 12 * 2**30
+    assert memory_request(MEMORY_REQUEST_FLOOR - 1, node) == 0  # small points schedule by CPUs alone
+    assert memory_request(300 * 2**20, node) == 512 * 2**20
+    assert memory_request(500 * 2**20, node) == memory_request(400 * 2**20, node)  # one shape: actors reused
+    assert memory_request(9 * 2**30, node) == node  # 16 GiB would wait forever on a 12 GiB node
+    assert memory_request(9 * 2**30, 0) == 0  # a cluster that reports no memory resource
+
+
+def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monkeypatch):
+    import explorer.ray_runner as runner
+    from explorer.errors import SpecError
+    from explorer.spec import load_spec
+
+    nodes = [{"Alive": True, "Resources": {"CPU": 8.0, "memory": 4 * 2**30}}]
+    monkeypatch.setattr(runner.ray, "nodes", lambda: nodes)
+    spec = load_spec({"name": "big", "grid": {"L": [64], "M": [1024], "D": [1024], "seeds": 4}})
+    with pytest.raises(SpecError, match="the largest Ray node"):
+        runner.check_resources(spec)
+    small = load_spec({"name": "small", "grid": {"L": [4], "M": [4], "D": [8]}})
+    assert runner.check_resources(small) == 8
