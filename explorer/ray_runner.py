@@ -900,8 +900,8 @@ def run_sweep(
                             result.reference_errors.update(broken)
                             runnable = [t for t in batch if t.ref_key not in broken]
                             if runnable:
-                                result.lost += _run_trials(spec, store, the_plan, runnable, diverged, rerun, slots,
-                                                           limit, bar)
+                                result.lost += _run_trials_again_when_lost(spec, store, the_plan, runnable, diverged,
+                                                                           rerun, slots, limit, bar)
                             leases.release({t.trial_key for t in batch})
                         if not theirs:
                             break
@@ -1059,6 +1059,28 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
         text += f"; {len(broken)} failed, their trials are not run (first: {next(iter(broken.values()))})"
     bar.message(text)
     return diverged, broken
+
+
+# Passes over the points of Tune trials that Tune gave up on (their actors died: a node was lost
+# while Ray still placed restarts there). Each pass runs only the points that have no rows yet.
+LOST_TRIAL_PASSES = 2
+
+
+def _run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:
+    """``_run_trials``, then, while Tune trials were lost for good, once more over the points they
+    left without rows (at most ``LOST_TRIAL_PASSES`` times); returns every loss's cause."""
+    causes = lost = _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar)
+    for _ in range(LOST_TRIAL_PASSES):
+        if not lost:
+            break
+        known = store.trial_statuses(spec.name)
+        left = [t for t in todo if t.trial_key not in known]  # no rows at all (a failed point has its own)
+        if not left:
+            break
+        bar.message(f"{len(left)} points lost with their Tune trials ({lost[0]}): running them again")
+        lost = _run_trials(spec, store, the_plan, left, reference_errors, rerun, slots, limit, bar)
+        causes = causes + lost
+    return causes
 
 
 def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:

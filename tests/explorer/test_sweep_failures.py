@@ -184,3 +184,30 @@ def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monke
         runner.check_resources(spec)
     small = load_spec({"name": "small", "grid": {"L": [4], "M": [4], "D": [8]}})
     assert runner.check_resources(small) == 8
+
+
+def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
+    import types
+
+    import explorer.ray_runner as runner
+
+    points = [types.SimpleNamespace(trial_key=k) for k in ("a", "b", "c")]
+    landed: dict[str, str] = {}
+    calls = []
+
+    def run_trials(spec, store, the_plan, todo, *rest):
+        calls.append([t.trial_key for t in todo])
+        if len(calls) == 1:  # the first pass: "c"'s actor died with its node, Tune gave up on it
+            landed.update(a="ok", b="failed")
+            return ["ActorDiedError: The actor died unexpectedly"]
+        landed.update({t.trial_key: "ok" for t in todo})
+        return []
+
+    monkeypatch.setattr(runner, "_run_trials", run_trials)
+    store = types.SimpleNamespace(trial_statuses=lambda sweep: dict(landed))
+    spec = types.SimpleNamespace(name="s")
+    bar = types.SimpleNamespace(message=lambda text: None)
+    causes = runner._run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar)
+    assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
+    assert landed == {"a": "ok", "b": "failed", "c": "ok"}
+    assert causes == ["ActorDiedError: The actor died unexpectedly"]
