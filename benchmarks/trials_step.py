@@ -99,7 +99,7 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
     cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
     net = ResNet(cfg)
     step = best_of(lambda: net.step(net.forward()), repeats, device)
-    base = Baseline(net.units.clone(), net.forward().out.clone())
+    base = Baseline(net, net.forward().out.clone())
 
     def step_with_metrics():
         fwd = net.forward()
@@ -109,6 +109,7 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
 
     with_metrics = best_of(step_with_metrics, repeats, device)
     del base
+    net.observer = None
     init = best_of(lambda: init_units(cfg, cfg.seeds, device, net.dtype), max(1, repeats - 1), device)
     weight_bytes = net.units.u.numel() * 2 * net.units.u.element_size()
     bandwidth = copy_bandwidth(device, net.dtype, min(weight_bytes, 1 << 30), repeats)

@@ -26,7 +26,7 @@ def _snapshot_after(cfg: TrialConfig, steps: int):
     """The engine's state after ``steps`` GD steps, with a zero reference."""
     net = ResNet(cfg)
     start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
-    base = Baseline(net.units.clone(), net.forward().out.clone())
+    base = Baseline(net, net.forward().out.clone())
     for k, fwd in net.trajectory():
         if k == steps:
             return net, start, Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
