@@ -33,18 +33,20 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
 
 
-def _over_samples(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per-unit sums over the samples: (L, R, N, M) x2 -> (L, R, M)."""
-    return torch.linalg.vecdot(a, b, dim=2)
+def _over_samples(a: torch.Tensor, b: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+    """Per-unit sums over the samples, in float64: (L, R, N, M) x2 -> (L, R, M). The product goes
+    into a reused float64 scratch buffer (a fresh tensor of this size costs page faults)."""
+    return torch.mul(a, b, out=scratch).sum(dim=2)
 
 
-def _gram_form(rows: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+def _gram_form(rows: torch.Tensor, right: torch.Tensor, scratch: torch.Tensor, work: torch.Tensor) -> torch.Tensor:
     """Per unit j, |rows^T right_j|^2 = right_j^T (rows rows^T) right_j, from the (N, N) Gram
-    matrix of the rows: (L, R, N, D) and (L, R, N, M) in float64 -> (L, R, M)."""
-    L, R, N = rows.shape[:3]
+    matrix of the rows: (L, R, N, D) and (L, R, N, M) -> (L, R, M), in the working dtype up to
+    the float64 sum (a norm of an increment: no cancellation)."""
     flat = _flat(rows)
     gram = torch.bmm(flat, flat.transpose(1, 2))  # (L R, N, N)
-    return _over_samples(torch.bmm(gram, _flat(right)).view(right.shape), right)
+    torch.bmm(gram, _flat(right), out=_flat(work))
+    return _over_samples(work, right, scratch)
 
 
 @dataclass
@@ -86,16 +88,29 @@ class Baseline:
         self.du_sq, self.v0_dv, self.dv_sq = zeros, zeros.clone(), zeros.clone()
         self._fwd: Forward | None = None
         self._moves: Moves | None = None
+        self._buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
         net.observer = self
+
+    def buffer(self, name: str, like: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """A scratch tensor shaped like ``like``, reused from step to step (valid until the next
+        step's metrics)."""
+        buf = self._buffers.get((name, dtype))
+        if buf is None or buf.shape != like.shape:
+            buf = self._buffers[(name, dtype)] = torch.empty(like.shape, dtype=dtype, device=like.device)
+        return buf
 
     def moves(self, fwd: Forward) -> Moves:
         """The displacement at this forward pass (cached for it: the step reuses dp)."""
         if fwd is not self._fwd:
             D = self.units0.u.shape[2]
+            P = fwd.preact
             # P0 = (h / D) u_0, one batched product: the forward's P = (h / D) u_k less it is dp
-            p0 = torch.bmm(_flat(fwd.hidden[:-1]) / D, _flat(self.units0.u)).view(fwd.preact.shape)
-            p0 = _f64(p0)
-            self._moves = Moves(_f64(fwd.preact) - p0, p0, self.du_sq, self.v0_dv, self.dv_sq)
+            p0 = self.buffer("p0", P, P.dtype)
+            torch.bmm(_flat(fwd.hidden[:-1]) / D, _flat(self.units0.u), out=_flat(p0))
+            if p0.dtype != torch.float64:
+                p0 = self.buffer("p0", P).copy_(p0)
+            dp = torch.sub(P, p0, out=self.buffer("dp", P))  # float64: exact for float32 P, P0
+            self._moves = Moves(dp, p0, self.du_sq, self.v0_dv, self.dv_sq)
             self._fwd = fwd
         return self._moves
 
@@ -103,16 +118,16 @@ class Baseline:
         """The step observer: add this step's increments to the per-unit sums (class docstring).
         New tensors, not in place: a Moves taken before the step keeps its values."""
         lr, D = net.lr_hat, self.units0.u.shape[2]
-        dp = self.moves(fwd).dp
-        g = _f64(gated)
-        s = _f64(fwd.activated)
-        h = _f64(fwd.hidden[:-1])
-        b = _f64(cotangent)
-        bv0 = torch.bmm(_flat(cotangent), _flat(self.units0.v)).view(q.shape)  # B v_0, working dtype
-        bdv = _f64(q) * D - _f64(bv0)
-        self.du_sq = self.du_sq + (-2.0 * lr * D) * _over_samples(dp, g) + lr * lr * _gram_form(h, g)
-        self.v0_dv = self.v0_dv - lr * _over_samples(_f64(bv0), s)
-        self.dv_sq = self.dv_sq - 2.0 * lr * _over_samples(bdv, s) + lr * lr * _gram_form(b, s)
+        dp, s = self.moves(fwd).dp, fwd.activated
+        scratch, work = self.buffer("scratch", dp), self.buffer("work", q, q.dtype)
+        bv0 = torch.bmm(_flat(cotangent), _flat(self.units0.v), out=_flat(work))  # B v_0, working dtype
+        v0_ds = _over_samples(work, s, scratch)  # sum_n (B v_0) S
+        vk_ds = _over_samples(q, s, scratch) * D  # sum_n (B V_k) S
+        del bv0
+        self.du_sq = self.du_sq + (-2.0 * lr * D) * _over_samples(dp, gated, scratch) \
+            + lr * lr * _gram_form(fwd.hidden[:-1], gated, scratch, work)
+        self.v0_dv = self.v0_dv - lr * v0_ds
+        self.dv_sq = self.dv_sq - 2.0 * lr * (vk_ds - v0_ds) + lr * lr * _gram_form(cotangent, s, scratch, work)
 
 
 @dataclass
@@ -158,14 +173,22 @@ def lin_ratio(s: Snapshot) -> torch.Tensor:
     in the lazy regime), so only |v_0|^2, v_0 . dv and |dv|^2 per unit are needed.
     """
     act, m, base = s.net.activation, s.moves, s.base
-    s0 = act.value(m.p0)
+    s0 = base.buffer("s0", m.p0)
+    act.apply(m.p0, s0)
     # sigma(P) at the current units: the forward's own in float64, recomputed in float64 otherwise
-    sk = s.fwd.activated if s.fwd.activated.dtype == torch.float64 else act.value(_f64(s.fwd.preact))
-    a = sk - s0
-    e = a - act.derivative(m.p0, s0) * m.dp
+    sk = s.fwd.activated
+    if sk.dtype != torch.float64:
+        sk = base.buffer("sk", m.p0).copy_(s.fwd.preact)
+        act.apply(sk, sk)
+    a = torch.sub(sk, s0, out=base.buffer("a", m.p0))
+    e = base.buffer("e", m.p0)
+    act.apply_derivative(m.p0, s0, e)
+    e.mul_(m.dp)
+    torch.sub(a, e, out=e)  # e = a - sigma'(p0) dp
+    scratch = base.buffer("scratch", m.p0)
+    ee, ea, aa = _over_samples(e, e, scratch), _over_samples(e, a, scratch), _over_samples(a, a, scratch)
+    ask, sksk = _over_samples(a, sk, scratch), _over_samples(sk, sk, scratch)
     v0v0, v0dv, dvdv = base.v0_sq, m.v0_dv, m.dv_sq  # (L, R, M)
-    ee, ea, aa = _over_samples(e, e), _over_samples(e, a), _over_samples(a, a)
-    ask, sksk = _over_samples(a, sk), _over_samples(sk, sk)
     num = (v0v0 * ee + 2 * v0dv * ea + dvdv * aa).sum(dim=(0, 2))
     den = (v0v0 * aa + 2 * v0dv * ask + dvdv * sksk).sum(dim=(0, 2))
     ratio = num.clamp_min(0).sqrt() / den.clamp_min(0).sqrt()
