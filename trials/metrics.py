@@ -160,7 +160,8 @@ def loss(s: Snapshot) -> torch.Tensor:
 
 
 def feature_update(s: Snapshot) -> torch.Tensor:
-    return rms(s.moves.dp, (0, 2, 3))
+    dp = s.moves.dp  # the norm needs no squared temporary
+    return torch.linalg.vector_norm(dp, dim=(0, 2, 3)) / (dp.numel() // dp.shape[1]) ** 0.5
 
 
 def lin_ratio(s: Snapshot) -> torch.Tensor:

@@ -23,6 +23,7 @@ it, so R seeds cost one batched matrix product per layer, not R Python loops.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -133,15 +134,24 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     """
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
-    us, vs = [], []
-    for seed in seeds:
+
+    def draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         gen = torch.Generator().manual_seed(stream_seed("units", int(seed)))
-        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_u * D**0.5)
-        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_v * D**0.5)
+        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_u * D**0.5)
+        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_v * D**0.5)
         if config.antithetic:
             u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
-        us.append(u)
-        vs.append(v)
+        return u, v
+
+    # Each seed has its own generator, so seeds can draw in parallel threads (randn releases the
+    # GIL): the numbers do not depend on the number of threads.
+    workers = min(len(seeds), torch.get_num_threads())
+    if workers > 1 and L * D * drawn >= 1 << 16:
+        with ThreadPoolExecutor(workers) as pool:
+            pairs = list(pool.map(draw, seeds))
+    else:
+        pairs = [draw(seed) for seed in seeds]
+    us, vs = [p[0] for p in pairs], [p[1] for p in pairs]
     # (R, L, D, M) -> (L, R, D, M): a layer's weights for all seeds are one contiguous block.
     u = torch.stack(us, dim=1).to(device=device, dtype=dtype).contiguous()
     v = torch.stack(vs, dim=1).to(device=device, dtype=dtype).contiguous()
