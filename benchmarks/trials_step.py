@@ -6,7 +6,7 @@ For each shape (L, M, D, N, reps) and dtype it reports, measured in the same run
 device:
 - step: one batched GD step (forward + backward + in-place update) of all reps, and per seed;
 - step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step), and
-  its ratio to the bare step (target <= 1.3);
+  its ratio to the bare step (target <= 1.3), the two timed in turns on twin networks;
 - init: drawing the units of all reps (``init_units``), in seconds and in bare steps (target <= 2);
 - memory bound: the weights' bytes read and written three times (three copies) at the measured
   copy bandwidth; compute bound: the step's 12 * L * M * D * N flops per seed at the measured
@@ -48,6 +48,22 @@ def best_of(fn, repeats: int, device: torch.device) -> float:
         _sync(device)
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def best_of_alternated(fns, repeats: int, device: torch.device) -> list[float]:
+    """Fastest of ``repeats`` timed calls of each function, the functions taking turns (one
+    untimed warm-up call each first): on a shared machine their ratio then sees one load."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, t in zip(fns, times):
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            t.append(time.perf_counter() - start)
+    return [min(t) for t in times]
 
 
 def copy_bandwidth(device: torch.device, dtype: torch.dtype, nbytes: int, repeats: int) -> float:
@@ -98,17 +114,18 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
     cfg = TrialConfig(L=L, M=M, D=D, dtype=dtype_name, device=device.type, seeds=tuple(range(reps)))
     cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
     net = ResNet(cfg)
-    step = best_of(lambda: net.step(net.forward()), repeats, device)
-    base = Baseline(net.units.clone(), net.forward().out.clone())
+    measured = ResNet(cfg)  # a twin that carries the metrics' baseline, so the bare step stays bare
+    base = Baseline(measured, measured.forward().out.clone())
 
     def step_with_metrics():
-        fwd = net.forward()
-        snap = Snapshot(net, fwd, base, base.out0[0], fwd.hidden[-1, 0])
+        fwd = measured.forward()
+        snap = Snapshot(measured, fwd, base, base.out0[0], fwd.hidden[-1, 0])
         [fn(snap).cpu() for fn in METRICS.values()]
-        net.step(fwd)
+        measured.step(fwd)
 
-    with_metrics = best_of(step_with_metrics, repeats, device)
-    del base
+    # alternated, so that both see the same load on a shared machine; best of each
+    step, with_metrics = best_of_alternated([lambda: net.step(net.forward()), step_with_metrics], repeats, device)
+    del base, measured
     init = best_of(lambda: init_units(cfg, cfg.seeds, device, net.dtype), max(1, repeats - 1), device)
     weight_bytes = net.units.u.numel() * 2 * net.units.u.element_size()
     bandwidth = copy_bandwidth(device, net.dtype, min(weight_bytes, 1 << 30), repeats)

@@ -20,78 +20,114 @@ import torch
 
 from .model import Forward, ResNet, Units
 
-# Layers per chunk in the per-unit sums: bounds the scratch buffer to a few million elements.
-_CHUNK_ELEMENTS = 1 << 22
-
 
 def rms(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     return x.square().mean(dim=dims).sqrt()
-
-
-class Baseline:
-    """What every step is compared with, computed once per trial: the units and output at step 0,
-    the initial per-unit norms |v_0|^2 and the total ||theta_0||^2 per repetition (both float64),
-    and the chunks of layers in which the per-unit sums run (bounding their temporaries)."""
-
-    def __init__(self, units0: Units, out0: torch.Tensor):
-        self.units0, self.out0 = units0, out0
-        L, R, D, M = units0.u.shape
-        size = max(1, _CHUNK_ELEMENTS // max(1, R * D * M))
-        self.chunks = [slice(i, min(i + size, L)) for i in range(0, L, size)]
-        scratch = (min(size, L), R, D, M)
-        self.scratch_a = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
-        self.scratch_b = torch.empty(scratch, dtype=units0.u.dtype, device=units0.u.device)
-        self.v0_sq = torch.cat([_f64(units0.v[c]).square().sum(dim=2, keepdim=True) for c in self.chunks])  # (L, R, 1, M)
-        self.size0_sq = sum(
-            _f64(t[c]).square().sum(dim=(0, 2, 3)) for t in (units0.u, units0.v) for c in self.chunks
-        )  # (R,)
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float64 else t.to(torch.float64)
 
 
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
+
+
+def _over_samples(a: torch.Tensor, b: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+    """Per-unit sums over the samples, in float64: (L, R, N, M) x2 -> (L, R, M). The product goes
+    into a reused float64 scratch buffer (a fresh tensor of this size costs page faults)."""
+    return torch.mul(a, b, out=scratch).sum(dim=2)
+
+
+def _gram_form(rows: torch.Tensor, right: torch.Tensor, scratch: torch.Tensor, work: torch.Tensor) -> torch.Tensor:
+    """Per unit j, |rows^T right_j|^2 = right_j^T (rows rows^T) right_j, from the (N, N) Gram
+    matrix of the rows: (L, R, N, D) and (L, R, N, M) -> (L, R, M), in the working dtype up to
+    the float64 sum (a norm of an increment: no cancellation)."""
+    flat = _flat(rows)
+    gram = torch.bmm(flat, flat.transpose(1, 2))  # (L R, N, N)
+    torch.bmm(gram, _flat(right), out=_flat(work))
+    return _over_samples(work, right, scratch)
+
+
 @dataclass
 class Moves:
-    """The units' displacement since step 0, in float64 so that nothing cancels:
-    dp = (u_k - u_0)^T h_k / D and p0 = u_0^T h_k / D (as P - dp), (L, R, N, M); per unit v_0 . dv and
-    |dv|^2, (L, R, 1, M), with dv = v_k - v_0; ||u_k - u_0||^2 per repetition, (R,). The
-    differences u_k - u_0 are taken in the working dtype, where they are exact (Sterbenz)
-    while the units stay within a factor 2 of their start; the products and per-unit sums of
-    those differences then lose nothing to cancellation and are widened to float64 before
-    they are combined."""
+    """The units' displacement since step 0 at one forward pass, in float64:
+    dp = (u_k - u_0)^T h_k / D = P - P0 and p0 = P0 = u_0^T h_k / D, (L, R, N, M); per unit
+    |du|^2, v_0 . dv and |dv|^2, (L, R, M), with du = u_k - u_0, dv = v_k - v_0."""
 
     dp: torch.Tensor
     p0: torch.Tensor
+    du_sq: torch.Tensor
     v0_dv: torch.Tensor
     dv_sq: torch.Tensor
-    du_sq: torch.Tensor
 
 
-def _moves(net: ResNet, fwd: Forward, base: Baseline) -> Moves:
-    u, v, u0, v0 = net.units.u, net.units.v, base.units0.u, base.units0.v
-    D = u.shape[2]
-    dps, p0s, v0dvs, dvsqs, dusq = [], [], [], [], 0.0
-    for c in base.chunks:
-        # Differences in the working dtype (exact while a unit stays within 2x of its start) into
-        # reused buffers; the products and per-unit sums over D below involve no cancellation,
-        # so they run in the working dtype too and are widened before anything is combined.
-        du = torch.sub(u[c], u0[c], out=base.scratch_a[: c.stop - c.start])  # (l, R, D, M)
-        dv = torch.sub(v[c], v0[c], out=base.scratch_b[: c.stop - c.start])
-        dp = _f64(torch.matmul(fwd.hidden[c] / D, du))  # (l, R, N, D) @ (l, R, D, M) -> (l, R, N, M)
-        dps.append(dp)
-        # the forward's P = u_k^T h / D less dp: no second product; P's rounding only moves the
-        # point p0 where sigma is expanded, while a and e below stay differences taken in float64
-        p0s.append(_f64(fwd.preact[c]) - dp)
-        dusq = dusq + _f64(_unit_dot(du, du)).sum(dim=(0, 2, 3))
-        v0dvs.append(_f64(_unit_dot(v0[c], dv)))
-        dvsqs.append(_f64(_unit_dot(dv, dv)))
-    return Moves(torch.cat(dps), torch.cat(p0s), torch.cat(v0dvs), torch.cat(dvsqs), dusq)
+class Baseline:
+    """What every step is compared with, computed once per trial, and the per-unit sums of the
+    displacement since then, kept up to date by the steps themselves.
 
+    Created after the first forward pass, before the first step, it attaches itself to the net
+    as its step observer. Each step adds its increments du = -lr_hat H^T G, dv = -lr_hat B^T S
+    (rank N per layer) to the float64 sums |du|^2, v_0 . dv and |dv|^2 per unit, from (N, M)-sized
+    quantities the step has anyway:
+        du_k . du = -lr_hat D sum_n dp G,  |du|^2 = lr_hat^2 G^T (H H^T) G,
+        v_0 . dv = -lr_hat sum_n (B v_0) S,  dv_k . dv = -lr_hat sum_n (B V_k - B v_0) S,
+        |dv|^2 = lr_hat^2 S^T (B B^T) S,
+    so no weight-sized difference or per-unit sum over D is ever taken. The only weight-sized
+    reads are P0 = H u_0 / D (one product per metric step) and B v_0 (one per step). In float32
+    dp = P - P0 and B dv = B V_k - B v_0 carry an absolute error of a few ulps of P and B V, i.e.
+    a relative error of about eps * alpha in the lazy regime (1e-3 at alpha = 65536)."""
 
-def _unit_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per-unit inner products over the D coordinates: (l, R, D, M) x2 -> (l, R, 1, M)."""
-    return torch.linalg.vecdot(a, b, dim=2).unsqueeze(2)
+    def __init__(self, net: ResNet, out0: torch.Tensor, units0: Units | None = None):
+        self.units0 = net.units.clone() if units0 is None else units0
+        self.out0 = out0
+        L, R, D, M = self.units0.u.shape
+        zeros = torch.zeros(L, R, M, dtype=torch.float64, device=self.units0.u.device)
+        self.v0_sq = _f64(self.units0.v).square().sum(dim=2)  # (L, R, M)
+        self.size0_sq = _f64(self.units0.u).square().sum(dim=(0, 2, 3)) + self.v0_sq.sum(dim=(0, 2))  # (R,)
+        self.du_sq, self.v0_dv, self.dv_sq = zeros, zeros.clone(), zeros.clone()
+        self._fwd: Forward | None = None
+        self._moves: Moves | None = None
+        self._buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+        net.observer = self
+
+    def buffer(self, name: str, like: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """A scratch tensor shaped like ``like``, reused from step to step (valid until the next
+        step's metrics)."""
+        buf = self._buffers.get((name, dtype))
+        if buf is None or buf.shape != like.shape:
+            buf = self._buffers[(name, dtype)] = torch.empty(like.shape, dtype=dtype, device=like.device)
+        return buf
+
+    def moves(self, fwd: Forward) -> Moves:
+        """The displacement at this forward pass (cached for it: the step reuses dp)."""
+        if fwd is not self._fwd:
+            D = self.units0.u.shape[2]
+            P = fwd.preact
+            # P0 = (h / D) u_0, one batched product: the forward's P = (h / D) u_k less it is dp
+            p0 = self.buffer("p0", P, P.dtype)
+            torch.bmm(_flat(fwd.hidden[:-1]) / D, _flat(self.units0.u), out=_flat(p0))
+            if p0.dtype != torch.float64:
+                p0 = self.buffer("p0", P).copy_(p0)
+            dp = torch.sub(P, p0, out=self.buffer("dp", P))  # float64: exact for float32 P, P0
+            self._moves = Moves(dp, p0, self.du_sq, self.v0_dv, self.dv_sq)
+            self._fwd = fwd
+        return self._moves
+
+    def __call__(self, net: ResNet, fwd: Forward, cotangent: torch.Tensor, gated: torch.Tensor, q: torch.Tensor) -> None:
+        """The step observer: add this step's increments to the per-unit sums (class docstring).
+        New tensors, not in place: a Moves taken before the step keeps its values."""
+        lr, D = net.lr_hat, self.units0.u.shape[2]
+        dp, s = self.moves(fwd).dp, fwd.activated
+        scratch, work = self.buffer("scratch", dp), self.buffer("work", q, q.dtype)
+        bv0 = torch.bmm(_flat(cotangent), _flat(self.units0.v), out=_flat(work))  # B v_0, working dtype
+        v0_ds = _over_samples(work, s, scratch)  # sum_n (B v_0) S
+        vk_ds = _over_samples(q, s, scratch) * D  # sum_n (B V_k) S
+        del bv0
+        self.du_sq = self.du_sq + (-2.0 * lr * D) * _over_samples(dp, gated, scratch) \
+            + lr * lr * _gram_form(fwd.hidden[:-1], gated, scratch, work)
+        self.v0_dv = self.v0_dv - lr * v0_ds
+        self.dv_sq = self.dv_sq - 2.0 * lr * (vk_ds - v0_ds) + lr * lr * _gram_form(cotangent, s, scratch, work)
 
 
 @dataclass
@@ -108,7 +144,7 @@ class Snapshot:
     @cached_property
     def moves(self) -> Moves:
         """The float64 displacement sums shared by feature_update, lin_ratio and weight_change."""
-        return _moves(self.net, self.fwd, self.base)
+        return self.base.moves(self.fwd)
 
 
 def err_out(s: Snapshot) -> torch.Tensor:
@@ -124,7 +160,8 @@ def loss(s: Snapshot) -> torch.Tensor:
 
 
 def feature_update(s: Snapshot) -> torch.Tensor:
-    return rms(s.moves.dp, (0, 2, 3))
+    dp = s.moves.dp  # the norm needs no squared temporary
+    return torch.linalg.vector_norm(dp, dim=(0, 2, 3)) / (dp.numel() // dp.shape[1]) ** 0.5
 
 
 def lin_ratio(s: Snapshot) -> torch.Tensor:
@@ -136,14 +173,25 @@ def lin_ratio(s: Snapshot) -> torch.Tensor:
     with the displacement dv, not as v_k and v_0 (whose combinations cancel to nothing in float32
     in the lazy regime), so only |v_0|^2, v_0 . dv and |dv|^2 per unit are needed.
     """
-    act, m = s.net.activation, s.moves
-    s0 = act.value(m.p0)
-    sk = act.value(m.p0 + m.dp)
-    a = sk - s0
-    e = a - act.derivative(m.p0, s0) * m.dp
-    v0v0, v0dv, dvdv = s.base.v0_sq, m.v0_dv, m.dv_sq  # (L, R, 1, M)
-    num = (v0v0 * e * e + 2 * v0dv * e * a + dvdv * a * a).sum(dim=(0, 2, 3))
-    den = (v0v0 * a * a + 2 * v0dv * a * sk + dvdv * sk * sk).sum(dim=(0, 2, 3))
+    act, m, base = s.net.activation, s.moves, s.base
+    s0 = base.buffer("s0", m.p0)
+    act.apply(m.p0, s0)
+    # sigma(P) at the current units: the forward's own in float64, recomputed in float64 otherwise
+    sk = s.fwd.activated
+    if sk.dtype != torch.float64:
+        sk = base.buffer("sk", m.p0).copy_(s.fwd.preact)
+        act.apply(sk, sk)
+    a = torch.sub(sk, s0, out=base.buffer("a", m.p0))
+    e = base.buffer("e", m.p0)
+    act.apply_derivative(m.p0, s0, e)
+    e.mul_(m.dp)
+    torch.sub(a, e, out=e)  # e = a - sigma'(p0) dp
+    scratch = base.buffer("scratch", m.p0)
+    ee, ea, aa = _over_samples(e, e, scratch), _over_samples(e, a, scratch), _over_samples(a, a, scratch)
+    ask, sksk = _over_samples(a, sk, scratch), _over_samples(sk, sk, scratch)
+    v0v0, v0dv, dvdv = base.v0_sq, m.v0_dv, m.dv_sq  # (L, R, M)
+    num = (v0v0 * ee + 2 * v0dv * ea + dvdv * aa).sum(dim=(0, 2))
+    den = (v0v0 * aa + 2 * v0dv * ask + dvdv * sksk).sum(dim=(0, 2))
     ratio = num.clamp_min(0).sqrt() / den.clamp_min(0).sqrt()
     return torch.where(den > 0, ratio, torch.zeros_like(ratio))
 
@@ -153,7 +201,7 @@ def output_change(s: Snapshot) -> torch.Tensor:
 
 
 def weight_change(s: Snapshot) -> torch.Tensor:
-    moved = s.moves.du_sq + s.moves.dv_sq.sum(dim=(0, 2, 3))
+    moved = (s.moves.du_sq + s.moves.dv_sq).sum(dim=(0, 2))
     return (moved / s.base.size0_sq).sqrt()
 
 

@@ -23,6 +23,7 @@ it, so R seeds cost one batched matrix product per layer, not R Python loops.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -133,15 +134,24 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     """
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
-    us, vs = [], []
-    for seed in seeds:
+
+    def draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         gen = torch.Generator().manual_seed(stream_seed("units", int(seed)))
-        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_u * D**0.5)
-        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64) * (config.sigma_v * D**0.5)
+        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_u * D**0.5)
+        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_v * D**0.5)
         if config.antithetic:
             u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
-        us.append(u)
-        vs.append(v)
+        return u, v
+
+    # Each seed has its own generator, so seeds can draw in parallel threads (randn releases the
+    # GIL): the numbers do not depend on the number of threads.
+    workers = min(len(seeds), torch.get_num_threads())
+    if workers > 1 and L * D * drawn >= 1 << 16:
+        with ThreadPoolExecutor(workers) as pool:
+            pairs = list(pool.map(draw, seeds))
+    else:
+        pairs = [draw(seed) for seed in seeds]
+    us, vs = [p[0] for p in pairs], [p[1] for p in pairs]
     # (R, L, D, M) -> (L, R, D, M): a layer's weights for all seeds are one contiguous block.
     u = torch.stack(us, dim=1).to(device=device, dtype=dtype).contiguous()
     v = torch.stack(vs, dim=1).to(device=device, dtype=dtype).contiguous()
@@ -179,6 +189,10 @@ class ResNet:
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
         self._workspace: dict[str, torch.Tensor] = {}
+        # Called as observer(net, fwd, cotangent, gated, q) inside ``step``, after the backward
+        # sweep and before the in-place update (q = B V / D before gating): metrics.Baseline
+        # uses it to keep its per-unit displacement sums up to date from the step's own factors.
+        self.observer = None
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
         """A buffer reused from step to step: large fresh allocations cost page faults every
@@ -227,6 +241,8 @@ class ResNet:
         U_l -= lr_hat H_{l-1} G_l^T and V_l -= lr_hat B_l sigma(P_l)^T, all layers in two
         batched products once the backward sweep has produced every G_l and B_l."""
         cotangent, gated = self._backprop(fwd)
+        if self.observer is not None:
+            self.observer(self, fwd, cotangent, gated, self._workspace["q"])
         L, R, D, M = self.units.u.shape
         self.units.u.view(L * R, D, M).baddbmm_(_flat(fwd.hidden[:-1]).transpose(1, 2), _flat(gated), alpha=-self.lr_hat)
         self.units.v.view(L * R, D, M).baddbmm_(_flat(cotangent).transpose(1, 2), _flat(fwd.activated), alpha=-self.lr_hat)
@@ -245,12 +261,16 @@ class ResNet:
         d_out, N = cfg.problem.d_out, cfg.problem.samples
         cotangent = self._buffer("cotangent", tuple(fwd.hidden[1:].shape))
         gated = self._buffer("gated", tuple(fwd.preact.shape))
+        q = self._buffer("q", tuple(fwd.preact.shape)) if self.observer is not None else None
         self.activation.apply_derivative(fwd.preact, fwd.activated, gated)  # becomes G in place, layer by layer
         # B_L = (D / 2) dl/dh_L, with l = ||f - y||^2 / (N d_out) and f = W_U^T h / D.
         cotangent[-1] = torch.matmul(fwd.out - self.problem.y, self.problem.readout.T) / (N * d_out)
         for layer in reversed(range(cfg.L)):
             b = cotangent[layer]
-            gated[layer].mul_(torch.bmm(b / D, units.v[layer]))  # B V / D: (R, N, D) @ (R, D, M)
+            if q is None:
+                gated[layer].mul_(torch.bmm(b / D, units.v[layer]))  # B V / D: (R, N, D) @ (R, D, M)
+            else:  # the same product, kept for the observer
+                gated[layer].mul_(torch.bmm(b / D, units.v[layer], out=q[layer]))
             if layer:
                 # B_{l-1} = B_l + c G_l U_l^T
                 torch.baddbmm(b, gated[layer], units.u[layer].transpose(1, 2), alpha=c, out=cotangent[layer - 1])

@@ -109,7 +109,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     separation = torch.zeros(len(net.seeds), dtype=torch.float64)
     for k, fwd in net.trajectory():
         if baseline is None:
-            baseline = Baseline(units0, fwd.out.clone())
+            baseline = Baseline(net, fwd.out.clone(), units0)
         snapshot = Snapshot(net, fwd, baseline, ref_out[k], ref_hidden[k])
         values = {name: fn(snapshot).to(torch.float64).cpu().tolist() for name, fn in METRICS.items()}
         loss_k = net.loss(fwd.out).to(torch.float64)

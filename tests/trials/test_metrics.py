@@ -26,7 +26,7 @@ def _snapshot_after(cfg: TrialConfig, steps: int):
     """The engine's state after ``steps`` GD steps, with a zero reference."""
     net = ResNet(cfg)
     start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
-    base = Baseline(net.units.clone(), net.forward().out.clone())
+    base = Baseline(net, net.forward().out.clone())
     for k, fwd in net.trajectory():
         if k == steps:
             return net, start, Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
@@ -90,3 +90,25 @@ def test_divergence_ends_the_seed_with_a_diverged_row_and_never_raises(device, s
 def test_reference_with_other_steps_is_refused(small_reference):
     with pytest.raises(ValueError, match="steps"):
         train_trial(TrialConfig(L=2, M=2, D=4, steps=5, device="cpu"), small_reference)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_metrics_observer_only_reads_the_step(dtype):
+    """The baseline follows each step (ResNet.observer) from its factors; it must not change them,
+    and its per-unit sums must equal the displacement taken explicitly from the weights."""
+    cfg = TrialConfig(L=4, M=6, D=5, steps=5, dtype=dtype, seeds=(2, 3), device="cpu")
+    plain = torch.stack([fwd.out.clone() for _, fwd in ResNet(cfg).trajectory()])
+    net = ResNet(cfg)
+    units0 = net.units.clone()
+    outs, base = [], None
+    for k, fwd in net.trajectory():
+        base = base or Baseline(net, fwd.out.clone())
+        snap = Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
+        [fn(snap) for fn in METRICS.values()]
+        outs.append(fwd.out.clone())
+    assert torch.equal(torch.stack(outs), plain)
+    du, dv = (net.units.u - units0.u).double(), (net.units.v - units0.v).double()
+    rel = 1e-10 if dtype == "float64" else 1e-4
+    torch.testing.assert_close(snap.moves.du_sq, du.square().sum(dim=2), rtol=rel, atol=0)
+    torch.testing.assert_close(snap.moves.dv_sq, dv.square().sum(dim=2), rtol=rel, atol=0)
+    torch.testing.assert_close(snap.moves.v0_dv, (units0.v.double() * dv).sum(dim=2), rtol=rel, atol=rel * 1e-2)

@@ -130,7 +130,7 @@ def test_float32_local_metrics_track_float64_in_the_lazy_regime(alpha):
         net = ResNet(cfg)
         units0, base = net.units.clone(), None
         for k, fwd in net.trajectory():
-            base = base or Baseline(units0, fwd.out.clone())
+            base = base or Baseline(net, fwd.out.clone(), units0)
         snap = Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
         values[dtype] = {m: METRICS[m](snap).double().numpy() for m in ("lin_ratio", "weight_change", "feature_update")}
     for metric, exact in values["float64"].items():
