@@ -122,6 +122,10 @@ L, M, D, N, R, K = map(int, sys.argv[1:7])
 cfg = TrialConfig(L=L, M=M, D=D, problem=ProblemConfig(samples=N), seeds=tuple(range(R)), steps=K,
                   dtype=sys.argv[7], device="cpu")
 ref = compute_reference(ReferenceConfig(limit=cfg, depth=2, width=2, replicas=2, device="cpu"))
+# A tiny trial first: torch's one-time allocations (kernel tables, thread pools, allocator
+# caches) then land before the baseline instead of in the trial's growth.
+tiny = TrialConfig(L=2, M=2, D=4, problem=ProblemConfig(samples=N), seeds=(0,), steps=1, dtype=sys.argv[7], device="cpu")
+train_trial(tiny, compute_reference(ReferenceConfig(limit=tiny, depth=2, width=2, replicas=2, device="cpu")))
 with open("/proc/self/statm") as f:
     before = int(f.read().split()[1]) * resource.getpagesize()
 started = time.perf_counter()
