@@ -16,19 +16,9 @@ from explorer.cli import main
 from explorer.progress import Progress, eta_seconds
 from store import StoreError
 
-SPEC = """
-name = "fails"
-[train]
-steps = 5
-[reference]
-depth = 16
-width = 8
-[grid]
-L = [2, 4]
-M = [1]
-D = [4]
-seeds = 2
-"""
+from .test_cli_sweep import GOOD
+
+SPEC = GOOD.replace('name = "cli"', 'name = "fails"')
 
 
 def test_ray_that_times_out_at_start_is_one_line_with_what_to_do(tmp_path, monkeypatch):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -75,20 +74,6 @@ def test_a_sweep_runs_from_a_folder_holding_folders_named_like_the_packages(tmp_
 MARKERS = ("MarkerSecret123", "MarkerAccessKey456")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def moto_endpoint():
-    moto_server = pytest.importorskip("moto.server")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop()
 
 
 def _files_with(root: Path, needles: tuple[str, ...]) -> list[str]:
@@ -104,20 +89,20 @@ def _files_with(root: Path, needles: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def test_credentials_reach_no_log_runtime_env_store_file_or_terminal(tmp_path, moto_endpoint):
+def test_credentials_reach_no_log_runtime_env_store_file_or_terminal(tmp_path, s3_endpoint):
     import pyarrow.fs as pafs
 
     from explorer.ray_runner import private_temp_dir
 
     bucket = f"b-{uuid.uuid4().hex[:12]}"
-    fs = pafs.S3FileSystem(endpoint_override=moto_endpoint, scheme="http", access_key="x", secret_key="y",
+    fs = pafs.S3FileSystem(endpoint_override=s3_endpoint, scheme="http", access_key="x", secret_key="y",
                            region="us-east-1", allow_bucket_creation=True)
     fs.create_dir(bucket)
     private = Path(private_temp_dir())
     temp_root = private / "ray"
     sessions_before = set(temp_root.iterdir()) if temp_root.exists() else set()
     env = environment(AWS_ACCESS_KEY_ID=MARKERS[1], AWS_SECRET_ACCESS_KEY=MARKERS[0], AWS_DEFAULT_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=f"http://{moto_endpoint}")
+                      AWS_ENDPOINT_URL=f"http://{s3_endpoint}")
     spec = write_spec(tmp_path / "spec.toml", "secret")
     done = sweep([spec, "--store", f"s3://{bucket}/results"], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

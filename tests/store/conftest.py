@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import uuid
 
@@ -15,21 +14,6 @@ from store import Store  # noqa: E402
 S3_KEYS = {"access_key": "testing", "secret_key": "testing", "region": "us-east-1"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """``host:port`` of a moto S3 server started for this test session."""
-    moto_server = pytest.importorskip("moto.server")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop()
 
 
 def s3_filesystem(endpoint: str):
