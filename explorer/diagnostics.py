@@ -87,8 +87,9 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     Returns:
         DataFrame with columns law, n_params (parameters fitted), cv_loo, cv_extrap, rank (1 =
         best; laws within ``CV_TOLERANCE`` of the best cv_loo rank first by fewer parameters,
-        the rest by cv_loo), sorted by rank. A law that cannot be fitted on the grid has NaN
-        errors, the last ranks and its reason in column ``note``.
+        the rest by cv_loo; among those, a law fitted without terms the grid cannot measure after
+        the whole ones, its ``note`` naming the terms), sorted by rank. A law that cannot be
+        fitted on the grid has NaN errors, the last ranks and its reason in column ``note``.
     Raises:
         FitError: several slices, no points. ExpressionError: an invalid expression.
     """
@@ -103,9 +104,11 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     for form in forms:
         label, asked = resolve_form(form)
         try:
-            expr, _ = unidentified_terms(asked, data.frame)
+            expr, dropped = unidentified_terms(asked, data.frame)
+            # A law reduced to another (joint without its D term on a single-D grid) says so.
+            note = f"fitted without {', '.join(sorted(dropped))} (not measurable on this grid)" if dropped else ""
             rows.append({"law": label, "n_params": len(expr.parameters), **_cross_validate(expr, label, data, loss_scale,
-                                                                                           n_starts, rng), "note": ""})
+                                                                                           n_starts, rng), "note": note})
         except FitError as exc:
             rows.append({"law": label, "n_params": len(asked.parameters), "cv_loo": math.nan, "cv_extrap": math.nan,
                          "note": str(exc)})
@@ -113,8 +116,9 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     finite = np.isfinite(table["cv_loo"])
     best = table.loc[finite, "cv_loo"].min() if finite.any() else math.nan
     near = finite & (table["cv_loo"] <= best * (1 + CV_TOLERANCE))
-    order = table.assign(_far=~near, _finite=~finite, _p=np.where(near, table["n_params"], 0))
-    order = order.sort_values(["_finite", "_far", "_p", "cv_loo"], kind="stable")
+    order = table.assign(_far=~near, _finite=~finite, _p=np.where(near, table["n_params"], 0),
+                         _reduced=near & (table["note"] != ""))  # a whole law before a reduced twin
+    order = order.sort_values(["_finite", "_far", "_p", "_reduced", "cv_loo"], kind="stable")
     table = table.loc[order.index].reset_index(drop=True)
     table["rank"] = np.arange(1, len(table) + 1)
     return table[["law", "n_params", "cv_loo", "cv_extrap", "rank", "note"]]

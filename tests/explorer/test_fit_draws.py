@@ -203,3 +203,13 @@ def test_every_fitted_estimate_lies_in_its_interval_and_unfitted_ones_are_nan(fo
         else:
             assert result.ci_low[name] <= result.estimate[name] <= result.ci_high[name], name
     assert result.samples.shape[1] == len(result.law.parameters)
+
+
+def test_on_a_single_d_grid_joint_ranks_after_theory_and_says_what_it_lacks():
+    truth = COMPARE_TRUTH["theory"]
+    expr = resolve_form("theory")[1]
+    grid = law_grid(lambda L, M, D: float(expr(truth, L, M, D)), Ds=(8,), Ms=(1, 4, 16, 64), rng=np.random.default_rng(5))
+    table = compare_laws(grid, forms=["joint", "theory"]).set_index("law")
+    assert table.loc["theory", "rank"] < table.loc["joint", "rank"]  # the same law on this grid: the whole one first
+    assert table.loc["joint", "note"] == "fitted without c3 (not measurable on this grid)"
+    assert table.loc["theory", "note"] == ""
