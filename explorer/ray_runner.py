@@ -496,7 +496,6 @@ def _no_secrets_in_runtime_env() -> Iterator[None]:
         os.environ.update(saved)
 
 
-
 class _ProgressCallback(tune.Callback):
     """Driver side: turns the workers' reports into progress counts (keys only, no rows)."""
 
