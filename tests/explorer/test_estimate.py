@@ -122,16 +122,15 @@ L, M, D, N, R, K = map(int, sys.argv[1:7])
 cfg = TrialConfig(L=L, M=M, D=D, problem=ProblemConfig(samples=N), seeds=tuple(range(R)), steps=K,
                   dtype=sys.argv[7], device="cpu")
 ref = compute_reference(ReferenceConfig(limit=cfg, depth=2, width=2, replicas=2, device="cpu"))
-# A tiny trial first: torch's one-time allocations (kernel tables, thread pools, allocator
-# caches) then land before the baseline instead of in the trial's growth.
-tiny = TrialConfig(L=2, M=2, D=4, problem=ProblemConfig(samples=N), seeds=(0,), steps=1, dtype=sys.argv[7], device="cpu")
-train_trial(tiny, compute_reference(ReferenceConfig(limit=tiny, depth=2, width=2, replicas=2, device="cpu")))
 with open("/proc/self/statm") as f:
     before = int(f.read().split()[1]) * resource.getpagesize()
 started = time.perf_counter()
 train_trial(cfg, ref)
 wall = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM is this process's own high-water mark; ru_maxrss is not: Linux carries it over from the
+# parent's memory at fork through exec, so under a large pytest process it read the parent's size.
+with open("/proc/self/status") as f:
+    peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 print(json.dumps({"growth": peak - before, "estimate": trial_memory_bytes(cfg), "wall": wall, "est_s": trial_seconds(cfg)}))
 """
 
