@@ -30,12 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import (NUMERICS_VERSION, ReferenceConfig, TrialConfig, largest_reference_key, resolve_device, stable_hash,  # noqa: F401
-                     torch_dtype)
+from .config import (NUMERICS_VERSION, REFERENCE_KINDS, ReferenceConfig, TrialConfig,  # noqa: F401
+                     largest_reference_key, resolve_device, stable_hash, torch_dtype)
 from .model import ResNet, Units, init_units, make_problem
-
-from .config import REFERENCE_KINDS  # noqa: E402  (declared with the configs, which import no torch)
-RECORD_KINDS = REFERENCE_KINDS  # joint_limit records come from trials/joint_limit.py (exact, identity activation)
 
 
 class ReferenceDiverged(RuntimeError):
@@ -60,8 +57,8 @@ class Reference:
     def from_record(cls, arrays: dict[str, np.ndarray], meta: dict) -> "Reference":
         meta = dict(meta)
         key, kind = meta.pop("key"), meta.pop("kind")
-        if kind not in RECORD_KINDS:
-            raise ValueError(f"unknown reference kind {kind!r}; expected one of: {', '.join(RECORD_KINDS)}")
+        if kind not in REFERENCE_KINDS:  # joint_limit records come from trials/joint_limit.py
+            raise ValueError(f"unknown reference kind {kind!r}; expected one of: {', '.join(REFERENCE_KINDS)}")
         missing = {"out", "hidden", "loss", "err_out", "err_hidden"} - set(arrays)
         if missing:
             raise ValueError(f"reference {key} lacks arrays: {', '.join(sorted(missing))}")
