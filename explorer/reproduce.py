@@ -21,7 +21,6 @@ every sweep (``explorer.api.sweep``): rerunning skips the trials the store has.
 """
 from __future__ import annotations
 
-import html
 import math
 import time
 from dataclasses import dataclass, field

@@ -22,8 +22,6 @@ import datetime as _dt
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
 from .catalog import Listing, list_kind, list_references, list_sweeps, resolve, unexpected_entries
 from .files import Entry, Files
 from .layout import DATA_KINDS, check_sweep

@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .config import DATA_KINDS  # noqa: F401  (declared with the configs, which import no torch)
 LINEAR_TARGET_X_NORM = 0.8  # |x| in the authors' units
 LINEAR_TARGET_NOISE = 0.05  # std of the label noise, authors' units
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import (NUMERICS_VERSION, REFERENCE_KINDS, ReferenceConfig, TrialConfig,  # noqa: F401
-                     largest_reference_key, resolve_device, stable_hash, torch_dtype)
+from .config import (NUMERICS_VERSION, REFERENCE_KINDS, ReferenceConfig, TrialConfig, largest_reference_key,
+                     resolve_device, torch_dtype)
 from .model import ResNet, Units, init_units, make_problem
 
 
