@@ -915,6 +915,10 @@ def run_sweep(
                 _release_dead_locks(store, the_plan, wait_s=5.0 if result.interrupted is not None else 0.0)
                 if not leases.others(planned_keys):
                     remove_leftovers(store, spec.name)
+                # a worker stopped between its metrics and its trials row (the signal, a lost
+                # node) leaves rows that check calls incomplete: this driver held those keys and
+                # its workers are gone, so nobody else can be writing them
+                store.remove_unfinished(spec.name, claimed - set(leases.others(claimed)))
         bar.finish()
         if result.interrupted is None:
             _compact_trials(store, spec.name, bar)

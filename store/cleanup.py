@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from .catalog import list_kind, list_references
+from collections.abc import Iterable
+
+from .catalog import completed_keys, list_kind, list_references
 from .files import Files
-from .layout import DATA_KINDS, check_sweep
+from .layout import DATA_KINDS, check_key, check_sweep, key_file
 
 STALE_TEMPORARY_S = 3600.0  # no write takes an hour: a temporary this old has no live writer
 
@@ -44,4 +46,27 @@ def remove_temporaries(files: Files, sweep: str, before: _dt.datetime | None = N
             if entry.mtime is None or entry.mtime < before:
                 files.delete(entry.path)
                 removed += 1
+    return removed
+
+
+def remove_unfinished(files: Files, sweep: str, keys: Iterable[str]) -> int:
+    """Delete the metrics files of those ``keys`` that have no trials row: trials whose worker was
+    stopped between the two writes (a signal, a lost node). The rerun would replace them anyway;
+    until then ``check`` reports them as incomplete. Only the caller knows that no writer of these
+    keys is still at work (a driver that held their claims and has stopped its workers).
+
+    Returns:
+        How many files were deleted.
+
+    Raises:
+        InvalidNameError: a bad sweep name or key. StoreError: the store cannot be listed.
+    """
+    check_sweep(sweep)
+    unfinished = {check_key(k) for k in keys} - completed_keys(files, sweep)
+    removed = 0
+    for key in sorted(unfinished):
+        path = key_file(files.root, sweep, "metrics", key)
+        if files.exists(path):
+            files.delete(path)
+            removed += 1
     return removed

@@ -250,6 +250,13 @@ class Store:
         """
         return cleanup.remove_temporaries(self._files, sweep, before=before, references=references)
 
+    def remove_unfinished(self, sweep: str, keys: Iterable[str]) -> int:
+        """Delete the metric rows of those ``keys`` that have no trials row (a worker stopped
+        between its two writes); returns how many files were deleted. Call it only when no
+        writer of these keys can still be at work (a sweep driver does, for the trials it held,
+        once its workers are stopped)."""
+        return cleanup.remove_unfinished(self._files, sweep, keys)
+
     # -- maintenance ---------------------------------------------------------------------------
     def quarantine(self, sweep: str | None = None) -> list[tuple[str, str]]:
         """Move unreadable data files to ``<root>/quarantine/<relative path>`` (nothing deleted);

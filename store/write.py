@@ -3,7 +3,8 @@
 A trial is written as two files, metrics first, then its one-row ``trials`` file; the trials file
 is the mark of completion (``Store.completed_trial_keys``). A crash between the two leaves metrics
 without a trials row: the trial counts as not done and is simply rerun, and the rerun replaces
-the same file names, so nothing is duplicated.
+the same file names, so nothing is duplicated; a driver that stops cleanly deletes such rows of
+the trials it held (``cleanup.remove_unfinished``).
 """
 from __future__ import annotations
 

@@ -170,3 +170,29 @@ def test_a_file_removed_between_listing_and_reading_is_read_again_not_called_unr
     got = local_store.trial_statuses("s")
     assert len(calls) == 2  # the first read failed on the vanished file, the second listed again
     assert got == {k: v for k, v in expected.items() if k != gone_key}
+
+
+def test_remove_unfinished_deletes_only_the_metrics_of_the_given_keys_that_have_no_trials_row(local_store):
+    from store.write import parquet_bytes
+    from store.schema import SCHEMA_VERSION, to_table
+    from store.layout import key_file
+    _fill(local_store)
+    complete = sorted(local_store.completed_trial_keys("s"))
+    # two workers stopped between their writes: metrics landed, the trials row did not
+    orphans = []
+    for L in (7, 9):
+        key, rows, _ = kit.trial(L=L, steps=3, seeds=(0, 1))
+        table = to_table("metrics", rows, {"sweep": "s", "trial_key": key, "schema_version": SCHEMA_VERSION, "package_version": "t"})
+        local_store.files.put(key_file(local_store.files.root, "s", "metrics", key), parquet_bytes(table))
+        orphans.append(key)
+    assert {f.category for f in local_store.check().findings} == {"incomplete"}
+
+    # a key held by another driver (not passed) keeps its rows; complete keys are never touched
+    assert local_store.remove_unfinished("s", [orphans[0], *complete]) == 1
+    assert [f.where for f in local_store.check().findings] == [f"s/{orphans[1]}"]
+    assert local_store.remove_unfinished("s", orphans) == 1
+    assert local_store.check().ok
+    assert sorted(local_store.completed_trial_keys("s")) == complete
+    assert local_store.query("SELECT count(DISTINCT trial_key) AS n FROM metrics").column(0)[0].as_py() == len(complete)
+    with pytest.raises(InvalidNameError):
+        local_store.remove_unfinished("s", ["../x"])
