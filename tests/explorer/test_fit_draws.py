@@ -15,6 +15,7 @@ from .analysis_data import connect, draws_grid, law_grid, law_rows, random_effec
 GRID = dict(Ls=(4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), seeds=4)
 
 
+@pytest.mark.slow  # statistical coverage: 60 synthetic sweeps, 12 s
 def test_two_level_bootstrap_covers_population_exponents_when_draws_shift_them():
     reps, hits = 60, {"a": 0, "b": 0}
     for rep in range(reps):
