@@ -33,6 +33,14 @@ class _CleanErrors(click.Group):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
+            except KeyboardInterrupt:
+                # Ctrl-C before a sweep arms its own handlers (parsing, planning) or in any other
+                # command: nothing is half-written (every write is atomic), so one line, the
+                # shell's code for SIGINT
+                if ctx.meta.get("explorer.debug"):
+                    raise
+                click.echo("interrupted (SIGINT)", err=True)
+                sys.exit(130)
 
 
 def _warning_line(show):
