@@ -12,7 +12,7 @@ import pytest
 
 from store import Store, StoreError, StoreUnreachable
 
-from conftest import s3_filesystem
+from .conftest import s3_filesystem
 
 
 def _closed_port() -> int:
