@@ -31,6 +31,14 @@ The only module that imports Ray (named for it: ``explorer.sweep`` is the public
    metrics stay as they are: ``explorer compact`` merges those). The summary is read back from
    the store: the exit code is 0 when every trial ended ok or diverged, 1 otherwise.
 
+A store that becomes unreachable mid-sweep (an S3 endpoint that died) stops the whole run within
+seconds: the worker whose write or read failed probes the store once (``Store.probe()``) and, if
+that fails too, reports ``_STORE_LOST`` instead of raising (which Tune would retry on every pack);
+the driver then stops every Tune trial (``_StopWhenStoreLost``; a reference task raising
+``StoreUnreachable`` does the same), shuts Ray down and raises one ``StoreUnreachable`` naming the
+store, the filesystem's error and how to resume (``_stop_when_store_lost``). Trials already
+written stay; claims lapse after their TTL.
+
 SIGINT and SIGTERM (``_SignalGuard``) stop the run at any point: Ray is shut down, claims and the
 reference locks of dead workers released, temporaries removed, and the summary (what really ran,
 how to resume) comes with exit code 130 or 143. Credentials stay out of Ray's runtime envs
@@ -87,7 +95,7 @@ with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
     from ray import tune
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, trial_row_from_metrics
+from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, StoreUnreachable, trial_row_from_metrics
 from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, resolve_device,
                     train_trial)
 
@@ -348,7 +356,21 @@ def _reference_task(store: Store, planned: PlannedReference) -> tuple[str | None
         _load_reference(store, planned)
     except ReferenceDiverged as exc:
         return str(exc), threads, time.perf_counter() - t0
+    except StoreError as exc:
+        raise _unreachable(store, exc) or exc from None
     return None, threads, time.perf_counter() - t0
+
+
+def _unreachable(store: Store, exc: StoreError) -> StoreUnreachable | None:
+    """After a store error in a worker: the store's own failure (``Store.probe()``, once), or
+    None when the store answers and the error was about one file or one moment."""
+    if isinstance(exc, StoreUnreachable):
+        return exc
+    try:
+        store.probe()
+    except StoreUnreachable as lost:
+        return lost
+    return None
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -408,6 +430,11 @@ def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> str:
             try:
                 rows = train_trial(trial.config, _load_reference(job.store, planned_ref))
                 break
+            except StoreError as exc:  # the reference could not be read: the store may be gone
+                lost = _unreachable(job.store, exc)
+                if lost is not None:
+                    raise lost from None
+                error = _error_text(exc)
             except Exception as exc:  # noqa: BLE001 - any error of a trial is recorded, never fatal
                 error = _error_text(exc)
     seconds = time.perf_counter() - t0
@@ -423,29 +450,43 @@ def _run_point(job: _Job, trial: PlannedTrial, node_id: str) -> str:
     return trial_row["status"]
 
 
+_STORE_LOST = "store_lost"  # the key of a worker's report that the store is unreachable
+
+
 def _run_pack(config: dict, job: _Job) -> None:
-    """Tune function trainable: run one pack of grid points, reporting keys and statuses."""
+    """Tune function trainable: run one pack of grid points, reporting keys and statuses.
+
+    A store error after which the store fails its probe ends the pack with a report carrying
+    ``_STORE_LOST`` (the driver then stops the sweep: ``_StopWhenStoreLost``) instead of an
+    error that Tune would retry on every pack, for minutes, against a store that is gone.
+    """
     pack_id = config["pack"]
     apply_torch_threads()
-    try:
-        attempt = ray.get(job.ledger.attempt.remote(pack_id))
-    except ray.exceptions.RayError:  # the ledger is gone: assume a restart, list the store
-        attempt = 1
-    done_before: set[str] = set()
-    if attempt > 0:  # a restart after a lost worker: skip what the first attempt already wrote
-        done_before = job.store.completed_trial_keys(job.sweep) - job.rerun
-    node_id = ray.get_runtime_context().get_node_id()
     keys, statuses = [], []
-    last = time.monotonic()
-    points = job.packs[pack_id]
-    for index, trial in enumerate(points):
-        status = "complete" if trial.trial_key in done_before else _run_point(job, trial, node_id)
-        keys.append(trial.trial_key)
-        statuses.append(status)
-        now = time.monotonic()
-        if now - last >= _REPORT_EVERY_S or index == len(points) - 1:
-            tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses)})
-            keys, statuses, last = [], [], now
+    try:
+        try:
+            attempt = ray.get(job.ledger.attempt.remote(pack_id))
+        except ray.exceptions.RayError:  # the ledger is gone: assume a restart, list the store
+            attempt = 1
+        done_before: set[str] = set()
+        if attempt > 0:  # a restart after a lost worker: skip what the first attempt already wrote
+            done_before = job.store.completed_trial_keys(job.sweep) - job.rerun
+        node_id = ray.get_runtime_context().get_node_id()
+        last = time.monotonic()
+        points = job.packs[pack_id]
+        for index, trial in enumerate(points):
+            status = "complete" if trial.trial_key in done_before else _run_point(job, trial, node_id)
+            keys.append(trial.trial_key)
+            statuses.append(status)
+            now = time.monotonic()
+            if now - last >= _REPORT_EVERY_S or index == len(points) - 1:
+                tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses)})
+                keys, statuses, last = [], [], now
+    except StoreError as exc:
+        lost = _unreachable(job.store, exc)
+        if lost is None:
+            raise
+        tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses), _STORE_LOST: _error_text(lost)})
 
 
 # --- the driver ------------------------------------------------------------------------------
@@ -518,6 +559,22 @@ class _ProgressCallback(tune.Callback):
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
         self.progress.update(running=running)
+
+
+class _StopWhenStoreLost(tune.Stopper):
+    """Driver side: stops every Tune trial as soon as one reports the store unreachable (every
+    other trial would fail the same way, and Tune would retry each of them)."""
+
+    def __init__(self):
+        self.lost: str | None = None
+
+    def __call__(self, trial_id, result) -> bool:
+        if self.lost is None and result.get(_STORE_LOST):
+            self.lost = result[_STORE_LOST]
+        return self.lost is not None
+
+    def stop_all(self) -> bool:
+        return self.lost is not None
 
 
 class _QuietReporter(tune.ProgressReporter):
@@ -855,6 +912,8 @@ def run_sweep(
         SpecError: a grid point the trials refuse, or resources no node can provide.
         ClusterError: Ray cannot be started or reached.
         StoreError: the store cannot be listed or written (checked before Ray starts).
+        StoreUnreachable: the store became unreachable mid-sweep (one line: the store, the
+            filesystem's error, how to resume); the run stopped as soon as a worker saw it.
     """
     started = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc)
@@ -872,7 +931,7 @@ def run_sweep(
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
         ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
         leases = _Leases(store, spec.name, ttl)
-        with _SignalGuard() as guard:
+        with _SignalGuard() as guard, _stop_when_store_lost(bar):
             try:
                 with contextlib.ExitStack() as ray_stack:
                     # Ray and the resource check first: a trial no node can run is refused before
@@ -935,6 +994,28 @@ def run_sweep(
     errors = store.trial_column(spec.name, "error", [t.trial_key for t in failed[:5]]) if failed else {}
     result.failures = [f"{_describe(t)} ({t.trial_key}): {errors.get(t.trial_key)}" for t in failed[:5]]
     return result
+
+
+@contextlib.contextmanager
+def _stop_when_store_lost(bar: Progress) -> Iterator[None]:
+    """Turn a store that became unreachable mid-sweep into one ``StoreUnreachable`` line that
+    names the store, the filesystem's error and how to resume. The cleanup on the way out (Ray
+    shut down, claims released) stops at the first store call that fails: the claims lapse after
+    their TTL, temporaries are removed by the next run."""
+    try:
+        yield
+    except StoreError as exc:
+        lost = exc
+        while lost is not None and not isinstance(lost, StoreUnreachable):
+            lost = lost.__context__  # a cleanup call that failed too, after the first loss
+        if lost is None:
+            raise
+        bar.finish()
+        again = _resume_command()
+        raise StoreUnreachable(
+            f"the store became unreachable mid-sweep, which stopped: {' '.join(str(lost).split())}; "
+            f"the trials already written stay in it: to resume, run the same command again once the store is "
+            f"back{': ' + again if again else ''}") from None
 
 
 def _float_env(name: str, default: float) -> float:
@@ -1045,6 +1126,8 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
         try:
             message, _threads, seconds = ray.get(ready[0])
         except Exception as exc:  # noqa: BLE001 - a reference that raised stops its group, not the sweep
+            if isinstance(root_cause(exc), StoreUnreachable):  # ... unless the store is gone: every group stops
+                raise StoreUnreachable(_error_text(exc)) from None
             broken[ref.ref_key] = _error_text(exc)
             bar.message(f"reference {done}/{len(refs)} {ref.ref_key} failed: {broken[ref.ref_key]}")
             continue
@@ -1109,6 +1192,7 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
     trainable = tune.with_resources(tune.with_parameters(_run_pack, job=job), resources)
     costs = {t.trial_key: estimated_seconds(t) for t in todo}
     callback = _ProgressCallback(bar, costs)
+    stopper = _StopWhenStoreLost()
     bar.begin(total_cost=sum(costs.values()), slots=slots)
     bar.message(f"trials: {len(todo)} to run as {len(packs)} Tune trials, up to {slots} at once")
     with tempfile.TemporaryDirectory(prefix="explorer-tune-") as tune_dir, _environment(_TUNE_ENV), \
@@ -1119,11 +1203,13 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
             tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=limit),
             run_config=tune.RunConfig(
                 name=f"explorer-{spec.name}", storage_path=tune_dir, verbose=0, log_to_file=False,
-                callbacks=[callback], progress_reporter=_QuietReporter(),
+                callbacks=[callback], progress_reporter=_QuietReporter(), stop=stopper,
                 failure_config=tune.FailureConfig(max_failures=LOST_ACTOR_RETRIES),
             ),
         )
         grid = tuner.fit()
+    if stopper.lost is not None:
+        raise StoreUnreachable(stopper.lost)
     lost = [_error_text(e).splitlines()[0] for e in grid.errors]
     if lost:
         bar.message(f"{len(lost)} Tune trial(s) failed for good: {lost[0]}")

@@ -2,7 +2,8 @@
 
 Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
 """
-from .errors import InvalidNameError, SchemaError, StoreError, StoreQueryError, UnreadableFileError
+from .errors import (InvalidNameError, SchemaError, StoreError, StoreQueryError, StoreUnreachable,
+                     UnreadableFileError)
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
@@ -27,6 +28,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreQueryError",
+    "StoreUnreachable",
     "UnreadableFileError",
     "check_read_only",
     "check_sweep",

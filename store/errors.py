@@ -10,6 +10,11 @@ class StoreError(Exception):
     """A results store that cannot be read, written or understood."""
 
 
+class StoreUnreachable(StoreError):
+    """A store that cannot be listed or written at all right now (its endpoint is down, its
+    folder gone or read-only): ``Store.probe()`` failed. Retrying the same call will not help."""
+
+
 class SchemaError(StoreError, ValueError):
     """Rows that do not match the declared schema; nothing was written."""
 

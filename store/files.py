@@ -7,6 +7,10 @@ Every file appears whole or not at all:
   ``allow_delayed_open``, which ``open_root`` sets), and an object only becomes visible once its
   upload completes;
 - any other pyarrow filesystem: temporary name, then ``move``.
+
+An S3 store opened from its URI fails fast when its endpoint is gone: short connect and request
+timeouts and a few attempts per request (``S3_TIMEOUTS``, each overridable by an environment
+variable), instead of pyarrow's defaults (about 6 s per request to a closed port).
 """
 from __future__ import annotations
 
@@ -23,6 +27,16 @@ from .errors import StoreError
 from .layout import join, temporary_path
 
 _OBJECT_STORES = ("s3", "gcs", "abfs")
+
+# How an S3 store opened from its URI talks to its endpoint: environment variable -> (default,
+# what it sets). A dead endpoint (connection refused) then fails a request in about 1 s, a
+# hanging one in about 3 x 3 s; a live one that answers slowly (a large upload) is not cut,
+# since the request timeout is the longest wait for the next byte, not the whole transfer.
+S3_TIMEOUTS = {
+    "EXPLORER_S3_CONNECT_TIMEOUT_S": (2.0, "seconds to open a connection"),
+    "EXPLORER_S3_REQUEST_TIMEOUT_S": (3.0, "seconds without a byte before a request fails"),
+    "EXPLORER_S3_MAX_ATTEMPTS": (3, "attempts per request (1 = no retry), with backoff"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,14 @@ class Files:
         self.durable = durable
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
         self._object_store = filesystem.type_name in _OBJECT_STORES
+        self.s3_attempts: int | None = None  # set by open_root for the S3 filesystems it builds
+
+    def __setstate__(self, state: dict) -> None:
+        # A pickled S3FileSystem keeps its timeouts but not its retry strategy (pyarrow 2x):
+        # the copy a Ray worker gets is rebuilt with the attempts the driver chose.
+        self.__dict__.update(state)
+        if self.__dict__.get("s3_attempts"):
+            self.fs = _s3_with_limits(self.fs, attempts=self.s3_attempts)
 
     # -- reading -------------------------------------------------------------------------------
     def list_dir(self, path: str, stat: bool = False) -> list[Entry]:
@@ -259,13 +281,14 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
         uri: the store root. Without ``filesystem``, a URI with a scheme goes through
             ``pyarrow.fs.FileSystem.from_uri`` (for S3 the endpoint, region and credentials come
             from the usual AWS variables, ``AWS_ENDPOINT_URL`` included); anything else is a local
-            path.
-        filesystem: an explicit pyarrow filesystem; ``uri`` is then a path on it (a leading
-            ``scheme://`` is dropped).
+            path. An S3 filesystem built here gets the timeouts and attempts of ``s3_limits()``.
+        filesystem: an explicit pyarrow filesystem, used as it is (its own timeouts and retries);
+            ``uri`` is then a path on it (a leading ``scheme://`` is dropped).
         durable: fsync local files before renaming them (off only for benchmarks and scratch).
 
     Raises:
-        StoreError: the URI cannot be resolved (unknown scheme, bad S3 options).
+        StoreError: the URI cannot be resolved (unknown scheme, bad S3 options, a bad
+            ``EXPLORER_S3_*`` variable).
     """
     text = os.fspath(uri)
     if not text:
@@ -279,6 +302,7 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
         root = os.path.abspath(os.path.expanduser(text))
         return Files(pafs.LocalFileSystem(), root, text, durable)
     scheme = text.split("://", 1)[0].lower()
+    limits = s3_limits() if scheme == "s3" else None  # a bad variable is an error before any request
     resolved = text
     if scheme == "s3" and "allow_delayed_open" not in text:
         # Single PUT per object instead of a multipart upload (fewer requests, same atomicity).
@@ -289,4 +313,46 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
         raise StoreError(f"cannot open store {text!r}: {exc}") from None
     if isinstance(fs, pafs.LocalFileSystem):
         root = os.path.abspath(root)
-    return Files(fs, root, text.split("?", 1)[0], durable)
+    attempts = None
+    if limits is not None and isinstance(fs, pafs.S3FileSystem):
+        connect_s, request_s, attempts = limits
+        fs = _s3_with_limits(fs, connect_s, request_s, attempts)
+    files = Files(fs, root, text.split("?", 1)[0], durable)
+    files.s3_attempts = attempts
+    return files
+
+
+def s3_limits() -> tuple[float, float, int]:
+    """``(connect timeout s, request timeout s, attempts)`` for S3 stores opened from a URI:
+    ``S3_TIMEOUTS``'s defaults, or the environment variables named there.
+
+    Raises:
+        StoreError: a variable that is not a positive number.
+    """
+    values = []
+    for name, (default, meaning) in S3_TIMEOUTS.items():
+        text = os.environ.get(name, "").strip()
+        if not text:
+            values.append(default)
+            continue
+        try:
+            value = type(default)(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            kind = "a positive integer" if isinstance(default, int) else "a positive number"
+            raise StoreError(f"{name}={text!r}: expected {kind} ({meaning}; default {default})")
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+def _s3_with_limits(fs: pafs.S3FileSystem, connect_s: float | None = None, request_s: float | None = None,
+                    attempts: int = 3) -> pafs.S3FileSystem:
+    """The same S3 filesystem (endpoint, region, credentials, options) with these timeouts (None:
+    keep its own) and a standard retry strategy of ``attempts``."""
+    options = dict(fs.__reduce__()[1][0])  # S3FileSystem's own pickling: every constructor option
+    if connect_s is not None:
+        options["connect_timeout"] = connect_s
+    if request_s is not None:
+        options["request_timeout"] = request_s
+    return pafs.S3FileSystem(**options, retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts))

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from .catalog import list_kind, list_references, list_sweeps
 from .cleanup import STALE_TEMPORARY_S
-from .errors import StoreError
+from .errors import StoreError, StoreUnreachable
 from .files import Files
 from .layout import DATA_KINDS, QUARANTINE_DIR, check_sweep, join, sweep_dir
 from .references import STALE_AFTER_S
@@ -134,23 +134,23 @@ def probe(files: Files) -> None:
     marker ``<root>/.probe.<token>``.
 
     Raises:
-        StoreError: saying which of the two failed, with the filesystem's message.
+        StoreUnreachable: saying which of the two failed, with the filesystem's message.
     """
     try:
         files.list_dir(files.root)
     except StoreError as exc:
-        raise StoreError(f"store {files.uri} cannot be listed: {exc}") from None
+        raise StoreUnreachable(f"store {files.uri} cannot be listed: {exc}") from None
     marker = join(files.root, f".probe.{uuid.uuid4().hex}")
     try:
         files.put(marker, b"probe")
         if files.info(marker) is None:
             raise StoreError(f"{files.display(marker)} was written but cannot be seen")
     except StoreError as exc:
-        raise StoreError(f"store {files.uri} cannot be written: {exc}") from None
+        raise StoreUnreachable(f"store {files.uri} cannot be written: {exc}") from None
     try:
         files.delete(marker)
     except StoreError as exc:
-        raise StoreError(f"store {files.uri} cannot delete files: {exc}") from None
+        raise StoreUnreachable(f"store {files.uri} cannot delete files: {exc}") from None
 
 
 @dataclass(frozen=True)

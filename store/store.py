@@ -276,7 +276,7 @@ class Store:
         """Check that the store can be listed and written (writes and deletes a hidden marker).
 
         Raises:
-            StoreError: what failed, with the filesystem's message.
+            StoreUnreachable: what failed, with the filesystem's message (a ``StoreError``).
         """
         maintenance.probe(self._files)
 
