@@ -16,7 +16,7 @@ from .options import open_store, open_sweep, store_errors, store_option, sweep_f
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
-DATA_KINDS = ("metrics", "trials", "fits")
+DATA_KINDS = ("metrics", "trials", "fits", "rounds")
 FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
@@ -64,7 +64,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
-    """Run a read-only SQL QUERY over the views metrics, trials, fits and references.
+    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
     data are left out, with a warning line on stderr.
