@@ -389,13 +389,5 @@ def adaptive_status(store: Store, sweep: str) -> list[str]:
     return lines
 
 
-def spec_without_adaptive_note(spec: SweepSpec) -> str | None:
-    """The note a plain ``explorer sweep`` prints when the spec has an [adaptive] section."""
-    if any(key.startswith("adaptive.") for key in spec.given):
-        return ("note: the spec has an [adaptive] section; this runs the whole grid. "
-                "Run `explorer sweep SPEC --adaptive` to choose points round by round")
-    return None
-
-
 __all__ = ["AdaptiveResult", "adaptive_status", "read_rounds", "round_id", "run_adaptive"]
 

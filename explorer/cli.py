@@ -173,8 +173,11 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
 @click.option("--dry-run", is_flag=True,
               help="Print the trials, the references and the estimated memory and time, and run nothing.")
+@click.option("--adaptive", is_flag=True,
+              help="Treat the grid as candidates: run rounds of points chosen to shrink the [adaptive] targets' "
+              "CIs per unit of cost, until they reach the half-width or the budget is spent (resumable).")
 def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
-                  max_concurrent: int | None, dry_run: bool) -> None:
+                  max_concurrent: int | None, dry_run: bool, adaptive: bool) -> None:
     """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
 
     KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
@@ -182,6 +185,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     ones run again. Exits 0 when every trial ended ok or diverged, 1 when some failed.
 
     Example: explorer sweep examples/quick.toml --store results
+    (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
     from .spec import load_spec
 
@@ -190,6 +194,15 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         _dry_run(loaded, embedded=address is None)
         return
     from . import api
+
+    if adaptive:
+        with store_errors():
+            outcome = api.adaptive_sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)
+        click.echo(outcome.summary())
+        sys.exit(outcome.exit_code)
+    if any(key.startswith("adaptive.") for key in loaded.given):
+        click.echo("note: the spec has an [adaptive] section, which only `explorer sweep SPEC --adaptive` reads; "
+                   "this runs the whole grid", err=True)
 
     with store_errors():
         result = api.sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)

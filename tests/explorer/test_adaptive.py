@@ -201,3 +201,18 @@ def test_an_adaptive_grid_may_vary_only_l_m_d_and_draws(tmp_path):
     spec = parse_spec({"name": "ad", "grid": {**GRID, "alpha": [1.0, 2.0]}})
     with pytest.raises(SpecError, match=r"\[grid\] alpha"):
         run_adaptive(spec, Store(tmp_path / "s"), FakeRunner(None, free_law()))
+
+
+def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path):
+    from explorer.api import sweep_status
+    from explorer.report import build_report
+
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=0.1, budget=0.3, batch=4, initial=8)
+    run_adaptive(spec, st, FakeRunner(st, free_law()))
+    report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
+    assert {"adaptive_points", "adaptive_ci"} <= set(report.charts)
+    assert (tmp_path / "out" / "adaptive_ci.svg").exists()
+    lines = sweep_status(sweep="ad", store=st).lines()
+    assert any(line.startswith("adaptive: round ") and "of the full grid" in line for line in lines)
+    assert any(line.strip().startswith("a = ") for line in lines) and any("stopped:" in line for line in lines)
