@@ -216,3 +216,16 @@ def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path):
     lines = sweep_status(sweep="ad", store=st).lines()
     assert any(line.startswith("adaptive: round ") and "of the full grid" in line for line in lines)
     assert any(line.strip().startswith("a = ") for line in lines) and any("stopped:" in line for line in lines)
+
+
+def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "ad"\n[grid]\nL = [4, 8]\nM = [1, 4]\nD = [8]\n[adaptive]\nbudget = 2\n')
+    result = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: spec error: [adaptive] budget: expected a fraction of the full grid's cost in (0, 1], got 2"]
