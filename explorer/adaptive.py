@@ -191,6 +191,8 @@ class _Loop:
                        range_check=False)
         except (FitError, SweepDataError) as exc:
             return str(exc)
+        except (np.linalg.LinAlgError, ValueError) as exc:  # a degenerate early design: more points first
+            return f"the fit failed ({type(exc).__name__}: {exc})"
         finally:
             con.close()
 
