@@ -12,6 +12,7 @@ _LAZY = {
     "load_spec": "spec",  # the same function as explorer.spec.load_spec
     "sweep": "api",
     "sweep_status": "api",
+    "adaptive_sweep": "api",
     "grid_errors": "fit",
     "fit_sweep": "fit",
     "phase_diagram": "phase",

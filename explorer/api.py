@@ -22,6 +22,7 @@ from .planning import plan
 from .spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
+    from .adaptive import AdaptiveResult
     from .ray_runner import SweepResult
 
 
@@ -68,6 +69,56 @@ def sweep(
                      max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
 
 
+def adaptive_sweep(
+    spec_or_path: SweepSpec | Mapping | str | os.PathLike,
+    store: Store | str | os.PathLike = "results",
+    address: str | None = None,
+    max_concurrent: int | None = None,
+    overrides: Sequence[str] = (),
+    progress: bool = True,
+    num_cpus: int | None = None,
+) -> "AdaptiveResult":
+    """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
+    points chosen by the [adaptive] rules run as Ray Tune trials until every target's CI is
+    narrow enough or the budget is spent (``explorer.adaptive``; docs/sweeps.md).
+
+    Args: as ``sweep``.
+
+    Returns:
+        An ``AdaptiveResult`` (``summary()``, ``exit_code``: 0 once the loop stopped).
+
+    Raises:
+        SpecError, ClusterError, StoreError: as ``sweep``.
+    """
+    import contextlib
+    import sys
+
+    from .adaptive import run_adaptive
+
+    spec = load_spec(spec_or_path, overrides)
+    if address is None:
+        from .estimate import check_fits_memory, physical_memory_bytes
+
+        check_fits_memory(spec, physical_memory_bytes())
+    st = open_store(store)
+    with contextlib.ExitStack() as stack:
+        session: list = []
+
+        def runner(one: SweepSpec, keys) -> "SweepResult":
+            from .ray_runner import ray_session, run_sweep
+
+            if not session:  # Ray starts at the first round that has trials to run, once for every round
+                session.append(stack.enter_context(ray_session(address, num_cpus=num_cpus)))
+            return run_sweep(one, st, address=address, max_concurrent=max_concurrent, progress=progress,
+                             num_cpus=num_cpus, only_keys=keys)
+
+        def log(line: str) -> None:
+            if progress:
+                print(line, file=sys.stderr, flush=True)
+
+        return run_adaptive(spec, st, runner, log=log)
+
+
 @dataclass
 class SweepStatus:
     """Counts of a sweep's trials by status, as the store sees them."""
@@ -76,6 +127,7 @@ class SweepStatus:
     store: str
     counts: dict[str, int] = field(default_factory=dict)  # ok, diverged, failed (+ pending, other with a spec)
     planned: int | None = None  # trials the spec defines (None without a spec)
+    adaptive: list[str] = field(default_factory=list)  # an adaptive sweep's rounds (explorer.adaptive.adaptive_status)
 
     def lines(self) -> list[str]:
         head = f"sweep {self.sweep} in {self.store}"
@@ -88,7 +140,7 @@ class SweepStatus:
             note = {"pending": "  (not run yet, or lost: rerun the sweep)",
                     "other": "  (in the store, not in this spec)"}.get(name, "")
             lines.append(f"  {name:<9}{self.counts.get(name, 0):>8}{note}")
-        return lines
+        return lines + self.adaptive
 
 
 def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | str = "results",
@@ -108,7 +160,7 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
         counts = {s: 0 for s in STATUSES}
         for status in st.trial_statuses(sweep).values():
             counts[status] = counts.get(status, 0) + 1
-        return SweepStatus(sweep=sweep, store=st.uri, counts=counts)
+        return SweepStatus(sweep=sweep, store=st.uri, counts=counts, adaptive=_adaptive_lines(st, sweep))
     spec = load_spec(spec_or_path, overrides)
     st = open_store(store)  # a spec not run yet: every trial pending, even in an empty store
     planned = {t.trial_key for t in plan(spec, SCHEMA_VERSION).trials}
@@ -117,4 +169,14 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
     for key in planned:
         counts[known.get(key, "pending")] += 1
     counts["other"] = len(set(known) - planned)
-    return SweepStatus(sweep=spec.name, store=st.uri, counts=counts, planned=len(planned))
+    return SweepStatus(sweep=spec.name, store=st.uri, counts=counts, planned=len(planned),
+                       adaptive=_adaptive_lines(st, spec.name))
+
+
+def _adaptive_lines(st: Store, sweep: str) -> list[str]:
+    """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
+    if sweep not in st.sweeps():
+        return []
+    from .adaptive import adaptive_status
+
+    return adaptive_status(st, sweep)

@@ -16,7 +16,7 @@ from .options import open_store, open_sweep, store_errors, store_option, sweep_f
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
-DATA_KINDS = ("metrics", "trials", "fits")
+DATA_KINDS = ("metrics", "trials", "fits", "rounds")
 FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
@@ -72,7 +72,7 @@ def main(ctx: click.Context, debug: bool) -> None:
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
-    """Run a read-only SQL QUERY over the views metrics, trials, fits and references.
+    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
     data are left out, with a warning line on stderr.
@@ -181,8 +181,11 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
 @click.option("--dry-run", is_flag=True,
               help="Print the trials, the references and the estimated memory and time, and run nothing.")
+@click.option("--adaptive", is_flag=True,
+              help="Treat the grid as candidates: run rounds of points chosen to shrink the [adaptive] targets' "
+              "CIs per unit of cost, until they reach the half-width or the budget is spent (resumable).")
 def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
-                  max_concurrent: int | None, dry_run: bool) -> None:
+                  max_concurrent: int | None, dry_run: bool, adaptive: bool) -> None:
     """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
 
     KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
@@ -190,6 +193,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     ones run again. Exits 0 when every trial ended ok or diverged, 1 when some failed.
 
     Example: explorer sweep examples/quick.toml --store results
+    (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
     from .spec import load_spec
 
@@ -198,6 +202,15 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         _dry_run(loaded, embedded=address is None)
         return
     from . import api
+
+    if adaptive:
+        with store_errors():
+            outcome = api.adaptive_sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)
+        click.echo(outcome.summary())
+        sys.exit(outcome.exit_code)
+    if any(key.startswith("adaptive.") for key in loaded.given):
+        click.echo("note: the spec has an [adaptive] section, which only `explorer sweep SPEC --adaptive` reads; "
+                   "this runs the whole grid", err=True)
 
     with store_errors():
         result = api.sweep(loaded, store=store_uri, address=address, max_concurrent=max_concurrent)

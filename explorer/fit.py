@@ -690,8 +690,12 @@ def solve_batch(problem: "_Problem", log_err: np.ndarray, theta0: np.ndarray, L=
         A = np.einsum("bnp,bn,bnq->bpq", J, w, J)
         g = np.einsum("bnp,bn,bn->bp", J, w, r)
         diag = np.einsum("bpp->bp", A) + 1e-12
+        system = A + damping[:, None, None] * diag[:, :, None] * eye
         with np.errstate(all="ignore"):
-            step = np.linalg.solve(A + damping[:, None, None] * diag[:, :, None] * eye, -g[:, :, None])[:, :, 0]
+            try:
+                step = np.linalg.solve(system, -g[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:  # one resample's system is singular (degenerate points): pseudo-inverse for all
+                step = (np.linalg.pinv(system) @ -g[:, :, None])[:, :, 0]
         step = np.where(np.isfinite(step), step, 0.0)
         trial = np.clip(theta + step, lo, hi)
         r_trial = residuals(trial)

@@ -62,8 +62,8 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 # Ray decides, once, when it is first imported, which address the nodes it starts advertise and
 # bind: on Linux the machine's routable one (so that other machines can join), on macOS and
@@ -889,6 +889,7 @@ def run_sweep(
     num_cpus: int | None = None,
     stream=None,
     lease_ttl_s: float | None = None,
+    only_keys: Collection[str] | None = None,
 ) -> SweepResult:
     """Run every trial of ``spec`` that the store does not have yet (see the module docstring).
 
@@ -903,6 +904,8 @@ def run_sweep(
         lease_ttl_s: how long this driver's claims live without renewal (default
             ``$EXPLORER_LEASE_TTL_S``, else 60 s): another driver of the same sweep takes over
             the trials of a dead driver after that long.
+        only_keys: run (and count in the result) only the planned trials with these keys: one
+            round of an adaptive sweep (``explorer.adaptive``). None: every trial.
 
     Returns:
         A ``SweepResult``; its ``exit_code`` is 0 when every trial ended ok or diverged, 130 or
@@ -919,6 +922,9 @@ def run_sweep(
     started_at = dt.datetime.now(dt.timezone.utc)
     store = open_store(store)
     the_plan = plan(spec, SCHEMA_VERSION)
+    if only_keys is not None:
+        chosen = frozenset(only_keys)
+        the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in chosen))
     known = store.trial_statuses(spec.name)
     planned_keys = {t.trial_key for t in the_plan.trials}
     todo = [t for t in the_plan.trials if known.get(t.trial_key) not in FINAL_STATUSES]

@@ -35,7 +35,7 @@ from markupsafe import Markup
 
 from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
-from .errors import FitError, SweepDataError
+from .errors import FitError, QueryError, SweepDataError
 from .diagnostics import compare_laws
 from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
 from .formatting import fmt
@@ -305,6 +305,8 @@ CHART_TITLES = {
     "error_vs_params": "Error vs parameters P = L*M*D",
     "per_draw": "Estimates per problem draw, with the pooled CI band",
     "phase": "Phase diagram",
+    "adaptive_points": "Adaptive sweep: the points chosen, by round, over the candidate grid (grey: the L, M values chosen)",
+    "adaptive_ci": "Adaptive sweep: each target's CI half-width after each round against the compute spent",
 }
 
 
@@ -423,6 +425,24 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         c["per_draw"] = _charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
     if report.phase is not None:
         c["phase"] = _charts.phase_chart(report.phase)
+    _add_adaptive_charts(c, con, sweep)
+
+
+def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
+    """An adaptive sweep's two charts (its ``rounds`` log): the chosen points over the grid, and
+    the targets' CI half-widths against the compute spent."""
+    try:
+        rounds = query_frame(con, f"SELECT * FROM rounds WHERE {sweep_is(sweep)}")
+    except (QueryError, SweepDataError):  # a connection without the rounds view
+        return
+    if rounds.empty:
+        return
+    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
+    if len(points):
+        c["adaptive_points"] = _charts.adaptive_points(points)
+    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
+    if len(targets):
+        c["adaptive_ci"] = _charts.ci_vs_compute(targets)
 
 
 

@@ -248,6 +248,35 @@ class ResourcesSpec:
         100_000, _positive_int, "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
 
+def _budget_fraction(v: Any) -> float:
+    if not _is_number(v) or not 0 < v <= 1:
+        raise _Bad(f"expected a fraction of the full grid's cost in (0, 1], got {_fmt(v)}")
+    return float(v)
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _Bad(f"expected a name, got {_fmt(v)}")
+    return v
+
+
+@dataclass(frozen=True)
+class AdaptiveSpec:
+    """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
+    round by round to shrink the targets' CIs per unit of cost (``explorer.adaptive``)."""
+
+    form: str = _spec_field("free", _name, "the law fitted each round, a name of the fit registry (explorer fit --form)")
+    targets: tuple[str, ...] | None = _spec_field(
+        None, _list_of(_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")
+    halfwidth: float = _spec_field(0.1, _positive_number, "the 95% CI half-width every target should reach")
+    budget: float = _spec_field(0.5, _budget_fraction,
+                                "the most compute to spend, a fraction of the full grid's cost in L*M*D*seeds")
+    batch: int = _spec_field(8, _positive_int, "points (trials) chosen per round")
+    initial: int | None = _spec_field(None, _positive_int,
+                                      "points of the space-filling initial design (default: 2 x batch, at least 8)")
+    resamples: int = _spec_field(200, _positive_int, "bootstrap resamples of each round's fit")
+
+
 SECTIONS: dict[str, type] = {
     "problem": ProblemSpec,
     "model": ModelSpec,
@@ -255,6 +284,7 @@ SECTIONS: dict[str, type] = {
     "reference": ReferenceSpec,
     "grid": GridSpec,
     "resources": ResourcesSpec,
+    "adaptive": AdaptiveSpec,
 }
 
 
@@ -269,6 +299,7 @@ class SweepSpec:
     reference: ReferenceSpec = field(default_factory=ReferenceSpec)
     grid: GridSpec = field(default_factory=lambda: GridSpec(L=(4,), M=(1,), D=(8,)))
     resources: ResourcesSpec = field(default_factory=ResourcesSpec)
+    adaptive: AdaptiveSpec = field(default_factory=AdaptiveSpec)
     # The keys the user actually wrote, as "section.key": tells a default from an explicit value.
     given: frozenset[str] = frozenset()
 
@@ -514,6 +545,8 @@ def _check_consistency(spec: SweepSpec) -> None:
                              "coordinates, so it needs coupled embeddings; set it to true (or set "
                              "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)")
     _check_trial_rules(spec)
+    if any(key.startswith("adaptive.") for key in spec.given):
+        _check_adaptive(spec.adaptive)
     res = spec.resources
     gpus = res.gpus_per_trial
     if gpus > 1 and gpus != int(gpus):
@@ -524,6 +557,39 @@ def _check_consistency(spec: SweepSpec) -> None:
         raise spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
 
 
+
+
+def _check_adaptive(adaptive: AdaptiveSpec) -> None:
+    """[adaptive] form must be a registry law and its targets parameters of that law (checked
+    only when the section is given: it imports the fits, pandas and scipy)."""
+    from .fit import FORMS
+
+    if adaptive.form not in FORMS:
+        raise spec_error("[adaptive] form", f"expected one of {', '.join(_fmt(f) for f in FORMS)}; got {_fmt(adaptive.form)}")
+    parameters = adaptive_parameters(adaptive.form)
+    for name in adaptive.targets or ():
+        if name not in parameters:
+            raise spec_error("[adaptive] targets", f"{_fmt(name)} is not a parameter of the {adaptive.form} law; "
+                             f"expected some of {', '.join(_fmt(p) for p in parameters)}")
+
+
+def adaptive_parameters(form: str) -> tuple[str, ...]:
+    """The parameters of a registry law, in the law's order."""
+    from .fit import resolve_form
+
+    return resolve_form(form)[1].parameters
+
+
+def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
+    """The targets of an [adaptive] section: as given, else the law's exponents (its parameters
+    that are not positive constants), else all its parameters."""
+    if adaptive.targets:
+        return adaptive.targets
+    from .fit import resolve_form
+
+    expr = resolve_form(adaptive.form)[1]
+    exponents = tuple(p for p in expr.parameters if p not in expr.positive)
+    return exponents or expr.parameters
 
 
 # The trials package owns the rules of a configuration (antithetic M even, lazy alpha > 1, an

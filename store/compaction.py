@@ -1,6 +1,6 @@
 """``compact``: merge a sweep's small files into a few large ones, losing nothing.
 
-For each kind (metrics, trials, fits) of one sweep:
+For each kind (metrics, trials, fits, rounds) of one sweep:
 1. inputs: every small file (for metrics, only those of complete trials, i.e. with a trials row,
    so that a rerun of an interrupted trial never meets a compacted copy), compacted files under
    half of ``rows_per_file``, and compacted files partly or wholly shadowed by newer copies;
@@ -35,7 +35,8 @@ from .query import kind_dataset
 from .schema import KEY_COLUMN
 from .write import parquet_bytes
 
-SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"]}
+SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"],
+             "rounds": ["round_id", "entry", "trial_key", "parameter"]}
 
 
 @dataclass

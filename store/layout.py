@@ -1,6 +1,6 @@
 """Where everything lives in a store: pure functions from ids to paths, no I/O.
 
-    <root>/sweep=<sweep>/kind=<kind>/<key>.parquet             one trial (or one fit)
+    <root>/sweep=<sweep>/kind=<kind>/<key>.parquet             one trial (or one fit, one round)
     <root>/sweep=<sweep>/kind=<kind>/compacted.<gen>.<n>.parquet  many, written by compaction
     <root>/references/<ref_key>.parquet                          one cached reference
     .../.tmp.<token>.<name>                                      a write in progress (hidden)
@@ -23,7 +23,7 @@ from .schema import KINDS
 from .schema import check_kind as _check_kind
 
 REFERENCES_DIR = "references"
-DATA_KINDS = tuple(k for k in KINDS if k != REFERENCES_DIR)  # partitioned by sweep; references are not
+DATA_KINDS = tuple(k for k in KINDS if k != REFERENCES_DIR)  # metrics, trials, fits, rounds: partitioned by sweep; references are not
 SUFFIX = ".parquet"
 TEMP_PREFIX = ".tmp."
 LOCK_PREFIX = ".lock."
@@ -76,8 +76,8 @@ def kind_dir(root: str, sweep: str, kind: str) -> str:
 
 
 def key_file(root: str, sweep: str, kind: str, key: str) -> str:
-    """The file holding one trial (metrics, trials) or one fit (fits)."""
-    what = "fit id" if kind == "fits" else "trial key"
+    """The file holding one trial (metrics, trials), one fit (fits) or one round (rounds)."""
+    what = {"fits": "fit id", "rounds": "round id"}.get(kind, "trial key")
     return join(kind_dir(root, sweep, kind), check_key(key, what) + SUFFIX)
 
 

@@ -1,4 +1,4 @@
-"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits`` and ``references``.
+"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds`` and ``references``.
 
 Each view scans a ``pyarrow.dataset`` of exactly the files that serve its rows (one file per
 key, see ``catalog.resolve``), so it works the same on local disk and on object storage and

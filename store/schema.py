@@ -4,7 +4,10 @@ Four kinds of rows live in the store (see docs/store.md for the table):
 - ``metrics``: one row per trial, seed and step (the numbers of SPEC.md section 4);
 - ``trials``: one row per trial (a grid point with all its seeds): config, status, timing;
 - ``fits``: one row per fitted parameter of a scaling-law fit (written by the analysis);
-- ``references``: one row per array of a cached Mean ODE reference.
+- ``references``: one row per array of a cached Mean ODE reference;
+- ``rounds``: the log of an adaptive sweep (``explorer.adaptive``): one file per round, a row per
+  chosen point (what was chosen and why) and, once the round's trials are done and refitted, a row
+  per target parameter (its estimate and CI then).
 
 ``to_table(kind, rows, fill)`` is the gate every write goes through: a row with a missing or
 unknown column, a value of the wrong type, or a status outside the allowed set raises
@@ -26,7 +29,7 @@ import pyarrow as pa
 from .errors import InvalidNameError, SchemaError
 
 SCHEMA_VERSION = 2  # 2: metrics gained ``flags``, fits ``warnings``
-KINDS = ("metrics", "trials", "fits", "references")
+KINDS = ("metrics", "trials", "fits", "references", "rounds")
 # The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
 # A trial that ended so is final (a rerun skips it); a failed one runs again.
@@ -149,8 +152,44 @@ _REFERENCES = (
     Column("meta_json", _STR, "the reference's metadata as JSON"),
 ) + _PROVENANCE
 
+ROUND_STATES = ("planned", "done")  # planned: chosen, its trials maybe not all run; done: run and refitted
+ROUND_ENTRIES = ("point", "target")
+_ROUNDS = (
+    Column("sweep", _STR, "sweep name"),
+    Column("round_id", _STR, "id of one round, round-NNNN (one file per round; rewritten when the round is done)"),
+    Column("round", _INT, "round number: 0 is the initial design"),
+    Column("state", _STR, "planned (chosen; its trials may not all have run) | done (run and refitted)",
+           allowed=ROUND_STATES),
+    Column("entry", _STR, "point (a chosen trial) | target (a target parameter after the round's refit)",
+           allowed=ROUND_ENTRIES),
+    Column("form", _STR, "the law fitted, a key of the fit registry"),
+    Column("trial_key", _STR, "point rows: the chosen trial", nullable=True),
+    Column("L", _INT, "point rows: depth", nullable=True),
+    Column("M", _INT, "point rows: hidden width", nullable=True),
+    Column("D", _INT, "point rows: embedding dimension", nullable=True),
+    Column("alpha", _FLOAT, "point rows: residual multiplier", nullable=True),
+    Column("problem_seed", _INT, "point rows: problem draw", nullable=True),
+    Column("gain_per_cost", _FLOAT,
+           "point rows: expected shrinkage of the unmet targets' CI half-widths (in units of the target "
+           "half-width, linearised) per predicted second; NaN for the initial design", nullable=True),
+    Column("predicted_cost", _FLOAT, "point rows: cost in proxy units L*M*D*seeds", nullable=True),
+    Column("predicted_wall_s", _FLOAT, "point rows: predicted wall seconds (from measured wall_s)", nullable=True),
+    Column("parameter", _STR, "target rows: the parameter, e.g. a", nullable=True),
+    Column("estimate", _FLOAT, "target rows: estimate after the round's refit", nullable=True),
+    Column("ci_low", _FLOAT, "target rows: lower end of the 95% bootstrap CI", nullable=True),
+    Column("ci_high", _FLOAT, "target rows: upper end of the 95% bootstrap CI", nullable=True),
+    Column("halfwidth", _FLOAT, "target rows: the CI half-width to reach", nullable=True),
+    Column("spent_cost", _FLOAT, "proxy cost of every trial chosen up to this round (L*M*D*seeds)"),
+    Column("budget_cost", _FLOAT, "the proxy budget: [adaptive] budget times the full grid's cost"),
+    Column("full_cost", _FLOAT, "proxy cost of the whole candidate grid"),
+    Column("spent_wall_s", _FLOAT, "sum of wall_s of the sweep's trials when the round was written", nullable=True),
+    Column("reason", _STR, "why these points: initial design, or greedy CI gain per cost"),
+    Column("stop_reason", _STR, "why the loop stopped after this round (null: it goes on)", nullable=True),
+    Column("created_at", _TIME, "UTC time the round record was written"),
+) + _PROVENANCE
+
 COLUMNS: dict[str, tuple[Column, ...]] = {
-    "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES,
+    "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES, "rounds": _ROUNDS,
 }
 # {version: {kind: columns that version added}}: a file written at version v lacks the columns of
 # later versions and reads them as null (store.screen's rule).
@@ -159,7 +198,8 @@ ADDED_COLUMNS: dict[int, dict[str, tuple[str, ...]]] = {
     for version in range(2, SCHEMA_VERSION + 1)
 }
 # Each file of a kind holds whole groups of this column (one group per small file).
-KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key"}
+KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key",
+              "rounds": "round_id"}
 
 
 def _hostname() -> str:
@@ -176,6 +216,7 @@ DEFAULTS = {
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
+    "rounds": {"created_at": _now, "stop_reason": lambda: None},
 }
 
 

@@ -6,6 +6,7 @@
     st.trial_statuses(sweep)                    # -> {trial_key: "ok" | "diverged" | "failed"}
     st.get_or_compute_reference(ref_key, compute)
     st.write_fit(sweep, fit_id, rows)
+    st.write_round(sweep, round_id, rows)          # an adaptive sweep's round log
     st.query("SELECT L, avg(err_out) FROM metrics GROUP BY L")   # -> pyarrow Table
     st.connect(sweep)                           # -> DuckDB connection on the views, for many queries
     st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
@@ -30,7 +31,7 @@ from .catalog import completed_keys, list_sweeps
 from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep, reference_lock
-from .write import write_fit, write_trial
+from .write import write_fit, write_round, write_trial
 
 
 class Store:
@@ -111,6 +112,15 @@ class Store:
         """
         write_fit(self._files, sweep, fit_id, rows)
 
+    def write_round(self, sweep: str, round_id: str, rows: Sequence[Mapping]) -> None:
+        """Validate and atomically write the rows of one round of an adaptive sweep (kind
+        ``rounds``; see ``store.schema``). Writing a round id again replaces that round.
+
+        Raises:
+            SchemaError, InvalidNameError, StoreError: as for ``write_trial``.
+        """
+        write_round(self._files, sweep, round_id, rows)
+
     # -- reading -------------------------------------------------------------------------------
     def completed_trial_keys(self, sweep: str) -> set[str]:
         """Keys of the sweep's trials that have a trials row (written after their metrics).
@@ -167,7 +177,7 @@ class Store:
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
                 views: Collection[str] | None = None) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with views metrics, trials, fits and references.
+        """A DuckDB connection with views metrics, trials, fits, rounds and references.
 
         The views show the files present now; connect again to see later writes. They read
         only files that match a schema version of their kind (``store/screen.py``, the rule of

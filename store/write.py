@@ -1,4 +1,4 @@
-"""Writing trials and fits: validate everything first, then one atomic file per trial.
+"""Writing trials, fits and rounds: validate everything first, then one atomic file per trial.
 
 A trial is written as two files, metrics first, then its one-row ``trials`` file; the trials file
 is the mark of completion (``Store.completed_trial_keys``). A crash between the two leaves metrics
@@ -84,6 +84,20 @@ def write_fit(files: Files, sweep: str, fit_id: str, rows: Sequence[Mapping]) ->
     check_key(fit_id, "fit id")
     table = to_table("fits", rows, provenance(sweep, "fit_id", fit_id))
     files.put(key_file(files.root, sweep, "fits", fit_id), parquet_bytes(table))
+
+
+def write_round(files: Files, sweep: str, round_id: str, rows: Sequence[Mapping]) -> None:
+    """Validate and write the rows of one adaptive round to ``sweep=<sweep>/kind=rounds/<round_id>.parquet``.
+
+    Writing the same round id again replaces the round (planned, then done).
+
+    Raises:
+        InvalidNameError, SchemaError, StoreError: as for ``write_trial``.
+    """
+    check_sweep(sweep)
+    check_key(round_id, "round id")
+    table = to_table("rounds", rows, provenance(sweep, "round_id", round_id))
+    files.put(key_file(files.root, sweep, "rounds", round_id), parquet_bytes(table))
 
 
 _SEVERITY = {status: rank for rank, status in enumerate(STATUSES)}  # STATUSES lists the worst last

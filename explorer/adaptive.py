@@ -1,0 +1,395 @@
+"""Adaptive sweeps (``explorer sweep SPEC --adaptive``): run the [grid] as a candidate set, a round
+at a time, until the targets' CIs are narrow enough or the budget is spent.
+
+The loop (docs/sweeps.md, "Adaptive sweeps"):
+
+0. Round 0 is a space-filling initial design over the candidates (``selection.initial_design``)
+   spread over the problem draws, costing at most 40% of the budget.
+1. A round is first written to the store's ``rounds`` log as *planned* (its chosen points, each
+   with its expected CI gain per predicted second), then its trials are run by the runner (one
+   ``run_sweep`` restricted to their keys, as Ray Tune trials like any sweep).
+2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
+   (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
+   rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
+   every target within ``halfwidth``, the budget spent, or no candidate left that is expected
+   to help. A round is never recorded done before its trials are all in the store.
+3. Rerunning the same command resumes: a planned round is completed first (its finished trials
+   are not rerun), a done round without a stop reason is followed by the next, a stopped loop
+   only reports.
+
+Compute is counted in proxy units, L*M*D*seeds per trial, against ``budget`` times the full
+grid's: a choice never takes the spending past the budget. Wall time (sum of the trials'
+``wall_s``) is reported beside it and drives the cost model of the selection.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from store import FINAL_STATUSES, SCHEMA_VERSION, Store
+
+from .errors import FitError, SweepDataError, spec_error
+from .planning import plan
+from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
+from .spec import SweepSpec, adaptive_targets
+
+INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
+MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
+FIT_SEED = 0  # every round's bootstrap uses the same seed: a resumed loop makes the same choices
+
+# The runner runs the trials of ``keys`` (a SweepSpec's, a subset of its plan) and may return a
+# ray_runner.SweepResult; its ``interrupted`` (a signal) stops the loop with that exit code.
+Runner = Callable[[SweepSpec, frozenset], object]
+
+
+def round_id(number: int) -> str:
+    """The store key of round ``number``: ``round-0003``."""
+    return f"round-{number:04d}"
+
+
+@dataclass
+class AdaptiveResult:
+    """Where an adaptive sweep stands after a run of the loop (read back from the store)."""
+
+    name: str
+    store: str
+    rounds: int = 0  # rounds recorded (planned or done)
+    done: int = 0  # rounds done
+    trials: int = 0  # trials chosen so far
+    candidates: int = 0  # trials of the candidate grid
+    spent_cost: float = 0.0  # proxy units (L*M*D*seeds) of the chosen trials
+    budget_cost: float = 0.0
+    full_cost: float = 0.0
+    wall_s: float = 0.0  # sum of the sweep's trials' wall_s
+    targets: dict = field(default_factory=dict)  # parameter -> (estimate, ci_low, ci_high)
+    halfwidth: float = float("nan")
+    stop_reason: str | None = None
+    interrupted: int | None = None  # the signal that stopped a round's trials
+    missing: int = 0  # trials of the current round without rows
+    resume: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the loop stopped (targets reached or budget spent), 128 + signal when a signal
+        stopped it, 1 when a round's trials are missing (run the command again)."""
+        if self.interrupted is not None:
+            return 128 + int(self.interrupted)
+        return 0 if self.stop_reason is not None and not self.missing else 1
+
+    def summary(self) -> str:
+        """A few lines for the terminal."""
+        frac = self.spent_cost / self.full_cost if self.full_cost else float("nan")
+        lines = [f"adaptive sweep {self.name}: {self.done} round(s) done of {self.rounds}, {self.trials}/"
+                 f"{self.candidates} candidate trials run; compute {frac:.1%} of the full grid in L*M*D*seeds "
+                 f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
+                 f"trials' wall time {self.wall_s:.1f}s",
+                 f"store: {self.store}"]
+        lines += target_lines(self.targets, self.halfwidth)
+        if self.stop_reason:
+            lines.append(f"stopped: {self.stop_reason}")
+        elif self.interrupted is not None or self.missing:
+            again = f": {self.resume}" if self.resume else ""
+            lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
+                         f"run the same command again to resume{again}")
+        return "\n".join(lines)
+
+
+def target_lines(targets: dict, halfwidth: float) -> list[str]:
+    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target."""
+    out = []
+    for name, (est, lo, hi) in targets.items():
+        hw = (hi - lo) / 2
+        state = "reached" if hw <= halfwidth else "not reached"
+        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  half-width {hw:.3g} (target {halfwidth:g}: {state})")
+    return out
+
+
+# --- the rounds log --------------------------------------------------------------------------
+
+
+def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
+    """The sweep's ``rounds`` rows (empty frame when it has none), sorted by round."""
+    if sweep not in store.sweeps():
+        return pd.DataFrame()
+    table = store.query(f"SELECT * FROM rounds WHERE sweep = '{sweep}' ORDER BY round, entry, trial_key, parameter",
+                        sweep=sweep)
+    return table.to_pandas()
+
+
+def _point_rows(choices: list[Choice] | list[Candidate], reason: str) -> list[dict]:
+    rows = []
+    for item in choices:
+        c = item.candidate if isinstance(item, Choice) else item
+        rows.append({"entry": "point", "trial_key": c.trial_key, "L": c.L, "M": c.M, "D": c.D,
+                     "alpha": float(c.alpha), "problem_seed": c.problem_seed,
+                     "gain_per_cost": item.gain_per_cost if isinstance(item, Choice) else float("nan"),
+                     "predicted_cost": c.cost,
+                     "predicted_wall_s": item.predicted_wall_s if isinstance(item, Choice) else float("nan"),
+                     "parameter": None, "estimate": None, "ci_low": None, "ci_high": None, "halfwidth": None,
+                     "reason": reason})
+    return rows
+
+
+def _target_rows(targets: dict, halfwidth: float, reason: str) -> list[dict]:
+    return [{"entry": "target", "trial_key": None, "L": None, "M": None, "D": None, "alpha": None,
+             "problem_seed": None, "gain_per_cost": None, "predicted_cost": None, "predicted_wall_s": None,
+             "parameter": name, "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": halfwidth,
+             "reason": reason} for name, (est, lo, hi) in targets.items()]
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+class _Loop:
+    """One run of the loop over a store: the spec's candidates, what is spent, the log."""
+
+    def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
+        self.spec, self.store, self.runner, self.log = spec, store, runner, log
+        self.ad = spec.adaptive
+        varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
+        if varying:
+            raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
+                             "and problem_seeds (run one adaptive sweep per value)")
+        self.targets = adaptive_targets(self.ad)
+        self.cands = candidates_of(plan(spec, SCHEMA_VERSION).trials)
+        self.by_key = {c.trial_key: c for c in self.cands}
+        self.full = sum(c.cost for c in self.cands)
+        self.budget = self.ad.budget * self.full
+        self.initial = self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch)
+
+    # -- reading the store
+    def statuses(self) -> dict[str, str]:
+        return self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps() else {}
+
+    def chosen(self, rounds: pd.DataFrame) -> list[str]:
+        if rounds.empty:
+            return []
+        points = rounds[rounds["entry"] == "point"]
+        return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
+
+    def spent(self, keys: Collection[str]) -> float:
+        return float(sum(self.by_key[k].cost for k in set(keys) if k in self.by_key))
+
+    def wall(self) -> tuple[float, WallModel]:
+        walls = self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps() else {}
+        walls = {k: v for k, v in walls.items() if k in self.by_key and v is not None}
+        model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
+        return float(sum(walls.values())), model
+
+    def fit(self):
+        """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
+        from .fit import fit
+        from .sweep_data import grid_errors
+
+        con = self.store.connect(sweep=self.spec.name, views=("metrics",))
+        try:
+            grid = grid_errors(con, self.spec.name)
+            return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
+                       range_check=False)
+        except (FitError, SweepDataError) as exc:
+            return str(exc)
+        except (np.linalg.LinAlgError, ValueError) as exc:  # a degenerate early design: more points first
+            return f"the fit failed ({type(exc).__name__}: {exc})"
+        finally:
+            con.close()
+
+    # -- writing the log
+    def write(self, number: int, state: str, rows: list[dict], keys: list[str], stop: str | None = None) -> None:
+        wall_s, _ = self.wall()
+        common = {"round": number, "state": state, "form": self.ad.form, "spent_cost": self.spent(keys),
+                  "budget_cost": self.budget, "full_cost": self.full, "spent_wall_s": wall_s, "stop_reason": stop}
+        self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
+
+    # -- deciding
+    def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
+        """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
+        left = self.budget - self.spent(keys)
+        remaining = [c for c in self.cands if c.trial_key not in set(keys)]
+        counts: dict = {}
+        for k in keys:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        if not remaining:
+            return [], "", "every candidate has run"
+        if isinstance(result, str):  # no fit yet: more of the space-filling design
+            more = initial_design(self.cands, self.ad.batch, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
+            if not more:
+                return [], "", f"budget spent before the law could be fitted ({result})"
+            return more, f"space-filling design (no fit yet: {result})", None
+        hw = {t: _halfwidth(result, t) for t in self.targets}
+        unmet = [t for t in self.targets if not hw[t] <= self.ad.halfwidth]
+        if not unmet:
+            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}"
+        model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
+        _, wall_model = self.wall()
+        ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
+        choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, ref_err, draw_counts=counts)
+        if choices:
+            return choices, "greedy: expected CI gain per predicted second (linearised)", None
+        cheapest = min(c.cost for c in remaining)
+        best = model.predicted_halfwidths_with(remaining)
+        names = model.law.parameters
+        detail = "; ".join(
+            f"{t} half-width {hw[t]:.3g} > {self.ad.halfwidth:g}"
+            + (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
+               "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
+            for t in unmet)
+        if cheapest > left:
+            why = f"budget spent ({self.spent(keys) / self.full:.1%} of the full grid's cost, budget {self.ad.budget:.0%})"
+        else:
+            why = "no remaining candidate within the budget is expected to shrink the unmet targets"
+        return [], "", f"{why}; not reached: {detail}"
+
+    def recorded_points(self, point_rows: pd.DataFrame) -> list[dict]:
+        """A round's point rows as read back, ready to be written again (the done record)."""
+        out = []
+        for r in point_rows.itertuples():
+            if r.trial_key not in self.by_key:  # the spec no longer defines it
+                continue
+            row = _point_rows([self.by_key[r.trial_key]], r.reason)[0]
+            row.update(gain_per_cost=float(r.gain_per_cost), predicted_wall_s=float(r.predicted_wall_s))
+            out.append(row)
+        return out
+
+    def run_round(self, number: int, keys_round: list[str]) -> tuple[int | None, int]:
+        """Run the trials of a round; returns (signal that interrupted it, trials still missing)."""
+        statuses = self.statuses()
+        todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
+        signal = None
+        if todo:
+            self.log(f"round {number}: running {len(todo)} trial(s)")
+            outcome = self.runner(self.spec, frozenset(keys_round))
+            signal = getattr(outcome, "interrupted", None)
+        statuses = self.statuses()
+        missing = sum(1 for k in keys_round if k not in statuses)
+        return signal, missing
+
+    def run(self) -> AdaptiveResult:
+        rounds = read_rounds(self.store, self.spec.name)
+        result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
+                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth)
+        keys = self.chosen(rounds)
+        if rounds.empty:
+            number, state = 0, None
+        else:
+            last = rounds[rounds["round"] == rounds["round"].max()]
+            number, state = int(last["round"].iloc[0]), str(last["state"].iloc[0])
+            stop = last["stop_reason"].dropna()
+            if state == "done" and len(stop):
+                self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
+                return self.finish(result, rounds)
+        if state is None:
+            design = initial_design(self.cands, self.initial, INITIAL_SHARE * self.budget, set(), {})
+            if not design:
+                raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
+                                 "initial point; raise it")
+            keys = [c.trial_key for c in design]
+            self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
+            state = "planned"
+        while True:
+            rounds = read_rounds(self.store, self.spec.name)
+            this = rounds[rounds["round"] == number]
+            point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
+                                                                      "package_version"], errors="ignore")
+            round_keys = list(point_rows["trial_key"])
+            if state == "planned":
+                signal, missing = self.run_round(number, round_keys)
+                if signal is not None or missing:
+                    result.interrupted, result.missing = signal, missing
+                    return self.finish(result, rounds)
+            fitted = self.fit()
+            choices, reason, stop = self.next_choice(fitted, keys, number)
+            targets = {} if isinstance(fitted, str) else _targets(fitted, self.targets)
+            old = self.recorded_points(point_rows)
+            self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
+                       keys, stop)
+            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth))
+                                                 or str(fitted)))
+            if stop is not None:
+                self.log(f"stopping: {stop}")
+                return self.finish(result, read_rounds(self.store, self.spec.name))
+            number += 1
+            keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
+            self.write(number, "planned", _point_rows(choices, reason), keys)
+            state = "planned"
+
+    def finish(self, result: AdaptiveResult, rounds: pd.DataFrame) -> AdaptiveResult:
+        result.rounds = int(rounds["round"].nunique()) if not rounds.empty else 0
+        result.done = int(rounds.loc[rounds["state"] == "done", "round"].nunique()) if not rounds.empty else 0
+        keys = self.chosen(rounds)
+        result.trials = len(keys)
+        result.spent_cost = self.spent(keys)
+        result.wall_s, _ = self.wall()
+        if not rounds.empty:
+            done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]
+            if not done.empty:
+                last = done[done["round"] == done["round"].max()]
+                result.targets = {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in last.itertuples()}
+            stops = rounds["stop_reason"].dropna()
+            result.stop_reason = str(stops.iloc[-1]) if len(stops) else None
+        return result
+
+
+def _halfwidth(result, name: str) -> float:
+    lo, hi = result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan)
+    return float((hi - lo) / 2) if np.isfinite(lo) and np.isfinite(hi) else float("inf")
+
+
+def _targets(result, names) -> dict:
+    return {n: (float(result.estimate[n]), float(result.ci_low[n]), float(result.ci_high[n])) for n in names}
+
+
+def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None] = lambda line: None
+                 ) -> AdaptiveResult:
+    """Run (or resume) the adaptive loop of ``spec`` over ``store`` (see the module docstring).
+
+    Args:
+        spec: a validated spec; its [grid] is the candidate set, its [adaptive] the rules.
+        store: the results store (rounds are logged in its ``rounds`` kind).
+        runner: ``runner(spec, keys)`` runs the trials with those keys (``run_sweep(...,
+            only_keys=keys)``; tests pass a fake that writes rows).
+        log: receives one line per event (round chosen, done, stop).
+
+    Returns:
+        An ``AdaptiveResult`` (``summary()``, ``exit_code``).
+
+    Raises:
+        SpecError: a grid that varies axes besides L, M, D and problem_seeds, or a budget that
+            pays for no point.
+    """
+    return _Loop(spec, store, runner, log).run()
+
+
+def adaptive_status(store: Store, sweep: str) -> list[str]:
+    """Lines for ``explorer status`` of a sweep with rounds: the current round, the targets' CIs
+    after the last done round, the budget spent (proxy and wall), why it stopped. Empty when
+    the sweep has no rounds."""
+    rounds = read_rounds(store, sweep)
+    if rounds.empty:
+        return []
+    last = rounds[rounds["round"] == rounds["round"].max()]
+    head = last.iloc[0]
+    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
+    statuses = store.trial_statuses(sweep)
+    done_points = sum(1 for k in last.loc[last["entry"] == "point", "trial_key"] if k in statuses)
+    n_last = int((last["entry"] == "point").sum())
+    wall = sum(v for v in store.trial_column(sweep, "wall_s").values() if v is not None)
+    lines = [f"adaptive: round {int(head['round'])} {head['state']} ({done_points}/{n_last} of its trials have rows); "
+             f"{len(points)} trials chosen; compute {head['spent_cost'] / head['full_cost']:.1%} of the full grid "
+             f"(budget {head['budget_cost'] / head['full_cost']:.0%}, in L*M*D*seeds), trials' wall time {wall:.1f}s"]
+    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
+    if not targets.empty:
+        at = targets[targets["round"] == targets["round"].max()]
+        lines.append(f"  targets after round {int(at['round'].iloc[0])} ({head['form']} law):")
+        lines += ["  " + line for line in target_lines(
+            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]))]
+    stops = rounds["stop_reason"].dropna()
+    if len(stops):
+        lines.append(f"  stopped: {stops.iloc[-1]}")
+    return lines
+
+
+__all__ = ["AdaptiveResult", "adaptive_status", "read_rounds", "round_id", "run_adaptive"]
+

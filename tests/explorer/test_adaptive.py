@@ -1,0 +1,231 @@
+"""Adaptive sweeps: the [adaptive] spec section, the selection rule on known laws, the budget,
+and resuming a loop interrupted mid-round (fake runner: synthetic rows, no Ray)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.adaptive import read_rounds, run_adaptive
+from explorer.errors import SpecError
+from explorer.fit import resolve_form
+from explorer.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
+from explorer.spec import adaptive_targets, parse_spec
+from store import Store
+
+from .adaptive_fake import FakeRunner, free_law
+
+GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2], "seeds": 2}
+
+
+def _spec(name="ad", grid=GRID, **adaptive):
+    return parse_spec({"name": name, "grid": dict(grid), "adaptive": {"resamples": 60, **adaptive}})
+
+
+# --- the spec section ------------------------------------------------------------------------
+
+
+def test_adaptive_defaults_fit_the_free_law_exponents():
+    spec = parse_spec({"name": "ad", "grid": dict(GRID)})
+    assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == ("free", 0.1, 0.5, 8)
+    assert adaptive_targets(spec.adaptive) == ("a", "b")
+    assert adaptive_targets(_spec(form="theory").adaptive) == ("c1", "c2")  # no exponent: every parameter
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("form", "powr", "[adaptive] form"),
+    ("targets", ["a", "z"], "[adaptive] targets: \"z\" is not a parameter of the free law"),
+    ("targets", [], "[adaptive] targets"),
+    ("halfwidth", 0, "[adaptive] halfwidth"),
+    ("halfwidth", -0.1, "[adaptive] halfwidth"),
+    ("budget", 0, "[adaptive] budget"),
+    ("budget", 1.5, "[adaptive] budget"),
+    ("budget", True, "[adaptive] budget"),
+    ("batch", 0, "[adaptive] batch"),
+    ("initial", 2.5, "[adaptive] initial"),
+    ("unknown", 1, "[adaptive] unknown: unknown key"),
+])
+def test_a_bad_adaptive_value_is_one_spec_error_naming_its_key(key, value, needle):
+    with pytest.raises(SpecError) as err:
+        _spec(**{key: value})
+    message = str(err.value)
+    assert needle in message and "\n" not in message
+
+
+def test_adaptive_overrides_reach_the_section():
+    spec = parse_spec({"name": "ad", "grid": dict(GRID)}, ["adaptive.batch=3", "adaptive.budget=0.25"])
+    assert (spec.adaptive.batch, spec.adaptive.budget) == (3, 0.25)
+
+
+# --- the selection rule ----------------------------------------------------------------------
+
+
+def _model(var_a: float, var_b: float, targets: tuple[str, ...]) -> Linearised:
+    """The free law c1 L^-a + c2 (D/(LM))^b at c1 = 0.5, a = 1, c2 = 0.3, b = 0.5, with the
+    given variances of a and b (constants known to 1%)."""
+    law = resolve_form("free")[1]
+    names = law.parameters
+    values = {"a": 1.0, "b": 0.5, "c1": 0.5, "c2": 0.3}
+    theta = np.array([np.log(values[n]) if n in law.positive else values[n] for n in names])
+    cov = np.diag([{"a": var_a, "b": var_b}.get(n, 1e-4) for n in names])
+    return Linearised(law, theta, cov, 0.01, tuple(names.index(t) for t in targets), 0.05)
+
+
+def _candidates():
+    return [Candidate(f"k{L}x{M}", L, M, 8, 1.0, 1, 1) for L in (4, 8, 16, 32, 64, 128) for M in (1, 4, 16, 64, 256, 1024)]
+
+
+def _terms(c):
+    return 0.5 * c.L ** -1.0, 0.3 * (c.D / (c.L * c.M)) ** 0.5
+
+
+@pytest.mark.parametrize("poor, dominant", [("b", 1), ("a", 0)])
+def test_selection_prefers_points_where_the_poorly_known_term_dominates(poor, dominant):
+    # Equal cost for every point: the choice is the gain alone. b poorly known: points where the
+    # sampling term (D/(LM))^b is the larger one identify it; a poorly known: the 1/L term's.
+    model = _model(var_a=0.09 if poor == "a" else 1e-4, var_b=0.09 if poor == "b" else 1e-4, targets=(poor,))
+    cands = _candidates()
+    flat = WallModel(w0=1.0, w1=0.0, measured=10)
+    picks = choose_batch(model, cands, 4, budget_left=1e12, wall=flat)
+    assert len(picks) == 4
+    for pick in picks:
+        terms = _terms(pick.candidate)
+        assert terms[dominant] > terms[1 - dominant], (poor, pick.candidate)
+    gains = model.gains(model.cov, model.gradients([c.L for c in cands], [c.M for c in cands], [c.D for c in cands]))
+    assert picks[0].gain == pytest.approx(gains.max())
+
+
+def test_selection_weighs_gain_against_predicted_cost():
+    model = _model(var_a=1e-4, var_b=0.09, targets=("b",))
+    cands = _candidates()
+    by_size = WallModel(w0=0.0, w1=1.0, measured=10)  # cost grows with L*M*D
+    first = choose_batch(model, cands, 1, budget_left=1e12, wall=by_size)[0]
+    flat = choose_batch(model, cands, 1, budget_left=1e12, wall=WallModel(1.0, 0.0, 10))[0]
+    assert first.candidate.cost <= flat.candidate.cost
+    assert first.gain_per_cost == pytest.approx(first.gain / first.predicted_wall_s)
+
+
+def test_selection_skips_points_predicted_below_the_reference_floor():
+    model = _model(var_a=1e-4, var_b=0.09, targets=("b",))
+    cands = _candidates()
+    picks = choose_batch(model, cands, 6, budget_left=1e12, wall=WallModel(1.0, 0.0, 10), ref_err={1: 0.02})
+    for pick in picks:
+        assert sum(_terms(pick.candidate)) >= 3 * 0.02
+
+
+def test_selection_spreads_equal_points_over_the_draws():
+    model = _model(var_a=1e-4, var_b=0.09, targets=("b",))
+    cands = [Candidate(f"k{d}", 4, 1, 8, 1.0, d, 1) for d in (1, 2, 3)]
+    picks = choose_batch(model, cands, 2, budget_left=1e12, wall=WallModel(1.0, 0.0, 10), draw_counts={1: 5, 2: 0, 3: 2})
+    assert [p.candidate.problem_seed for p in picks] == [2, 3]
+
+
+def test_initial_design_spans_the_grid_and_the_draws_within_its_cap():
+    cands = [Candidate(f"k{L}x{M}d{d}", L, M, 8, 1.0, d, 2) for d in (1, 2, 3) for L in (4, 8, 16, 32, 64, 128)
+             for M in (1, 4, 16, 64, 256, 1024)]
+    cap = 0.2 * sum(c.cost for c in cands)
+    design = initial_design(cands, 12, cap)
+    assert len(design) == 12 and sum(c.cost for c in design) <= cap
+    assert {c.problem_seed for c in design} == {1, 2, 3}
+    assert len({(c.L, c.M) for c in design}) == 12  # twelve different points before any repeat
+    assert min(c.L for c in design) == 4 and max(c.L for c in design) >= 64
+    assert min(c.M for c in design) == 1 and max(c.M for c in design) >= 256
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+def test_the_loop_reaches_the_targets_of_an_identifiable_law_with_a_fraction_of_the_grid(tmp_path):
+    st = Store(tmp_path / "s")
+    spec = _spec(grid={**GRID, "problem_seeds": [1, 2, 3, 4]}, halfwidth=0.1, budget=0.5, batch=4, initial=8)
+    result = run_adaptive(spec, st, FakeRunner(st, free_law()))
+    assert result.stop_reason.startswith("every target reached")
+    assert result.spent_cost < 0.5 * result.full_cost
+    for name, truth in (("a", 1.0), ("b", 0.5)):
+        est, lo, hi = result.targets[name]
+        assert hi - lo <= 0.2 and abs(est - truth) <= 0.1
+    assert result.exit_code == 0
+    assert st.check().ok
+
+
+@pytest.mark.parametrize("budget", [0.02, 0.1, 0.3])
+def test_the_budget_is_never_exceeded(tmp_path, budget):
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=1e-4, budget=budget, batch=5, initial=6)  # unreachable: the budget stops it
+    result = run_adaptive(spec, st, FakeRunner(st, free_law()))
+    assert result.stop_reason is not None and "not reached" in result.stop_reason
+    assert result.spent_cost <= result.budget_cost
+    costs = st.query("SELECT sum(L * M * D * n_seeds) AS c FROM trials").column(0)[0].as_py()
+    assert costs == pytest.approx(result.spent_cost)
+    assert costs <= budget * result.full_cost
+    rounds = read_rounds(st, "ad")
+    assert (rounds["spent_cost"] <= rounds["budget_cost"]).all()
+
+
+def test_a_round_is_not_recorded_done_while_its_trials_are_missing(tmp_path):
+    st = Store(tmp_path / "s")
+    spec = _spec(batch=4, initial=8)
+    result = run_adaptive(spec, st, lambda spec, keys: None)  # a runner that ran nothing
+    assert result.missing == 8 and result.exit_code == 1 and result.done == 0
+    rounds = read_rounds(st, "ad")
+    assert set(rounds["state"]) == {"planned"} and set(rounds["round"]) == {0}
+
+
+def test_resume_after_a_crash_mid_round_completes_the_round_then_goes_on(tmp_path):
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
+    crashing = FakeRunner(st, free_law(), fail_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_adaptive(spec, st, crashing)
+    rounds = read_rounds(st, "ad")
+    assert rounds["state"].iloc[-1] == "planned" and len(crashing.written) == 2
+    first_round = set(rounds.loc[rounds["entry"] == "point", "trial_key"])
+
+    runner = FakeRunner(st, free_law())
+    result = run_adaptive(spec, st, runner)
+    assert result.stop_reason is not None
+    assert runner.calls[0] == frozenset(first_round)  # the interrupted round first
+    assert not set(runner.written) & set(crashing.written)  # its finished trials not rerun
+    rounds = read_rounds(st, "ad")
+    points = rounds[rounds["entry"] == "point"]
+    assert not points.duplicated(["trial_key"]).any()  # no trial chosen twice, no round twice
+    assert set(rounds["state"]) == {"done"}
+    assert sorted(rounds["round"].unique()) == list(range(rounds["round"].max() + 1))
+    assert set(points["trial_key"]) == set(st.trial_statuses("ad"))
+    assert st.check().ok
+
+    again = FakeRunner(st, free_law())
+    assert run_adaptive(spec, st, again).stop_reason == result.stop_reason and not again.calls  # stopped: reports only
+
+
+def test_an_adaptive_grid_may_vary_only_l_m_d_and_draws(tmp_path):
+    spec = parse_spec({"name": "ad", "grid": {**GRID, "alpha": [1.0, 2.0]}})
+    with pytest.raises(SpecError, match=r"\[grid\] alpha"):
+        run_adaptive(spec, Store(tmp_path / "s"), FakeRunner(None, free_law()))
+
+
+def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path):
+    from explorer.api import sweep_status
+    from explorer.report import build_report
+
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=0.1, budget=0.3, batch=4, initial=8)
+    run_adaptive(spec, st, FakeRunner(st, free_law()))
+    report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
+    assert {"adaptive_points", "adaptive_ci"} <= set(report.charts)
+    assert (tmp_path / "out" / "adaptive_ci.svg").exists()
+    lines = sweep_status(sweep="ad", store=st).lines()
+    assert any(line.startswith("adaptive: round ") and "of the full grid" in line for line in lines)
+    assert any(line.strip().startswith("a = ") for line in lines) and any("stopped:" in line for line in lines)
+
+
+def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "ad"\n[grid]\nL = [4, 8]\nM = [1, 4]\nD = [8]\n[adaptive]\nbudget = 2\n')
+    result = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: spec error: [adaptive] budget: expected a fraction of the full grid's cost in (0, 1], got 2"]
