@@ -120,11 +120,12 @@ class Baseline:
             buf = self._buffers[(name, dtype)] = torch.empty(like.shape, dtype=dtype, device=like.device)
         return buf
 
-    def _through_past(self, rows: torch.Tensor, left: str, right: str, out: torch.Tensor) -> torch.Tensor:
-        """rows (L, R, N, width) times the stored updates: (rows past[left]^T) past[right] into
-        ``out`` (L, R, N, M), one (N, k N) @ (k N, M) product per layer and repetition."""
+    def _through_past(self, rows: torch.Tensor, left: str, right: str, scale: float, out: torch.Tensor) -> torch.Tensor:
+        """rows (L, R, N, width) times the stored updates: scale (rows past[left]^T) past[right]
+        into ``out`` (L, R, N, M), one (N, k N) @ (k N, M) product per layer and repetition (the
+        scale goes on the small (N, k N) factor)."""
         k = self._rows
-        cross = torch.bmm(_flat(rows), self._past[left][:, :k].transpose(1, 2))  # (L R, N, k N)
+        cross = torch.bmm(_flat(rows), self._past[left][:, :k].transpose(1, 2)).mul_(scale)  # (L R, N, k N)
         torch.bmm(cross, self._past[right][:, :k], out=_flat(out))
         return out
 
@@ -136,10 +137,10 @@ class Baseline:
                 dp = self.buffer("dp", P)
                 if self._rows == 0:
                     dp.zero_()
-                else:  # dp = -(lr / D) (h H_{<k}^T) G_{<k}
-                    work = self.buffer("work", P, P.dtype)
-                    self._through_past(fwd.hidden[:-1], "h", "g", work)
-                    torch.mul(work, -self.lr / self.D, out=dp)
+                elif P.dtype == torch.float64:  # dp = -(lr / D) (h H_{<k}^T) G_{<k}
+                    self._through_past(fwd.hidden[:-1], "h", "g", -self.lr / self.D, dp)
+                else:
+                    dp.copy_(self._through_past(fwd.hidden[:-1], "h", "g", -self.lr / self.D, self.buffer("work", P, P.dtype)))
                 p0 = torch.sub(P, dp, out=self.buffer("p0", P))
             else:
                 # P0 = (h / D) u_0, one batched product: the forward's P = (h / D) u_k less it is dp
@@ -163,7 +164,7 @@ class Baseline:
             if self._rows == 0:
                 bdv_ds = torch.zeros_like(vk_ds)
             else:
-                bdv_ds = _over_samples(self._through_past(cotangent, "b", "s", work), s, scratch) * -lr
+                bdv_ds = _over_samples(self._through_past(cotangent, "b", "s", -lr, work), s, scratch)
             v0_ds = vk_ds - bdv_ds
         else:
             torch.bmm(_flat(cotangent), _flat(self.units0.v), out=_flat(work))  # B v_0, working dtype
