@@ -6,7 +6,8 @@ For each shape (L, M, D, N, reps) and dtype it reports, measured in the same run
 device:
 - step: one batched GD step (forward + backward + in-place update) of all reps, and per seed;
 - step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step), and
-  its ratio to the bare step (target <= 1.3), the two timed in turns on twin networks;
+  its ratio to the bare step (target <= 1.3), the two timed in turns on twin networks, at the
+  last steps of a K = 10 step trial (where the metrics cost most);
 - init: drawing the units of all reps (``init_units``), in seconds and in bare steps (target <= 2);
 - memory bound: the weights' bytes read and written three times (three copies) at the measured
   copy bandwidth; compute bound: the step's 12 * L * M * D * N flops per seed at the measured
@@ -122,6 +123,11 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
         snap = Snapshot(measured, fwd, base, base.out0[0], fwd.hidden[-1, 0])
         [fn(snap).cpu() for fn in METRICS.values()]
         measured.step(fwd)
+
+    # the timed steps (a warm-up and the repeats) are the last ones of a K-step trial: with the
+    # update history (metrics.Baseline) a step's metrics cost grows with k, so this is the worst
+    for _ in range(max(0, cfg.steps - repeats - 1)):
+        step_with_metrics()
 
     # alternated, so that both see the same load on a shared machine; best of each
     step, with_metrics = best_of_alternated([lambda: net.step(net.forward()), step_with_metrics], repeats, device)

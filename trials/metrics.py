@@ -71,24 +71,45 @@ class Baseline:
     (rank N per layer) to the float64 sums |du|^2, v_0 . dv and |dv|^2 per unit, from (N, M)-sized
     quantities the step has anyway:
         du_k . du = -lr_hat D sum_n dp G,  |du|^2 = lr_hat^2 G^T (H H^T) G,
-        v_0 . dv = -lr_hat sum_n (B v_0) S,  dv_k . dv = -lr_hat sum_n (B V_k - B v_0) S,
+        v_0 . dv = -lr_hat sum_n (B v_0) S,  dv_k . dv = -lr_hat sum_n B (v_k - v_0) S,
         |dv|^2 = lr_hat^2 S^T (B B^T) S,
-    so no weight-sized difference or per-unit sum over D is ever taken. The only weight-sized
-    reads are P0 = H u_0 / D (one product per metric step) and B v_0 (one per step). In float32
-    dp = P - P0 and B dv = B V_k - B v_0 carry an absolute error of a few ulps of P and B V, i.e.
-    a relative error of about eps * alpha in the lazy regime (1e-3 at alpha = 65536)."""
+    so no weight-sized difference or per-unit sum over D is ever taken. What remains is the
+    displacement seen through the current factors, dp = (u_k - u_0)^T h_k / D and B (v_k - v_0),
+    obtained in one of two ways (``history``, fixed per trial from its shape):
 
-    def __init__(self, net: ResNet, out0: torch.Tensor, units0: Units | None = None):
-        self.units0 = net.units.clone() if units0 is None else units0
+    - from the history of the updates (when K N (D + M) <= D M, i.e. when storing every step's
+      H, G, B, S costs no more than a copy of u_0): u_k - u_0 = -lr_hat sum_s H_s^T G_s, so
+      dp = -(lr_hat / D) (h_k H_{<k}^T) G_{<k} and B (v_k - v_0) = -lr_hat (B B_{<k}^T) S_{<k},
+      products of (N, k N) and (k N, M) matrices; u_0 and v_0 are never read again. The
+      displacement is then computed directly, to a relative precision of the working dtype, with
+      no cancellation whatever alpha is;
+    - from the step-0 units (otherwise): P0 = H u_0 / D (one weight-sized product per metric step)
+      and B v_0 (one per step), dp = P - P0 and B (v_k - v_0) = B V_k - B v_0. In float32 these
+      differences carry an absolute error of a few ulps of P and B V, i.e. a relative error of
+      about eps * alpha in the lazy regime (1e-3 at alpha = 65536)."""
+
+    def __init__(self, net: ResNet, out0: torch.Tensor, units0: Units | None = None, history: bool | None = None):
+        """Args: units0: the step-0 units if already cloned (else cloned here when needed);
+        history: force the way dp is obtained (class docstring); None chooses from the shape."""
+        cfg = net.config
+        L, R, D, M = net.units.u.shape
+        N = net.problem.x.shape[0]
+        self.history = cfg.steps * N * (D + M) <= D * M if history is None else history
+        start = net.units if units0 is None else units0
+        self.units0 = None if self.history else (net.units.clone() if units0 is None else units0)
         self.out0 = out0
-        L, R, D, M = self.units0.u.shape
-        zeros = torch.zeros(L, R, M, dtype=torch.float64, device=self.units0.u.device)
-        self.v0_sq = _f64(self.units0.v).square().sum(dim=2)  # (L, R, M)
-        self.size0_sq = _f64(self.units0.u).square().sum(dim=(0, 2, 3)) + self.v0_sq.sum(dim=(0, 2))  # (R,)
+        self.lr, self.D = net.lr_hat, D
+        zeros = torch.zeros(L, R, M, dtype=torch.float64, device=start.u.device)
+        self.v0_sq = _f64(start.v).square().sum(dim=2)  # (L, R, M)
+        self.size0_sq = _f64(start.u).square().sum(dim=(0, 2, 3)) + self.v0_sq.sum(dim=(0, 2))  # (R,)
         self.du_sq, self.v0_dv, self.dv_sq = zeros, zeros.clone(), zeros.clone()
         self._fwd: Forward | None = None
         self._moves: Moves | None = None
         self._buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+        self._rows = 0  # history rows filled: N per step taken
+        if self.history:  # (L R, K N, D or M): every step's H, G, B, S, stacked along the samples
+            self._past = {name: torch.empty(L * R, max(cfg.steps, 1) * N, width, dtype=net.dtype, device=start.u.device)
+                          for name, width in (("h", D), ("g", M), ("b", D), ("s", M))}
         net.observer = self
 
     def buffer(self, name: str, like: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -99,17 +120,35 @@ class Baseline:
             buf = self._buffers[(name, dtype)] = torch.empty(like.shape, dtype=dtype, device=like.device)
         return buf
 
+    def _through_past(self, rows: torch.Tensor, left: str, right: str, scale: float, out: torch.Tensor) -> torch.Tensor:
+        """rows (L, R, N, width) times the stored updates: scale (rows past[left]^T) past[right]
+        into ``out`` (L, R, N, M), one (N, k N) @ (k N, M) product per layer and repetition (the
+        scale goes on the small (N, k N) factor)."""
+        k = self._rows
+        cross = torch.bmm(_flat(rows), self._past[left][:, :k].transpose(1, 2)).mul_(scale)  # (L R, N, k N)
+        torch.bmm(cross, self._past[right][:, :k], out=_flat(out))
+        return out
+
     def moves(self, fwd: Forward) -> Moves:
         """The displacement at this forward pass (cached for it: the step reuses dp)."""
         if fwd is not self._fwd:
-            D = self.units0.u.shape[2]
             P = fwd.preact
-            # P0 = (h / D) u_0, one batched product: the forward's P = (h / D) u_k less it is dp
-            p0 = self.buffer("p0", P, P.dtype)
-            torch.bmm(_flat(fwd.hidden[:-1]) / D, _flat(self.units0.u), out=_flat(p0))
-            if p0.dtype != torch.float64:
-                p0 = self.buffer("p0", P).copy_(p0)
-            dp = torch.sub(P, p0, out=self.buffer("dp", P))  # float64: exact for float32 P, P0
+            if self.history:
+                dp = self.buffer("dp", P)
+                if self._rows == 0:
+                    dp.zero_()
+                elif P.dtype == torch.float64:  # dp = -(lr / D) (h H_{<k}^T) G_{<k}
+                    self._through_past(fwd.hidden[:-1], "h", "g", -self.lr / self.D, dp)
+                else:
+                    dp.copy_(self._through_past(fwd.hidden[:-1], "h", "g", -self.lr / self.D, self.buffer("work", P, P.dtype)))
+                p0 = torch.sub(P, dp, out=self.buffer("p0", P))
+            else:
+                # P0 = (h / D) u_0, one batched product: the forward's P = (h / D) u_k less it is dp
+                p0 = self.buffer("p0", P, P.dtype)
+                torch.bmm(_flat(fwd.hidden[:-1]) / self.D, _flat(self.units0.u), out=_flat(p0))
+                if p0.dtype != torch.float64:
+                    p0 = self.buffer("p0", P).copy_(p0)
+                dp = torch.sub(P, p0, out=self.buffer("dp", P))  # float64: exact for float32 P, P0
             self._moves = Moves(dp, p0, self.du_sq, self.v0_dv, self.dv_sq)
             self._fwd = fwd
         return self._moves
@@ -117,17 +156,36 @@ class Baseline:
     def __call__(self, net: ResNet, fwd: Forward, cotangent: torch.Tensor, gated: torch.Tensor, q: torch.Tensor) -> None:
         """The step observer: add this step's increments to the per-unit sums (class docstring).
         New tensors, not in place: a Moves taken before the step keeps its values."""
-        lr, D = net.lr_hat, self.units0.u.shape[2]
+        lr, D = self.lr, self.D
         dp, s = self.moves(fwd).dp, fwd.activated
         scratch, work = self.buffer("scratch", dp), self.buffer("work", q, q.dtype)
-        bv0 = torch.bmm(_flat(cotangent), _flat(self.units0.v), out=_flat(work))  # B v_0, working dtype
-        v0_ds = _over_samples(work, s, scratch)  # sum_n (B v_0) S
         vk_ds = _over_samples(q, s, scratch) * D  # sum_n (B V_k) S
-        del bv0
+        if self.history:  # B (v_k - v_0) = -lr (B B_{<k}^T) S_{<k}
+            if self._rows == 0:
+                bdv_ds = torch.zeros_like(vk_ds)
+            else:
+                bdv_ds = _over_samples(self._through_past(cotangent, "b", "s", -lr, work), s, scratch)
+            v0_ds = vk_ds - bdv_ds
+        else:
+            torch.bmm(_flat(cotangent), _flat(self.units0.v), out=_flat(work))  # B v_0, working dtype
+            v0_ds = _over_samples(work, s, scratch)  # sum_n (B v_0) S
+            bdv_ds = vk_ds - v0_ds
         self.du_sq = self.du_sq + (-2.0 * lr * D) * _over_samples(dp, gated, scratch) \
             + lr * lr * _gram_form(fwd.hidden[:-1], gated, scratch, work)
         self.v0_dv = self.v0_dv - lr * v0_ds
-        self.dv_sq = self.dv_sq - 2.0 * lr * (vk_ds - v0_ds) + lr * lr * _gram_form(cotangent, s, scratch, work)
+        self.dv_sq = self.dv_sq - 2.0 * lr * bdv_ds + lr * lr * _gram_form(cotangent, s, scratch, work)
+        if self.history:
+            self._remember(fwd.hidden[:-1], gated, cotangent, s)
+
+    def _remember(self, h: torch.Tensor, g: torch.Tensor, b: torch.Tensor, s: torch.Tensor) -> None:
+        """Append this step's factors to the history (grown if more steps come than configured)."""
+        k, N = self._rows, h.shape[2]
+        for name, t in (("h", h), ("g", g), ("b", b), ("s", s)):
+            past = self._past[name]
+            if k + N > past.shape[1]:
+                past = self._past[name] = torch.cat([past, torch.empty_like(past)], dim=1)
+            past[:, k:k + N].copy_(_flat(t))
+        self._rows = k + N
 
 
 @dataclass

@@ -134,27 +134,31 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     """
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
+    # (L, R, D, M): a layer's weights for all seeds are one contiguous block. Each seed's draw goes
+    # straight into its slice, converted on the way: no stacked or concatenated temporaries.
+    u = torch.empty(L, len(seeds), D, M, device=device, dtype=dtype)
+    v = torch.empty_like(u)
 
-    def draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        gen = torch.Generator().manual_seed(stream_seed("units", int(seed)))
-        u = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_u * D**0.5)
-        v = torch.randn(L, D, drawn, generator=gen, dtype=torch.float64).mul_(config.sigma_v * D**0.5)
-        if config.antithetic:
-            u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
-        return u, v
+    def draw(r: int) -> None:
+        gen = torch.Generator().manual_seed(stream_seed("units", int(seeds[r])))
+        # normal_(0, s) is randn() * s to the bit (both take the same contiguous float64 path,
+        # which needs a contiguous target: hence the per-seed buffer)
+        buf = torch.empty(L, D, drawn, dtype=torch.float64)
+        for out, std, mirror in ((u, config.sigma_u, 1.0), (v, config.sigma_v, -1.0)):
+            buf.normal_(0.0, std * D**0.5, generator=gen)
+            out[:, r, :, :drawn].copy_(buf)
+            if config.antithetic:
+                out[:, r, :, drawn:].copy_(buf).mul_(mirror)
 
-    # Each seed has its own generator, so seeds can draw in parallel threads (randn releases the
+    # Each seed has its own generator, so seeds can draw in parallel threads (normal_ releases the
     # GIL): the numbers do not depend on the number of threads.
     workers = min(len(seeds), torch.get_num_threads())
     if workers > 1 and L * D * drawn >= 1 << 16:
         with ThreadPoolExecutor(workers) as pool:
-            pairs = list(pool.map(draw, seeds))
+            list(pool.map(draw, range(len(seeds))))
     else:
-        pairs = [draw(seed) for seed in seeds]
-    us, vs = [p[0] for p in pairs], [p[1] for p in pairs]
-    # (R, L, D, M) -> (L, R, D, M): a layer's weights for all seeds are one contiguous block.
-    u = torch.stack(us, dim=1).to(device=device, dtype=dtype).contiguous()
-    v = torch.stack(vs, dim=1).to(device=device, dtype=dtype).contiguous()
+        for r in range(len(seeds)):
+            draw(r)
     return Units(u, v)
 
 

@@ -92,7 +92,6 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     check_compatible(config, reference)
     started = time.perf_counter()
     net = ResNet(config)
-    units0 = net.units.clone()
     ref_out = torch.as_tensor(reference.arrays["out"], device=net.device, dtype=net.dtype)
     ref_hidden = torch.as_tensor(reference.arrays["hidden"][:, :, : config.D], device=net.device, dtype=net.dtype)
     ref_columns = {
@@ -109,7 +108,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     separation = torch.zeros(len(net.seeds), dtype=torch.float64)
     for k, fwd in net.trajectory():
         if baseline is None:
-            baseline = Baseline(net, fwd.out.clone(), units0)
+            baseline = Baseline(net, fwd.out.clone())  # before the first step: net.units are u_0
         snapshot = Snapshot(net, fwd, baseline, ref_out[k], ref_hidden[k])
         values = {name: fn(snapshot).to(torch.float64).cpu().tolist() for name, fn in METRICS.items()}
         loss_k = net.loss(fwd.out).to(torch.float64)

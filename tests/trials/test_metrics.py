@@ -22,21 +22,22 @@ def small_reference():
     return compute_reference(ReferenceConfig(limit=limit, depth=32, width=16, replicas=2, device="cpu"))
 
 
-def _snapshot_after(cfg: TrialConfig, steps: int):
+def _snapshot_after(cfg: TrialConfig, steps: int, history: bool | None = None):
     """The engine's state after ``steps`` GD steps, with a zero reference."""
     net = ResNet(cfg)
     start = [seed_weights(net, r) for r in range(len(cfg.seeds))]
-    base = Baseline(net, net.forward().out.clone())
+    base = Baseline(net, net.forward().out.clone(), history=history)
     for k, fwd in net.trajectory():
         if k == steps:
             return net, start, Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
     raise AssertionError("not reached")
 
 
+@pytest.mark.parametrize("history", [False, True], ids=["from_units0", "from_history"])
 @pytest.mark.parametrize("activation", ["tanh", "gelu", "relu", "identity"])
-def test_unit_metrics_match_explicit_loops(device, activation):
+def test_unit_metrics_match_explicit_loops(device, activation, history):
     cfg = TrialConfig(L=3, M=4, D=5, steps=3, activation=activation, seeds=(5, 6), device=device)
-    net, start, snap = _snapshot_after(cfg, 3)
+    net, start, snap = _snapshot_after(cfg, 3, history)
     for r in range(2):
         x, _, W_E, W_U, U0, V0 = start[r]
         _, _, _, _, U, V = seed_weights(net, r)
@@ -92,8 +93,9 @@ def test_reference_with_other_steps_is_refused(small_reference):
         train_trial(TrialConfig(L=2, M=2, D=4, steps=5, device="cpu"), small_reference)
 
 
+@pytest.mark.parametrize("history", [False, True], ids=["from_units0", "from_history"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_metrics_observer_only_reads_the_step(dtype):
+def test_metrics_observer_only_reads_the_step(dtype, history):
     """The baseline follows each step (ResNet.observer) from its factors; it must not change them,
     and its per-unit sums must equal the displacement taken explicitly from the weights."""
     cfg = TrialConfig(L=4, M=6, D=5, steps=5, dtype=dtype, seeds=(2, 3), device="cpu")
@@ -102,7 +104,7 @@ def test_metrics_observer_only_reads_the_step(dtype):
     units0 = net.units.clone()
     outs, base = [], None
     for k, fwd in net.trajectory():
-        base = base or Baseline(net, fwd.out.clone())
+        base = base or Baseline(net, fwd.out.clone(), history=history)
         snap = Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
         [fn(snap) for fn in METRICS.values()]
         outs.append(fwd.out.clone())
@@ -112,3 +114,30 @@ def test_metrics_observer_only_reads_the_step(dtype):
     torch.testing.assert_close(snap.moves.du_sq, du.square().sum(dim=2), rtol=rel, atol=0)
     torch.testing.assert_close(snap.moves.dv_sq, dv.square().sum(dim=2), rtol=rel, atol=0)
     torch.testing.assert_close(snap.moves.v0_dv, (units0.v.double() * dv).sum(dim=2), rtol=rel, atol=rel * 1e-2)
+
+
+def test_history_is_chosen_where_it_costs_no_more_than_units0():
+    """dp from the update history when K N (D + M) <= D M (no larger than a copy of u_0), else
+    from the step-0 units; at K = 10, N = 10: (64, 1024, 256) uses the history, (256, 256, 32) not."""
+    for (L, M, D), expected in (((2, 1024, 256), True), ((2, 256, 32), False)):
+        net = ResNet(TrialConfig(L=L, M=M, D=D, steps=10, device="cpu"))
+        base = Baseline(net, net.forward().out.clone())
+        assert base.history is expected and (base.units0 is None) is expected
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_history_and_units0_give_the_same_metrics_in_float64(activation):
+    """Both ways of obtaining dp agree to rounding over a whole trajectory, also past the
+    configured number of steps (the history then grows)."""
+    cfg = TrialConfig(L=5, M=6, D=7, steps=3, alpha=4.0, activation=activation, seeds=(1, 2), device="cpu")
+    values = []
+    for history in (False, True):
+        net, bases, rows = ResNet(cfg), None, []
+        for k in range(cfg.steps + 3):
+            fwd = net.forward()
+            bases = bases or Baseline(net, fwd.out.clone(), history=history)
+            snap = Snapshot(net, fwd, bases, torch.zeros_like(bases.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
+            rows.append(torch.stack([fn(snap) for fn in METRICS.values()]))
+            net.step(fwd)
+        values.append(torch.stack(rows))
+    torch.testing.assert_close(values[1], values[0], rtol=1e-11, atol=1e-14)

@@ -131,3 +131,25 @@ def test_units_never_reuse_the_data_stream():
     u = net.units.u[0, 0].flatten() / 8**0.5
     assert not torch.isclose(u[: x.numel()], x).any()
     assert abs(float(torch.corrcoef(torch.stack([u[: x.numel()], x]))[0, 1])) < 0.3
+
+
+@pytest.mark.parametrize("antithetic", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_unit_draw_is_randn_times_sigma_per_seed_stacked(antithetic, dtype):
+    """init_units draws each seed into its slice of (L, R, D, M); the numbers are exactly those of
+    the plain recipe (randn(L, D, M') * sigma sqrt(D) for u, then for v, from the seed's stream,
+    mirrored for antithetic units, stacked over seeds, then converted), whatever the threads."""
+    from trials.config import stream_seed
+    from trials.model import init_units
+
+    cfg = TrialConfig(L=16, M=64, D=64, antithetic=antithetic, sigma_u=0.7, sigma_v=1.3, seeds=(4, 11, 5))
+    units = init_units(cfg, cfg.seeds, torch.device("cpu"), dtype)
+    drawn = cfg.M // 2 if antithetic else cfg.M
+    for r, seed in enumerate(cfg.seeds):
+        gen = torch.Generator().manual_seed(stream_seed("units", seed))
+        u = torch.randn(cfg.L, cfg.D, drawn, generator=gen, dtype=torch.float64) * (cfg.sigma_u * cfg.D**0.5)
+        v = torch.randn(cfg.L, cfg.D, drawn, generator=gen, dtype=torch.float64) * (cfg.sigma_v * cfg.D**0.5)
+        if antithetic:
+            u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
+        assert torch.equal(units.u[:, r], u.to(dtype)) and torch.equal(units.v[:, r], v.to(dtype))
+    assert units.u.is_contiguous() and units.v.is_contiguous()

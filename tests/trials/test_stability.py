@@ -121,8 +121,9 @@ def test_chaos_check_flags_the_chaotic_point_only():
     assert set(FLAGS) == {"init_noise", "chaotic"}
 
 
+@pytest.mark.parametrize("history", [False, True], ids=["from_units0", "from_history"])
 @pytest.mark.parametrize("alpha", [4096.0, 65536.0])
-def test_float32_local_metrics_track_float64_in_the_lazy_regime(alpha):
+def test_float32_local_metrics_track_float64_in_the_lazy_regime(alpha, history):
     values = {}
     for dtype in ("float32", "float64"):
         cfg = TrialConfig(L=32, M=32, D=8, steps=10, alpha=alpha, preset="lazy", antithetic=True, dtype=dtype,
@@ -130,7 +131,7 @@ def test_float32_local_metrics_track_float64_in_the_lazy_regime(alpha):
         net = ResNet(cfg)
         units0, base = net.units.clone(), None
         for k, fwd in net.trajectory():
-            base = base or Baseline(net, fwd.out.clone(), units0)
+            base = base or Baseline(net, fwd.out.clone(), units0, history=history)
         snap = Snapshot(net, fwd, base, torch.zeros_like(base.out0[0]), torch.zeros_like(fwd.hidden[-1, 0]))
         values[dtype] = {m: METRICS[m](snap).double().numpy() for m in ("lin_ratio", "weight_change", "feature_update")}
     for metric, exact in values["float64"].items():
