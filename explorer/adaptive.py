@@ -98,13 +98,32 @@ class AdaptiveResult:
 
 
 def target_lines(targets: dict, halfwidth: float) -> list[str]:
-    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target."""
+    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a CI that
+    measures nothing (``unmeasured``) is "not reached" whatever its width."""
     out = []
     for name, (est, lo, hi) in targets.items():
         hw = (hi - lo) / 2
-        state = "reached" if hw <= halfwidth else "not reached"
+        why = unmeasured(est, lo, hi)
+        state = f"not reached: {why}" if why else "reached" if hw <= halfwidth else "not reached"
         out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  half-width {hw:.3g} (target {halfwidth:g}: {state})")
     return out
+
+
+def unmeasured(est: float, lo: float, hi: float) -> str | None:
+    """Why a target's CI measures nothing although it may be narrow, else None: no CI, a CI of
+    width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
+    or a CI cut at the fit's search bound (``explorer.fit``: +-FREE_BOUND for exponents, exp(+-50)
+    for constants), whose true width is unknown. Such a target is never "reached"."""
+    from .fit import FREE_BOUND, ZERO_WIDTH
+
+    if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
+        return "no CI (the bootstrap gave none)"
+    if hi - lo <= ZERO_WIDTH * max(abs(est), 1e-300):
+        return "its CI has width zero (every resample gave the same value), not a measurement"
+    tiny, huge = np.exp(-50.0) * (1 + 1e-6), np.exp(50.0) * (1 - 1e-6)
+    if any(abs(abs(v) - FREE_BOUND) < 1e-6 for v in (est, lo, hi)) or 0 < lo <= tiny or hi >= huge:
+        return "its CI reaches the fit's search bound, so its true width is unknown"
+    return None
 
 
 # --- the rounds log --------------------------------------------------------------------------
@@ -159,6 +178,32 @@ class _Loop:
         self.full = sum(c.cost for c in self.cands)
         self.budget = self.ad.budget * self.full
         self.initial = self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch)
+        self._check_identifiable()
+
+    def _check_identifiable(self) -> None:
+        """Refuse a grid on which the law, or one of the targets, cannot be fitted at all: no
+        subset of it could ever reach the targets (a single L for the free law's ``a``)."""
+        from .fit import resolve_form, unidentified_terms
+
+        law = resolve_form(self.ad.form)[1]
+        frame = pd.DataFrame({"L": [c.L for c in self.cands], "M": [c.M for c in self.cands],
+                              "D": [c.D for c in self.cands]})
+        try:
+            fitted, dropped = unidentified_terms(law, frame)
+        except FitError:
+            held = ", ".join(f"{v} = {frame[v].iloc[0]}" for v in ("L", "M", "D") if frame[v].nunique() == 1)
+            raise spec_error("[grid]", f"no term of the {self.ad.form} law varies on this grid ({held}); an adaptive "
+                             "sweep needs a grid that varies the law's variables (or run it as a plain sweep)") from None
+        for name in self.targets:
+            if name in dropped:
+                raise spec_error("[adaptive] targets", f"{name} is {dropped[name]}, so no point of this grid measures "
+                                 f"it; sweep more values there, or choose targets among "
+                                 f"{', '.join(p for p in fitted.parameters)}")
+        need = len(fitted.parameters) + 1
+        if len(self.cands) < need:
+            raise spec_error("[grid]", f"{len(self.cands)} candidate trial(s), but the {self.ad.form} law has "
+                             f"{len(fitted.parameters)} parameters on this grid and its fit needs at least {need} "
+                             "points; sweep more values (or run it as a plain sweep)")
 
     # -- reading the store
     def statuses(self) -> dict[str, str]:
@@ -219,9 +264,17 @@ class _Loop:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
         hw = {t: _halfwidth(result, t) for t in self.targets}
-        unmet = [t for t in self.targets if not hw[t] <= self.ad.halfwidth]
+        why = {t: _unmeasured_in(result, t) for t in self.targets}
+        unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
-            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}"
+            warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
+            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{warns}"
+        dropped = [t for t in unmet if t not in result.law.parameters]
+        if dropped:  # the points so far cannot measure a target the grid can: spread them first
+            more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
+            if more:
+                return more, (f"space-filling design ({', '.join(dropped)} not measurable from the points so far: "
+                              f"{'; '.join(result.unidentified.get(t, '') for t in dropped)})"), None
         model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
         _, wall_model = self.wall()
         ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
@@ -231,16 +284,42 @@ class _Loop:
         cheapest = min(c.cost for c in remaining)
         best = model.predicted_halfwidths_with(remaining)
         names = model.law.parameters
-        detail = "; ".join(
-            f"{t} half-width {hw[t]:.3g} > {self.ad.halfwidth:g}"
-            + (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
-               "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
-            for t in unmet)
+
+        def unmet_detail(t: str) -> str:
+            if t not in names:
+                return f"{t} {result.unidentified.get(t, 'not fitted')}"
+            if why[t]:
+                return f"{t} half-width {hw[t]:.3g}: {why[t]}"
+            more = (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
+                    "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
+            return f"{t} half-width {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
+
+        detail = "; ".join(unmet_detail(t) for t in unmet)
         if cheapest > left:
             why = f"budget spent ({self.spent(keys) / self.full:.1%} of the full grid's cost, budget {self.ad.budget:.0%})"
         else:
             why = "no remaining candidate within the budget is expected to shrink the unmet targets"
         return [], "", f"{why}; not reached: {detail}"
+
+    def rules_changed(self, last: pd.DataFrame) -> str:
+        """What of the stopping rules (budget, halfwidth, targets, form) differs between the
+        spec and the round ``last`` was decided under; empty when nothing does."""
+        out = []
+        budget = float(last["budget_cost"].iloc[0])
+        if not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
+            full = float(last["full_cost"].iloc[0])
+            out.append(f"budget {budget / full:.0%} -> {self.ad.budget:.0%}" if full == self.full
+                       else "budget or grid")
+        if str(last["form"].iloc[0]) != self.ad.form:
+            out.append(f"form {last['form'].iloc[0]} -> {self.ad.form}")
+        targets = last[last["entry"] == "target"]
+        if not targets.empty:
+            if set(targets["parameter"]) != set(self.targets):
+                out.append(f"targets {', '.join(sorted(targets['parameter']))} -> {', '.join(sorted(self.targets))}")
+            halfwidth = float(targets["halfwidth"].iloc[0])
+            if not np.isclose(halfwidth, self.ad.halfwidth, rtol=1e-9, atol=0.0):
+                out.append(f"halfwidth {halfwidth:g} -> {self.ad.halfwidth:g}")
+        return ", ".join(out)
 
     def recorded_points(self, point_rows: pd.DataFrame) -> list[dict]:
         """A round's point rows as read back, ready to be written again (the done record)."""
@@ -278,13 +357,23 @@ class _Loop:
             number, state = int(last["round"].iloc[0]), str(last["state"].iloc[0])
             stop = last["stop_reason"].dropna()
             if state == "done" and len(stop):
-                self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
-                return self.finish(result, rounds)
+                changed = self.rules_changed(last)
+                if not changed:
+                    self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
+                    return self.finish(result, rounds)
+                # the stop was decided under other rules: decide again under these (the last
+                # round is rewritten with the new decision; its trials are not rerun)
+                self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
+                         f"({changed}): deciding again")
         if state is None:
-            design = initial_design(self.cands, self.initial, INITIAL_SHARE * self.budget, set(), {})
+            cap = INITIAL_SHARE * self.budget
+            design = initial_design(self.cands, self.initial, cap, set(), {})
             if not design:
                 raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
-                                 "initial point; raise it")
+                                 f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
+                                 f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                                 f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
+                                 "budget (at most 1), lower initial, or sweep more small points")
             keys = [c.trial_key for c in design]
             self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
             state = "planned"
@@ -335,6 +424,14 @@ class _Loop:
 def _halfwidth(result, name: str) -> float:
     lo, hi = result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan)
     return float((hi - lo) / 2) if np.isfinite(lo) and np.isfinite(hi) else float("inf")
+
+
+def _unmeasured_in(result, name: str) -> str | None:
+    """``unmeasured`` of a fit's parameter (a parameter the fit left out: its reason)."""
+    if name not in result.law.parameters:
+        return result.unidentified.get(name, "not fitted")
+    return unmeasured(float(result.estimate[name]), float(result.ci_low.get(name, np.nan)),
+                      float(result.ci_high.get(name, np.nan)))
 
 
 def _targets(result, names) -> dict:

@@ -248,6 +248,14 @@ class ResourcesSpec:
         100_000, _positive_int, "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
 
+def _resample_count(v: Any) -> int:
+    # a CI is the spread of the resamples: one resample (or none) gives no CI, and a loop
+    # waiting for a CI that never comes would spend its whole budget
+    if not _is_int(v) or v < 2:
+        raise _Bad(f"expected an integer >= 2 (the CIs are the spread of the resamples; default 200), got {_fmt(v)}")
+    return v
+
+
 def _budget_fraction(v: Any) -> float:
     if not _is_number(v) or not 0 < v <= 1:
         raise _Bad(f"expected a fraction of the full grid's cost in (0, 1], got {_fmt(v)}")
@@ -274,7 +282,7 @@ class AdaptiveSpec:
     batch: int = _spec_field(8, _positive_int, "points (trials) chosen per round")
     initial: int | None = _spec_field(None, _positive_int,
                                       "points of the space-filling initial design (default: 2 x batch, at least 8)")
-    resamples: int = _spec_field(200, _positive_int, "bootstrap resamples of each round's fit")
+    resamples: int = _spec_field(200, _resample_count, "bootstrap resamples of each round's fit (>= 2)")
 
 
 SECTIONS: dict[str, type] = {

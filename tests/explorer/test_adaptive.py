@@ -229,3 +229,96 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "error: spec error: [adaptive] budget: expected a fraction of the full grid's cost in (0, 1], got 2"]
+
+
+# --- review: defects found by using it -------------------------------------------------------
+
+
+def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path):
+    st = Store(tmp_path / "s")
+    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    assert "budget spent" in first.stop_reason
+    runner = FakeRunner(st, free_law())
+    second = run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, runner)
+    assert runner.calls, "a raised budget must buy more rounds, not repeat the old stop"
+    assert first.spent_cost < second.spent_cost <= second.budget_cost
+    assert "budget 30%" in second.stop_reason  # the stop reason is of the rules in force
+    rounds = read_rounds(st, "ad")
+    last = rounds[rounds["round"] == rounds["round"].max()]
+    assert (last["budget_cost"] == second.budget_cost).all()
+    points = rounds[rounds["entry"] == "point"]
+    assert not points.duplicated(["trial_key"]).any()
+    again = FakeRunner(st, free_law())  # the same rules again: nothing to do
+    assert run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, again).stop_reason == \
+        second.stop_reason and not again.calls
+
+
+def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path):
+    st = Store(tmp_path / "s")
+    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    assert "not reached" in first.stop_reason
+    loose = run_adaptive(_spec(halfwidth=50.0, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    assert loose.stop_reason.startswith("every target reached its half-width 50")
+    assert "reached" in loose.summary() and "not reached" not in loose.summary()
+
+
+def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
+    # Seen on a real tiny sweep (form theory, no 1/L signal): c1 = 9.236e-13 [9.236e-13,
+    # 9.236e-13], every resample the same value, was printed "reached" and stopped the loop.
+    from explorer.adaptive import _Loop, target_lines, unmeasured
+
+    assert unmeasured(9.236e-13, 9.236e-13, 9.236e-13 + 3e-26)
+    assert unmeasured(-10.0, -10.0, 6.9)  # cut at the search bound: width unknown
+    assert unmeasured(0.5, 0.45, 0.55) is None and unmeasured(0.7, -4.45, 5.85) is None  # negative exponents are fine
+    assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
+    st = Store(tmp_path / "s")
+    spec = _spec(form="theory", halfwidth=0.1, batch=3, initial=6)
+    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    keys = [c.trial_key for c in loop.cands[::2]]
+    loop.runner(spec, frozenset(keys))
+    fitted = loop.fit()
+    assert loop.next_choice(fitted, keys, 0)[2].startswith("every target reached")  # the honest case
+    fitted.ci_low["c1"] = fitted.ci_high["c1"] = fitted.estimate["c1"]  # every resample the same value
+    choices, _, stop = loop.next_choice(fitted, keys, 0)
+    assert stop is None or not stop.startswith("every target reached"), stop
+    assert choices or "width zero" in stop
+
+
+def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs(tmp_path):
+    from explorer.cli import main
+    from click.testing import CliRunner
+
+    st = Store(tmp_path / "s")
+    runner = FakeRunner(st, free_law())
+    with pytest.raises(SpecError, match=r"\[adaptive\] targets: .*\ba\b.*L") as err:
+        run_adaptive(_spec(grid={"L": [4], "M": [1, 4, 16, 64], "D": [8], "problem_seeds": [1, 2]}), st, runner)
+    assert "\n" not in str(err.value) and not runner.calls
+    spec = tmp_path / "one.toml"
+    spec.write_text('name = "one"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
+    out = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--store", str(tmp_path / "s2")])
+    assert out.exit_code == 2, out.output
+    assert len(out.output.strip().splitlines()) == 1 and "[grid]" in out.output and "Traceback" not in out.output
+
+
+def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_path):
+    # A first design that holds L fixed (a cap that admits only L = 4): the fit cannot measure a
+    # yet, although the grid can; the loop must choose points at other L, not fail.
+    from explorer.adaptive import _Loop
+    from explorer.fit import fit as fit_law
+
+    st = Store(tmp_path / "s")
+    spec = _spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
+    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    keys = [c.trial_key for c in loop.cands if c.L == 4]
+    loop.runner(spec, frozenset(keys))
+    fitted = loop.fit()
+    assert not isinstance(fitted, str) and "a" in fitted.unidentified
+    choices, reason, stop = loop.next_choice(fitted, keys, 0)
+    assert stop is None and choices
+    assert any(c.L != 4 for c in choices)
+
+
+@pytest.mark.parametrize("resamples", [1])
+def test_resamples_too_few_for_a_ci_is_a_spec_error(resamples):
+    with pytest.raises(SpecError, match=r"\[adaptive\] resamples"):
+        _spec(resamples=resamples)
