@@ -23,6 +23,10 @@ NUMERICS_VERSION = 4  # 3: divergence by loss growth, flags, CRN discretization 
 # 4: where K N (D + M) <= D M the unit metrics take the displacement from the update history (metrics.Baseline):
 #    float32 feature_update, lin_ratio, weight_change move at their rounding level (1e-7 - 1e-4 relative), float64
 #    ones by < 1e-12 except lin_ratio at alpha >= 4096 (4e-11; 1e-8 at 65536, its own rounding level there)
+# The references' own version: what changes a reference's arrays (its trajectories and error estimates), not
+# the trials' metrics. Version 4 changed only how trials compute unit metrics, so the cached references (minutes
+# each) of version 3 stay valid; bump this with NUMERICS_VERSION only when the change reaches the references.
+REFERENCE_NUMERICS_VERSION = 3
 
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch
@@ -310,7 +314,7 @@ class ReferenceConfig:
         """Stable hash of the limit's fields and this reference's resolution."""
         payload = {
             "limit": self.limit_fields(), "depth": self.depth, "width": self.width,
-            "replicas": self.replicas, "seed": self.seed, "numerics_version": NUMERICS_VERSION,
+            "replicas": self.replicas, "seed": self.seed, "numerics_version": REFERENCE_NUMERICS_VERSION,
         }
         return stable_hash(payload)
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
+from .config import REFERENCE_NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
 from .model import make_problem
 from .reference import Reference, ReferenceDiverged
 
@@ -90,7 +90,7 @@ class JointLimitConfig:
     def key(self) -> str:
         return stable_hash({
             "kind": KIND, "limit": self.limit_fields(), "grid": self.grid, "gram": self.gram,
-            "numerics_version": NUMERICS_VERSION,
+            "numerics_version": REFERENCE_NUMERICS_VERSION,
         })
 
 
@@ -238,6 +238,6 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
     meta = {
         "limit": config.limit_fields(), "grid": config.grid, "gram": config.gram, "D": t.D,
         "method": "RK4 on the r-dimensional linear limit system; error = |grid - grid/2| solutions",
-        "device": "cpu", "numerics_version": NUMERICS_VERSION, "wall_s": time.perf_counter() - started,
+        "device": "cpu", "numerics_version": REFERENCE_NUMERICS_VERSION, "wall_s": time.perf_counter() - started,
     }
     return Reference(key, KIND, arrays, meta)

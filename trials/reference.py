@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import (NUMERICS_VERSION, REFERENCE_KINDS, ReferenceConfig, TrialConfig, largest_reference_key,
-                     resolve_device, torch_dtype)
+from .config import (NUMERICS_VERSION, REFERENCE_KINDS, REFERENCE_NUMERICS_VERSION, ReferenceConfig, TrialConfig,
+                     largest_reference_key, resolve_device, torch_dtype)
 from .model import ResNet, Units, init_units, make_problem
 
 
@@ -163,7 +163,7 @@ def compute_reference(config: ReferenceConfig) -> Reference:
     meta = {
         "limit": config.limit_fields(), "depth": config.depth, "width": config.width,
         "replicas": config.replicas, "seed": config.seed, "D": config.limit.D,
-        "device": device, "numerics_version": NUMERICS_VERSION,
+        "device": device, "numerics_version": REFERENCE_NUMERICS_VERSION,
         "wall_s": time.perf_counter() - started,
     }
     return Reference(key, "mean_ode", arrays, meta)

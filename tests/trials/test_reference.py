@@ -33,6 +33,18 @@ def test_reference_key_changes_with_what_the_limit_depends_on(changes):
     assert _key(**changes) != _key()
 
 
+def test_reference_key_follows_the_reference_numerics_version_not_the_trials(monkeypatch):
+    """A change to how trials compute their metrics (NUMERICS_VERSION) leaves the cached
+    references valid: their arrays do not depend on it; REFERENCE_NUMERICS_VERSION does move them."""
+    import trials.config as config
+
+    base, trial_key = _key(), BASE.key()
+    monkeypatch.setattr(config, "NUMERICS_VERSION", config.NUMERICS_VERSION + 1)
+    assert _key() == base and BASE.key() != trial_key
+    monkeypatch.setattr(config, "REFERENCE_NUMERICS_VERSION", config.REFERENCE_NUMERICS_VERSION + 1)
+    assert _key() != base
+
+
 def test_reference_key_changes_with_its_resolution():
     keys = {ReferenceConfig(limit=BASE, depth=d, width=w, replicas=r).key() for d, w, r in [(64, 32, 2), (128, 32, 2), (64, 64, 2), (64, 32, 3)]}
     assert len(keys) == 4
