@@ -11,7 +11,8 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
    (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
    rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
-   every target within ``halfwidth``, the budget spent, or no candidate left that is expected
+   every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
+   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``), the budget spent, or no candidate left that is expected
    to help. A round is never recorded done before its trials are all in the store.
 3. Rerunning the same command resumes: a planned round is completed first (its finished trials
    are not rerun), a done round without a stop reason is followed by the next, a stopped loop
@@ -66,6 +67,7 @@ class AdaptiveResult:
     wall_s: float = 0.0  # sum of the sweep's trials' wall_s
     targets: dict = field(default_factory=dict)  # parameter -> (estimate, ci_low, ci_high)
     halfwidth: float = float("nan")
+    positive: frozenset = frozenset()  # the law's positive constants: their half-widths are relative
     stop_reason: str | None = None
     interrupted: int | None = None  # the signal that stopped a round's trials
     missing: int = 0  # trials of the current round without rows
@@ -87,7 +89,7 @@ class AdaptiveResult:
                  f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
                  f"trials' wall time {self.wall_s:.1f}s",
                  f"store: {self.store}"]
-        lines += target_lines(self.targets, self.halfwidth)
+        lines += target_lines(self.targets, self.halfwidth, self.positive)
         if self.stop_reason:
             lines.append(f"stopped: {self.stop_reason}")
         elif self.interrupted is not None or self.missing:
@@ -97,15 +99,51 @@ class AdaptiveResult:
         return "\n".join(lines)
 
 
-def target_lines(targets: dict, halfwidth: float) -> list[str]:
-    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a CI that
-    measures nothing (``unmeasured``) is "not reached" whatever its width."""
+def positive_parameters(form: str) -> frozenset:
+    """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
+    c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
+    from .fit import resolve_form
+
+    try:
+        return frozenset(resolve_form(form)[1].positive)
+    except Exception:  # a log written by another version: fall back to the c-constants
+        return frozenset()
+
+
+def _is_positive(name: str, positive: Collection[str] | None) -> bool:
+    from .expression import _POSITIVE
+
+    return name in (positive or ()) or bool(_POSITIVE.match(name))
+
+
+def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] | None = None) -> float:
+    """A target's 95% CI half-width in the units its ``halfwidth`` is measured in.
+
+    A positive constant (``c1, c2, ...``, or a name in ``positive``) is fitted as log c
+    (``explorer.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
+    means about +-10 %; the selection ranks candidates in the same units. Any other parameter
+    (an exponent) has the absolute half-width (hi - lo) / 2. Infinite when the CI has no finite
+    ends (or a constant's CI does not lie above 0).
+    """
+    lo, hi = float(lo), float(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return float("inf")
+    if _is_positive(name, positive):
+        return float((np.log(hi) - np.log(lo)) / 2) if lo > 0 and hi > 0 else float("inf")
+    return (hi - lo) / 2
+
+
+def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | None = None) -> list[str]:
+    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a positive
+    constant's half-width is relative (``target_halfwidth``) and says so. A CI that measures
+    nothing (``unmeasured``) is "not reached" whatever its width."""
     out = []
     for name, (est, lo, hi) in targets.items():
-        hw = (hi - lo) / 2
+        hw = target_halfwidth(name, lo, hi, positive)
+        kind = "relative half-width" if _is_positive(name, positive) else "half-width"
         why = unmeasured(est, lo, hi)
         state = f"not reached: {why}" if why else "reached" if hw <= halfwidth else "not reached"
-        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  half-width {hw:.3g} (target {halfwidth:g}: {state})")
+        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  {kind} {hw:.3g} (target {halfwidth:g}: {state})")
     return out
 
 
@@ -173,6 +211,7 @@ class _Loop:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
                              "and problem_seeds (run one adaptive sweep per value)")
         self.targets = adaptive_targets(self.ad)
+        self.positive = positive_parameters(self.ad.form)
         self.cands = candidates_of(plan(spec, SCHEMA_VERSION).trials)
         self.by_key = {c.trial_key: c for c in self.cands}
         self.full = sum(c.cost for c in self.cands)
@@ -263,12 +302,14 @@ class _Loop:
             if not more:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
-        hw = {t: _halfwidth(result, t) for t in self.targets}
+        hw = {t: _halfwidth(result, t) for t in self.targets}  # relative for constants, as the selection
         why = {t: _unmeasured_in(result, t) for t in self.targets}
         unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
             warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
-            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{warns}"
+            consts = [t for t in self.targets if t in self.positive]
+            rel = f" (relative for {', '.join(consts)})" if consts else ""
+            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{rel}{warns}"
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
             more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
@@ -289,10 +330,11 @@ class _Loop:
             if t not in names:
                 return f"{t} {result.unidentified.get(t, 'not fitted')}"
             if why[t]:
-                return f"{t} half-width {hw[t]:.3g}: {why[t]}"
+                return f"{t} {'relative half-width' if t in self.positive else 'half-width'} {hw[t]:.3g}: {why[t]}"
             more = (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
                     "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
-            return f"{t} half-width {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
+            kind = "relative half-width" if t in self.positive else "half-width"
+            return f"{t} {kind} {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
 
         detail = "; ".join(unmet_detail(t) for t in unmet)
         if cheapest > left:
@@ -348,7 +390,8 @@ class _Loop:
     def run(self) -> AdaptiveResult:
         rounds = read_rounds(self.store, self.spec.name)
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
-                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth)
+                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
+                                positive=self.positive)
         keys = self.chosen(rounds)
         if rounds.empty:
             number, state = 0, None
@@ -394,7 +437,8 @@ class _Loop:
             old = self.recorded_points(point_rows)
             self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
                        keys, stop)
-            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth))
+            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
+                                                                                                 self.positive))
                                                  or str(fitted)))
             if stop is not None:
                 self.log(f"stopping: {stop}")
@@ -422,8 +466,9 @@ class _Loop:
 
 
 def _halfwidth(result, name: str) -> float:
-    lo, hi = result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan)
-    return float((hi - lo) / 2) if np.isfinite(lo) and np.isfinite(hi) else float("inf")
+    """``target_halfwidth`` of a fit's parameter: relative for the law's positive constants."""
+    return target_halfwidth(name, result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan),
+                            result.law.positive)
 
 
 def _unmeasured_in(result, name: str) -> str | None:
@@ -481,12 +526,14 @@ def adaptive_status(store: Store, sweep: str) -> list[str]:
         at = targets[targets["round"] == targets["round"].max()]
         lines.append(f"  targets after round {int(at['round'].iloc[0])} ({head['form']} law):")
         lines += ["  " + line for line in target_lines(
-            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]))]
+            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]),
+            positive_parameters(str(head["form"])))]
     stops = rounds["stop_reason"].dropna()
     if len(stops):
         lines.append(f"  stopped: {stops.iloc[-1]}")
     return lines
 
 
-__all__ = ["AdaptiveResult", "adaptive_status", "read_rounds", "round_id", "run_adaptive"]
+__all__ = ["AdaptiveResult", "adaptive_status", "positive_parameters", "read_rounds", "round_id", "run_adaptive",
+           "target_halfwidth"]
 

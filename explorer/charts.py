@@ -492,17 +492,19 @@ def ci_vs_compute(targets: pd.DataFrame, title: str = "adaptive sweep: CI half-w
 
     Args:
         targets: the ``rounds`` target rows of done rounds (columns round, parameter, ci_low,
-            ci_high, halfwidth, spent_cost, full_cost).
+            ci_high, halfwidth, spent_cost, full_cost; optional half_width, the half-width in the
+            stopping rule's units, relative for positive constants, else (ci_high - ci_low) / 2).
     Returns:
         One line per parameter over the fraction of the full grid's cost (L*M*D*seeds), log
         half-width, and a dashed rule at the target half-width.
     """
-    frame = targets.assign(half_width=(targets["ci_high"] - targets["ci_low"]) / 2,
-                           spent=targets["spent_cost"] / targets["full_cost"])
+    half = targets["half_width"] if "half_width" in targets else (targets["ci_high"] - targets["ci_low"]) / 2
+    frame = targets.assign(half_width=half, spent=targets["spent_cost"] / targets["full_cost"])
     frame = frame[np.isfinite(frame["half_width"]) & (frame["half_width"] > 0)]
     x = alt.X("spent:Q", title="compute spent (fraction of the full grid, L*M*D*seeds)", axis=alt.Axis(format="%"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=alt.Y("half_width:Q", scale=alt.Scale(type="log"), title="95% CI half-width"),
+        x=x, y=alt.Y("half_width:Q", scale=alt.Scale(type="log"),
+                     title="95% CI half-width (constants: relative)" if "half_width" in targets else "95% CI half-width"),
         color=alt.Color("parameter:N"),
         tooltip=["round:O", "parameter:N", alt.Tooltip("half_width:Q", format=".3g"), alt.Tooltip("spent:Q", format=".1%")])
     goal = alt.Chart(pd.DataFrame({"halfwidth": [float(targets["halfwidth"].iloc[0])]})).mark_rule(

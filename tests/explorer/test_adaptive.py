@@ -322,3 +322,34 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
 def test_resamples_too_few_for_a_ci_is_a_spec_error(resamples):
     with pytest.raises(SpecError, match=r"\[adaptive\] resamples"):
         _spec(resamples=resamples)
+
+
+# --- review 2: fixes -------------------------------------------------------------------------
+
+
+def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display(tmp_path):
+    # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
+    # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
+    # factor of ~2.4; the selection ranked it in log units all along.
+    from explorer.adaptive import target_halfwidth, target_lines
+
+    assert target_halfwidth("c1", 0.0029, 0.016) == pytest.approx(np.log(0.016 / 0.0029) / 2)
+    assert target_halfwidth("a", 0.9, 1.1) == pytest.approx(0.1)  # exponents stay absolute
+    assert target_halfwidth("b", 0.9, 1.1, positive={"b"}) == pytest.approx(np.log(1.1 / 0.9) / 2)
+    line = target_lines({"c1": (0.0068, 0.0029, 0.016)}, 0.1)[0]
+    assert "relative half-width 0.854" in line and "not reached" in line
+    assert "relative" not in target_lines({"a": (1.0, 0.95, 1.05)}, 0.1)[0]
+
+    st = Store(tmp_path / "s")
+    result = run_adaptive(_spec(form="theory", batch=4, initial=8), st, FakeRunner(st, free_law(c1=0)))
+    est, lo, hi = result.targets["c1"]
+    assert np.log(hi / lo) / 2 > 0.1  # c1 ~ 0 is not measured to 10 %
+    assert not result.stop_reason.startswith("every target reached"), result.stop_reason
+    assert "c1 relative half-width" in result.stop_reason
+    summary = result.summary()
+    assert any(line.strip().startswith("c1 = ") and "relative half-width" in line and "not reached" in line
+               for line in summary.splitlines())
+    from explorer.api import sweep_status
+
+    status = sweep_status(sweep="ad", store=st).lines()
+    assert any(line.strip().startswith("c1 = ") and "relative" in line and "not reached" in line for line in status)
