@@ -244,6 +244,22 @@ class _Loop:
                              f"{len(fitted.parameters)} parameters on this grid and its fit needs at least {need} "
                              "points; sweep more values (or run it as a plain sweep)")
 
+    def initial_plan(self) -> list[Candidate]:
+        """Round 0's points on a store without rounds: the space-filling design within its cap.
+
+        Raises:
+            SpecError: the budget pays for no initial point.
+        """
+        cap = INITIAL_SHARE * self.budget
+        design = initial_design(self.cands, self.initial, cap, set(), {})
+        if not design:
+            raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
+                             f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
+                             f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                             f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
+                             "budget (at most 1), lower initial, or sweep more small points")
+        return design
+
     # -- reading the store
     def statuses(self) -> dict[str, str]:
         return self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps() else {}
@@ -409,14 +425,7 @@ class _Loop:
                 self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
                          f"({changed}): deciding again")
         if state is None:
-            cap = INITIAL_SHARE * self.budget
-            design = initial_design(self.cands, self.initial, cap, set(), {})
-            if not design:
-                raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
-                                 f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
-                                 f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
-                                 f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
-                                 "budget (at most 1), lower initial, or sweep more small points")
+            design = self.initial_plan()
             keys = [c.trial_key for c in design]
             self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
             state = "planned"
@@ -504,6 +513,44 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     return _Loop(spec, store, runner, log).run()
 
 
+def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
+    """What ``explorer sweep SPEC --adaptive --dry-run`` prints: the candidates, the rules
+    (form, targets, halfwidth), the budget in proxy units and as a fraction of the full grid, and
+    the initial design's points, those a fresh store would run first. Nothing runs, no store is
+    opened or written.
+
+    Raises:
+        SpecError: as ``run_adaptive`` before anything runs (a grid the law cannot be fitted
+            on, a target it cannot measure, a budget that pays for no initial point).
+    """
+    loop = _Loop(spec, None, None, lambda line: None)  # type: ignore[arg-type]  # no store: nothing is read
+    ad, cands = loop.ad, loop.cands
+    draws = sorted({c.problem_seed for c in cands})
+    shape = " x ".join(f"{v} {len({getattr(c, v) for c in cands})}" for v in ("L", "M", "D"))
+    consts = [t for t in loop.targets if t in loop.positive]
+    units = (f"relative (CI of log) for {', '.join(consts)}, absolute for the rest" if consts and len(consts) < len(loop.targets)
+             else "relative, half the width of the CI of log c" if consts else "absolute")
+    design = loop.initial_plan()
+    cost = sum(c.cost for c in design)
+    lines = [f"adaptive sweep {spec.name}: the [grid] is a candidate set of {len(cands)} trials ({shape}; "
+             f"{len(draws)} problem draw(s); {spec.grid.seeds} seeds each, {spec.train.steps} steps); only the "
+             "trials the loop chooses run",
+             f"rules: form {ad.form}, targets {', '.join(loop.targets)}, 95% CI half-width <= {ad.halfwidth:g} "
+             f"({units}); batch {ad.batch} per round, {ad.resamples} bootstrap resamples",
+             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds ({ad.budget:.0%}); the "
+             f"initial design at most {INITIAL_SHARE:.0%} of that ({INITIAL_SHARE * loop.budget:.6g}), each of its "
+             f"{loop.initial} points at most {INITIAL_SHARE * loop.budget / loop.initial:.6g}",
+             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} L*M*D*seeds "
+             f"({cost / loop.full:.1%} of the full grid):"]
+    lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {c.cost:.6g}  {c.trial_key}" for c in design]
+    lines += ["then rounds of up to {} trials chosen by the refitted law, until every target reaches its "
+              "half-width or the budget is spent".format(ad.batch),
+              "on a store that already has this sweep's rounds, the command resumes them instead "
+              f"(explorer status --sweep {spec.name})",
+              "nothing run, nothing written (--dry-run)"]
+    return lines
+
+
 def adaptive_status(store: Store, sweep: str) -> list[str]:
     """Lines for ``explorer status`` of a sweep with rounds: the current round, the targets' CIs
     after the last done round, the budget spent (proxy and wall), why it stopped. Empty when
@@ -534,6 +581,6 @@ def adaptive_status(store: Store, sweep: str) -> list[str]:
     return lines
 
 
-__all__ = ["AdaptiveResult", "adaptive_status", "positive_parameters", "read_rounds", "round_id", "run_adaptive",
+__all__ = ["AdaptiveResult", "adaptive_dry_run_lines", "adaptive_status", "positive_parameters", "read_rounds", "round_id", "run_adaptive",
            "target_halfwidth"]
 

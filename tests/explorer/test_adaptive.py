@@ -353,3 +353,30 @@ def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display
 
     status = sweep_status(sweep="ad", store=st).lines()
     assert any(line.strip().startswith("c1 = ") and "relative" in line and "not reached" in line for line in status)
+
+
+def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_path):
+    # `sweep SPEC --adaptive --dry-run` described the whole grid as if it would all run.
+    from click.testing import CliRunner
+
+    from explorer.adaptive import _Loop
+    from explorer.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "ad"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
+                    'L = [4, 8, 16, 32]\nM = [1, 4, 16, 64]\nD = [8]\nproblem_seeds = [1, 2]\n'
+                    '[adaptive]\nbudget = 0.25\nbatch = 3\ninitial = 6\nform = "theory"\nhalfwidth = 0.2\n')
+    out = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--dry-run", "--store", str(tmp_path / "s")])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert text.startswith("adaptive sweep ad: the [grid] is a candidate set of 32 trials")
+    assert "form theory, targets c1, c2" in text and "<= 0.2" in text and "relative" in text
+    from explorer.spec import load_spec
+
+    loop = _Loop(load_spec(str(spec)), None, None, lambda line: None)
+    assert f"at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds (25%)" in text
+    design = loop.initial_plan()
+    assert f"round 0 (initial space-filling design): {len(design)} trials" in text
+    assert all(c.trial_key in text for c in design)
+    assert sum(c.trial_key in text for c in loop.cands) == len(design)  # only the design's points are listed
+    assert "nothing written" in text and not (tmp_path / "s").exists()
