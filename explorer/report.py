@@ -305,7 +305,9 @@ CHART_TITLES = {
     "error_vs_params": "Error vs parameters P = L*M*D",
     "per_draw": "Estimates per problem draw, with the pooled CI band",
     "phase": "Phase diagram",
-    "adaptive_points": "Adaptive sweep: the points chosen, by round, over the candidate grid (grey: the L, M values chosen)",
+    "adaptive_points": "Adaptive sweep: the points chosen, coloured by the round that first chose them, sized by "
+                       "the number of problem draws chosen there (grey squares: every pairing of the L values and "
+                       "the M values chosen, not the candidate grid, which the rounds log does not hold)",
     "adaptive_ci": "Adaptive sweep: each target's CI half-width after each round against the compute spent "
                    "(exponents: absolute; positive constants: relative, half the width of the CI of log c)",
 }
