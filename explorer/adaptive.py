@@ -71,6 +71,8 @@ class AdaptiveResult:
     stop_reason: str | None = None
     interrupted: int | None = None  # the signal that stopped a round's trials
     missing: int = 0  # trials of the current round without rows
+    prior: int = 0  # candidate trials in the store that no round chose (an earlier plain sweep): counted as spent
+    failed: int = 0  # candidate trials recorded failed: counted as spent, in no fit, never retried
     resume: str | None = None
 
     @property
@@ -89,6 +91,12 @@ class AdaptiveResult:
                  f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
                  f"trials' wall time {self.wall_s:.1f}s",
                  f"store: {self.store}"]
+        if self.prior:
+            lines.append(f"{self.prior} trial(s) were in the store before the loop (an earlier sweep of this name): "
+                         "they enter the fit and count in the compute spent")
+        if self.failed:
+            lines.append(f"{self.failed} trial(s) failed: their cost counts as spent, they enter no fit and the "
+                         "loop does not retry them")
         lines += target_lines(self.targets, self.halfwidth, self.positive)
         if self.stop_reason:
             lines.append(f"stopped: {self.stop_reason}")
@@ -216,7 +224,8 @@ class _Loop:
         self.by_key = {c.trial_key: c for c in self.cands}
         self.full = sum(c.cost for c in self.cands)
         self.budget = self.ad.budget * self.full
-        self.initial = self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch)
+        # never more points than candidates: each point's cap is the design's cap / initial
+        self.initial = min(self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch), len(self.cands))
         self._check_identifiable()
 
     def _check_identifiable(self) -> None:
@@ -244,14 +253,23 @@ class _Loop:
                              f"{len(fitted.parameters)} parameters on this grid and its fit needs at least {need} "
                              "points; sweep more values (or run it as a plain sweep)")
 
-    def initial_plan(self) -> list[Candidate]:
-        """Round 0's points on a store without rounds: the space-filling design within its cap.
+    def initial_plan(self, prior: Collection[str] = ()) -> list[Candidate]:
+        """Round 0's points on a store without rounds: the space-filling design within its cap
+        (``prior``: candidate trials already in the store, taken as chosen and paid for).
 
         Raises:
             SpecError: the budget pays for no initial point.
         """
-        cap = INITIAL_SHARE * self.budget
-        design = initial_design(self.cands, self.initial, cap, set(), {})
+        prior_cost = float(sum(self.by_key[k].cost for k in prior))
+        cap = min(INITIAL_SHARE * self.budget, self.budget - prior_cost)
+        counts: dict = {}
+        for k in prior:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        design = initial_design(self.cands, self.initial, cap, set(prior), counts)
+        if not design and prior_cost:
+            raise spec_error("[adaptive] budget", f"the {len(prior)} trial(s) of this sweep already in the store "
+                             f"cost {prior_cost / self.full:.1%} of the full grid, so a budget of "
+                             f"{self.ad.budget:.0%} pays for no initial point; raise budget, or use another sweep name")
         if not design:
             raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
                              f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
@@ -271,7 +289,17 @@ class _Loop:
         return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
 
     def spent(self, keys: Collection[str]) -> float:
-        return float(sum(self.by_key[k].cost for k in set(keys) if k in self.by_key))
+        """Proxy cost of the chosen ``keys`` and of every candidate trial already in the store
+        (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
+        return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
+
+    def prior(self, keys: Collection[str]) -> list[str]:
+        """Candidate trials in the store that no round chose (from an earlier plain sweep)."""
+        return [k for k in self.statuses() if k in self.by_key and k not in set(keys)]
+
+    def failed(self) -> list[str]:
+        """Candidate trials recorded failed: spent, in no fit, never retried by the loop."""
+        return [k for k, v in self.statuses().items() if v == "failed" and k in self.by_key]
 
     def wall(self) -> tuple[float, WallModel]:
         walls = self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps() else {}
@@ -307,7 +335,8 @@ class _Loop:
     def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
         """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
         left = self.budget - self.spent(keys)
-        remaining = [c for c in self.cands if c.trial_key not in set(keys)]
+        have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
+        remaining = [c for c in self.cands if c.trial_key not in have]
         counts: dict = {}
         for k in keys:
             counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
@@ -425,7 +454,10 @@ class _Loop:
                 self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
                          f"({changed}): deciding again")
         if state is None:
-            design = self.initial_plan()
+            prior = self.prior([])
+            if prior:
+                self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
+            design = self.initial_plan(prior)
             keys = [c.trial_key for c in design]
             self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
             state = "planned"
@@ -446,6 +478,11 @@ class _Loop:
             old = self.recorded_points(point_rows)
             self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
                        keys, stop)
+            now = self.statuses()
+            failed = [k for k in round_keys if now.get(k) == "failed"]
+            if failed:
+                self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
+                         "fit and are not retried")
             self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
                                                                                                  self.positive))
                                                  or str(fitted)))
@@ -463,6 +500,8 @@ class _Loop:
         keys = self.chosen(rounds)
         result.trials = len(keys)
         result.spent_cost = self.spent(keys)
+        result.prior = len(self.prior(keys))
+        result.failed = len(self.failed())
         result.wall_s, _ = self.wall()
         if not rounds.empty:
             done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]

@@ -412,3 +412,27 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
     assert len(squares) == 1 and len(squares[0]) == 3 * 3  # {4, 16, 64} x {1, 4, 16}: the chosen values' pairs
     caption = CHART_TITLES["adaptive_points"]
     assert "not the candidate grid" in caption and "every pairing of the L values and the M values chosen" in caption
+
+
+def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp_path):
+    # A plain sweep of the same name ran first: its trials enter the fit, so they were spent.
+    from explorer.adaptive import _Loop
+
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
+    loop = _Loop(spec, st, None, lambda line: None)
+    earlier = [c.trial_key for c in loop.cands if c.L == 4]
+    FakeRunner(st, free_law())(spec, frozenset(earlier))
+    result = run_adaptive(spec, st, FakeRunner(st, free_law()))
+    costs = st.query("SELECT sum(L * M * D * n_seeds) AS c FROM trials").column(0)[0].as_py()
+    assert result.spent_cost == pytest.approx(costs) and result.spent_cost <= result.budget_cost
+    assert result.prior == len(earlier) and "before the loop" in result.summary()
+    points = read_rounds(st, "ad").query("entry == 'point'")
+    assert not set(points["trial_key"]) & set(earlier)
+
+
+def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp_path):
+    from explorer.adaptive import _Loop
+
+    loop = _Loop(_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
+    assert loop.initial == len(loop.cands) == 50
