@@ -11,7 +11,8 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
    (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
    rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
-   every target within ``halfwidth``, the budget spent, or no candidate left that is expected
+   every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
+   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``), the budget spent, or no candidate left that is expected
    to help. A round is never recorded done before its trials are all in the store.
 3. Rerunning the same command resumes: a planned round is completed first (its finished trials
    are not rerun), a done round without a stop reason is followed by the next, a stopped loop
@@ -66,9 +67,12 @@ class AdaptiveResult:
     wall_s: float = 0.0  # sum of the sweep's trials' wall_s
     targets: dict = field(default_factory=dict)  # parameter -> (estimate, ci_low, ci_high)
     halfwidth: float = float("nan")
+    positive: frozenset = frozenset()  # the law's positive constants: their half-widths are relative
     stop_reason: str | None = None
     interrupted: int | None = None  # the signal that stopped a round's trials
     missing: int = 0  # trials of the current round without rows
+    prior: int = 0  # candidate trials in the store that no round chose (an earlier plain sweep): counted as spent
+    failed: int = 0  # candidate trials recorded failed: counted as spent, in no fit, never retried
     resume: str | None = None
 
     @property
@@ -87,7 +91,13 @@ class AdaptiveResult:
                  f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
                  f"trials' wall time {self.wall_s:.1f}s",
                  f"store: {self.store}"]
-        lines += target_lines(self.targets, self.halfwidth)
+        if self.prior:
+            lines.append(f"{self.prior} trial(s) were in the store before the loop (an earlier sweep of this name): "
+                         "they enter the fit and count in the compute spent")
+        if self.failed:
+            lines.append(f"{self.failed} trial(s) failed: their cost counts as spent, they enter no fit and the "
+                         "loop does not retry them")
+        lines += target_lines(self.targets, self.halfwidth, self.positive)
         if self.stop_reason:
             lines.append(f"stopped: {self.stop_reason}")
         elif self.interrupted is not None or self.missing:
@@ -97,15 +107,51 @@ class AdaptiveResult:
         return "\n".join(lines)
 
 
-def target_lines(targets: dict, halfwidth: float) -> list[str]:
-    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a CI that
-    measures nothing (``unmeasured``) is "not reached" whatever its width."""
+def positive_parameters(form: str) -> frozenset:
+    """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
+    c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
+    from .fit import resolve_form
+
+    try:
+        return frozenset(resolve_form(form)[1].positive)
+    except Exception:  # a log written by another version: fall back to the c-constants
+        return frozenset()
+
+
+def _is_positive(name: str, positive: Collection[str] | None) -> bool:
+    from .expression import _POSITIVE
+
+    return name in (positive or ()) or bool(_POSITIVE.match(name))
+
+
+def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] | None = None) -> float:
+    """A target's 95% CI half-width in the units its ``halfwidth`` is measured in.
+
+    A positive constant (``c1, c2, ...``, or a name in ``positive``) is fitted as log c
+    (``explorer.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
+    means about +-10 %; the selection ranks candidates in the same units. Any other parameter
+    (an exponent) has the absolute half-width (hi - lo) / 2. Infinite when the CI has no finite
+    ends (or a constant's CI does not lie above 0).
+    """
+    lo, hi = float(lo), float(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return float("inf")
+    if _is_positive(name, positive):
+        return float((np.log(hi) - np.log(lo)) / 2) if lo > 0 and hi > 0 else float("inf")
+    return (hi - lo) / 2
+
+
+def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | None = None) -> list[str]:
+    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a positive
+    constant's half-width is relative (``target_halfwidth``) and says so. A CI that measures
+    nothing (``unmeasured``) is "not reached" whatever its width."""
     out = []
     for name, (est, lo, hi) in targets.items():
-        hw = (hi - lo) / 2
+        hw = target_halfwidth(name, lo, hi, positive)
+        kind = "relative half-width" if _is_positive(name, positive) else "half-width"
         why = unmeasured(est, lo, hi)
         state = f"not reached: {why}" if why else "reached" if hw <= halfwidth else "not reached"
-        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  half-width {hw:.3g} (target {halfwidth:g}: {state})")
+        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  {kind} {hw:.3g} (target {halfwidth:g}: {state})")
     return out
 
 
@@ -173,11 +219,13 @@ class _Loop:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
                              "and problem_seeds (run one adaptive sweep per value)")
         self.targets = adaptive_targets(self.ad)
+        self.positive = positive_parameters(self.ad.form)
         self.cands = candidates_of(plan(spec, SCHEMA_VERSION).trials)
         self.by_key = {c.trial_key: c for c in self.cands}
         self.full = sum(c.cost for c in self.cands)
         self.budget = self.ad.budget * self.full
-        self.initial = self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch)
+        # never more points than candidates: each point's cap is the design's cap / initial
+        self.initial = min(self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch), len(self.cands))
         self._check_identifiable()
 
     def _check_identifiable(self) -> None:
@@ -205,6 +253,31 @@ class _Loop:
                              f"{len(fitted.parameters)} parameters on this grid and its fit needs at least {need} "
                              "points; sweep more values (or run it as a plain sweep)")
 
+    def initial_plan(self, prior: Collection[str] = ()) -> list[Candidate]:
+        """Round 0's points on a store without rounds: the space-filling design within its cap
+        (``prior``: candidate trials already in the store, taken as chosen and paid for).
+
+        Raises:
+            SpecError: the budget pays for no initial point.
+        """
+        prior_cost = float(sum(self.by_key[k].cost for k in prior))
+        cap = min(INITIAL_SHARE * self.budget, self.budget - prior_cost)
+        counts: dict = {}
+        for k in prior:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        design = initial_design(self.cands, self.initial, cap, set(prior), counts)
+        if not design and prior_cost:
+            raise spec_error("[adaptive] budget", f"the {len(prior)} trial(s) of this sweep already in the store "
+                             f"cost {prior_cost / self.full:.1%} of the full grid, so a budget of "
+                             f"{self.ad.budget:.0%} pays for no initial point; raise budget, or use another sweep name")
+        if not design:
+            raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
+                             f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
+                             f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                             f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
+                             "budget (at most 1), lower initial, or sweep more small points")
+        return design
+
     # -- reading the store
     def statuses(self) -> dict[str, str]:
         return self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps() else {}
@@ -216,7 +289,17 @@ class _Loop:
         return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
 
     def spent(self, keys: Collection[str]) -> float:
-        return float(sum(self.by_key[k].cost for k in set(keys) if k in self.by_key))
+        """Proxy cost of the chosen ``keys`` and of every candidate trial already in the store
+        (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
+        return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
+
+    def prior(self, keys: Collection[str]) -> list[str]:
+        """Candidate trials in the store that no round chose (from an earlier plain sweep)."""
+        return [k for k in self.statuses() if k in self.by_key and k not in set(keys)]
+
+    def failed(self) -> list[str]:
+        """Candidate trials recorded failed: spent, in no fit, never retried by the loop."""
+        return [k for k, v in self.statuses().items() if v == "failed" and k in self.by_key]
 
     def wall(self) -> tuple[float, WallModel]:
         walls = self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps() else {}
@@ -252,7 +335,8 @@ class _Loop:
     def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
         """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
         left = self.budget - self.spent(keys)
-        remaining = [c for c in self.cands if c.trial_key not in set(keys)]
+        have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
+        remaining = [c for c in self.cands if c.trial_key not in have]
         counts: dict = {}
         for k in keys:
             counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
@@ -263,12 +347,14 @@ class _Loop:
             if not more:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
-        hw = {t: _halfwidth(result, t) for t in self.targets}
+        hw = {t: _halfwidth(result, t) for t in self.targets}  # relative for constants, as the selection
         why = {t: _unmeasured_in(result, t) for t in self.targets}
         unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
             warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
-            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{warns}"
+            consts = [t for t in self.targets if t in self.positive]
+            rel = f" (relative for {', '.join(consts)})" if consts else ""
+            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{rel}{warns}"
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
             more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
@@ -289,10 +375,11 @@ class _Loop:
             if t not in names:
                 return f"{t} {result.unidentified.get(t, 'not fitted')}"
             if why[t]:
-                return f"{t} half-width {hw[t]:.3g}: {why[t]}"
+                return f"{t} {'relative half-width' if t in self.positive else 'half-width'} {hw[t]:.3g}: {why[t]}"
             more = (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
                     "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
-            return f"{t} half-width {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
+            kind = "relative half-width" if t in self.positive else "half-width"
+            return f"{t} {kind} {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
 
         detail = "; ".join(unmet_detail(t) for t in unmet)
         if cheapest > left:
@@ -348,7 +435,8 @@ class _Loop:
     def run(self) -> AdaptiveResult:
         rounds = read_rounds(self.store, self.spec.name)
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
-                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth)
+                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
+                                positive=self.positive)
         keys = self.chosen(rounds)
         if rounds.empty:
             number, state = 0, None
@@ -366,14 +454,10 @@ class _Loop:
                 self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
                          f"({changed}): deciding again")
         if state is None:
-            cap = INITIAL_SHARE * self.budget
-            design = initial_design(self.cands, self.initial, cap, set(), {})
-            if not design:
-                raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
-                                 f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
-                                 f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
-                                 f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
-                                 "budget (at most 1), lower initial, or sweep more small points")
+            prior = self.prior([])
+            if prior:
+                self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
+            design = self.initial_plan(prior)
             keys = [c.trial_key for c in design]
             self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
             state = "planned"
@@ -394,7 +478,13 @@ class _Loop:
             old = self.recorded_points(point_rows)
             self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
                        keys, stop)
-            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth))
+            now = self.statuses()
+            failed = [k for k in round_keys if now.get(k) == "failed"]
+            if failed:
+                self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
+                         "fit and are not retried")
+            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
+                                                                                                 self.positive))
                                                  or str(fitted)))
             if stop is not None:
                 self.log(f"stopping: {stop}")
@@ -410,6 +500,8 @@ class _Loop:
         keys = self.chosen(rounds)
         result.trials = len(keys)
         result.spent_cost = self.spent(keys)
+        result.prior = len(self.prior(keys))
+        result.failed = len(self.failed())
         result.wall_s, _ = self.wall()
         if not rounds.empty:
             done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]
@@ -422,8 +514,9 @@ class _Loop:
 
 
 def _halfwidth(result, name: str) -> float:
-    lo, hi = result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan)
-    return float((hi - lo) / 2) if np.isfinite(lo) and np.isfinite(hi) else float("inf")
+    """``target_halfwidth`` of a fit's parameter: relative for the law's positive constants."""
+    return target_halfwidth(name, result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan),
+                            result.law.positive)
 
 
 def _unmeasured_in(result, name: str) -> str | None:
@@ -459,6 +552,44 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     return _Loop(spec, store, runner, log).run()
 
 
+def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
+    """What ``explorer sweep SPEC --adaptive --dry-run`` prints: the candidates, the rules
+    (form, targets, halfwidth), the budget in proxy units and as a fraction of the full grid, and
+    the initial design's points, those a fresh store would run first. Nothing runs, no store is
+    opened or written.
+
+    Raises:
+        SpecError: as ``run_adaptive`` before anything runs (a grid the law cannot be fitted
+            on, a target it cannot measure, a budget that pays for no initial point).
+    """
+    loop = _Loop(spec, None, None, lambda line: None)  # type: ignore[arg-type]  # no store: nothing is read
+    ad, cands = loop.ad, loop.cands
+    draws = sorted({c.problem_seed for c in cands})
+    shape = " x ".join(f"{v} {len({getattr(c, v) for c in cands})}" for v in ("L", "M", "D"))
+    consts = [t for t in loop.targets if t in loop.positive]
+    units = (f"relative (CI of log) for {', '.join(consts)}, absolute for the rest" if consts and len(consts) < len(loop.targets)
+             else "relative, half the width of the CI of log c" if consts else "absolute")
+    design = loop.initial_plan()
+    cost = sum(c.cost for c in design)
+    lines = [f"adaptive sweep {spec.name}: the [grid] is a candidate set of {len(cands)} trials ({shape}; "
+             f"{len(draws)} problem draw(s); {spec.grid.seeds} seeds each, {spec.train.steps} steps); only the "
+             "trials the loop chooses run",
+             f"rules: form {ad.form}, targets {', '.join(loop.targets)}, 95% CI half-width <= {ad.halfwidth:g} "
+             f"({units}); batch {ad.batch} per round, {ad.resamples} bootstrap resamples",
+             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds ({ad.budget:.0%}); the "
+             f"initial design at most {INITIAL_SHARE:.0%} of that ({INITIAL_SHARE * loop.budget:.6g}), each of its "
+             f"{loop.initial} points at most {INITIAL_SHARE * loop.budget / loop.initial:.6g}",
+             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} L*M*D*seeds "
+             f"({cost / loop.full:.1%} of the full grid):"]
+    lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {c.cost:.6g}  {c.trial_key}" for c in design]
+    lines += ["then rounds of up to {} trials chosen by the refitted law, until every target reaches its "
+              "half-width or the budget is spent".format(ad.batch),
+              "on a store that already has this sweep's rounds, the command resumes them instead "
+              f"(explorer status --sweep {spec.name})",
+              "nothing run, nothing written (--dry-run)"]
+    return lines
+
+
 def adaptive_status(store: Store, sweep: str) -> list[str]:
     """Lines for ``explorer status`` of a sweep with rounds: the current round, the targets' CIs
     after the last done round, the budget spent (proxy and wall), why it stopped. Empty when
@@ -481,12 +612,14 @@ def adaptive_status(store: Store, sweep: str) -> list[str]:
         at = targets[targets["round"] == targets["round"].max()]
         lines.append(f"  targets after round {int(at['round'].iloc[0])} ({head['form']} law):")
         lines += ["  " + line for line in target_lines(
-            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]))]
+            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]),
+            positive_parameters(str(head["form"])))]
     stops = rounds["stop_reason"].dropna()
     if len(stops):
         lines.append(f"  stopped: {stops.iloc[-1]}")
     return lines
 
 
-__all__ = ["AdaptiveResult", "adaptive_status", "read_rounds", "round_id", "run_adaptive"]
+__all__ = ["AdaptiveResult", "adaptive_dry_run_lines", "adaptive_status", "positive_parameters", "read_rounds", "round_id", "run_adaptive",
+           "target_halfwidth"]
 

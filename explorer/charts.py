@@ -463,26 +463,30 @@ def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "e
     return _panels(panels, columns=4) if panels else None
 
 
-def adaptive_points(points: pd.DataFrame, title: str = "adaptive sweep: chosen points over the candidate grid"):
-    """The points an adaptive sweep chose, over its (L, M) grid.
+def adaptive_points(points: pd.DataFrame, title: str = "adaptive sweep: chosen points by round"):
+    """The points an adaptive sweep chose, on the (L, M) values it chose.
 
     Args:
         points: the ``rounds`` point rows (columns round, L, M, problem_seed, gain_per_cost).
     Returns:
-        Grey squares: the grid, the product of the L and M values in the rows; filled circles
-        sized by the number of problem draws chosen there, coloured by the round that first chose
-        the point.
+        Grey open squares: every (L, M) pair of the L values and the M values among the chosen
+        points (the rounds log holds only the chosen points, not the candidate grid, which may
+        be larger); filled circles sized by the number of problem draws chosen there (a legend of
+        the integer counts that occur), coloured by the round that first chose the point.
     """
     chosen = (points.groupby(["L", "M"], as_index=False)
               .agg(round=("round", "min"), draws=("problem_seed", "nunique"), trials=("problem_seed", "size")))
     grid = pd.MultiIndex.from_product([sorted(points["L"].unique()), sorted(points["M"].unique())],
                                       names=["L", "M"]).to_frame(index=False)
+    counts = sorted(int(v) for v in chosen["draws"].unique())
     x = alt.X("L:Q", scale=alt.Scale(type="log", base=2), title="depth L")
     y = alt.Y("M:Q", scale=alt.Scale(type="log", base=2), title="width M")
     back = alt.Chart(grid).mark_square(size=220, filled=False, color="lightgray").encode(x=x, y=y)
     front = alt.Chart(chosen).mark_circle(opacity=0.9).encode(
         x=x, y=y, color=alt.Color("round:O", title="first round", scale=alt.Scale(scheme="viridis")),
-        size=alt.Size("draws:Q", title="problem draws", scale=alt.Scale(range=[40, 220])),
+        size=alt.Size("draws:Q", title="problem draws", legend=alt.Legend(values=counts, format="d"),
+                      scale=alt.Scale(domain=[min(counts), max(counts)] if len(counts) > 1 else [0, counts[0]],
+                                      range=[40, 220])),
         tooltip=["L:Q", "M:Q", "round:O", "draws:Q", "trials:Q"])
     return alt.layer(back, front).properties(width=WIDTH, height=HEIGHT, title=title)
 
@@ -492,17 +496,19 @@ def ci_vs_compute(targets: pd.DataFrame, title: str = "adaptive sweep: CI half-w
 
     Args:
         targets: the ``rounds`` target rows of done rounds (columns round, parameter, ci_low,
-            ci_high, halfwidth, spent_cost, full_cost).
+            ci_high, halfwidth, spent_cost, full_cost; optional half_width, the half-width in the
+            stopping rule's units, relative for positive constants, else (ci_high - ci_low) / 2).
     Returns:
         One line per parameter over the fraction of the full grid's cost (L*M*D*seeds), log
         half-width, and a dashed rule at the target half-width.
     """
-    frame = targets.assign(half_width=(targets["ci_high"] - targets["ci_low"]) / 2,
-                           spent=targets["spent_cost"] / targets["full_cost"])
+    half = targets["half_width"] if "half_width" in targets else (targets["ci_high"] - targets["ci_low"]) / 2
+    frame = targets.assign(half_width=half, spent=targets["spent_cost"] / targets["full_cost"])
     frame = frame[np.isfinite(frame["half_width"]) & (frame["half_width"] > 0)]
     x = alt.X("spent:Q", title="compute spent (fraction of the full grid, L*M*D*seeds)", axis=alt.Axis(format="%"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=alt.Y("half_width:Q", scale=alt.Scale(type="log"), title="95% CI half-width"),
+        x=x, y=alt.Y("half_width:Q", scale=alt.Scale(type="log"),
+                     title="95% CI half-width (constants: relative)" if "half_width" in targets else "95% CI half-width"),
         color=alt.Color("parameter:N"),
         tooltip=["round:O", "parameter:N", alt.Tooltip("half_width:Q", format=".3g"), alt.Tooltip("spent:Q", format=".1%")])
     goal = alt.Chart(pd.DataFrame({"halfwidth": [float(targets["halfwidth"].iloc[0])]})).mark_rule(

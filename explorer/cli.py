@@ -180,7 +180,8 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
 @click.option("--max-concurrent", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the trials, the references and the estimated memory and time, and run nothing.")
+              help="Print the trials, the references and the estimated memory and time, and run nothing "
+              "(with --adaptive: the candidates, the budget and the initial design).")
 @click.option("--adaptive", is_flag=True,
               help="Treat the grid as candidates: run rounds of points chosen to shrink the [adaptive] targets' "
               "CIs per unit of cost, until they reach the half-width or the budget is spent (resumable).")
@@ -199,7 +200,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
-        _dry_run(loaded, embedded=address is None)
+        _dry_run(loaded, embedded=address is None, adaptive=adaptive)
         return
     from . import api
 
@@ -231,15 +232,22 @@ def _status_of_every_sweep(store_uri: str) -> None:
         click.echo(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
 
 
-def _dry_run(spec, embedded: bool) -> None:
-    """``sweep --dry-run``: the plan and its estimates; exit 2 when a point cannot fit here."""
+def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
+    """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
+    initial design instead); exit 2 when a point cannot fit here."""
     import os
 
     from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
     from .planning import plan
 
     memory = physical_memory_bytes() if embedded else None
-    for line in dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None):
+    if adaptive:
+        from .adaptive import adaptive_dry_run_lines
+
+        lines = adaptive_dry_run_lines(spec)
+    else:
+        lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
+    for line in lines:
         click.echo(line)
     if memory is not None:
         check_fits_memory(spec, memory)

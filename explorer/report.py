@@ -305,8 +305,11 @@ CHART_TITLES = {
     "error_vs_params": "Error vs parameters P = L*M*D",
     "per_draw": "Estimates per problem draw, with the pooled CI band",
     "phase": "Phase diagram",
-    "adaptive_points": "Adaptive sweep: the points chosen, by round, over the candidate grid (grey: the L, M values chosen)",
-    "adaptive_ci": "Adaptive sweep: each target's CI half-width after each round against the compute spent",
+    "adaptive_points": "Adaptive sweep: the points chosen, coloured by the round that first chose them, sized by "
+                       "the number of problem draws chosen there (grey squares: every pairing of the L values and "
+                       "the M values chosen, not the candidate grid, which the rounds log does not hold)",
+    "adaptive_ci": "Adaptive sweep: each target's CI half-width after each round against the compute spent "
+                   "(exponents: absolute; positive constants: relative, half the width of the CI of log c)",
 }
 
 
@@ -442,6 +445,12 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         c["adaptive_points"] = _charts.adaptive_points(points)
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if len(targets):
+        from .adaptive import positive_parameters, target_halfwidth
+
+        positive = positive_parameters(str(targets["form"].iloc[-1]))
+        targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)
+                                             for r in targets.itertuples()],
+                                 relative=[r.parameter in positive for r in targets.itertuples()])
         c["adaptive_ci"] = _charts.ci_vs_compute(targets)
 
 

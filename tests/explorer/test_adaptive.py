@@ -322,3 +322,117 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
 def test_resamples_too_few_for_a_ci_is_a_spec_error(resamples):
     with pytest.raises(SpecError, match=r"\[adaptive\] resamples"):
         _spec(resamples=resamples)
+
+
+# --- review 2: fixes -------------------------------------------------------------------------
+
+
+def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display(tmp_path):
+    # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
+    # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
+    # factor of ~2.4; the selection ranked it in log units all along.
+    from explorer.adaptive import target_halfwidth, target_lines
+
+    assert target_halfwidth("c1", 0.0029, 0.016) == pytest.approx(np.log(0.016 / 0.0029) / 2)
+    assert target_halfwidth("a", 0.9, 1.1) == pytest.approx(0.1)  # exponents stay absolute
+    assert target_halfwidth("b", 0.9, 1.1, positive={"b"}) == pytest.approx(np.log(1.1 / 0.9) / 2)
+    line = target_lines({"c1": (0.0068, 0.0029, 0.016)}, 0.1)[0]
+    assert "relative half-width 0.854" in line and "not reached" in line
+    assert "relative" not in target_lines({"a": (1.0, 0.95, 1.05)}, 0.1)[0]
+
+    st = Store(tmp_path / "s")
+    result = run_adaptive(_spec(form="theory", batch=4, initial=8), st, FakeRunner(st, free_law(c1=0)))
+    est, lo, hi = result.targets["c1"]
+    assert np.log(hi / lo) / 2 > 0.1  # c1 ~ 0 is not measured to 10 %
+    assert not result.stop_reason.startswith("every target reached"), result.stop_reason
+    assert "c1 relative half-width" in result.stop_reason
+    summary = result.summary()
+    assert any(line.strip().startswith("c1 = ") and "relative half-width" in line and "not reached" in line
+               for line in summary.splitlines())
+    from explorer.api import sweep_status
+
+    status = sweep_status(sweep="ad", store=st).lines()
+    assert any(line.strip().startswith("c1 = ") and "relative" in line and "not reached" in line for line in status)
+
+
+def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_path):
+    # `sweep SPEC --adaptive --dry-run` described the whole grid as if it would all run.
+    from click.testing import CliRunner
+
+    from explorer.adaptive import _Loop
+    from explorer.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "ad"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
+                    'L = [4, 8, 16, 32]\nM = [1, 4, 16, 64]\nD = [8]\nproblem_seeds = [1, 2]\n'
+                    '[adaptive]\nbudget = 0.25\nbatch = 3\ninitial = 6\nform = "theory"\nhalfwidth = 0.2\n')
+    out = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--dry-run", "--store", str(tmp_path / "s")])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert text.startswith("adaptive sweep ad: the [grid] is a candidate set of 32 trials")
+    assert "form theory, targets c1, c2" in text and "<= 0.2" in text and "relative" in text
+    from explorer.spec import load_spec
+
+    loop = _Loop(load_spec(str(spec)), None, None, lambda line: None)
+    assert f"at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds (25%)" in text
+    design = loop.initial_plan()
+    assert f"round 0 (initial space-filling design): {len(design)} trials" in text
+    assert all(c.trial_key in text for c in design)
+    assert sum(c.trial_key in text for c in loop.cands) == len(design)  # only the design's points are listed
+    assert "nothing written" in text and not (tmp_path / "s").exists()
+
+
+def _find(node, key):
+    """Every value of ``key`` anywhere in a nested chart dict."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                yield v
+            yield from _find(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _find(v, key)
+
+
+def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what_it_draws():
+    # The size legend showed 0.0, 0.5, 1.5 problem draws; the caption called the grey squares the
+    # candidate grid (they are every pairing of the chosen L and M values).
+    import pandas as pd
+
+    from explorer.charts import adaptive_points
+    from explorer.report import CHART_TITLES
+
+    points = pd.DataFrame({"round": [0, 0, 0, 1, 1], "L": [4, 4, 16, 16, 64], "M": [1, 1, 16, 4, 1],
+                           "problem_seed": [1, 2, 1, 2, 3], "gain_per_cost": [np.nan] * 3 + [1.0, 2.0]})
+    spec = adaptive_points(points).to_dict()
+    legends = [v for enc in _find(spec, "size") if isinstance(enc, dict) and "legend" in enc for v in [enc["legend"]]]
+    assert legends and legends[0]["values"] == [1, 2] and legends[0]["format"] == "d"
+    assert all(isinstance(v, int) for v in legends[0]["values"])
+    squares = [d for d in spec["datasets"].values() if set(d[0]) == {"L", "M"}]
+    assert len(squares) == 1 and len(squares[0]) == 3 * 3  # {4, 16, 64} x {1, 4, 16}: the chosen values' pairs
+    caption = CHART_TITLES["adaptive_points"]
+    assert "not the candidate grid" in caption and "every pairing of the L values and the M values chosen" in caption
+
+
+def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp_path):
+    # A plain sweep of the same name ran first: its trials enter the fit, so they were spent.
+    from explorer.adaptive import _Loop
+
+    st = Store(tmp_path / "s")
+    spec = _spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
+    loop = _Loop(spec, st, None, lambda line: None)
+    earlier = [c.trial_key for c in loop.cands if c.L == 4]
+    FakeRunner(st, free_law())(spec, frozenset(earlier))
+    result = run_adaptive(spec, st, FakeRunner(st, free_law()))
+    costs = st.query("SELECT sum(L * M * D * n_seeds) AS c FROM trials").column(0)[0].as_py()
+    assert result.spent_cost == pytest.approx(costs) and result.spent_cost <= result.budget_cost
+    assert result.prior == len(earlier) and "before the loop" in result.summary()
+    points = read_rounds(st, "ad").query("entry == 'point'")
+    assert not set(points["trial_key"]) & set(earlier)
+
+
+def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp_path):
+    from explorer.adaptive import _Loop
+
+    loop = _Loop(_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
+    assert loop.initial == len(loop.cands) == 50
