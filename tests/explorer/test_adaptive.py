@@ -18,7 +18,7 @@ GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_se
 
 
 def _spec(name="ad", grid=GRID, **adaptive):
-    return parse_spec({"name": name, "grid": dict(grid), "adaptive": {"resamples": 60, **adaptive}})
+    return parse_spec({"name": name, "grid": dict(grid), "adaptive": {"resamples": 30, **adaptive}})
 
 
 # --- the spec section ------------------------------------------------------------------------
