@@ -7,8 +7,8 @@ judges laws and grids).
 - ``compare_laws`` / ``format_comparison``: laws ranked by cross-validated log error.
 - ``local_slopes``: log-log slopes between neighbouring grid values, per axis (L and L*M).
 
-Built on the solver of ``explorer.fit`` (its package-internal ``_Problem``, ``_Data`` and data
-preparation), which calls ``range_check`` from ``fit``.
+Built on ``explorer.solver`` (the fits' least-squares problem and data preparation);
+``explorer.fit`` calls ``range_check``.
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import pandas as pd
 
 from .errors import FitError
 from .expression import Expression
-from .fit import (FORMS, LOSS_SCALE, FitResult, _best_fit, _check_single_slice, _Data, _data, _largest_lm, _prepare,
-                  _Problem, _starts, resolve_form, solve_batch, unidentified_terms)
+from .fit import FORMS, LOSS_SCALE, FitResult, resolve_form, unidentified_terms
+from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch,
+                     start_points)
 from .formatting import fmt
 
 CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
@@ -44,7 +45,7 @@ def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
 # ----------------------------------------------------------------------------- the asymptotic range check
 
 
-def range_check(problem: "_Problem", data: _Data, theta: np.ndarray, result: FitResult) -> list[str]:
+def range_check(problem: Problem, data: FitData, theta: np.ndarray, result: FitResult) -> list[str]:
     """Refit without the smallest L, then without the smallest L*M; name the points whose removal
     moves an exponent (a parameter that is not a positive constant) by more than its CI
     half-width."""
@@ -57,7 +58,7 @@ def range_check(problem: "_Problem", data: _Data, theta: np.ndarray, result: Fit
         low = values == values.min()
         if low.all() or (~low).sum() < len(theta) + 1 or len(np.unique(values[~low])) < 2:
             continue
-        sub = _Problem(problem.expr, data.L[~low], data.M[~low], data.D[~low], problem.loss_scale)
+        sub = Problem(problem.expr, data.L[~low], data.M[~low], data.D[~low], problem.loss_scale)
         moved = sub.values(sub.solve(data.log_err[~low], theta).x)
         for i in exponents:
             name = problem.expr.parameters[i]
@@ -95,10 +96,10 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     """
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to compare laws on")
-    _check_single_slice(grid)
+    check_single_slice(grid)
     forms = list(FORMS) if forms is None else list(forms)
-    grid, used, ref = _prepare(grid, floor)
-    data = _data(grid[used].reset_index(drop=True), ref[used])
+    grid, used, ref = prepare(grid, floor)
+    data = fit_data(grid[used].reset_index(drop=True), ref[used])
     rng = np.random.default_rng(seed)
     rows = []
     for form in forms:
@@ -124,16 +125,16 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     return table[["law", "n_params", "cv_loo", "cv_extrap", "rank", "note"]]
 
 
-def _cross_validate(expr: Expression, label: str, data: _Data, loss_scale: float, n_starts: int, rng) -> dict:
+def _cross_validate(expr: Expression, label: str, data: FitData, loss_scale: float, n_starts: int, rng) -> dict:
     n_params = len(expr.parameters)
-    problem = _Problem(expr, data.L, data.M, data.D, loss_scale)
+    problem = Problem(expr, data.L, data.M, data.D, loss_scale)
     if len(data.log_err) < n_params + 1:
         raise FitError(f"{len(data.log_err)} points for {n_params} parameters")
     hints = FORMS[label].start if label in FORMS else {}
-    theta = _best_fit(problem, data.log_err, _starts(problem, hints, data.log_err, max(1, n_starts), rng))[0].x
+    theta = best_fit(problem, data.log_err, start_points(problem, hints, data.log_err, max(1, n_starts), rng))[0].x
     point = data.frame.groupby(["L", "M", "D"], sort=False).ngroup().to_numpy()
     n = int(point.max()) + 1
-    holds = [point == k for k in range(n)] + [_largest_lm(data)]
+    holds = [point == k for k in range(n)] + [largest_lm(data)]
     weights = np.array([~h for h in holds], dtype=float)
     fitted, _ = solve_batch(problem, np.tile(data.log_err, (len(holds), 1)), np.tile(theta, (len(holds), 1)),
                             weights=weights)

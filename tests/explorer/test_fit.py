@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
-from explorer.fit import FITS_COLUMNS, FORMS, _Problem, fit, fit_sweep, format_table, solve_batch
+from explorer.fit import FITS_COLUMNS, FORMS, fit, fit_sweep, format_table
+from explorer.solver import Problem, solve_batch
 from explorer.sweep_data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
 from store import Store
 from store.schema import CONFIG_COLUMNS
@@ -70,7 +71,7 @@ def test_fit_is_deterministic_for_a_seed():
 def test_batched_bootstrap_solver_lands_on_the_scipy_point_fit():
     grid = _grid("free")
     result = fit(grid, "free", n_boot=0)
-    problem = _Problem(result.expression, *(grid[c].to_numpy(float) for c in ("L", "M", "D")), 0.1)
+    problem = Problem(result.expression, *(grid[c].to_numpy(float) for c in ("L", "M", "D")), 0.1)
     best = problem.theta(np.array([result.estimate[p] for p in result.parameters]))
     starts = np.stack([best + 0.3, best - 0.2, best * 1.1])
     log_err = np.tile(np.log(grid["err"].to_numpy(float)), (3, 1))
