@@ -13,7 +13,8 @@ lines show the slopes the theory predicts (SPEC.md section 5):
 - ``error_vs_params``: err vs P = L*M*D, with the best-shape frontier of a joint fit (P^-1/6).
 - ``error_vs_axis``: err vs any other swept axis (alpha, D, lr, ...), one line per (L, M, D).
 - ``local_slopes`` / ``local_slopes_chart``: d log err / d log L between neighbouring L at each
-  M, and d log err / d log(L*M) between neighbouring L*M, against the theory's -1 and -1/2.
+  M, and d log err / d log(L*M) between neighbouring M at each L, against the theory's -1 and -1/2
+  (the table of ``explorer.diagnostics.local_slopes``).
 - ``per_draw_chart``: one fit's estimates per problem draw, with the pooled estimate's CI band.
 - ``phase_chart``: the phase diagram (mlu, lazy, trivial, diverged, failed).
 """
@@ -25,6 +26,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from . import diagnostics as _diagnostics
 from .fit import FitResult
 
 WIDTH, HEIGHT = 320, 240
@@ -368,50 +370,27 @@ SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d 
 
 
 def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
-    """Local log-log slopes of the error between neighbouring grid values.
+    """The local log-log slopes of ``explorer.diagnostics.local_slopes`` (one computation for the
+    fit's diagnostics and this chart), its ``axis`` column named ``along``.
 
     - ``along = "L"``: d log err / d log L between neighbouring L at each (M, D);
-    - ``along = "LM"``: d log err / d log(L*M) between neighbouring L*M at each D, where the
-      error at an L*M shared by several (L, M) is their geometric mean.
-
-    Rows of the same (L, M, D) (e.g. several problem draws) count once, at their geometric mean.
-
-    Floor-limited points (``floor_limited`` or ``used`` False) and non-positive errors are left out.
+    - ``along = "LM"``: d log err / d log(L*M) between neighbouring M at each (L, D).
 
     Args:
         grid: a ``grid_errors`` table (L, M, D, err; optionally floor_limited / used).
     Returns:
-        Columns along, D, M (NaN for L*M rows), x_low, x_high, x (their geometric mean),
-        slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
+        Columns along, L, M, D (the held values; the varied one NaN), x_low, x_high, x (their
+        geometric mean), slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
     """
-    err = grid["err"].to_numpy(float)
-    keep = _used(grid).to_numpy(bool) & np.isfinite(err) & (err > 0)
-    data = grid.loc[keep, ["L", "M", "D"]].astype(float).assign(log_err=np.log(err[keep]))
-    # several rows of one (L, M, D) (problem draws) count once, at their geometric mean
-    data = data.groupby(["L", "M", "D"], as_index=False)["log_err"].mean()
-    data["LM"] = data["L"] * data["M"]
-    rows = []
-
-    def pairs(frame: pd.DataFrame, x: str, along: str, D: float, M: float):
-        xs, ys = frame[x].to_numpy(float), frame["log_err"].to_numpy(float)
-        for i in range(len(xs) - 1):
-            slope = (ys[i + 1] - ys[i]) / (math.log(xs[i + 1]) - math.log(xs[i]))
-            rows.append((along, D, M, xs[i], xs[i + 1], math.sqrt(xs[i] * xs[i + 1]), slope, SLOPE_THEORY[along]))
-
-    for D, per_d in data.groupby("D"):
-        for M, per_m in per_d.groupby("M"):
-            pairs(per_m.sort_values("L"), "L", "L", float(D), float(M))
-        by_units = per_d.groupby("LM", as_index=False)["log_err"].mean().sort_values("LM")
-        pairs(by_units, "LM", "LM", float(D), math.nan)
-    return pd.DataFrame(rows, columns=["along", "D", "M", "x_low", "x_high", "x", "slope", "theory"])
+    return _diagnostics.local_slopes(grid).rename(columns={"axis": "along"})
 
 
 def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
     """Two panels from ``local_slopes``: d log err / d log L vs L (one colour per M) with a -1
-    guide, and d log err / d log(L*M) vs L*M (one colour per D) with a -1/2 guide."""
+    guide, and d log err / d log(L*M) vs L*M (one colour per L) with a -1/2 guide."""
     panels = []
     for along, x_title, color in (("L", "depth L (geometric mid of neighbours)", "M:O"),
-                                  ("LM", "units L*M (geometric mid of neighbours)", "D:O")):
+                                  ("LM", "units L*M (geometric mid of neighbours)", "L:O")):
         data = slopes[slopes["along"] == along]
         if not len(data):
             continue
@@ -422,8 +401,8 @@ def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
             x=alt.X("x:Q", scale=_LOG, title=x_title),
             y=alt.Y("slope:Q", title=y_title),
             color=alt.Color(color, scale=alt.Scale(scheme="viridis")),
-            detail="D:O" if along == "L" else alt.Detail("along:N"),
-            tooltip=["D:Q", "M:Q", "x_low:Q", "x_high:Q", alt.Tooltip("slope:Q", format=".3f")])
+            detail="D:O",
+            tooltip=["D:Q", "L:Q" if along == "LM" else "M:Q", "x_low:Q", "x_high:Q", alt.Tooltip("slope:Q", format=".3f")])
         rule = alt.Chart(guide).mark_rule(strokeDash=[6, 4], color="black", opacity=0.6).encode(
             y="theory:Q", tooltip=["guide:N"])
         panels.append(alt.layer(points, rule).properties(width=WIDTH, height=HEIGHT,

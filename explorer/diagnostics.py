@@ -172,15 +172,15 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     Errors are first averaged over draws (geometric mean per L, M, D). ``axis = "L"``: d log err
     / d log L between neighbouring L at fixed M and D (theory -1 once the sampling term is
     small). ``axis = "LM"``: d log err / d log(L M) between neighbouring M at fixed L and D
-    (theory -1/2 while sampling dominates).
+    (theory -1/2 while sampling dominates). Floor-limited points (``used`` False, or without a
+    ``used`` column ``floor_limited`` True) are left out. The table of ``charts.local_slopes``.
 
     Returns:
         DataFrame with columns axis, L, M, D (the held values; the varied one NaN), x_low,
         x_high, x (their geometric mean), slope, theory.
     """
-    frame = grid[np.isfinite(grid[column]) & (grid[column] > 0)]
-    if "used" in frame:
-        frame = frame[frame["used"]]
+    used = grid["used"] if "used" in grid else ~grid.get("floor_limited", pd.Series(False, index=grid.index))
+    frame = grid[used.to_numpy(bool) & np.isfinite(grid[column]) & (grid[column] > 0)]
     mean = frame.groupby(["L", "M", "D"])[column].apply(lambda e: float(np.exp(np.log(e).mean()))).reset_index()
     rows = []
     for axis, varied, held, theory in (("L", "L", ("M", "D"), -1.0), ("LM", "M", ("L", "D"), -0.5)):

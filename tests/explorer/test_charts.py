@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import charts
+from explorer import charts, diagnostics
 from explorer.fit import fit
 from explorer.sweep_data import grid_errors, step_errors
 from explorer.phase import phase_diagram
@@ -139,14 +139,21 @@ def test_local_slopes_match_a_hand_computation():
                 math.log(e[4, 4] / e[2, 4]) / math.log(2)]
     np.testing.assert_allclose(along_l["slope"], expected, rtol=1e-12)
     assert (along_l["theory"] == -1).all() and along_l["x"].iloc[0] == pytest.approx(math.sqrt(8))
-    # L*M = 2, 4, 8 at M = 1 and 8, 16 at M = 4 (32 is floor-limited): the level 8 is shared.
+    # Along L*M: neighbouring M at each L (M = 1 -> 4 at L = 2 and 4; L = 8, M = 4 is floor-limited).
     along_lm = slopes[slopes["along"] == "LM"].reset_index(drop=True)
-    assert along_lm[["x_low", "x_high"]].values.tolist() == [[2, 4], [4, 8], [8, 16]]
-    log_e8 = (math.log(e[8, 1]) + math.log(e[2, 4])) / 2  # geometric mean of the two points at L*M = 8
-    expected = [math.log(e[4, 1] / e[2, 1]) / math.log(2), (log_e8 - math.log(e[4, 1])) / math.log(2),
-                (math.log(e[4, 4]) - log_e8) / math.log(2)]
+    assert along_lm[["L", "x_low", "x_high"]].values.tolist() == [[2, 2, 8], [4, 4, 16]]
+    expected = [math.log(e[2, 4] / e[2, 1]) / math.log(4), math.log(e[4, 4] / e[4, 1]) / math.log(4)]
     np.testing.assert_allclose(along_lm["slope"], expected, rtol=1e-12)
     assert (along_lm["theory"] == -0.5).all() and along_lm["M"].isna().all()
+
+
+def test_the_chart_slopes_are_the_diagnostics_slopes():
+    grid = pd.DataFrame([(L, M, D, seed, LAW(L, M, D) * (1 + 0.1 * seed)) for L in (2, 4, 8, 16) for M in (1, 4, 16)
+                         for D in (2, 8) for seed in (0, 1)], columns=["L", "M", "D", "problem_seed", "err"])
+    grid["floor_limited"] = (grid["L"] == 16) & (grid["M"] == 16)
+    ours, theirs = charts.local_slopes(grid), diagnostics.local_slopes(grid)
+    assert len(ours) == len(theirs) > 0 and set(ours["along"]) == {"L", "LM"}
+    pd.testing.assert_frame_equal(ours.rename(columns={"along": "axis"}), theirs)
 
 
 def test_local_slopes_of_a_pure_power_law_are_its_exponents():
