@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.report import CHART_FORMATS, write_report
+from explorer.report import CHART_FORMATS
 from store import Store
 
 from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
@@ -29,8 +29,13 @@ def made(tmp_path_factory):
     rows = mark_trial(rows, "L4-M1-D8-a16", "failed")
     store = Store(root / "store")
     write_to_store(rows, store)
-    out = write_report("rep", store, root / "out")
-    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8")}
+    # Written by the CLI (write_report with the defaults, every chart format): one report serves
+    # both the file tests and test_cli_report_fit_and_phase_on_the_store, instead of two.
+    out = root / "out"
+    cli = CliRunner().invoke(main, ["report", "--sweep", "rep", "--store", store.uri, "--out", str(out),
+                                    "--bootstrap", "200"])
+    assert cli.exit_code == 0, cli.output
+    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8"), "cli": cli}
 
 
 def test_report_writes_index_and_every_chart_as_png_svg_html(made):
@@ -122,10 +127,9 @@ def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path)
 def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     runner = CliRunner()
     uri = made["store"].uri
-    done = runner.invoke(main, ["report", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "r"),
-                                "--bootstrap", "20"])
+    done = made["cli"]  # the `report` command wrote the fixture's report
     assert done.exit_code == 0, done.output
-    assert done.output.strip() == f"report: {tmp_path / 'r' / 'index.html'}"
+    assert done.output.strip() == f"report: {made['out'] / 'index.html'}"
     done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "free", "--no-save"])
     assert done.exit_code == 0 and "slice alpha = 1.0" in done.output and "95% CI" in done.output
     done = runner.invoke(main, ["phase", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "p")])
