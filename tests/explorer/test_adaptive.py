@@ -234,9 +234,26 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
 # --- review: defects found by using it -------------------------------------------------------
 
 
-def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path):
-    st = Store(tmp_path / "s")
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A loop stopped by its budget (halfwidth 1e-4, budget 0.1): its store and result. Tests that
+    go on from it copy the store (``_stopped_copy``), so they share this one run."""
+    root = tmp_path_factory.mktemp("stopped")
+    st = Store(root / "s")
     first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    return root / "s", first
+
+
+def _stopped_copy(stopped, tmp_path):
+    import shutil
+
+    path, first = stopped
+    shutil.copytree(path, tmp_path / "s")
+    return Store(tmp_path / "s"), first
+
+
+def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path, stopped):
+    st, first = _stopped_copy(stopped, tmp_path)
     assert "budget spent" in first.stop_reason
     runner = FakeRunner(st, free_law())
     second = run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, runner)
@@ -253,9 +270,8 @@ def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(
         second.stop_reason and not again.calls
 
 
-def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path):
-    st = Store(tmp_path / "s")
-    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped):
+    st, first = _stopped_copy(stopped, tmp_path)
     assert "not reached" in first.stop_reason
     loose = run_adaptive(_spec(halfwidth=50.0, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
     assert loose.stop_reason.startswith("every target reached its half-width 50")
