@@ -203,13 +203,29 @@ def test_an_adaptive_grid_may_vary_only_l_m_d_and_draws(tmp_path):
         run_adaptive(spec, Store(tmp_path / "s"), FakeRunner(None, free_law()))
 
 
-def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path):
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A loop stopped by its budget (halfwidth 1e-4, budget 0.1): its store and result. Tests that
+    go on from it copy the store (``_stopped_copy``), so they share this one run."""
+    root = tmp_path_factory.mktemp("stopped")
+    st = Store(root / "s")
+    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    return root / "s", first
+
+
+def _stopped_copy(stopped, tmp_path):
+    import shutil
+
+    path, first = stopped
+    shutil.copytree(path, tmp_path / "s")
+    return Store(tmp_path / "s"), first
+
+
+def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path, stopped):
     from explorer.api import sweep_status
     from explorer.report import build_report
 
-    st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=0.1, budget=0.3, batch=4, initial=8)
-    run_adaptive(spec, st, FakeRunner(st, free_law()))
+    st, _ = _stopped_copy(stopped, tmp_path)  # a loop's rounds, run once for the module
     report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
     assert {"adaptive_points", "adaptive_ci"} <= set(report.charts)
     assert (tmp_path / "out" / "adaptive_ci.svg").exists()
@@ -232,24 +248,6 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
 
 
 # --- review: defects found by using it -------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def stopped(tmp_path_factory):
-    """A loop stopped by its budget (halfwidth 1e-4, budget 0.1): its store and result. Tests that
-    go on from it copy the store (``_stopped_copy``), so they share this one run."""
-    root = tmp_path_factory.mktemp("stopped")
-    st = Store(root / "s")
-    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
-    return root / "s", first
-
-
-def _stopped_copy(stopped, tmp_path):
-    import shutil
-
-    path, first = stopped
-    shutil.copytree(path, tmp_path / "s")
-    return Store(tmp_path / "s"), first
 
 
 def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path, stopped):
