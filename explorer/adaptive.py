@@ -214,6 +214,8 @@ class _Loop:
     def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
         self.spec, self.store, self.runner, self.log = spec, store, runner, log
         self.ad = spec.adaptive
+        self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
+        self._walls: dict | None = None
         varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
         if varying:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
@@ -279,8 +281,24 @@ class _Loop:
         return design
 
     # -- reading the store
+    # The trials' statuses and wall times change only when the runner runs a round: they are read
+    # once per loop step and kept until ``forget`` (before and after each runner call, at each step),
+    # not re-read by every decision that needs them (a dozen reads a round, each a store query).
+    def forget(self) -> None:
+        """Drop the cached statuses and wall times: the next use reads the store again."""
+        self._statuses = self._walls = None
+
     def statuses(self) -> dict[str, str]:
-        return self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps() else {}
+        if self._statuses is None:
+            self._statuses = (self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps()
+                              else {})
+        return dict(self._statuses)
+
+    def walls(self) -> dict:
+        if self._walls is None:
+            self._walls = (self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps()
+                           else {})
+        return dict(self._walls)
 
     def chosen(self, rounds: pd.DataFrame) -> list[str]:
         if rounds.empty:
@@ -302,8 +320,7 @@ class _Loop:
         return [k for k, v in self.statuses().items() if v == "failed" and k in self.by_key]
 
     def wall(self) -> tuple[float, WallModel]:
-        walls = self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps() else {}
-        walls = {k: v for k, v in walls.items() if k in self.by_key and v is not None}
+        walls = {k: v for k, v in self.walls().items() if k in self.by_key and v is not None}
         model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
         return float(sum(walls.values())), model
 
@@ -421,18 +438,23 @@ class _Loop:
 
     def run_round(self, number: int, keys_round: list[str]) -> tuple[int | None, int]:
         """Run the trials of a round; returns (signal that interrupted it, trials still missing)."""
+        self.forget()
         statuses = self.statuses()
         todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
         signal = None
         if todo:
             self.log(f"round {number}: running {len(todo)} trial(s)")
-            outcome = self.runner(self.spec, frozenset(keys_round))
+            try:
+                outcome = self.runner(self.spec, frozenset(keys_round))
+            finally:
+                self.forget()  # the round's trials are in the store now: read them again
             signal = getattr(outcome, "interrupted", None)
         statuses = self.statuses()
         missing = sum(1 for k in keys_round if k not in statuses)
         return signal, missing
 
     def run(self) -> AdaptiveResult:
+        self.forget()
         rounds = read_rounds(self.store, self.spec.name)
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
                                 budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
@@ -462,6 +484,7 @@ class _Loop:
             self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
             state = "planned"
         while True:
+            self.forget()  # each step reads the store afresh
             rounds = read_rounds(self.store, self.spec.name)
             this = rounds[rounds["round"] == number]
             point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",

@@ -203,13 +203,29 @@ def test_an_adaptive_grid_may_vary_only_l_m_d_and_draws(tmp_path):
         run_adaptive(spec, Store(tmp_path / "s"), FakeRunner(None, free_law()))
 
 
-def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path):
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A loop stopped by its budget (halfwidth 1e-4, budget 0.1): its store and result. Tests that
+    go on from it copy the store (``_stopped_copy``), so they share this one run."""
+    root = tmp_path_factory.mktemp("stopped")
+    st = Store(root / "s")
+    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    return root / "s", first
+
+
+def _stopped_copy(stopped, tmp_path):
+    import shutil
+
+    path, first = stopped
+    shutil.copytree(path, tmp_path / "s")
+    return Store(tmp_path / "s"), first
+
+
+def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path, stopped):
     from explorer.api import sweep_status
     from explorer.report import build_report
 
-    st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=0.1, budget=0.3, batch=4, initial=8)
-    run_adaptive(spec, st, FakeRunner(st, free_law()))
+    st, _ = _stopped_copy(stopped, tmp_path)  # a loop's rounds, run once for the module
     report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
     assert {"adaptive_points", "adaptive_ci"} <= set(report.charts)
     assert (tmp_path / "out" / "adaptive_ci.svg").exists()
@@ -234,9 +250,8 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
 # --- review: defects found by using it -------------------------------------------------------
 
 
-def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path):
-    st = Store(tmp_path / "s")
-    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path, stopped):
+    st, first = _stopped_copy(stopped, tmp_path)
     assert "budget spent" in first.stop_reason
     runner = FakeRunner(st, free_law())
     second = run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, runner)
@@ -253,9 +268,8 @@ def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(
         second.stop_reason and not again.calls
 
 
-def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path):
-    st = Store(tmp_path / "s")
-    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped):
+    st, first = _stopped_copy(stopped, tmp_path)
     assert "not reached" in first.stop_reason
     loose = run_adaptive(_spec(halfwidth=50.0, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
     assert loose.stop_reason.startswith("every target reached its half-width 50")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.report import CHART_FORMATS, write_report
+from explorer.report import CHART_FORMATS
 from store import Store
 
 from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
@@ -29,8 +29,13 @@ def made(tmp_path_factory):
     rows = mark_trial(rows, "L4-M1-D8-a16", "failed")
     store = Store(root / "store")
     write_to_store(rows, store)
-    out = write_report("rep", store, root / "out")
-    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8")}
+    # Written by the CLI (write_report with the defaults, every chart format): one report serves
+    # both the file tests and test_cli_report_fit_and_phase_on_the_store, instead of two.
+    out = root / "out"
+    cli = CliRunner().invoke(main, ["report", "--sweep", "rep", "--store", store.uri, "--out", str(out),
+                                    "--bootstrap", "200"])
+    assert cli.exit_code == 0, cli.output
+    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8"), "cli": cli}
 
 
 def test_report_writes_index_and_every_chart_as_png_svg_html(made):
@@ -122,10 +127,9 @@ def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path)
 def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     runner = CliRunner()
     uri = made["store"].uri
-    done = runner.invoke(main, ["report", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "r"),
-                                "--bootstrap", "20"])
+    done = made["cli"]  # the `report` command wrote the fixture's report
     assert done.exit_code == 0, done.output
-    assert done.output.strip() == f"report: {tmp_path / 'r' / 'index.html'}"
+    assert done.output.strip() == f"report: {made['out'] / 'index.html'}"
     done = runner.invoke(main, ["fit", "--sweep", "rep", "--store", uri, "--form", "free", "--no-save"])
     assert done.exit_code == 0 and "slice alpha = 1.0" in done.output and "95% CI" in done.output
     done = runner.invoke(main, ["phase", "--sweep", "rep", "--store", uri, "--out", str(tmp_path / "p")])
@@ -172,7 +176,7 @@ def test_a_report_of_a_rerun_against_a_new_reference_says_which_reference_it_rea
 
     rows = rerun_with_new_reference(lambda L, M, D: 3 * LAW(L, M, D), LAW, Ls=(2, 4, 8), Ms=(1, 4, 16), seeds=2,
                                     sweep="mix")
-    report = build_report(connect(rows), "mix", tmp_path, n_boot=10, formats=("svg",))
+    report = build_report(connect(rows), "mix", tmp_path, n_boot=10, formats=())  # the page is what is read
     html = report.path.read_text()
     assert "References: 9 of 9 grid points have trials against several references" in html
     assert "Trials: 9 (18 seeds)" in html  # the older run's 9 trials are not counted
@@ -255,7 +259,8 @@ def hostile(tmp_path_factory):
     rows["activation"] = PAYLOAD
     where = "activation = '" + PAYLOAD.replace("'", "''") + "'"
     out = tmp_path_factory.mktemp("hostile")
-    report = build_report(connect(rows), PAYLOAD, out, where=where, n_boot=10, formats=("svg", "html"))
+    # the tests read index.html; the chart pages (html) carry the charts' script-safe JSON too
+    report = build_report(connect(rows), PAYLOAD, out, where=where, n_boot=10, formats=("html",))
     return report
 
 
@@ -316,7 +321,7 @@ def _adapted(tmp_path, **grid):
     from explorer.report import build_report
 
     rows = law_rows(LAW, seeds=2, sweep="s", **grid)
-    return build_report(connect(rows), "s", tmp_path, n_boot=10, formats=("svg",))
+    return build_report(connect(rows), "s", tmp_path, n_boot=10, formats=())  # the tests read the page and charts, no files
 
 
 def _chart_values(chart, column):
