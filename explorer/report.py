@@ -44,7 +44,7 @@ from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
 from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where,
-                         query_frame, require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
+                         query_cache, query_frame, require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("theory", "free", "output", "joint")
@@ -345,54 +345,55 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     """
     out = Path(out_dir)
     resolve_form(form)  # a bad form is a usage error, before any work
-    require_sweep_rows(con, sweep)
-    report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
-    report.varying = varying_axes(con, sweep, where)
-    report.fixed = held_axes(con, sweep, SCALE_AXES, where)
-    fit_where = held_where(report.fixed, where)
-    grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
+    with query_cache(con):  # one read of the store: each distinct query runs once
+        require_sweep_rows(con, sweep)
+        report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
+        report.varying = varying_axes(con, sweep, where)
+        report.fixed = held_axes(con, sweep, SCALE_AXES, where)
+        fit_where = held_where(report.fixed, where)
+        grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
 
-    forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
-    for name in forms:
-        missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
-        if missing:
-            report.skipped[name] = missing
-            continue
-        try:
-            report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
-        except FitError as exc:
-            report.fit_errors[name] = str(exc)
-    if report.fits:
-        try:
-            report.comparison = pd.DataFrame(compare_laws(grid))
-        except (FitError, ValueError) as exc:
-            report.fit_errors["model comparison"] = str(exc)
-    main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
-    if "joint" in report.fits:
-        report.advice = shape_advice(report.fits["joint"])
+        forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
+        for name in forms:
+            missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
+            if missing:
+                report.skipped[name] = missing
+                continue
+            try:
+                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
+            except FitError as exc:
+                report.fit_errors[name] = str(exc)
+        if report.fits:
+            try:
+                report.comparison = pd.DataFrame(compare_laws(grid))
+            except (FitError, ValueError) as exc:
+                report.fit_errors["model comparison"] = str(exc)
+        main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+        if "joint" in report.fits:
+            report.advice = shape_advice(report.fits["joint"])
 
-    axes = _phase_axes(report.varying)
-    if axes is not None:
-        try:
-            report.phase = phase_diagram(con, sweep, *axes, where=where)
-        except SweepDataError as exc:
-            report.fit_errors["phase diagram"] = str(exc)
+        axes = _phase_axes(report.varying)
+        if axes is not None:
+            try:
+                report.phase = phase_diagram(con, sweep, *axes, where=where)
+            except SweepDataError as exc:
+                report.fit_errors["phase diagram"] = str(exc)
 
-    points = main.grid if main is not None else grid
-    report.slopes = _charts.local_slopes(points)
-    _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
-    report.summary = _summary(report, grid, metric)
-    out.mkdir(parents=True, exist_ok=True)
-    specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
-    for name, chart in report.charts.items():
-        save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
-    report.fit_rows().to_csv(out / "fits.csv", index=False)
-    if store is not None:
-        for result in report.fits.values():
-            store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
-    page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
-    report.path.write_text(page, encoding="utf-8")
-    return report
+        points = main.grid if main is not None else grid
+        report.slopes = _charts.local_slopes(points)
+        _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+        report.summary = _summary(report, grid, metric)
+        out.mkdir(parents=True, exist_ok=True)
+        specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
+        for name, chart in report.charts.items():
+            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
+        report.fit_rows().to_csv(out / "fits.csv", index=False)
+        if store is not None:
+            for result in report.fits.values():
+                store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
+        report.path.write_text(page, encoding="utf-8")
+        return report
 
 
 def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:

@@ -9,6 +9,8 @@ the explorer's one-line ``QueryError``).
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.
+- ``query_cache``: one read of the store for a block of analysis (a report build, one
+  ``grid_errors``): each distinct query runs once inside it.
 
 Problem draws (``problem_seed``) are part of a grid point's identity here: each draw has its own
 reference, and the fits pool the draws (``explorer.fit``). Stability flags (a ``flags`` column
@@ -17,11 +19,17 @@ of the per-point errors; the rows left out are counted in ``n_flagged``.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 from dataclasses import dataclass
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
@@ -43,19 +51,65 @@ REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D
 # ----------------------------------------------------------------------------- data from the store
 
 
+_CACHES: dict[int, dict[str, pa.Table]] = {}  # id(con) -> SQL -> result, while a query_cache block is open
+
+
+@contextlib.contextmanager
+def query_cache(con) -> Iterator[None]:
+    """Run each distinct query on ``con`` once inside the block and serve repeats from memory.
+
+    A report asks the same questions many times (the columns of ``metrics``, the sweep's rows,
+    the reference choice, ...); inside the block an identical SQL string is answered from the
+    first result, so the block must not span a change of the store (a new trial, a new round):
+    open it around one read, e.g. one ``build_report``, never around a sweep's rounds. Results
+    are kept as Arrow tables (immutable) and converted afresh on each call, so a caller that
+    edits its frame never changes what the next caller gets. Nested blocks share the outer one;
+    a failed query is not kept.
+    """
+    if id(con) in _CACHES:
+        yield
+        return
+    _CACHES[id(con)] = {}
+    try:
+        yield
+    finally:
+        del _CACHES[id(con)]
+
+
+def _cached(function):
+    """Run ``function(con, ...)`` inside ``query_cache(con)``: its repeated queries run once."""
+    @functools.wraps(function)
+    def wrapper(con, *args, **kwargs):
+        with query_cache(con):
+            return function(con, *args, **kwargs)
+    return wrapper
+
+
+def _query_table(con, sql: str) -> pa.Table:
+    """``query_frame``'s Arrow result (from the open ``query_cache`` when it has run there)."""
+    cache = _CACHES.get(id(con))
+    if cache is not None and sql in cache:
+        return cache[sql]
+    with store_errors():
+        table = run_query(con, sql)
+    if cache is not None:
+        cache[sql] = table
+    return table
+
+
 def query_frame(con, sql: str) -> pd.DataFrame:
     """Run one analysis query through the store's query helper and return it as pandas.
 
     Every query of the analysis (fit, phase, report) goes through here, and its error goes
     through ``explorer.options.store_errors`` (the explorer's one conversion of store errors), so
     a DuckDB error, a corrupt store file included, is the same one line as ``explorer sql``
-    prints (with its ``explorer check`` hint) and never a traceback.
+    prints (with its ``explorer check`` hint) and never a traceback. Inside ``query_cache(con)``
+    a query already run there is not run again (a new DataFrame of the same result).
 
     Raises:
         QueryError: DuckDB rejected the query or could not read a store file.
     """
-    with store_errors():
-        return run_query(con, sql).to_pandas()
+    return _query_table(con, sql).to_pandas()
 
 
 def table_columns(con, table: str = "metrics") -> list[str]:
@@ -258,6 +312,7 @@ def choose_references(con, sweep: str, where: str | None = None) -> ReferenceCho
 # ----------------------------------------------------------------------------- per-point errors
 
 
+@_cached
 def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = None,
                 where: str | None = None) -> pd.DataFrame:
     """Per-grid-point errors of a sweep at one GD step, aggregated over seeds.
@@ -344,6 +399,7 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     return frame
 
 
+@_cached
 def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = None) -> dict:
     """Values at which to hold the sweep's varying axes that are not in ``free_axes``.
 
@@ -354,10 +410,19 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
         dict column -> value (plain Python scalars; None for a null, e.g. coupled_dim).
     """
     columns = table_columns(con)
+    candidates = [c for c in ("L", "M", "D") + GRID_COLUMNS if c in columns and c not in free_axes]
+    if not candidates:
+        return {}
+    # One scan for every column: a grouping set per column, told apart by GROUPING("col") = 0.
+    both = _query_table(con, f"SELECT {_quoted(candidates)}, count(DISTINCT trial_key) AS n, "
+                             + ", ".join(f'GROUPING("{c}") AS "g{i}"' for i, c in enumerate(candidates))
+                             + f" FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} "
+                             f"GROUP BY GROUPING SETS ({', '.join(f'({_quoted([c])})' for c in candidates)})")
     fixed = {}
-    for col in [c for c in ("L", "M", "D") + GRID_COLUMNS if c in columns and c not in free_axes]:
-        counts = query_frame(con, f'SELECT "{col}" AS v, count(DISTINCT trial_key) AS n FROM metrics '
-                                  f"WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY 1")
+    for i, col in enumerate(candidates):
+        rows = both.filter(pc.equal(both[f"g{i}"], 0))
+        # (per column, in Arrow: the column's type as if queried alone, e.g. int64 without nulls)
+        counts = pa.table({"v": rows[col], "n": rows["n"]}).to_pandas()
         if len(counts) <= 1:
             continue
         if col in ("L", "M", "D"):
@@ -406,6 +471,7 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
     return " AND ".join(parts) if parts else None
 
 
+@_cached
 def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = None) -> pd.DataFrame:
     """RMS over seeds of a metric at every GD step, per grid point.
 
@@ -432,6 +498,7 @@ def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = No
     return frame
 
 
+@_cached
 def status_counts(con, sweep: str, where: str | None = None) -> dict:
     """How many trials and seeds a sweep has, and how many diverged or failed.
 
@@ -464,6 +531,6 @@ __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
     "ReferenceChoice", "choose_references", "column_is", "count_flags", "final_step_clause", "flag_names_expr",
     "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes", "held_where", "plain_value",
-    "point_columns", "query_frame", "require_sweep_rows", "sql_literal", "status_counts", "step_errors", "sweep_is",
+    "point_columns", "query_cache", "query_frame", "require_sweep_rows", "sql_literal", "status_counts", "step_errors", "sweep_is",
     "table_columns", "where_clause",
 ]
