@@ -43,8 +43,9 @@ from .formatting import fmt
 from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
-from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, grid_errors, held_axes, held_where,
-                         query_cache, query_frame, require_sweep_rows, status_counts, step_errors, sweep_is, table_columns)
+from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, grid_errors, held_axes,
+                         held_where, query_cache, query_frame, require_sweep_rows, status_counts, step_errors,
+                         sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("theory", "free", "output", "joint")
@@ -112,9 +113,8 @@ def sweep_config(con, sweep: str) -> pd.DataFrame:
     extra = ("seed", "problem_seed", "ref_kind", "ref_key", "device", "package_version", "schema_version")
     wanted = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS + extra) if c in columns]
     rows = []
-    for col in wanted:
-        values = query_frame(con, f'SELECT DISTINCT "{col}" AS v FROM metrics WHERE {sweep_is(sweep)} ORDER BY 1 '
-                                  "LIMIT 13")["v"].tolist()
+    for col, distinct in column_values(con, wanted, sweep_is(sweep), limit=13).items():
+        values = distinct["v"].tolist()
         shown = ", ".join(fmt(v, "g") for v in values[:12]) + (", ..." if len(values) > 12 else "")
         rows.append({"column": col, "values": shown, "count": len(values) if len(values) <= 12 else "> 12"})
     return pd.DataFrame(rows)

@@ -411,18 +411,10 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
     """
     columns = table_columns(con)
     candidates = [c for c in ("L", "M", "D") + GRID_COLUMNS if c in columns and c not in free_axes]
-    if not candidates:
-        return {}
-    # One scan for every column: a grouping set per column, told apart by GROUPING("col") = 0.
-    both = _query_table(con, f"SELECT {_quoted(candidates)}, count(DISTINCT trial_key) AS n, "
-                             + ", ".join(f'GROUPING("{c}") AS "g{i}"' for i, c in enumerate(candidates))
-                             + f" FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} "
-                             f"GROUP BY GROUPING SETS ({', '.join(f'({_quoted([c])})' for c in candidates)})")
     fixed = {}
-    for i, col in enumerate(candidates):
-        rows = both.filter(pc.equal(both[f"g{i}"], 0))
-        # (per column, in Arrow: the column's type as if queried alone, e.g. int64 without nulls)
-        counts = pa.table({"v": rows[col], "n": rows["n"]}).to_pandas()
+    per_column = column_values(con, candidates, f"{sweep_is(sweep)}{where_clause(where)}",
+                               count="count(DISTINCT trial_key)")
+    for col, counts in per_column.items():
         if len(counts) <= 1:
             continue
         if col in ("L", "M", "D"):
@@ -432,6 +424,45 @@ def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = No
             value = top.min() if top.notna().any() else None
         fixed[col] = plain_value(value)
     return fixed
+
+
+def column_values(con, columns, condition: str, count: str | None = None,
+                  limit: int | None = None) -> dict[str, pd.DataFrame]:
+    """Each column's distinct values in the ``metrics`` rows matching ``condition``, in one scan.
+
+    The same tables as one ``SELECT DISTINCT "col" AS v[, count AS n] ... ORDER BY 1 LIMIT
+    limit`` per column, from a single ``GROUPING SETS`` query: a report asks this of every
+    grid column, and each such query would read the whole store again.
+
+    Args:
+        con: a DuckDB connection with a ``metrics`` view. columns: its columns to read.
+        condition: the SQL condition on the rows (e.g. ``sweep_is(sweep)`` + ``where_clause``).
+        count: an aggregate per value, returned as column ``n`` (e.g. ``count(DISTINCT trial_key)``).
+        limit: at most this many values per column (the smallest; NULL sorts last).
+    Returns:
+        column -> DataFrame with ``v`` (the column's type, as if queried alone) and ``n`` when
+        ``count`` is given, sorted by ``v``.
+    Raises:
+        QueryError: DuckDB rejected the query (e.g. a bad ``condition``).
+    """
+    columns = list(columns)
+    if not columns:
+        return {}
+    flags = ", ".join(f'GROUPING("{c}") AS "g{i}"' for i, c in enumerate(columns))
+    sets = ", ".join(f'("{c}")' for c in columns)
+    # Within column i's grouping set every other column is NULL, so ordering by all columns in
+    # turn orders that set's rows by column i (ascending, NULL last: DuckDB's ORDER BY 1).
+    both = _query_table(con, f"SELECT {_quoted(columns)}, {flags}" + (f", {count} AS n" if count else "")
+                        + f" FROM metrics WHERE {condition} GROUP BY GROUPING SETS ({sets})"
+                        + f" ORDER BY {_quoted(columns)}")
+    out = {}
+    for i, col in enumerate(columns):
+        rows = both.filter(pc.equal(both[f"g{i}"], 0))
+        if limit is not None:
+            rows = rows.slice(0, limit)
+        # converted per column in Arrow: its own type and nulls, e.g. int64 when it has none
+        out[col] = pa.table({"v": rows[col], **({"n": rows["n"]} if count else {})}).to_pandas()
+    return out
 
 
 def plain_value(value):
@@ -529,8 +560,8 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
-    "ReferenceChoice", "choose_references", "column_is", "count_flags", "final_step_clause", "flag_names_expr",
-    "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes", "held_where", "plain_value",
-    "point_columns", "query_cache", "query_frame", "require_sweep_rows", "sql_literal", "status_counts", "step_errors", "sweep_is",
-    "table_columns", "where_clause",
+    "ReferenceChoice", "choose_references", "column_is", "column_values", "count_flags", "final_step_clause",
+    "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes",
+    "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "require_sweep_rows", "sql_literal",
+    "status_counts", "step_errors", "sweep_is", "table_columns", "where_clause",
 ]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from explorer.errors import QueryError
-from explorer.sweep_data import (GRID_COLUMNS, grid_errors, held_axes, plain_value, query_cache, query_frame,
+from explorer.sweep_data import (GRID_COLUMNS, column_values, grid_errors, held_axes, plain_value, query_cache, query_frame,
                                  sweep_is, table_columns, where_clause)
 
 from .analysis_data import connect, law_rows
@@ -99,3 +99,26 @@ def test_a_failed_query_is_not_kept(con):
             assert query_frame(con, "SELECT * FROM no_such_view")["x"].tolist() == [1]
         finally:
             con.execute("DROP VIEW no_such_view")
+
+
+def test_sweep_config_single_scan_matches_one_query_per_column(con):
+    from explorer.formatting import fmt
+    from explorer.report import sweep_config
+
+    got = sweep_config(con, "s")
+    expected = []
+    for col in got["column"]:  # sweep_config as it was: one DISTINCT ... LIMIT 13 per column
+        values = query_frame(con, f'SELECT DISTINCT "{col}" AS v FROM metrics WHERE sweep = \'s\' '
+                                  "ORDER BY 1 LIMIT 13")["v"].tolist()
+        expected.append({"column": col, "values": ", ".join(fmt(v, "g") for v in values[:12])
+                         + (", ..." if len(values) > 12 else ""),
+                         "count": len(values) if len(values) <= 12 else "> 12"})
+    pd.testing.assert_frame_equal(got, pd.DataFrame(expected))
+    assert {"L", "M", "D", "alpha", "coupled_dim", "lr", "activation", "seed"} <= set(got["column"])
+
+
+def test_column_values_limit_keeps_the_smallest_with_null_last(con):
+    values = column_values(con, ["coupled_dim", "L", "alpha"], "sweep = 's'", limit=2)
+    assert values["L"]["v"].tolist() == [2, 4] and str(values["L"]["v"].dtype) == "int64"
+    assert values["coupled_dim"]["v"].tolist()[0] == 3 and pd.isna(values["coupled_dim"]["v"].tolist()[1])
+    assert values["alpha"]["v"].tolist() == [1.0, 4.0]
