@@ -80,10 +80,7 @@ def write_fit(files: Files, sweep: str, fit_id: str, rows: Sequence[Mapping]) ->
     Raises:
         InvalidNameError, SchemaError, StoreError: as for ``write_trial``.
     """
-    check_sweep(sweep)
-    check_key(fit_id, "fit id")
-    table = to_table("fits", rows, provenance(sweep, "fit_id", fit_id))
-    files.put(key_file(files.root, sweep, "fits", fit_id), parquet_bytes(table))
+    _write_rows(files, sweep, "fits", "fit_id", fit_id, rows)
 
 
 def write_round(files: Files, sweep: str, round_id: str, rows: Sequence[Mapping]) -> None:
@@ -94,10 +91,15 @@ def write_round(files: Files, sweep: str, round_id: str, rows: Sequence[Mapping]
     Raises:
         InvalidNameError, SchemaError, StoreError: as for ``write_trial``.
     """
+    _write_rows(files, sweep, "rounds", "round_id", round_id, rows)
+
+
+def _write_rows(files: Files, sweep: str, kind: str, key_column: str, key: str, rows: Sequence[Mapping]) -> None:
+    """Validate ``rows`` of ``kind`` and write them as the one file of ``key`` (fits, rounds)."""
     check_sweep(sweep)
-    check_key(round_id, "round id")
-    table = to_table("rounds", rows, provenance(sweep, "round_id", round_id))
-    files.put(key_file(files.root, sweep, "rounds", round_id), parquet_bytes(table))
+    check_key(key, key_column.replace("_", " "))
+    table = to_table(kind, rows, provenance(sweep, key_column, key))
+    files.put(key_file(files.root, sweep, kind, key), parquet_bytes(table))
 
 
 _SEVERITY = {status: rank for rank, status in enumerate(STATUSES)}  # STATUSES lists the worst last
