@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from .ray_runner import SweepResult
 
 
+def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
+    """The spec, loaded before Ray is even imported (spec errors first); with an embedded Ray
+    (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
+    spec = load_spec(spec_or_path, overrides)
+    if address is None:
+        from .estimate import check_fits_memory, physical_memory_bytes
+
+        check_fits_memory(spec, physical_memory_bytes())
+    return spec
+
+
 def sweep(
     spec_or_path: SweepSpec | Mapping | str | os.PathLike,
     store: Store | str | os.PathLike = "results",
@@ -58,11 +69,7 @@ def sweep(
     SIGINT or SIGTERM (in the main thread) stop the run cleanly: the result has ``interrupted``
     set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
     """
-    spec = load_spec(spec_or_path, overrides)  # spec errors come before Ray is even imported
-    if address is None:  # an embedded Ray runs on this machine: refuse what cannot fit before it starts
-        from .estimate import check_fits_memory, physical_memory_bytes
-
-        check_fits_memory(spec, physical_memory_bytes())
+    spec = _runnable_spec(spec_or_path, overrides, address)
     from .ray_runner import run_sweep
 
     return run_sweep(spec, open_store(store), address=address,
@@ -95,11 +102,7 @@ def adaptive_sweep(
 
     from .adaptive import run_adaptive
 
-    spec = load_spec(spec_or_path, overrides)
-    if address is None:
-        from .estimate import check_fits_memory, physical_memory_bytes
-
-        check_fits_memory(spec, physical_memory_bytes())
+    spec = _runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
     with contextlib.ExitStack() as stack:
         session: list = []
