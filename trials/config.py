@@ -19,14 +19,16 @@ if TYPE_CHECKING:  # torch is imported where a tensor is made (resolve_device, t
     import torch  # validating a configuration (a spec, a CLI error) must not pay torch's second of import
 
 # Bumped whenever a change to the numerics changes the numbers a configuration produces.
-NUMERICS_VERSION = 4  # 3: divergence by loss growth, flags, CRN discretization estimate, preset-keyed references
+NUMERICS_VERSION = 5  # 3: divergence by loss growth, flags, CRN discretization estimate, preset-keyed references
 # 4: where K N (D + M) <= D M the unit metrics take the displacement from the update history (metrics.Baseline):
 #    float32 feature_update, lin_ratio, weight_change move at their rounding level (1e-7 - 1e-4 relative), float64
 #    ones by < 1e-12 except lin_ratio at alpha >= 4096 (4e-11; 1e-8 at 65536, its own rounding level there)
+# 5: units drawn by numpy's SFC64 ziggurat, one stream per (seed, tensor, block of layers) (model.init_units):
+#    every network, trial and reference, is a new draw of the same law
 # The references' own version: what changes a reference's arrays (its trajectories and error estimates), not
 # the trials' metrics. Version 4 changed only how trials compute unit metrics, so the cached references (minutes
-# each) of version 3 stay valid; bump this with NUMERICS_VERSION only when the change reaches the references.
-REFERENCE_NUMERICS_VERSION = 3
+# each) of version 3 stayed valid; bump this with NUMERICS_VERSION only when the change reaches the references.
+REFERENCE_NUMERICS_VERSION = 4  # 4: particles drawn as the units of version 5
 
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch

@@ -125,40 +125,62 @@ class Units:
         return Units(self.u.clone(), self.v.clone())
 
 
+# Numbers per random stream of the unit draw: a block is as many layers as hold this many numbers
+# (at least one), so the blocks, and the numbers, depend on the shape alone, never on the threads.
+UNIT_BLOCK = 1 << 18
+
+
+def unit_blocks(L: int, D: int, drawn: int) -> list[tuple[int, int]]:
+    """The layer ranges [start, stop) that draw from one stream each (``UNIT_BLOCK``)."""
+    per_block = max(1, UNIT_BLOCK // (D * drawn))
+    return [(start, min(start + per_block, L)) for start in range(0, L, per_block)]
+
+
 def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> Units:
-    """Draw unit parameters, one independent generator per seed (drawn in float64 on the CPU, so
-    the same seed gives the same network on every device and dtype).
+    """Draw unit parameters: entries N(0, sigma_u^2 D) for u and N(0, sigma_v^2 D) for v.
+
+    The numbers: in float64 on the CPU, numpy's SFC64 bit generator and its ziggurat normal
+    sampler (``Generator.standard_normal``), one stream per (seed, tensor, block of layers)
+    seeded by ``SeedSequence([stream_seed("units", seed), tensor, block])`` (tensor 0 is u, 1 is
+    v; blocks from ``unit_blocks``), times sigma sqrt(D), then converted to the working dtype on
+    the device. So a seed gives the same network on every device, dtype and number of threads,
+    and on every host: SFC64's stream is fixed by numpy on every platform, and the sampler takes
+    all but ~0.03 % of its numbers from integer operations and one multiplication (the tail
+    beyond 3.65 sigma uses log1p; a wedge rejection compares against exp). Streams per block
+    let every core draw (~8 ns per number and core, twice as fast as torch's float64 randn).
 
     With ``antithetic`` the second half of each layer's units mirrors the first: (u, v) and
     (u, -v). Each unit still has the law mu_0, and the branch output is exactly zero at init.
     """
+    import numpy as np
+
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
-    # (L, R, D, M): a layer's weights for all seeds are one contiguous block. Each seed's draw goes
-    # straight into its slice, converted on the way: no stacked or concatenated temporaries.
+    # (L, R, D, M): a layer's weights for all seeds are one contiguous block
     u = torch.empty(L, len(seeds), D, M, device=device, dtype=dtype)
     v = torch.empty_like(u)
+    blocks = unit_blocks(L, D, drawn)
+    tasks = [(r, tensor, b) for r in range(len(seeds)) for tensor in range(2) for b in range(len(blocks))]
 
-    def draw(r: int) -> None:
-        gen = torch.Generator().manual_seed(stream_seed("units", int(seeds[r])))
-        # normal_(0, s) is randn() * s to the bit (both take the same contiguous float64 path,
-        # which needs a contiguous target: hence the per-seed buffer)
-        buf = torch.empty(L, D, drawn, dtype=torch.float64)
-        for out, std, mirror in ((u, config.sigma_u, 1.0), (v, config.sigma_v, -1.0)):
-            buf.normal_(0.0, std * D**0.5, generator=gen)
-            out[:, r, :, :drawn].copy_(buf)
-            if config.antithetic:
-                out[:, r, :, drawn:].copy_(buf).mul_(mirror)
+    def draw(task: tuple[int, int, int]) -> None:
+        r, tensor, b = task
+        (start, stop), out = blocks[b], (u, v)[tensor]
+        entropy = [stream_seed("units", int(seeds[r])), tensor, b]
+        buf = np.random.Generator(np.random.SFC64(entropy)).standard_normal((stop - start, D, drawn))
+        buf *= (config.sigma_u, config.sigma_v)[tensor] * D**0.5
+        block = torch.from_numpy(buf)
+        out[start:stop, r, :, :drawn].copy_(block)
+        if config.antithetic:
+            out[start:stop, r, :, drawn:].copy_(block if tensor == 0 else block.neg_())
 
-    # Each seed has its own generator, so seeds can draw in parallel threads (normal_ releases the
-    # GIL): the numbers do not depend on the number of threads.
-    workers = min(len(seeds), torch.get_num_threads())
+    # numpy's samplers and torch's copies release the GIL: the blocks draw in parallel threads
+    workers = min(len(tasks), torch.get_num_threads())
     if workers > 1 and L * D * drawn >= 1 << 16:
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(draw, range(len(seeds))))
+            list(pool.map(draw, tasks))
     else:
-        for r in range(len(seeds)):
-            draw(r)
+        for task in tasks:
+            draw(task)
     return Units(u, v)
 
 

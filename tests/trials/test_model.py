@@ -135,21 +135,69 @@ def test_units_never_reuse_the_data_stream():
 
 @pytest.mark.parametrize("antithetic", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_unit_draw_is_randn_times_sigma_per_seed_stacked(antithetic, dtype):
-    """init_units draws each seed into its slice of (L, R, D, M); the numbers are exactly those of
-    the plain recipe (randn(L, D, M') * sigma sqrt(D) for u, then for v, from the seed's stream,
-    mirrored for antithetic units, stacked over seeds, then converted), whatever the threads."""
+def test_unit_draw_is_one_sfc64_ziggurat_stream_per_seed_tensor_and_block(antithetic, dtype, monkeypatch):
+    """init_units's numbers are exactly those of the documented recipe, written here with plain
+    numpy: per seed, tensor (u then v) and block of layers, SFC64 seeded by (stream_seed("units",
+    seed), tensor, block), standard normals times sigma sqrt(D), mirrored for antithetic units,
+    converted last; and they do not depend on the number of threads that draw them."""
+    from trials import model
     from trials.config import stream_seed
-    from trials.model import init_units
 
-    cfg = TrialConfig(L=16, M=64, D=64, antithetic=antithetic, sigma_u=0.7, sigma_v=1.3, seeds=(4, 11, 5))
-    units = init_units(cfg, cfg.seeds, torch.device("cpu"), dtype)
+    monkeypatch.setattr(model, "UNIT_BLOCK", 3 * 64 * 64)  # several streams per seed and tensor
+    cfg = TrialConfig(L=16, M=128, D=64, antithetic=antithetic, sigma_u=0.7, sigma_v=1.3, seeds=(4, 11, 5))
     drawn = cfg.M // 2 if antithetic else cfg.M
+    assert len(model.unit_blocks(cfg.L, cfg.D, drawn)) > 1
+    threads = torch.get_num_threads()
+    try:
+        drawn_by = {}
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            drawn_by[n] = model.init_units(cfg, cfg.seeds, torch.device("cpu"), dtype)
+    finally:
+        torch.set_num_threads(threads)
+    units = drawn_by[2]
+    assert torch.equal(units.u, drawn_by[1].u) and torch.equal(units.v, drawn_by[1].v)
     for r, seed in enumerate(cfg.seeds):
-        gen = torch.Generator().manual_seed(stream_seed("units", seed))
-        u = torch.randn(cfg.L, cfg.D, drawn, generator=gen, dtype=torch.float64) * (cfg.sigma_u * cfg.D**0.5)
-        v = torch.randn(cfg.L, cfg.D, drawn, generator=gen, dtype=torch.float64) * (cfg.sigma_v * cfg.D**0.5)
-        if antithetic:
-            u, v = torch.cat([u, u], dim=2), torch.cat([v, -v], dim=2)
-        assert torch.equal(units.u[:, r], u.to(dtype)) and torch.equal(units.v[:, r], v.to(dtype))
+        for tensor, (got, sigma, mirror) in enumerate(((units.u, cfg.sigma_u, 1.0), (units.v, cfg.sigma_v, -1.0))):
+            blocks = []
+            for b, (start, stop) in enumerate(model.unit_blocks(cfg.L, cfg.D, drawn)):
+                gen = np.random.Generator(np.random.SFC64([stream_seed("units", seed), tensor, b]))
+                blocks.append(gen.standard_normal((stop - start, cfg.D, drawn)) * (sigma * cfg.D**0.5))
+            expected = np.concatenate(blocks)
+            if antithetic:
+                expected = np.concatenate([expected, mirror * expected], axis=2)
+            assert torch.equal(got[:, r], torch.from_numpy(expected).to(dtype))
     assert units.u.is_contiguous() and units.v.is_contiguous()
+
+
+@pytest.mark.parametrize("L, D, drawn", [(16, 64, 64), (1000, 8, 1), (7, 1024, 512), (64, 256, 1024)])
+def test_unit_blocks_cover_every_layer_once_with_about_unit_block_numbers(L, D, drawn):
+    from trials.model import UNIT_BLOCK, unit_blocks
+
+    blocks = unit_blocks(L, D, drawn)
+    assert blocks[0][0] == 0 and blocks[-1][1] == L
+    assert all(stop == start for (_, stop), (start, _) in zip(blocks, blocks[1:]))
+    assert all(stop > start and ((stop - start) * D * drawn <= UNIT_BLOCK or stop - start == 1) for start, stop in blocks)
+    assert all((stop - start) * D * drawn > UNIT_BLOCK // 2 for start, stop in blocks[:-1])
+
+
+def test_unit_draw_has_the_law_of_independent_gaussians():
+    """Entries of u and v are N(0, sigma^2 D): a Kolmogorov-Smirnov test of the standardised
+    entries, and no correlation between seeds, tensors or blocks of layers (the streams)."""
+    from scipy import stats
+
+    from trials import model
+
+    cfg = TrialConfig(L=64, M=64, D=64, sigma_u=0.7, sigma_v=1.3, seeds=(0, 1))
+    units = model.init_units(cfg, cfg.seeds, torch.device("cpu"), torch.float64)
+    assert len(model.unit_blocks(cfg.L, cfg.D, cfg.M)) == 1  # 2^18 numbers: one stream per seed and tensor
+    z_u = (units.u / (cfg.sigma_u * cfg.D**0.5)).numpy()
+    z_v = (units.v / (cfg.sigma_v * cfg.D**0.5)).numpy()
+    for z in (z_u, z_v):
+        assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
+    streams = [z_u[:, 0], z_u[:, 1], z_v[:, 0], z_v[:, 1]]
+    n = streams[0].size
+    for i in range(len(streams)):
+        for j in range(i + 1, len(streams)):
+            corr = float(np.corrcoef(streams[i].ravel(), streams[j].ravel())[0, 1])
+            assert abs(corr) < 5 / n**0.5, (i, j, corr)
