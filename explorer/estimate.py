@@ -46,18 +46,22 @@ if TYPE_CHECKING:
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
 _SCRATCH_ELEMENTS = 1 << 22  # trials/metrics.py _CHUNK_ELEMENTS: the per-unit sums' chunk bound
 _METRIC_COPIES = 9  # float64 arrays of L R N M entries alive at the metrics' peak (lin_ratio)
+_UNIT_BLOCK = 1 << 18  # trials/model.py UNIT_BLOCK: numbers per random stream (a block of layers)
+_DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
 PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
 
 # Single-core seconds = fixed + per_layer_step * L * (K + 1) + per_entry[dtype] * L M D N R (K + 1)
 # + draw * L D M R (the unit draw, in float64 whatever the dtype), metrics at every step included.
+# The draw's coefficient is numpy's SFC64 ziggurat, ~8.4 ns per number on one core, two numbers
+# (u and v) per L D M R (NUMERICS_VERSION 5; torch's randn, before, was ~5e-8).
 # Least squares (relative) on 13 train_trial runs on this project's 2-core AMD EPYC machine (torch
 # 2.13 CPU, one thread, 2026-11-30, other jobs sharing the cores) from (L, M, D, N, R, K) =
 # (8, 4, 8, 10, 3, 10) to (16, 1024, 16, 100, 3, 3) and (32, 256, 64, 10, 3, 5), both dtypes:
 # the model is within 0.4x - 1.3x of the measured wall times (0.88 - 1.26x on 9 of them; the
 # low ones were measured while other jobs loaded the machine). Measured by the script in
 # tests/explorer/test_estimate.py (``_MEASURE``).
-_SECONDS = {"fixed": 3e-3, "per_layer_step": 2e-4, "per_entry": {"float64": 1.5e-8, "float32": 7e-9}, "draw": 5e-8}
+_SECONDS = {"fixed": 3e-3, "per_layer_step": 2e-4, "per_entry": {"float64": 1.5e-8, "float32": 7e-9}, "draw": 1.7e-8}
 
 
 def _dims(config: "TrialConfig") -> tuple[int, int, int, int, int, int]:
@@ -71,9 +75,8 @@ def _run_bytes(L: int, M: int, D: int, N: int, R: int, b: int) -> int:
 
 
 def _draw_bytes(L: int, M: int, D: int, R: int, b: int) -> int:
-    """init_units at its peak: each seed drawn in float64, then all stacked (and converted)."""
-    W = L * R * D * M
-    return 4 * W * 8 + (2 * W * b if b != 8 else 0)
+    """init_units at its peak: the units, and one float64 block of layers per drawing thread."""
+    return 2 * L * R * D * M * b + _DRAW_THREADS * max(_UNIT_BLOCK, D * M) * 8
 
 
 def trial_memory_bytes(config: "TrialConfig") -> int:

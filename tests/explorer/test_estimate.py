@@ -30,7 +30,7 @@ def test_estimates_grow_with_every_size_and_halve_with_float32():
         assert trial_seconds(bigger) > trial_seconds(base)
     big = base.replace(L=64, M=256, D=64)
     ratio = trial_memory_bytes(big.replace(dtype="float32")) / trial_memory_bytes(big)
-    assert 0.4 < ratio < 1  # the unit draw and the metrics stay float64
+    assert 0.4 < ratio < 1  # the metrics stay float64
     assert trial_seconds(big.replace(seeds=(0, 1, 2, 3, 4, 5))) > trial_seconds(big)
     assert trial_memory_bytes(big.replace(chaos_check=True)) > trial_memory_bytes(big)
 
@@ -136,7 +136,7 @@ print(json.dumps({"growth": peak - before, "estimate": trial_memory_bytes(cfg), 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", [(64, 256, 64, 10, 3, 3, "float64"), (32, 128, 256, 10, 4, 3, "float32")],
+@pytest.mark.parametrize("shape", [(64, 256, 64, 10, 3, 3, "float64"), (32, 128, 256, 10, 6, 3, "float32")],
                          ids=["64x256x64-f64", "32x128x256-f32"])
 def test_the_memory_estimate_is_within_2x_of_the_measured_peak(shape):
     done = subprocess.run([sys.executable, "-c", _MEASURE, *map(str, shape)], capture_output=True, text=True, timeout=300)

@@ -15,6 +15,7 @@ from explorer.planning import plan
 from explorer.spec import parse_spec
 from store import SCHEMA_VERSION, Store
 from store.catalog import list_kind
+from trials import compute_reference, train_trial
 
 TINY = {
     "name": "tiny",
@@ -44,13 +45,21 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, 
     assert not ray.is_initialized()
     result = explorer.sweep(TINY, store=tmp_path, progress=False, num_cpus=2)
     assert not ray.is_initialized()  # the embedded Ray is shut down on exit
-    # (L, M, D) = (2, 1, 8) seed 0 blows up: loss 5.7 -> 113 at step 5 (6300 by step 10), diverged
-    assert (result.total, result.ran, result.ok, result.diverged, result.failed, result.exit_code) == (24, 24, 23, 1, 0, 0)
+    # what each trial computes on its own, without Ray or a store: whether a seed of this grid
+    # diverges (loss up 10x in 5 steps) depends on the draw of its units, so it is computed, not pinned
+    planned_trials = plan(parse_spec(TINY), SCHEMA_VERSION)
+    references = {r.ref_key: compute_reference(r.config) for r in planned_trials.references}
+    direct = {t.trial_key: train_trial(t.config, references[t.ref_key]) for t in planned_trials.trials}
+    expected = {key: "diverged" if any(row["status"] == "diverged" for row in rows) else "ok" for key, rows in direct.items()}
+    n_diverged = sorted(expected.values()).count("diverged")
+    assert (result.total, result.ran, result.ok, result.diverged, result.failed, result.exit_code) == \
+        (24, 24, 24 - n_diverged, n_diverged, 0, 0)
     store = Store(tmp_path)
     counts = store.query("SELECT count(*) AS rows, count(DISTINCT trial_key) AS trials, "
                          "count(DISTINCT node_id) AS nodes FROM metrics", sweep="tiny").to_pylist()[0]
-    assert counts == {"rows": 24 * 2 * 6, "trials": 24, "nodes": 1}
-    assert metric_row_counts(store, "tiny") == {"n": 24 * 2 * 6, "distinct_n": 24 * 2 * 6}
+    n_rows = sum(len(rows) for rows in direct.values())
+    assert counts == {"rows": n_rows, "trials": 24, "nodes": 1}
+    assert metric_row_counts(store, "tiny") == {"n": n_rows, "distinct_n": n_rows}
     planned = {t.trial_key for t in plan(parse_spec(TINY), SCHEMA_VERSION).trials}
     assert store.completed_trial_keys("tiny") == planned
     assert store.check().ok
@@ -59,11 +68,11 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, 
     assert (len(trials_files.singles), len(trials_files.compacted)) == (0, 1)
     assert len(list_kind(store.files, "tiny", "metrics").singles) == 24  # metrics left as written
     statuses = store.trial_statuses("tiny")
-    assert set(statuses) == planned and sorted(statuses.values()).count("diverged") == 1
+    assert statuses == expected
 
     before = data_files(tmp_path)
     again = explorer.sweep(TINY, store=tmp_path, progress=False)
-    assert (again.ran, again.skipped, again.ok, again.exit_code) == (0, 24, 23, 0)
+    assert (again.ran, again.skipped, again.ok, again.exit_code) == (0, 24, 24 - n_diverged, 0)
     assert data_files(tmp_path) == before  # not one file rewritten
     assert not ray.is_initialized()  # nothing to do: Ray was not even started
 

@@ -36,15 +36,18 @@ def test_error_decays_like_one_over_depth_at_large_width(reference):
     assert slope(depths, errors) == pytest.approx(-1.0, abs=0.15), errors
 
 
-@pytest.mark.parametrize("M,depths", [(1, [8, 32, 128, 512]), (64, [4, 16, 64])])
+# Per-seed errors are heavy-tailed (the largest of 256 seeds is 2 - 3.6x their RMS at M = 1): with
+# 8 seeds the fitted slope moved by +-0.08 between seed groups, with 64 seeds by +-0.03 (four groups:
+# -0.45 .. -0.49 at M = 1, -0.50 .. -0.59 at M = 64, where the 1/L term still steepens it).
+@pytest.mark.parametrize("M,depths", [(1, [16, 64, 256, 1024]), (64, [16, 64, 256])])
 def test_error_decays_like_one_over_sqrt_of_units(reference, M, depths):
-    errors = [final_err(reference, L=L, M=M, seeds=tuple(range(8))) for L in depths]
+    errors = [final_err(reference, L=L, M=M, seeds=tuple(range(64))) for L in depths]
     units = [L * M for L in depths]
     assert slope(units, errors) == pytest.approx(-0.5, abs=0.1), errors
 
 
 def test_depth_begets_width_same_units_same_error(reference):
     """The sampling term depends on L*M only: (L, M) = (256, 1) and (16, 16) match within noise."""
-    deep = final_err(reference, L=256, M=1, seeds=tuple(range(8)))
-    wide = final_err(reference, L=16, M=16, seeds=tuple(range(8)))
+    deep = final_err(reference, L=256, M=1, seeds=tuple(range(64)))
+    wide = final_err(reference, L=16, M=16, seeds=tuple(range(64)))
     assert deep / wide == pytest.approx(1.0, abs=0.3)
