@@ -35,7 +35,7 @@ def _final_rows(rows: list[dict]) -> dict[int, dict]:
 
 
 def test_seed_whose_loss_grew_tenfold_is_diverged_at_that_step(tiny_reference):
-    cfg = TrialConfig(L=4, M=1, D=8, lr=2.0, steps=10, seeds=tuple(range(16)), device="cpu")
+    cfg = TrialConfig(L=4, M=1, D=8, lr=2.0, steps=10, seeds=tuple(range(32)), device="cpu")
     losses = _losses(cfg)
     rows = train_trial(cfg, tiny_reference)
     last = _final_rows(rows)
@@ -48,7 +48,9 @@ def test_seed_whose_loss_grew_tenfold_is_diverged_at_that_step(tiny_reference):
             n_diverged += 1
         else:
             assert last[seed]["status"] == "ok" and last[seed]["step"] == cfg.steps
-    assert n_diverged >= 8  # the measured case: most seeds blow up at lr = 2
+    # the measured case: most seeds blow up at lr = 2 (24 and 17 of 32 on two draws of the units),
+    # so both branches above are exercised on any draw
+    assert 4 <= n_diverged <= len(cfg.seeds) - 2, n_diverged
     assert all(r["status"] == "ok" for r in rows if r is not last[r["seed"]])
 
 
