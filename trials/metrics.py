@@ -40,11 +40,27 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
 
 
 def _over_samples(a: torch.Tensor, b: torch.Tensor, product: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """Per-unit sums over the samples of a * b, (l, R, N, M) x2 -> (l, R, M), into float64 ``out``,
-    computed in the inputs' dtype: these are norms and dot products whose terms carry the working
-    precision already (the differences that cancel are taken before, in float64 where needed)."""
+    """Per-unit sums over dim 2 (the samples, or a unit's D coordinates) of a * b, (l, R, N, M) x2
+    -> (l, R, M), into float64 ``out``, computed in the inputs' dtype: these are norms and dot
+    products whose terms carry the working precision already (the differences that cancel are
+    taken before, in float64 where needed)."""
     torch.mul(a, b, out=product)
     return torch.sum(product, dim=2, out=out) if product.dtype == F64 else out.copy_(product.sum(dim=2))
+
+
+def _unit_norms_sq(w: torch.Tensor) -> torch.Tensor:
+    """Per unit |w_j|^2 of weights (L, R, D, M) -> (L, R, M), float64, about BLOCK elements at a
+    time: the square of the whole array would be a weight-sized temporary (page faults: at
+    (64, 1024, 256) this took 5 steps)."""
+    L, R, D, M = w.shape
+    flat = w.reshape(L * R, 1, D, M)
+    out = torch.empty(L * R, 1, M, dtype=F64, device=w.device)
+    rows = max(1, BLOCK // (D * M))
+    product = torch.empty(rows, 1, D, M, dtype=w.dtype, device=w.device)
+    for lo in range(0, L * R, rows):
+        block = flat[lo:lo + rows]
+        _over_samples(block, block, product[: block.shape[0]], out[lo:lo + rows])
+    return out.view(L, R, M)
 
 
 def _gram(rows: torch.Tensor, scale: float) -> torch.Tensor:
@@ -109,8 +125,8 @@ class Baseline:
         self.lr, self.D = net.lr_hat, D
         self.device = start.u.device
         zeros = torch.zeros(L, R, M, dtype=F64, device=self.device)
-        self.v0_sq = _f64(start.v).square().sum(dim=2)  # (L, R, M)
-        self.size0_sq = _f64(start.u).square().sum(dim=(0, 2, 3)) + self.v0_sq.sum(dim=(0, 2))  # (R,)
+        self.v0_sq = _unit_norms_sq(start.v)  # (L, R, M)
+        self.size0_sq = (_unit_norms_sq(start.u) + self.v0_sq).sum(dim=(0, 2))  # (R,)
         self.du_sq, self.v0_dv, self.dv_sq = zeros, zeros.clone(), zeros.clone()
         self._block = max(1, BLOCK // (R * N * M))  # layers per block
         self.blocks = [(lo, min(lo + self._block, L)) for lo in range(0, L, self._block)]
