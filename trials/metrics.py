@@ -255,7 +255,7 @@ def _tanh_expansion(act: Activation, P: torch.Tensor, dp: torch.Tensor, sk: torc
     x2 = torch.mul(dp, dp, out=base.scratch("d", P))
     series = torch.mul(x2, -17.0 / 315.0, out=base.scratch("e", P)).add_(2.0 / 15.0).mul_(x2).sub_(1.0 / 3.0)
     series.mul_(x2).mul_(dp)
-    small = torch.abs(dp, out=x2) < TANH_SERIES
+    small = x2 < TANH_SERIES**2
     d = torch.where(small, series, torch.sub(t, dp, out=x2), out=x2)
     s0 = _tanh_into(torch.sub(P, dp, out=base.scratch("s0", P)), base.scratch("s0", P), work)
     a = torch.mul(t, sk, out=base.scratch("a", P))
