@@ -252,12 +252,13 @@ def _tanh_expansion(act: Activation, P: torch.Tensor, dp: torch.Tensor, sk: torc
     in e, where it weighs against s0 t a ~ s0 dp^2, < 2e-6 / |s0|)."""
     work = base.scratch("work", P)
     t = _tanh_into(dp, base.scratch("t", P), work)
-    x2 = torch.mul(dp, dp, out=base.scratch("d", P))
-    series = torch.mul(x2, -17.0 / 315.0, out=base.scratch("e", P)).add_(2.0 / 15.0).mul_(x2).sub_(1.0 / 3.0)
-    series.mul_(x2).mul_(dp)
-    small = x2 < TANH_SERIES**2
-    d = torch.where(small, series, torch.sub(t, dp, out=x2), out=x2)
-    s0 = _tanh_into(torch.sub(P, dp, out=base.scratch("s0", P)), base.scratch("s0", P), work)
+    x = torch.clamp(dp, -TANH_SERIES, TANH_SERIES, out=base.scratch("e", P))  # the series' argument
+    small = torch.eq(x, dp, out=work)  # 1 where the series holds, else 0 (a blend: where is slow)
+    x2 = torch.mul(x, x, out=base.scratch("s0", P))
+    series = torch.mul(x2, -17.0 / 315.0, out=base.scratch("d", P)).add_(2.0 / 15.0).mul_(x2).sub_(1.0 / 3.0)
+    series.mul_(x2).mul_(x)
+    d = torch.lerp(torch.sub(t, dp, out=x), series, small, out=series)
+    s0 = _tanh_into(torch.sub(P, dp, out=x2), x2, work)
     a = torch.mul(t, sk, out=base.scratch("a", P))
     torch.addcmul(t, a, s0, value=-1.0, out=a)
     e = torch.mul(s0, d, out=base.scratch("e", P))
