@@ -10,8 +10,8 @@ import torch
 from tests import naive
 from tests.trials.conftest import rms, seed_weights
 from trials import METRICS, ReferenceConfig, TrialConfig, compute_reference, train_trial
-from trials.metrics import Baseline, Snapshot
-from trials.model import ResNet
+from trials.metrics import Baseline, Moves, Snapshot, local_sums
+from trials.model import Forward, ResNet
 
 ROW_METRICS = set(METRICS) | {"ref_loss", "ref_err_out", "ref_err_hidden"}
 
@@ -141,3 +141,23 @@ def test_history_and_units0_give_the_same_metrics_in_float64(activation):
             net.step(fwd)
         values.append(torch.stack(rows))
     torch.testing.assert_close(values[1], values[0], rtol=1e-11, atol=1e-14)
+
+
+@pytest.mark.parametrize("p_scale, dp_scale", [(1.0, 1e-5), (1.0, 0.1), (0.1, 0.1), (3.0, 1.0), (30.0, 30.0)])
+def test_float32_tanh_sums_match_float64(p_scale, dp_scale):
+    """In float32 lin_ratio's a = tanh(P) - tanh(P - dp) and e = a - tanh'(P - dp) dp are taken
+    without their cancellations: their per-unit sums agree with float64 ones from the lazy regime
+    (dp ~ 1e-5) through the switch of tanh(dp) - dp to its series (|dp| = 0.1) to saturation."""
+    net = ResNet(TrialConfig(L=8, M=16, D=4, dtype="float32", seeds=(0, 1), device="cpu"))
+    fwd = net.forward()
+    base = Baseline(net, fwd.out.clone())
+    gen = torch.Generator().manual_seed(0)
+    P = torch.randn(fwd.preact.shape, generator=gen) * p_scale
+    dp = torch.randn(fwd.preact.shape, generator=gen) * dp_scale
+    sums = []
+    for dtype in (torch.float32, torch.float64):
+        p, d = P.to(dtype), dp.to(dtype)
+        moves = Moves(d, base.du_sq, base.v0_dv, base.dv_sq)
+        sums.append(local_sums(net, Forward(fwd.hidden, p, torch.tanh(p), fwd.out), base, moves).products.clone())
+    for name, got, exact in zip(("ee", "ea", "aa", "ask", "sksk"), *sums):
+        assert float((got - exact).norm() / exact.norm()) < 2e-6, name  # direct float32: 1e5 at dp ~ 1e-5
