@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from .spec import SweepSpec
 
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
-_SCRATCH_ELEMENTS = 1 << 22  # trials/metrics.py _CHUNK_ELEMENTS: the per-unit sums' chunk bound
-_METRIC_COPIES = 9  # float64 arrays of L R N M entries alive at the metrics' peak (lin_ratio)
+_METRICS_BLOCK = 1 << 19  # trials/metrics.py BLOCK: elements the metrics take at once (a block of layers)
+_METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)
 _UNIT_BLOCK = 1 << 18  # trials/model.py UNIT_BLOCK: numbers per random stream (a block of layers)
 _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
@@ -84,11 +84,13 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     all steps, metrics at every step), beyond the worker process itself."""
     L, M, D, N, R, b = _dims(config)
     W, A = L * R * D * M, L * R * N * M
-    scratch = 2 * min(W, max(_SCRATCH_ELEMENTS, R * D * M)) * b + L * R * M * 8
-    run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch  # + the step-0 units (units0)
+    # the initial norms a block of units at a time, and the float64 per-unit sums (L, R, M)
+    scratch = min(W, max(_METRICS_BLOCK, D * M)) * 8 + 8 * L * R * M * 8
+    # + the step-0 units (units0), or the update history where it is no larger (metrics.Baseline)
+    run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch
     if config.chaos_check:
         run += _run_bytes(L, M, D, N, R, b)
-    metrics = _METRIC_COPIES * A * 8
+    metrics = A * b + _METRIC_COPIES * min(A, max(_METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
     rows = R * (config.steps + 1) * _ROW_BYTES
     problem = (config.problem.coupled_dim or D) * (config.problem.d_in + config.problem.d_out) * 8 * 2
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)

@@ -136,12 +136,12 @@ print(json.dumps({"growth": peak - before, "estimate": trial_memory_bytes(cfg), 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", [(64, 256, 64, 10, 3, 3, "float64"), (32, 128, 256, 10, 6, 3, "float32")],
+@pytest.mark.parametrize("shape", [(64, 256, 64, 10, 3, 3, "float64"), (32, 128, 256, 10, 8, 3, "float32")],
                          ids=["64x256x64-f64", "32x128x256-f32"])
 def test_the_memory_estimate_is_within_2x_of_the_measured_peak(shape):
     done = subprocess.run([sys.executable, "-c", _MEASURE, *map(str, shape)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     print(shape, got)
-    assert got["growth"] > 100 * 2**20  # the trial dominates the measurement (150-250 MB)
+    assert got["growth"] > 100 * 2**20  # the trial dominates the measurement (120-250 MB)
     assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
