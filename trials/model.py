@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
@@ -152,8 +153,6 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     With ``antithetic`` the second half of each layer's units mirrors the first: (u, v) and
     (u, -v). Each unit still has the law mu_0, and the branch output is exactly zero at init.
     """
-    import numpy as np
-
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
     # (L, R, D, M): a layer's weights for all seeds are one contiguous block
