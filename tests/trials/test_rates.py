@@ -37,8 +37,8 @@ def test_error_decays_like_one_over_depth_at_large_width(reference):
 
 
 # Per-seed errors are heavy-tailed (the largest of 256 seeds is 2 - 3.6x their RMS at M = 1): with
-# 8 seeds the fitted slope moved by +-0.08 between seed groups, with 64 seeds by +-0.03 (four groups:
-# -0.45 .. -0.49 at M = 1, -0.50 .. -0.59 at M = 64, where the 1/L term still steepens it).
+# 8 seeds the fitted slope moved by +-0.08 between seed groups; four groups of 64 seeds gave -0.45 ..
+# -0.49 at M = 1, four of 32 gave -0.50 .. -0.59 at M = 64 (the 1/L term still steepens it there).
 @pytest.mark.parametrize("M,depths", [(1, [16, 64, 256, 1024]), (64, [16, 64, 256])])
 def test_error_decays_like_one_over_sqrt_of_units(reference, M, depths):
     errors = [final_err(reference, L=L, M=M, seeds=tuple(range(64))) for L in depths]
