@@ -35,3 +35,15 @@ def metric_row_counts():
                            sweep=sweep).to_pylist()[0]
 
     return counts
+
+
+def spec_values(node, key):
+    """Every value of ``key`` anywhere in a nested chart spec (dicts and lists)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                yield v
+            yield from spec_values(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from spec_values(v, key)

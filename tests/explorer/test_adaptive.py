@@ -13,6 +13,7 @@ from explorer.spec import adaptive_targets, parse_spec
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law
+from .conftest import spec_values
 
 GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2], "seeds": 2}
 
@@ -396,18 +397,6 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     assert "nothing written" in text and not (tmp_path / "s").exists()
 
 
-def _find(node, key):
-    """Every value of ``key`` anywhere in a nested chart dict."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == key:
-                yield v
-            yield from _find(v, key)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _find(v, key)
-
-
 def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what_it_draws():
     # The size legend showed 0.0, 0.5, 1.5 problem draws; the caption called the grey squares the
     # candidate grid (they are every pairing of the chosen L and M values).
@@ -419,7 +408,7 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
     points = pd.DataFrame({"round": [0, 0, 0, 1, 1], "L": [4, 4, 16, 16, 64], "M": [1, 1, 16, 4, 1],
                            "problem_seed": [1, 2, 1, 2, 3], "gain_per_cost": [np.nan] * 3 + [1.0, 2.0]})
     spec = adaptive_points(points).to_dict()
-    legends = [v for enc in _find(spec, "size") if isinstance(enc, dict) and "legend" in enc for v in [enc["legend"]]]
+    legends = [v for enc in spec_values(spec, "size") if isinstance(enc, dict) and "legend" in enc for v in [enc["legend"]]]
     assert legends and legends[0]["values"] == [1, 2] and legends[0]["format"] == "d"
     assert all(isinstance(v, int) for v in legends[0]["values"])
     squares = [d for d in spec["datasets"].values() if set(d[0]) == {"L", "M"}]

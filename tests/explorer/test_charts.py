@@ -14,6 +14,7 @@ from explorer.phase import phase_diagram
 from explorer.shapes import shape_advice
 
 from .analysis_data import connect, law_rows
+from .conftest import spec_values
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
 
@@ -41,18 +42,6 @@ def _all_charts(s):
     }
 
 
-def _walk(spec, key):
-    """Every value of ``key`` anywhere in a nested spec."""
-    if isinstance(spec, dict):
-        for k, v in spec.items():
-            if k == key:
-                yield v
-            yield from _walk(v, key)
-    elif isinstance(spec, list):
-        for v in spec:
-            yield from _walk(v, key)
-
-
 def test_every_chart_is_a_valid_vega_lite_spec_with_small_inline_data(sweep):
     for name, chart in _all_charts(sweep).items():
         assert isinstance(chart, alt.TopLevelMixin), name
@@ -66,7 +55,7 @@ def test_every_chart_is_a_valid_vega_lite_spec_with_small_inline_data(sweep):
 @pytest.mark.parametrize("name", ["error_vs_depth", "error_vs_units", "error_heatmap", "parity", "error_vs_params"])
 def test_power_law_charts_use_log_axes(sweep, name):
     spec = _all_charts(sweep)[name].to_dict()
-    assert "log" in [scale.get("type") for scale in _walk(spec, "scale") if isinstance(scale, dict)]
+    assert "log" in [scale.get("type") for scale in spec_values(spec, "scale") if isinstance(scale, dict)]
 
 
 def _guide_slope(spec, label):
@@ -121,7 +110,7 @@ def test_step_chart_draws_at_most_max_curves():
 
 def test_phase_chart_colours_each_phase_the_same_way(sweep):
     spec = charts.phase_chart(sweep["phase"]).to_dict()
-    color = next(c for c in _walk(spec, "color") if isinstance(c, dict) and c.get("field") == "phase")
+    color = next(c for c in spec_values(spec, "color") if isinstance(c, dict) and c.get("field") == "phase")
     assert color["scale"]["domain"] == list(charts.PHASE_COLORS)
     assert color["scale"]["range"] == list(charts.PHASE_COLORS.values())
 
@@ -175,7 +164,7 @@ def test_error_vs_axis_draws_one_line_per_grid_point_over_the_axis(sweep):
     spec = charts.error_vs_axis(grid, "alpha").to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["alpha"] for r in rows} == {1.0, 16.0} and len({r["series"] for r in rows}) == 12
-    assert "log" in [s.get("type") for s in _walk(spec, "scale") if isinstance(s, dict)]
+    assert "log" in [s.get("type") for s in spec_values(spec, "scale") if isinstance(s, dict)]
     spec = charts.error_vs_axis(sweep["grid"], "D").to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["D"] for r in rows} == {2, 8} and {r["series"] for r in rows} >= {"L=2 M=1", "L=16 M=16"}
