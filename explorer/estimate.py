@@ -35,6 +35,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from trials import UNIT_BLOCK
+
 from .errors import spec_error
 
 if TYPE_CHECKING:
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
 _METRICS_BLOCK = 1 << 19  # trials/metrics.py BLOCK: elements the metrics take at once (a block of layers)
 _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)
-_UNIT_BLOCK = 1 << 18  # trials/model.py UNIT_BLOCK: numbers per random stream (a block of layers)
 _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
 PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
@@ -76,7 +77,7 @@ def _run_bytes(L: int, M: int, D: int, N: int, R: int, b: int) -> int:
 
 def _draw_bytes(L: int, M: int, D: int, R: int, b: int) -> int:
     """init_units at its peak: the units, and one float64 block of layers per drawing thread."""
-    return 2 * L * R * D * M * b + _DRAW_THREADS * max(_UNIT_BLOCK, D * M) * 8
+    return 2 * L * R * D * M * b + _DRAW_THREADS * max(UNIT_BLOCK, D * M) * 8
 
 
 def trial_memory_bytes(config: "TrialConfig") -> int:

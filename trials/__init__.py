@@ -23,6 +23,7 @@ _LAZY = {
     "ProblemConfig": "config",
     "ReferenceConfig": "config",
     "TrialConfig": "config",
+    "UNIT_BLOCK": "config",
     "resolve_device": "config",
     "stable_hash": "config",
     "FLAGS": "train",

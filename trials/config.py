@@ -29,6 +29,10 @@ NUMERICS_VERSION = 5  # 3: divergence by loss growth, flags, CRN discretization 
 # the trials' metrics. Version 4 changed only how trials compute unit metrics, so the cached references (minutes
 # each) of version 3 stayed valid; bump this with NUMERICS_VERSION only when the change reaches the references.
 REFERENCE_NUMERICS_VERSION = 4  # 4: particles drawn as the units of version 5
+# Numbers per random stream of the unit draw (model.init_units): a block is as many layers as hold
+# this many numbers (at least one), so the blocks, and the numbers, depend on the shape alone,
+# never on the threads. Part of the numerics: changing it changes every network.
+UNIT_BLOCK = 1 << 18
 
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch

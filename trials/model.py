@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
+from .config import UNIT_BLOCK, TrialConfig, resolve_device, stream_seed, torch_dtype
 from .data import draw_data
 
 
@@ -124,11 +124,6 @@ class Units:
 
     def clone(self) -> "Units":
         return Units(self.u.clone(), self.v.clone())
-
-
-# Numbers per random stream of the unit draw: a block is as many layers as hold this many numbers
-# (at least one), so the blocks, and the numbers, depend on the shape alone, never on the threads.
-UNIT_BLOCK = 1 << 18
 
 
 def unit_blocks(L: int, D: int, drawn: int) -> list[tuple[int, int]]:

@@ -145,3 +145,12 @@ def test_the_memory_estimate_is_within_2x_of_the_measured_peak(shape):
     print(shape, got)
     assert got["growth"] > 100 * 2**20  # the trial dominates the measurement (120-250 MB)
     assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
+
+
+def test_the_metrics_block_mirrors_the_one_trials_uses():
+    """estimate.py cannot import trials.metrics (torch) to size the metrics' scratch: its copy of the
+    block size must follow the real one."""
+    from explorer import estimate
+    from trials import metrics
+
+    assert estimate._METRICS_BLOCK == metrics.BLOCK
