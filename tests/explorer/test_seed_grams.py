@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import NoDecompositionError
-from explorer.sweep_data import seed_grams
+from explorer.sweep_data import decompose_gram, seed_grams
 from store import Store, trial_row_from_metrics
 from store.layout import key_file
+from store.points import create_points_view
 from tests import naive
 from tests.trials.conftest import seed_weights
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
@@ -120,3 +121,23 @@ def test_old_store_says_it_predates_the_decomposition(tmp_path):
     result = CliRunner().invoke(main, ["sql", "SELECT count(*) AS n, count(bias_out) AS decomposed FROM points",
                                        "--store", str(tmp_path / "store"), "--format", "csv"])
     assert result.exit_code == 0 and result.stdout.strip().splitlines()[1] == f"{3 * len(POINTS)},0"
+
+
+@pytest.mark.parametrize("drop", [(), (1,), (1, 3)], ids=["5 seeds", "4 seeds", "3 seeds"])
+def test_decompose_gram_gives_the_points_view_numbers(tmp_path, drop):
+    con = _store(tmp_path / "store").connect()
+    where = f"seed NOT IN ({', '.join(map(str, drop))})" if drop else None
+    # the view over the same seeds: the dropped ones flagged (the view leaves flagged seeds out)
+    flagged = f"CASE WHEN {where} THEN flags ELSE 'chaotic' END" if drop else "flags"
+    con.execute(f"CREATE TABLE some_seeds AS SELECT * REPLACE ({flagged} AS flags) FROM metrics")
+    create_points_view(con, "some_seeds")
+    view = con.sql("SELECT * FROM points").df().set_index(["trial_key", "step"])
+    for step in range(BASE.steps + 1):
+        for metric in ("err_out", "err_hidden"):
+            suffix = metric.split("_")[1]
+            for _, point in seed_grams(con, "real", metric=metric, step=step, where=where).iterrows():
+                got, row = decompose_gram(point["gram"]), view.loc[(point["trial_key"], step)]
+                assert row["n_seeds"] == point["n_seeds"] == 5 - len(drop)
+                assert got["bias2"] == pytest.approx(row[f"bias2_{suffix}"], rel=1e-9, abs=1e-18)
+                assert got["fluct2"] == pytest.approx(row[f"fluct_{suffix}"] ** 2, rel=1e-9, abs=1e-18)
+                assert got["bias2_se"] == pytest.approx(row[f"bias2_{suffix}_se"], rel=1e-9)
