@@ -167,9 +167,6 @@ class Scratch:
             spares.setdefault((tuple(tensor.shape), tensor.dtype, tensor.device), []).append(tensor)
         return spares
 
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.lent)
-
 
 def unit_blocks(L: int, D: int, drawn: int) -> list[tuple[int, int]]:
     """The layer ranges [start, stop) that draw from one stream each (``UNIT_BLOCK``)."""

@@ -50,10 +50,12 @@ def take_spares() -> dict:
     return spares
 
 
-def keep_spares(scratch: Scratch) -> None:
-    """Keep what a finished trial lent as the next trial's spares (if at most SPARE_BYTES)."""
+def keep_spares(spares: dict) -> None:
+    """Keep these tensors (``Scratch.returned``) as the next trial's spares, if at most
+    SPARE_BYTES in all, in place of any kept before."""
     global _spares
-    spares = scratch.returned() if scratch.nbytes() <= SPARE_BYTES else {}
+    if sum(t.numel() * t.element_size() for ts in spares.values() for t in ts) > SPARE_BYTES:
+        spares = {}
     with _spares_lock:
         _spares = spares
 
@@ -127,7 +129,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     try:
         steps = _measure(config, reference, scratch)
     finally:
-        keep_spares(scratch)
+        keep_spares(scratch.returned())
     return trial_rows(config, reference, steps, wall_s=time.perf_counter() - started)
 
 
