@@ -28,6 +28,7 @@ from .errors import spec_error
 from .spec import SweepSpec
 
 
+CHECK_EVERY = 1000  # trials planned between two calls of plan's ``check`` (a few ms)
 # The fields of a trial config that its largest reference keeps (L, M and D become the grid's maxima).
 _ALL_BUT_SHAPE = tuple(f.name for f in dataclasses.fields(TrialConfig) if f.name not in ("L", "M", "D"))
 
@@ -72,12 +73,14 @@ def trial_key(config: TrialConfig, ref_key: str, schema_version: int = SCHEMA_VE
     return stable_hash({"trial": config.key(), "reference": ref_key, "schema_version": schema_version})
 
 
-def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION) -> Plan:
+def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION, check: Callable[[], None] | None = None) -> Plan:
     """Expand a spec into its references and trials, in a stable order.
 
     Args:
         spec: a validated spec.
         schema_version: the store's row schema version (default: ``store.SCHEMA_VERSION``).
+        check: called every ``CHECK_EVERY`` trials; it may raise to stop planning (a driver's
+            signal: ``interrupts.SignalGuard.check``).
 
     Returns:
         A ``Plan``: one ``PlannedReference`` per reference key, one ``PlannedTrial`` per grid
@@ -101,6 +104,8 @@ def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION) -> Plan:
                 where = ", ".join(f"{k}={v}" for k, v in point.items())
                 raise spec_error(f"[grid] point {where}, problem_seed={problem_seed}", str(exc)) from None
             ref = reference_of(cfg)
+            if check is not None and len(trials) % CHECK_EVERY == 0:
+                check()
             references.setdefault(ref.ref_key, ref)
             trials.append(PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg))
     unique = list(references.values())
