@@ -234,10 +234,11 @@ def _status_of_every_sweep(store_uri: str) -> None:
 
 def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
     """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
-    initial design instead); exit 2 when a point cannot fit here."""
+    initial design instead). A point that cannot fit here is flagged, not refused: a dry run
+    prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
     import os
 
-    from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
+    from .estimate import dry_run_lines, physical_memory_bytes
     from .planning import plan
 
     memory = physical_memory_bytes() if embedded else None
@@ -245,12 +246,22 @@ def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
         from .adaptive import adaptive_dry_run_lines
 
         lines = adaptive_dry_run_lines(spec)
+        if memory is not None:
+            lines[-1:-1] = _adaptive_fit_lines(spec, memory)
     else:
         lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
     for line in lines:
         click.echo(line)
-    if memory is not None:
-        check_fits_memory(spec, memory)
+
+
+def _adaptive_fit_lines(spec, memory: int) -> list[str]:
+    """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
+    from .estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
+    from .planning import plan
+
+    the_plan = plan(spec)
+    return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
+                           [reference_memory_bytes(r.config) for r in the_plan.references], memory)
 
 
 @main.command("status")
@@ -421,9 +432,13 @@ if __name__ == "__main__":  # pragma: no cover
               help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
-@click.option("--list", "list_", is_flag=True, help="List the experiments with their grid sizes, and exit.")
+@click.option("--list", "list_", is_flag=True,
+              help="List the experiments with their trials, references and estimated compute per scale, and exit.")
+@click.option("--dry-run", is_flag=True,
+              help="Print each sweep's trials, references and estimated memory and time, and where the report "
+              "would go; run nothing.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
-                      list_: bool) -> None:
+                      list_: bool, dry_run: bool) -> None:
     """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
@@ -440,8 +455,18 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
         return
     if name is None:
         raise click.UsageError("give an experiment NAME, or --list to see them")
+    if dry_run:
+        import os
+
+        from .estimate import physical_memory_bytes
+
+        embedded = address is None
+        for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
+                                      os.cpu_count() if embedded else None):
+            click.echo(line)
+        return
     with store_errors():
         code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
     click.echo(rep.markdown_table(table), nl=False)
-    click.echo(f"report: {folder / 'index.html'}")
+    click.echo(f"report: {folder.resolve() / 'index.html'}")
     sys.exit(code)
