@@ -951,6 +951,7 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
                 result.interrupted = exc.signum
                 bar.message(f"{exc}: stopping (its Ray, claims and locks are released)")
             finally:
+                guard.arm()  # Ray's shutdown may leave its own SIGTERM handler: the cleanup and compaction are ours
                 leases.close()
                 _release_dead_locks(store, the_plan, wait_s=5.0 if result.interrupted is not None else 0.0)
                 if not leases.others(planned_keys):

@@ -189,3 +189,34 @@ def test_a_signal_during_an_adaptive_round_stops_the_loop_and_the_rerun_complete
     assert f"to resume, run the same command again: {shlex.join(['explorer', *args])}" in out
     rerun = assert_rerun_completes(args, tmp_path, results)
     assert "stopped:" in rerun
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_compaction_lets_it_finish_then_says_how_to_resume(tmp_path, monkeypatch, signum):
+    # Compaction takes a fraction of a second: the signal is sent from inside it (in-process),
+    # the way it lands when a user presses Ctrl-C just then.
+    from explorer.ray_runner import run_sweep
+    from explorer.spec import load_spec
+
+    spec = load_spec({"name": "compactsignal", "train": {"steps": 3}, "reference": {"depth": 16, "width": 8},
+                      "grid": {"L": [2, 4], "M": [1, 2], "D": [4], "seeds": 2}})
+    store = Store(tmp_path / "results")
+    compact = Store.compact
+    sent = []
+
+    def compact_signalled(self, *args, **kwargs):
+        sent.append(signum)
+        os.kill(os.getpid(), signum)  # handled (recorded) before the compaction's first write
+        return compact(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "compact", compact_signalled)
+    result = run_sweep(spec, store, progress=False, num_cpus=2)
+    assert sent == [signum]
+    assert result.interrupted == signum and result.exit_code == 128 + signum
+    assert result.ok + result.diverged == 4 and result.missing == 0  # every trial is in; only the signal is reported
+    assert f"interrupted by {signal.Signals(signum).name}: 0 trials not run; to resume, run the same command again" \
+        in result.summary()
+    assert store.check().ok
+    monkeypatch.setattr(Store, "compact", compact)
+    again = run_sweep(spec, store, progress=False, num_cpus=2)
+    assert again.exit_code == 0 and again.skipped == 4 and again.ran == 0
