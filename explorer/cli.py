@@ -83,7 +83,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
 
     from store import LeftOutFilesWarning
 
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
     with store_errors(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutFilesWarning)
         table = st.query(query, sweep=sweep)
@@ -109,7 +109,7 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         if quarantine:
             for source, target in st.quarantine(sweep):
@@ -143,12 +143,8 @@ def ls_command(store_uri: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
     """Delete one sweep of the store (metrics, trials, fits, leases); references stay."""
-    from store import StoreError
-
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
-        if sweep not in st.sweeps():
-            raise StoreError(f"the store has no sweep {sweep!r}; it has: {', '.join(st.sweeps()) or 'none'}")
         if not yes:
             click.confirm(f"delete sweep {sweep} from {st.uri}?", abort=True)
         n = st.remove_sweep(sweep)
@@ -164,7 +160,7 @@ def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
 def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
     """Merge small result files into large ones with exactly the same rows (checked before
     the originals are removed; safe to interrupt and rerun)."""
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
             click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
