@@ -661,6 +661,31 @@ def _neutral_directory(temp_dir: str) -> Iterator[None]:
         os.chdir(here)
 
 
+# Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
+# is unset (it generates ~/.ray/auth_token) and logs a WARNING saying so from this logger, on
+# every sweep. The embedded Ray keeps the authentication; only that one notice is dropped (a user
+# read it as trouble). RAY_AUTH_MODE, when set, is Ray's to honour as it is.
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+
+@contextlib.contextmanager
+def _token_notice_dropped() -> Iterator[None]:
+    """While an embedded Ray starts: Ray's notice that token authentication is on is not logged."""
+    drop = _DropTokenNotice()
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 _START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
                "(`ray start --head`, then --address auto)")
 
@@ -691,7 +716,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         with _neutral_directory(temp_dir):
             if address is None:
                 # The processes ray.init starts read the single-machine switch too.
-                with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
+                with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}), _token_notice_dropped():
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                              object_store_memory=256 * 1024**2, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
                 kind = "embedded"
