@@ -167,7 +167,7 @@ class SweepResult:
         if self.missing:
             counts += f", {self.missing} missing"
         run = ("nothing to run" if self.skipped == self.total and not self.ran
-               else f"{self.ran} run in {self.wall_s:.1f}s")
+               else f"{self.ran} run in {self.wall_s:.1f}s of wall time, Ray's start and the references included")
         lines = [f"sweep {self.name}: {self.total} trials: {counts} ({self.skipped} already complete, {run})"
                  if self.planned else f"sweep {self.name}: stopped while planning its trials; nothing ran",
                  f"store: {self.store}"]
