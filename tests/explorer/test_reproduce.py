@@ -171,6 +171,8 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     svg = (out / "charts" / "err_hidden-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
     assert "| claim | paper |" in result.output
+    assert f"reproduce companion-linear (tiny): the report goes to {out.resolve()}/ (--out to change)" in result.output
+    assert f"report: {out.resolve() / 'index.html'}" in result.output
     # resumable: a second run trains nothing new
     again = CliRunner().invoke(main, ["reproduce", "companion-linear", "--scale", "tiny",
                                       "--store", str(tmp_path / "store"), "--out", str(out)])
