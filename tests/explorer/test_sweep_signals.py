@@ -154,8 +154,11 @@ def test_a_signal_during_the_references_stops_cleanly_and_the_rerun_completes(tm
     assert "12 trials: 12 ok" in out
 
 
-@pytest.mark.parametrize("signum, group", [TARGETS[0], TARGETS[2]])
-def test_a_signal_to_the_group_during_the_trials_stops_cleanly_and_the_rerun_completes(tmp_path, signum, group):
+# SIGTERM to the whole group (not what a terminal sends) reaches Ray's own processes too, which
+# die at once: the driver may lose the race to Ray's exit on a dead raylet (docs/sweeps.md), so
+# the Ray phases are tested with Ctrl-C to the group and SIGTERM to the driver.
+@pytest.mark.parametrize("signum, group", TARGETS[:2])
+def test_a_signal_during_the_trials_stops_cleanly_and_the_rerun_completes(tmp_path, signum, group):
     results = tmp_path / "results"
     args = ["sweep", str(QUICK), "--store", str(results), "name=trialsignal", "reference.depth=16",
             "reference.width=8", "grid.L=[2,4,8,16,32,64]", "grid.M=[1,4,16,32]", "resources.points_per_trial=1"]
