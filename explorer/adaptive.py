@@ -24,6 +24,7 @@ grid's: a choice never takes the spending past the budget. Wall time (sum of the
 """
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ import pandas as pd
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
 from .errors import FitError, SweepDataError, spec_error
+from .interrupts import SignalGuard, resume_command
 from .planning import plan
 from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
 from .spec import SweepSpec, adaptive_targets
@@ -102,8 +104,12 @@ class AdaptiveResult:
             lines.append(f"stopped: {self.stop_reason}")
         elif self.interrupted is not None or self.missing:
             again = f": {self.resume}" if self.resume else ""
-            lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
-                         f"run the same command again to resume{again}")
+            if self.interrupted is not None:
+                lines.append(f"interrupted by {signal.Signals(self.interrupted).name} in round {max(self.rounds - 1, 0)} "
+                             f"({self.missing} of its trials without rows); to resume, run the same command again{again}")
+            else:
+                lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
+                             f"run the same command again to resume{again}")
         return "\n".join(lines)
 
 
@@ -213,6 +219,7 @@ class _Loop:
 
     def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
         self.spec, self.store, self.runner, self.log = spec, store, runner, log
+        self.guard: SignalGuard | None = None  # run_adaptive's: a signal stops the loop between its steps
         self.ad = spec.adaptive
         self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
         self._walls: dict | None = None
@@ -441,17 +448,17 @@ class _Loop:
         self.forget()
         statuses = self.statuses()
         todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
-        signal = None
+        signum = None
         if todo:
             self.log(f"round {number}: running {len(todo)} trial(s)")
             try:
                 outcome = self.runner(self.spec, frozenset(keys_round))
             finally:
                 self.forget()  # the round's trials are in the store now: read them again
-            signal = getattr(outcome, "interrupted", None)
+            signum = getattr(outcome, "interrupted", None)
         statuses = self.statuses()
         missing = sum(1 for k in keys_round if k not in statuses)
-        return signal, missing
+        return signum, missing
 
     def run(self) -> AdaptiveResult:
         self.forget()
@@ -486,17 +493,21 @@ class _Loop:
         while True:
             self.forget()  # each step reads the store afresh
             rounds = read_rounds(self.store, self.spec.name)
+            if self.signalled(result):
+                return self.finish(result, rounds)
             this = rounds[rounds["round"] == number]
             point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
                                                                       "package_version"], errors="ignore")
             round_keys = list(point_rows["trial_key"])
             if state == "planned":
-                signal, missing = self.run_round(number, round_keys)
-                if signal is not None or missing:
-                    result.interrupted, result.missing = signal, missing
+                signum, missing = self.run_round(number, round_keys)
+                if signum is not None or missing:
+                    result.interrupted, result.missing = signum, missing
                     return self.finish(result, rounds)
             fitted = self.fit()
             choices, reason, stop = self.next_choice(fitted, keys, number)
+            if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
+                return self.finish(result, rounds)
             targets = {} if isinstance(fitted, str) else _targets(fitted, self.targets)
             old = self.recorded_points(point_rows)
             self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
@@ -516,6 +527,14 @@ class _Loop:
             keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
             self.write(number, "planned", _point_rows(choices, reason), keys)
             state = "planned"
+
+    def signalled(self, result: AdaptiveResult) -> bool:
+        """Whether SIGINT or SIGTERM came (recorded by ``run_adaptive``'s guard; never raised
+        inside a fit or a Ray call); it is then ``result.interrupted``."""
+        if self.guard is None or self.guard.signum is None:
+            return False
+        result.interrupted = self.guard.signum
+        return True
 
     def finish(self, result: AdaptiveResult, rounds: pd.DataFrame) -> AdaptiveResult:
         result.rounds = int(rounds["round"].nunique()) if not rounds.empty else 0
@@ -572,7 +591,13 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
         SpecError: a grid that varies axes besides L, M, D and problem_seeds, or a budget that
             pays for no point.
     """
-    return _Loop(spec, store, runner, log).run()
+    with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
+        loop = _Loop(spec, store, runner, log)
+        loop.guard = guard
+        result = loop.run()
+    if result.interrupted is not None or result.missing:
+        result.resume = resume_command()
+    return result
 
 
 def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:

@@ -83,7 +83,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
 
     from store import LeftOutFilesWarning
 
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
     with store_errors(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutFilesWarning)
         table = st.query(query, sweep=sweep)
@@ -109,7 +109,7 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         if quarantine:
             for source, target in st.quarantine(sweep):
@@ -143,12 +143,8 @@ def ls_command(store_uri: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
     """Delete one sweep of the store (metrics, trials, fits, leases); references stay."""
-    from store import StoreError
-
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
-        if sweep not in st.sweeps():
-            raise StoreError(f"the store has no sweep {sweep!r}; it has: {', '.join(st.sweeps()) or 'none'}")
         if not yes:
             click.confirm(f"delete sweep {sweep} from {st.uri}?", abort=True)
         n = st.remove_sweep(sweep)
@@ -164,7 +160,7 @@ def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
 def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
     """Merge small result files into large ones with exactly the same rows (checked before
     the originals are removed; safe to interrupt and rerun)."""
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
             click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
@@ -234,10 +230,11 @@ def _status_of_every_sweep(store_uri: str) -> None:
 
 def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
     """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
-    initial design instead); exit 2 when a point cannot fit here."""
+    initial design instead). A point that cannot fit here is flagged, not refused: a dry run
+    prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
     import os
 
-    from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
+    from .estimate import dry_run_lines, physical_memory_bytes
     from .planning import plan
 
     memory = physical_memory_bytes() if embedded else None
@@ -245,12 +242,22 @@ def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
         from .adaptive import adaptive_dry_run_lines
 
         lines = adaptive_dry_run_lines(spec)
+        if memory is not None:
+            lines[-1:-1] = _adaptive_fit_lines(spec, memory)
     else:
         lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
     for line in lines:
         click.echo(line)
-    if memory is not None:
-        check_fits_memory(spec, memory)
+
+
+def _adaptive_fit_lines(spec, memory: int) -> list[str]:
+    """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
+    from .estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
+    from .planning import plan
+
+    the_plan = plan(spec)
+    return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
+                           [reference_memory_bytes(r.config) for r in the_plan.references], memory)
 
 
 @main.command("status")
@@ -421,9 +428,13 @@ if __name__ == "__main__":  # pragma: no cover
               help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
-@click.option("--list", "list_", is_flag=True, help="List the experiments with their grid sizes, and exit.")
+@click.option("--list", "list_", is_flag=True,
+              help="List the experiments with their trials, references and estimated compute per scale, and exit.")
+@click.option("--dry-run", is_flag=True,
+              help="Print each sweep's trials, references and estimated memory and time, and where the report "
+              "would go; run nothing.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
-                      list_: bool) -> None:
+                      list_: bool, dry_run: bool) -> None:
     """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
@@ -440,8 +451,18 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
         return
     if name is None:
         raise click.UsageError("give an experiment NAME, or --list to see them")
+    if dry_run:
+        import os
+
+        from .estimate import physical_memory_bytes
+
+        embedded = address is None
+        for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
+                                      os.cpu_count() if embedded else None):
+            click.echo(line)
+        return
     with store_errors():
         code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
     click.echo(rep.markdown_table(table), nl=False)
-    click.echo(f"report: {folder / 'index.html'}")
+    click.echo(f"report: {folder.resolve() / 'index.html'}")
     sys.exit(code)

@@ -22,6 +22,7 @@ every sweep (``explorer.api.sweep``): rerunning skips the trials the store has.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -461,15 +462,66 @@ def grid_sizes(exp: Experiment, scale: str) -> tuple[int, int]:
     return points, seeds
 
 
+def scale_cost(exp: Experiment, scale: str):
+    """The experiment's sweeps at a scale, planned: trials, references and single-core compute
+    (``estimate.PlanCost``, summed over its sweeps)."""
+    from .estimate import PlanCost, plan_cost
+    from .planning import plan
+
+    costs = [plan_cost(plan(exp.load(role, scale))) for role in exp.sweeps]
+    return PlanCost(sum(c.trials for c in costs), sum(c.references for c in costs),
+                    sum(c.trial_seconds for c in costs), sum(c.reference_seconds for c in costs))
+
+
 def list_lines() -> list[str]:
+    """``explorer reproduce --list``: per experiment and scale, its trials (and trained seeds),
+    references and estimated single-core compute."""
+    from .estimate import format_seconds
+
     lines = []
     for exp in EXPERIMENTS.values():
         sizes = []
         for scale in SCALES:
             points, seeds = grid_sizes(exp, scale)
-            sizes.append(f"{scale}: {points} points, {seeds} runs")
+            cost = scale_cost(exp, scale)
+            sizes.append(f"{scale}: {points} points, {seeds} runs, {cost.references} reference{'' if cost.references == 1 else 's'}, "
+                         f"~{format_seconds(cost.seconds)} of single-core compute")
         lines.append(f"{exp.name:<22}{'; '.join(sizes)}  ({len(exp.claims)} claims) - {exp.title}")
     return lines
+
+
+def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
+    """Where ``reproduce`` writes its report: ``out``, else ``reproduce-NAME-SCALE`` in the
+    working directory."""
+    return Path(out) if out is not None else Path(f"reproduce-{name}-{scale}")
+
+
+def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
+                  cpus: int | None) -> list[str]:
+    """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
+    sweep SPEC --dry-run``) and where the report would go. Nothing runs, nothing is written."""
+    from . import estimate
+    from .planning import plan
+
+    exp = _experiment(name, scale)
+    lines = [f"experiment {name} at scale {scale}: {len(exp.sweeps)} sweep(s), {len(exp.claims)} claims"]
+    for role in exp.sweeps:
+        spec = exp.load(role, scale)
+        lines.append(f"{role}: {exp.spec_path(role, scale)}")
+        lines += ["  " + line for line in estimate.dry_run_lines(plan(spec), available_bytes, cpus)[:-1]]
+    lines.append(f"report: {report_folder(name, scale, out).resolve()}/ (index.html, claims.csv, claims.md, charts/)")
+    lines.append("nothing run (--dry-run)")
+    return lines
+
+
+def _experiment(name: str, scale: str) -> Experiment:
+    from .errors import UsageError
+
+    if name not in EXPERIMENTS:
+        raise UsageError(f"unknown experiment {name!r}; expected one of: {', '.join(EXPERIMENTS)} (explorer reproduce --list)")
+    if scale not in (*SCALES, "tiny"):
+        raise UsageError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
+    return EXPERIMENTS[name]
 
 
 def reproduce(name: str, scale: str = "laptop", store="results", address: str | None = None,
@@ -483,14 +535,13 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         UsageError: an unknown experiment name or scale (one line).
     """
     from .api import sweep
-    from .errors import UsageError
     from .options import open_sweep
 
-    if name not in EXPERIMENTS:
-        raise UsageError(f"unknown experiment {name!r}; expected one of: {', '.join(EXPERIMENTS)} (explorer reproduce --list)")
-    if scale not in (*SCALES, "tiny"):
-        raise UsageError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
-    exp = EXPERIMENTS[name]
+    exp = _experiment(name, scale)
+    out = report_folder(name, scale, out)
+    if progress:
+        print(f"reproduce {name} ({scale}): the report goes to {out.resolve()}/ (--out to change)", file=sys.stderr,
+              flush=True)
     started = time.monotonic()
     specs, code = {}, 0
     for role in exp.sweeps:
@@ -524,7 +575,6 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         for con in cons.values():
             con.close()
     table = claims_table(exp, rows)
-    out = Path(out) if out is not None else Path(f"reproduce-{name}-{scale}")
     write_reproduction_report(exp, scale, table, experiment_charts(exp, grids), out,
                               {role: spec.name for role, spec in specs.items()}, wall)
     return code, table, out
@@ -539,5 +589,6 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     return [("err_out", steps)]
 
 
-__all__ = ["AGREES", "DISAGREES", "EXPERIMENTS", "NOT_MEASURED", "Claim", "Experiment", "claims_table", "fit_verdict",
-           "list_lines", "measure", "pooled", "ratio_verdict", "reproduce", "threshold_verdict"]
+__all__ = ["AGREES", "DISAGREES", "EXPERIMENTS", "NOT_MEASURED", "Claim", "Experiment", "claims_table", "dry_run_lines",
+           "fit_verdict", "list_lines", "measure", "pooled", "ratio_verdict", "report_folder", "reproduce", "scale_cost",
+           "threshold_verdict"]

@@ -408,6 +408,8 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
         raw: the TOML document as a dict (``tomllib.load`` output).
         overrides: strings like ``"grid.L=[4, 8]"``, ``"train.steps=5"`` or ``"name=quick2"``;
             the value is read as TOML, and as a bare string when it is not TOML.
+            ``"SECTION.KEY="`` (nothing after ``=``) or ``"~SECTION.KEY"`` removes a key (it
+            takes its default), e.g. ``"problem.seed="``.
 
     Returns:
         The validated ``SweepSpec``.
@@ -512,12 +514,36 @@ def _parse_override_value(text: str) -> Any:
         return text  # a bare word such as relu or float32
 
 
+def _remove_key(data: dict, item: str, key: str) -> None:
+    """``SECTION.KEY=`` (nothing after ``=``) or ``~SECTION.KEY``: remove that key from the spec,
+    so that it takes its default, or leaves room for the [grid] list that replaces it
+    (``problem.seed= grid.problem_seeds=[1,2]``)."""
+    path = key.strip().split(".")
+    if len(path) != 2 or path[0] not in SECTIONS:
+        raise spec_error(f"override {item!r}", "expected SECTION.KEY= or ~SECTION.KEY (removes that key: it takes "
+                         "its default), e.g. problem.seed=")
+    known = [f.name for f in dataclasses.fields(SECTIONS[path[0]])]
+    if path[1] not in known:
+        raise spec_error(f"override {item!r}", f"unknown key; expected one of: {', '.join(known)}")
+    section = data.get(path[0])
+    if isinstance(section, dict):
+        section.pop(path[1], None)  # a key the file does not set is already at its default
+
+
 def _apply_overrides(raw: Mapping[str, Any], overrides) -> dict:
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for item in overrides:
-        key, sep, value = item.lstrip("-").partition("=")
+        text = item.lstrip("-")
+        if text.startswith("~") and "=" not in text:
+            _remove_key(data, item, text[1:])
+            continue
+        key, sep, value = text.partition("=")
+        if sep and key and not value.strip():
+            _remove_key(data, item, key)
+            continue
         if not sep or not key:
-            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8]")
+            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8], "
+                             "or SECTION.KEY= to remove a key")
         path = key.strip().split(".")
         if len(path) == 1 and path[0] == "name":
             data["name"] = _parse_override_value(value.strip())
@@ -537,7 +563,8 @@ def _check_consistency(spec: SweepSpec) -> None:
     """Cross-key rules: each refusal names the key the user should change."""
     for axis, (section, key) in _AXIS_SCALAR.items():
         if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
-            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it)")
+            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
+                             f"on the command line, {section}.{key}= removes the file's)")
     ref = spec.reference
     unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
               "mean_ode": ("grid",)}[ref.kind]

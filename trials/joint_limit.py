@@ -83,6 +83,10 @@ class JointLimitConfig:
         if self.gram not in GRAMS:
             raise ConfigError("reference.gram", f"unknown reference.gram {self.gram!r}; expected one of: {', '.join(GRAMS)}")
 
+    def limit_identity(self) -> tuple:
+        """``limit_fields`` as a hashable tuple (see ``ReferenceConfig.limit_identity``)."""
+        return ReferenceConfig(self.limit).limit_identity()
+
     def limit_fields(self) -> dict:
         """What the limit depends on: the same fields as a mean_ode reference (no L, M, seed)."""
         return ReferenceConfig(self.limit).limit_fields()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,26 @@ def test_list_names_every_experiment_with_its_grid_sizes():
     assert result.exit_code == 0, result.output
     for name in ("companion-linear", "companion-nonlinear", "hidden-width-rates"):
         assert name in result.output
-    assert "laptop: 624 points, 1248 runs; full: 43875 points, 219375 runs" in result.output
+    assert re.search(r"laptop: 624 points, 1248 runs, 52 references, ~[\d.]+ min of single-core compute; "
+                     r"full: 43875 points, 219375 runs, 195 references, ~[\d.]+ h of single-core compute", result.output)
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_a_dry_run_prints_each_sweeps_sizes_and_where_the_report_goes(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["reproduce", name, "--dry-run"])
+    assert result.exit_code == 0 and result.exception is None or isinstance(result.exception, SystemExit), result.output
+    lines = result.output.splitlines()
+    exp = EXPERIMENTS[name]
+    assert lines[0] == f"experiment {name} at scale laptop: {len(exp.sweeps)} sweep(s), {len(exp.claims)} claims"
+    for role in exp.sweeps:
+        spec = exp.load(role, "laptop")
+        assert f"  sweep {spec.name}: {len(plan(spec).trials)} trials (" in result.output
+    assert sum(line.startswith("  references: ") for line in lines) == len(exp.sweeps)
+    assert sum(line.startswith("  time: ") for line in lines) == len(exp.sweeps)
+    assert f"report: {tmp_path.resolve() / f'reproduce-{name}-laptop'}/ (index.html" in result.output
+    assert lines[-1] == "nothing run (--dry-run)"
+    assert list(tmp_path.iterdir()) == []  # nothing written, no store, no report
 
 
 def test_an_unknown_experiment_is_one_line():
@@ -151,6 +171,8 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     svg = (out / "charts" / "err_hidden-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
     assert "| claim | paper |" in result.output
+    assert f"reproduce companion-linear (tiny): the report goes to {out.resolve()}/ (--out to change)" in result.output
+    assert f"report: {out.resolve() / 'index.html'}" in result.output
     # resumable: a second run trains nothing new
     again = CliRunner().invoke(main, ["reproduce", "companion-linear", "--scale", "tiny",
                                       "--store", str(tmp_path / "store"), "--out", str(out)])

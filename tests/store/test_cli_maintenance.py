@@ -79,4 +79,4 @@ def test_ls_and_rm(results):
     r = run("rm", "--sweep", "other", "--store", results.uri, "--yes")
     assert r.exit_code == 0 and results.sweeps() == ["tiny"]
     r = run("rm", "--sweep", "nope", "--store", results.uri, "--yes")
-    assert r.exit_code == 2 and "no sweep 'nope'" in r.stderr
+    assert r.exit_code == 2 and "unknown sweep 'nope'" in r.stderr
