@@ -435,7 +435,7 @@ if __name__ == "__main__":  # pragma: no cover
               "would go; run nothing.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
+    """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
     skips the trials the store has. Exits 1 when some trial failed.
