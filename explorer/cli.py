@@ -421,8 +421,8 @@ if __name__ == "__main__":  # pragma: no cover
 @main.command("reproduce")
 @click.argument("name", required=False, metavar="[NAME]")
 @click.option("--scale", type=click.Choice(["laptop", "full", "tiny"]), default="laptop", show_default=True,
-              metavar="laptop|full", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
-              "same protocol, under 30 minutes on 2 CPU cores.")
+              metavar="laptop|full|tiny", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
+              "same protocol, under 30 minutes on 2 CPU cores; tiny: a miniature in seconds (tests, CI), its grades not a reproduction.")
 @store_option
 @click.option("--address", default=None, metavar="ADDR",
               help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
