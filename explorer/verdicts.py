@@ -132,6 +132,9 @@ def bounds_verdict(values, low: float, high: float, what: str) -> Verdict:
     if not values:
         return Verdict(NOT_MEASURED, f"no {what} measured")
     outside = [v for v in values if not low <= v <= high]
+    if len(values) == 1:
+        inside = "in" if not outside else "outside"
+        return Verdict(DISAGREES if outside else CONSISTENT, f"{what} {values[0]:.3g} {inside} [{low:.3g}, {high:.3g}]")
     if not outside:
         return Verdict(CONSISTENT, f"every {what} ({len(values)}) in [{low:.3g}, {high:.3g}]")
     return Verdict(DISAGREES, f"{len(outside)} of {len(values)} {what}s outside [{low:.3g}, {high:.3g}] "

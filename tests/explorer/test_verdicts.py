@@ -69,6 +69,8 @@ def test_bounds_and_the_headline():
     v = bounds_verdict([0.9, 1.6], 1 / 1.5, 1.5, "ratio")
     assert v.grade == DISAGREES and v.reason.startswith("1 of 2 ratios outside")
     assert bounds_verdict([], 0, 1, "ratio").grade == NOT_MEASURED
+    assert bounds_verdict([0.103], 0, 0.3, "worst spread").reason == "worst spread 0.103 in [0, 0.3]"
+    assert bounds_verdict([0.4], 0, 0.3, "worst spread").grade == DISAGREES
     assert headline([CONSISTENT, CLOSE, CLOSE, NOT_MEASURED]) == (
         "1 consistent, 2 close (CI excludes), 1 not measured, 0 disagree")
 
