@@ -42,5 +42,10 @@ class ClusterError(UsageError):
     """Ray could not be started or the cluster at --address could not be reached (exit 2)."""
 
 
+class NoDecompositionError(SweepDataError):
+    """The store holds no per-seed Gram rows for the asked points (written before they were
+    stored): the bias and fluctuation cannot be separated there (exit 2)."""
+
+
 class MixedReferencesError(SweepDataError):
     """Grid points measured against several references whose newest cannot be told (exit 2)."""

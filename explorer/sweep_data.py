@@ -6,6 +6,8 @@ the explorer's one-line ``QueryError``).
 
 - ``grid_errors``: per (problem draw, grid point) errors at one GD step, RMS over seeds.
 - ``step_errors``: the same at every step.
+- ``seed_grams``: per (problem draw, grid point) at one step, the seeds' Gram matrix of the
+  errors, from which the bias and the fluctuation are computed for any resampling of the seeds.
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.
@@ -33,11 +35,14 @@ import pyarrow.compute as pc
 
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
-from .errors import FitError, MixedReferencesError, QueryError, SweepDataError
+from .errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
 from .options import store_errors
 
 FIT_METRICS = ("err_out", "err_hidden")
 REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}
+GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed's row of the error Gram matrix
+NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
+                    "rerun the sweep to get the bias and fluctuation")
 FLOOR_FACTOR = 3.0  # a point whose error is < 3x the reference's own error is floor-limited
 DRAW_COLUMN = "problem_seed"  # the problem draw: data and embeddings (SPEC section 4)
 FLAGS_COLUMN = "flags"  # stability flags of a metric row: comma-separated names, '' or NULL = clean
@@ -400,6 +405,91 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
 
 
 @_cached
+def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None,
+               where: str | None = None) -> pd.DataFrame:
+    """Per (problem draw, grid point) at one GD step, the Gram matrix of its seeds' errors.
+
+    With e_s = f_s - f_ref for each seed s (n entries), ``gram[i, j] = <e_{seeds[i]}, e_{seeds[j]}> / n``
+    (the diagonal is the metric squared). For R seeds the seed-mean's squared distance to the
+    reference is estimated without bias by (gram.sum() - trace) / (R (R - 1)), the fluctuation
+    by trace / R minus that; a resampling of the seed indices takes the sub-matrix.
+
+    Args: as ``grid_errors`` (step None: each trial's final step).
+    Returns:
+        One row per (problem draw, grid point), sorted by L, M, D: the grid columns present,
+        problem_seed, ref_key, trial_key, L, M, D, step, ``ref_err`` (the reference's own error
+        for this metric), ``n_seeds``, ``seeds`` (tuple of ints: the seeds with status ok and no
+        stability flag, ascending) and ``gram`` (np.ndarray (n_seeds, n_seeds), float64), plus
+        constant columns sweep and metric. Points whose rows carry no Gram rows are left out and
+        counted in ``attrs["n_without_gram"]``; ``attrs["notes"]`` as ``grid_errors``.
+    Raises:
+        NoDecompositionError: no row of the selection has Gram rows (a store written before they
+            were stored). FitError: unknown metric. SweepDataError: unknown sweep, no rows; a
+            grid point measured by several trials against one reference. QueryError: bad ``where``.
+    """
+    _check_metric(metric)
+    columns = table_columns(con)
+    gram = GRAM_COLUMN[metric]
+    cond = f" matching {where!r}" if where else ""
+    if gram not in columns:
+        raise NoDecompositionError(NO_DECOMPOSITION.format(column=gram, where=cond))
+    require_sweep_rows(con, sweep)
+    choice = choose_references(con, sweep, where)
+    point = point_columns(columns)
+    keys = _quoted(point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["trial_key", "L", "M", "D"])
+    ref = REFERENCE_ERROR[metric]
+    ref_expr = f'"{ref}"' if ref in columns else "CAST(NULL AS DOUBLE)"
+    # A gram row lists every seed of its trial in ascending order: pos is a seed's place there.
+    sql = f"""
+        WITH positions AS (
+            SELECT trial_key, seed, row_number() OVER (PARTITION BY trial_key ORDER BY seed) AS pos
+            FROM (SELECT DISTINCT trial_key, seed FROM metrics WHERE {sweep_is(sweep)})),
+        chosen AS (
+            SELECT {keys}, step, seed, pos, "{gram}" AS gram_row, {ref_expr} AS reference_value
+            FROM metrics JOIN positions USING (trial_key, seed)
+            WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} AND status = 'ok'
+                  AND isfinite({metric}) AND NOT {flagged_expr(columns)}{where_clause(choice.where)}),
+        placed AS (
+            SELECT *, list(pos ORDER BY pos) OVER (PARTITION BY trial_key, step) AS ok_positions FROM chosen)
+        SELECT {keys}, max(step) AS step, avg(reference_value) AS ref_err, count(*) AS n_seeds,
+               count(gram_row) AS n_gram, list(seed ORDER BY seed) AS seeds,
+               list(list_select(gram_row, ok_positions) ORDER BY seed) AS gram
+        FROM placed GROUP BY {keys} ORDER BY "L", "M", "D", {keys}
+    """
+    frame = query_frame(con, sql)
+    if frame.empty:
+        at = f"step {step}" if step is not None else "the final step"
+        raise SweepDataError(f"sweep {sweep!r} has no finite unflagged {metric} rows with status ok at {at}{cond}")
+    if frame.duplicated(point).any():
+        trials = sorted(frame.loc[frame.duplicated(point, keep=False), "trial_key"].astype(str).unique())
+        raise SweepDataError(f"sweep {sweep!r}: a grid point was measured by several trials against one reference "
+                             f"(trial_key {_shown(trials)}); pick one with --where \"trial_key = '...'\"")
+    complete = frame["n_gram"] == frame["n_seeds"]
+    if not complete.any():
+        raise NoDecompositionError(NO_DECOMPOSITION.format(column=gram, where=cond))
+    n_without = int((~complete).sum())
+    frame = frame[complete].drop(columns="n_gram").reset_index(drop=True)
+    frame["seeds"] = [tuple(int(s) for s in seeds) for seeds in frame["seeds"]]
+    frame["gram"] = [_symmetric(rows) for rows in frame["gram"]]
+    frame["n_seeds"] = frame["n_seeds"].astype(int)
+    frame["ref_err"] = frame["ref_err"].astype(float)
+    frame.insert(0, "metric", metric)
+    frame.insert(0, "sweep", sweep)
+    frame.attrs["notes"] = list(choice.notes) + (
+        [f"{n_without} grid points have no per-seed Gram rows (written before they were stored) and are left out"]
+        if n_without else [])
+    frame.attrs["n_without_gram"] = n_without
+    return frame
+
+
+def _symmetric(rows) -> np.ndarray:
+    """The stored Gram rows as one float64 matrix, symmetrised (each pair's two products agree to
+    rounding: they come from one matrix product)."""
+    matrix = np.array([np.asarray(row, dtype=np.float64) for row in rows], dtype=np.float64)
+    return (matrix + matrix.T) / 2
+
+
+@_cached
 def held_axes(con, sweep: str, free_axes=("L", "M", "D"), where: str | None = None) -> dict:
     """Values at which to hold the sweep's varying axes that are not in ``free_axes``.
 
@@ -560,8 +650,8 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
-    "ReferenceChoice", "choose_references", "column_is", "column_values", "count_flags", "final_step_clause",
+    "GRAM_COLUMN", "ReferenceChoice", "choose_references", "column_is", "column_values", "count_flags", "final_step_clause",
     "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes",
-    "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "require_sweep_rows", "sql_literal",
+    "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "require_sweep_rows", "seed_grams", "sql_literal",
     "status_counts", "step_errors", "sweep_is", "table_columns", "where_clause",
 ]

@@ -1,4 +1,5 @@
-"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds`` and ``references``.
+"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds`` and ``references``,
+and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``.
 
 Each view scans a ``pyarrow.dataset`` of exactly the files that serve its rows (one file per
 key, see ``catalog.resolve``), so it works the same on local disk and on object storage and
@@ -22,10 +23,13 @@ from .catalog import Source, list_kind, list_references, list_sweeps
 from .errors import StoreQueryError
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
+from .points import POINTS_VIEW, create_points_view
 from .schema import KEY_COLUMN, schema
 from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
 VIEWS = DATA_KINDS + ("references",)
+# Views defined in SQL over the kinds' views: name -> the kind views they read.
+DERIVED_VIEWS = {POINTS_VIEW: ("metrics",)}
 
 
 def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: frozenset[str] = frozenset(),
@@ -112,7 +116,7 @@ def connect(
         exclude: paths never to scan.
         left_out: receives the verdicts on the files the views left out (foreign files).
         unreadable: "raise" when a data file cannot be read (default), or "skip" it.
-        views: only these views (default all of VIEWS; see ``views_of``).
+        views: only these views (default all of VIEWS and DERIVED_VIEWS; see ``views_of``).
 
     Raises:
         InvalidNameError: a bad sweep name. UnreadableFileError: a data file that cannot be read
@@ -120,6 +124,8 @@ def connect(
         be listed.
     """
     con = duckdb.connect()
+    if views is not None:
+        views = set(views).union(*(DERIVED_VIEWS[v] for v in views if v in DERIVED_VIEWS))
     for kind in VIEWS if views is None else [v for v in VIEWS if v in views]:
         fragments: dict = {}
         sources = kind_sources(files, kind, sweep, exclude, left_out, unreadable, fragments)
@@ -132,6 +138,8 @@ def connect(
             names.append(f"_{kind}_{i}")
             con.register(names[-1], part)
         con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT * FROM {n}" for n in names))
+    if views is None or POINTS_VIEW in views:
+        create_points_view(con)
     if read_only:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
@@ -145,11 +153,12 @@ def views_of(sql: str) -> frozenset[str] | None:
         names = {name.lower() for name in duckdb.get_table_names(sql)}
     except (duckdb.Error, TypeError, ValueError):
         return None
-    used = frozenset(names & set(VIEWS))
+    used = frozenset(names & (set(VIEWS) | set(DERIVED_VIEWS)))
     return used or None
 
 
-_MISSING_VIEW = re.compile(r"Table with name \"?(%s)\"? does not exist" % "|".join(VIEWS), re.IGNORECASE)
+_MISSING_VIEW = re.compile(r"Table with name \"?(%s)\"? does not exist" % "|".join(VIEWS + tuple(DERIVED_VIEWS)),
+                           re.IGNORECASE)
 
 
 def missing_view(exc: Exception) -> bool:

@@ -12,7 +12,10 @@ Four kinds of rows live in the store (see docs/store.md for the table):
 ``to_table(kind, rows, fill)`` is the gate every write goes through: a row with a missing or
 unknown column, a value of the wrong type, or a status outside the allowed set raises
 ``SchemaError`` before anything is written. Bump ``SCHEMA_VERSION`` whenever a column is added,
-removed or changes type; the version is stored in every row.
+removed or changes type; the version is stored in every row. The one exception is an *optional*
+column (``Column.optional``): extra information that changes none of the existing numbers, which a
+file of any version may hold or lack (read as null when lacking). It leaves the version, and so the
+trial keys (which hash the version: a bump reruns every stored trial), unchanged.
 """
 from __future__ import annotations
 
@@ -47,9 +50,13 @@ class Column:
     nullable: bool = False  # None allowed (floats always allow NaN)
     allowed: tuple[str, ...] | None = None  # closed set of string values
     since: int = 1  # SCHEMA_VERSION that added it: files written before read it as null
+    # A file of any version may lack it (read as null): information added without a version bump
+    # because no existing number changes (module docstring). Always nullable.
+    optional: bool = False
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
+_FLOATS = pa.list_(_FLOAT)
 _TIME = pa.timestamp("us", tz="UTC")
 
 _IDENTITY = (
@@ -103,6 +110,18 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
         "comma-separated stability flags of the row, '' when none: init_noise, chaotic (see README); "
         "null: not computed (rows from before schema 2). Fits leave flagged rows out",
         nullable=True, since=2,
+    ),
+    Column(
+        "gram_out", _FLOATS,
+        "<e_s, e_t> / n for every seed t of the trial (ascending), e = f_k - f_k^ref of this seed (s) and of t "
+        "(n entries); NaN for a seed t not ok at this step (the whole list: this seed not ok). Its own entry "
+        "is err_out^2. Null: not stored (older rows, failed trials). The points view's bias and fluctuation",
+        nullable=True, optional=True,
+    ),
+    Column(
+        "gram_hidden", _FLOATS,
+        "gram_out for err_hidden: <e_s, e_t> / n with e = h_L - h^ref(1) (n = samples x D entries)",
+        nullable=True, optional=True,
     ),
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
@@ -194,8 +213,13 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
 # {version: {kind: columns that version added}}: a file written at version v lacks the columns of
 # later versions and reads them as null (store.screen's rule).
 ADDED_COLUMNS: dict[int, dict[str, tuple[str, ...]]] = {
-    version: {kind: tuple(c.name for c in cols if c.since == version) for kind, cols in COLUMNS.items()}
+    version: {kind: tuple(c.name for c in cols if c.since == version and not c.optional)
+              for kind, cols in COLUMNS.items()}
     for version in range(2, SCHEMA_VERSION + 1)
+}
+# {kind: columns a file of any version may hold or lack} (``Column.optional``; store.screen's rule).
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    kind: tuple(c.name for c in cols if c.optional) for kind, cols in COLUMNS.items()
 }
 # Each file of a kind holds whole groups of this column (one group per small file).
 KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key",
@@ -212,7 +236,8 @@ def _now() -> _dt.datetime:
 
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
-    "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None},
+    "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
+                "gram_out": lambda: None, "gram_hidden": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
@@ -265,6 +290,7 @@ _ACCEPTED = {
     "bool": ((bool, np.bool_), "a bool"),
     "timestamp[us, tz=UTC]": ((_dt.datetime,), "a timezone-aware datetime"),
     "list<item: int64>": ((list, tuple), "a list of integers"),
+    "list<item: double>": ((list, tuple), "a list of numbers (NaN allowed)"),
     "large_binary": ((bytes,), "bytes"),
 }
 _BOOLS = (bool, np.bool_)
@@ -310,6 +336,12 @@ def _check_values(kind: str, column: Column, values: list) -> None:
 
         if not all(map(ints, values)):
             raise SchemaError(f"{kind} column {column.name!r} must hold lists of integers; got {next(v for v in values if not ints(v))!r}")
+    if column.type == _FLOATS:
+        def numbers(v):
+            return v is None or all(_type_ok(type(x), "double") for x in v)
+
+        if not all(map(numbers, values)):
+            raise SchemaError(f"{kind} column {column.name!r} must hold lists of numbers; got {next(v for v in values if not numbers(v))!r}")
     if column.allowed is not None:
         unknown = set(values) - set(column.allowed) - {None}
         if unknown:

@@ -9,7 +9,9 @@ A data file serves rows only when
    each with the current type. The columns added by each version come from
    ``store.schema.ADDED_COLUMNS`` (``{version: {kind: (column, ...)}}``, from each column's ``since``);
    a file with some but not all of a version's additions, or with a column no version has, or
-   missing a column of version 1, matches no version;
+   missing a column of version 1, matches no version. Optional columns
+   (``store.schema.OPTIONAL_COLUMNS``) are left out of that comparison: a file of any version may
+   hold them (with the current type) or lack them (read as NULL);
 3. a small file ``<key>.parquet`` holds only that key's rows (by the footer's statistics).
 
 The verdict is cached per (path, size, mtime): a file's footer is read once per process.
@@ -54,9 +56,16 @@ def added_columns(kind: str) -> dict[int, tuple[str, ...]]:
     return out
 
 
+def optional_columns(kind: str) -> frozenset[str]:
+    """The columns of ``kind`` that a file of any version may hold or lack."""
+    declared = getattr(_schema_module, "OPTIONAL_COLUMNS", None) or {}
+    return frozenset(declared.get(kind, ()))
+
+
 def version_columns(kind: str) -> dict[int, frozenset[str]]:
-    """The column set of each known schema version of ``kind`` (1 .. SCHEMA_VERSION)."""
-    current = frozenset(schema(kind).names)
+    """The column set of each known schema version of ``kind`` (1 .. SCHEMA_VERSION), optional
+    columns left out."""
+    current = frozenset(schema(kind).names) - optional_columns(kind)
     added = added_columns(kind)
     out = {}
     for version in range(1, SCHEMA_VERSION + 1):
@@ -68,7 +77,8 @@ def version_columns(kind: str) -> dict[int, frozenset[str]]:
 def schema_mismatch(kind: str, actual: pa.Schema) -> str | None:
     """Why a file's schema matches no known schema version of ``kind`` (None when it matches)."""
     text = actual.to_string(show_field_metadata=False, show_schema_metadata=False)  # fast, unlike iterating fields
-    memo_key = (kind, SCHEMA_VERSION, repr(getattr(_schema_module, "ADDED_COLUMNS", None)), text)
+    memo_key = (kind, SCHEMA_VERSION, repr(getattr(_schema_module, "ADDED_COLUMNS", None)),
+                repr(getattr(_schema_module, "OPTIONAL_COLUMNS", None)), text)
     if memo_key not in _MISMATCH:
         if len(_MISMATCH) > 1024:
             _MISMATCH.clear()
@@ -98,7 +108,7 @@ def _mismatch(kind: str, fields: tuple) -> str | None:
     for name, got in fields:
         if got != known[name]:
             return f"column {name!r} is {got}, expected {known[name]}"
-    if any(present == cols for cols in versions.values()):
+    if any(present - optional_columns(kind) == cols for cols in versions.values()):
         return None
     newest = versions[max(versions)]
     lacking = [n for n in expected_names if n in newest and n not in present]

@@ -9,6 +9,11 @@ reference at step k) and returns one value per repetition: a tensor of shape (R,
 - lin_ratio: the local linearization error of the block around the initial units, at the current
   input, relative to the block's change (0 when nothing moved).
 - output_change: RMS of f_k - f_0; weight_change: ||theta_k - theta_0|| / ||theta_0|| over all units.
+
+``GRAMS`` holds, for err_out and err_hidden, the seeds' Gram matrix of the errors: with
+e_s = f_s - f_ref (n entries), G[s, t] = <e_s, e_t> / n, an (R, R) float64 tensor whose diagonal
+is the metric squared. Sums of its entries give the seed-mean's distance to the reference (the
+bias) apart from the seeds' spread around it (the fluctuation), for any subset of the seeds.
 """
 from __future__ import annotations
 
@@ -360,6 +365,24 @@ def weight_change(s: Snapshot) -> torch.Tensor:
     moved = s.moves.du_sq.sum(dim=(0, 2)) + s.moves.dv_sq.sum(dim=(0, 2))
     return (moved / s.base.size0_sq).sqrt()
 
+
+def error_gram(errors: torch.Tensor) -> torch.Tensor:
+    """G[s, t] = <e_s, e_t> / n for errors (R, ...) of n entries per repetition: one (R, R) product
+    in float64 (the bias is a difference of these sums, small against each when the seeds spread
+    more than their mean misses, so working precision would not do)."""
+    flat = _f64(errors).reshape(errors.shape[0], -1)
+    return flat @ flat.T / flat.shape[1]
+
+
+def gram_out(s: Snapshot) -> torch.Tensor:
+    return error_gram(_f64(s.fwd.out) - _f64(s.ref_out))
+
+
+def gram_hidden(s: Snapshot) -> torch.Tensor:
+    return error_gram(_f64(s.fwd.hidden[-1]) - _f64(s.ref_hidden))
+
+
+GRAMS: dict[str, Callable[[Snapshot], torch.Tensor]] = {"gram_out": gram_out, "gram_hidden": gram_hidden}
 
 METRICS: dict[str, Callable[[Snapshot], torch.Tensor]] = {
     "err_out": err_out,

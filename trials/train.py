@@ -22,7 +22,7 @@ import time
 import torch
 
 from .config import TrialConfig, stream_seed
-from .metrics import METRICS, Baseline, Snapshot
+from .metrics import GRAMS, METRICS, Baseline, Snapshot
 from .model import ResNet
 from .reference import Reference
 
@@ -82,7 +82,9 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
 
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
-        ref_loss, ref_err_out, ref_err_hidden, status, flags, ref_key, ref_kind, device, wall_s.
+        the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
+        matrix, see ``seed_gram_rows``), ref_loss, ref_err_out, ref_err_hidden, status, flags,
+        ref_key, ref_kind, device, wall_s.
         A seed that diverges (module docstring) gets a last row with status "diverged" and no
         further rows; divergence never raises. ``flags`` is a comma-separated subset of FLAGS.
 
@@ -115,6 +117,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         if loss0 is None:
             loss0 = loss_k.clone()
         blown = blown_up(config, fwd.out, loss_k, loss0, y_rms).cpu().tolist()
+        ok = [r in alive and not blown[r] for r in range(len(net.seeds))]
+        grams = {name: seed_gram_rows(fn(snapshot), ok, net.seeds) for name, fn in GRAMS.items()}
         if twin_steps is not None:
             _, twin_fwd = next(twin_steps)
             gap = (twin_fwd.out - fwd.out).to(torch.float64).square().mean(dim=(1, 2)).sqrt().cpu() / y_rms
@@ -125,6 +129,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         for r in list(alive):
             row = dict(base, seed=net.seeds[r], step=k)
             row.update({name: v[r] for name, v in values.items()})
+            row.update({name: v[r] for name, v in grams.items()})
             row.update({name: v[k] for name, v in ref_columns.items()})
             row["status"] = STATUS_DIVERGED if blown[r] else STATUS_OK
             rows.append(row)
@@ -139,6 +144,16 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         row["flags"] = flags[net.seeds.index(row["seed"])]
     rows.sort(key=lambda row: (row["seed"], row["step"]))
     return rows
+
+
+def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float]]:
+    """Each repetition's row of an (R, R) Gram matrix (``trials.metrics.GRAMS``), its entries in
+    ascending seed order, as stored: NaN in the entries of a seed not ok at this step (diverged
+    now or before), and a whole row of NaN for such a seed itself. Indexed like ``seeds``."""
+    order = sorted(range(len(seeds)), key=lambda r: seeds[r])
+    mask = torch.tensor(ok, device=gram.device)
+    kept = torch.where(mask[:, None] & mask[None, :], gram, torch.full_like(gram, float("nan")))
+    return kept[:, order].cpu().tolist()
 
 
 def trial_flags(config: TrialConfig, separation: list[float] | None, dtype: torch.dtype) -> list[str]:
