@@ -113,6 +113,7 @@ class Design:
     c1_column: tuple  # (M, D) of the column that gives c1
     n_floor: int  # rows below FLOOR_FACTOR x ref_err
     n_unresolved: int  # rows whose point's bias is not resolved
+    n_eff: float = math.nan  # independent entries the errors behave as (``effective_entries``)
 
 
 def effective_entries(draws: list[Draw]) -> float:
@@ -170,10 +171,10 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
 
     pooled = pooled_of({})
     pooled = pooled_of(_smoothed_bias(pooled))
-    out = Design([], [], [], [], [], [], (math.nan, math.nan), 0, 0)
+    out = Design([], [], [], [], [], [], (math.nan, math.nan), 0, 0, n_eff)
     for g, d in enumerate(draws):
         b2_raw = est[g][0]
-        floor_limited = b2_raw < (FLOOR_FACTOR**2) * d.ref2 if floor == "quadrature" else np.zeros(len(d.L), bool)
+
         p = [pooled[(d.L[i], d.M[i], d.D[i])] for i in range(len(d.L))]
         mean_b2 = np.array([q[0] for q in p])
         se_mean = np.array([q[1] for q in p])
@@ -181,6 +182,8 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
         mean_f2 = np.array([q[3] for q in p])
         se_row_f = np.array([q[4] for q in p])
         resolved = (mean_b2 > 0) & (~np.isfinite(se_row_b) | (mean_b2 > RESOLVED_SE * se_row_b))
+        floor_limited = resolved & (b2_raw < (FLOOR_FACTOR**2) * d.ref2) if floor == "quadrature" \
+            else np.zeros(len(d.L), bool)
         out.n_floor += int(floor_limited.sum())
         out.n_unresolved += int((~resolved & ~floor_limited).sum())
         with np.errstate(all="ignore"):
@@ -304,6 +307,7 @@ class Decomposed:
     samples: np.ndarray  # (B, 4) replicates rescaled to the interval's sd, fit parametrization
     method: str
     design: Design
+    dof: int = 0  # degrees of freedom of the t quantile
 
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
         return self.theta - self.quantile * self.sd, self.theta + self.quantile * self.sd
@@ -318,7 +322,7 @@ def estimate(draws: list[Draw], n_boot: int = 200, seed: int = 0, floor: str = "
     everything = list(range(G))
     theta = solve(draws, des, everything, [None] * G)
     if n_boot <= 0:
-        return Decomposed(theta, np.full(4, np.nan), math.nan, np.empty((0, 4)), "none", des)
+        return Decomposed(theta, np.full(4, np.nan), math.nan, np.empty((0, 4)), "none", des, 0)
     rng = np.random.default_rng(seed)
 
     def seeds_of(g):
@@ -335,18 +339,20 @@ def estimate(draws: list[Draw], n_boot: int = 200, seed: int = 0, floor: str = "
         with np.errstate(all="ignore"):
             between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
         var = np.where(between > 0, between, v_within)
-        quantile = float(stats.t.ppf(0.975, G - 1))
+        dof = G - 1
+        quantile = float(stats.t.ppf(0.975, dof))
         replicates, method = outer, "draws, then seed indices shared by a draw's points"
     else:
         R = draws[0].R
-        var, quantile = v_within, float(stats.t.ppf(0.975, max(R - 1, 1)))
+        dof = max(R - 1, 1)
+        var, quantile = v_within, float(stats.t.ppf(0.975, dof))
         replicates, method = inner, "seed indices shared by the draw's points"
     sd = np.sqrt(var)
     with np.errstate(all="ignore"):
         spread = np.nanstd(replicates, axis=0, ddof=1)
         scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
     scaled = scaled[np.all(np.isfinite(scaled), axis=1)]
-    return Decomposed(theta, sd, quantile, scaled, method, des)
+    return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 
 __all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "design", "draws_of", "estimate",

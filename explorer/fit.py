@@ -8,7 +8,13 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.exp
   (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
   sampling over the L*M units O(sqrt(D/(L M))) (SPEC.md section 2).
 - ``free``: err ~ c1 L^-a + c2 (D/(L M))^b. The same two terms with free exponents; theory says
-  a = 1 and b = 1/2 (SPEC.md section 5).
+  a = 1 and b = 1/2.
+- ``theory_rss``, ``free_rss``: the same terms in quadrature, sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2):
+  the RMS over seeds of a point is sqrt(bias^2 + fluct^2), so this is the form the errors are
+  measured in (an additive law fitted to them biases a upwards).
+- ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
+  each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
+  (``explorer.fit_decomposed``, ``explorer.decomposed``).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -65,6 +71,7 @@ class Form:
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
+    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.fit_decomposed)
 
 
 FORMS: dict[str, Form] = {
@@ -73,6 +80,14 @@ FORMS: dict[str, Form] = {
         Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound"),
         Form("free", "c1*L**(-a) + c2*(D/(L*M))**b", "theory's two terms with free exponents",
              start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("theory_rss", "sqrt((c1/L)**2 + c2**2*D/(L*M))",
+             "theory's two terms as the RMS over seeds combines them (bias and fluctuation in quadrature)"),
+        Form("free_rss", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "free's two terms in quadrature, as the RMS over seeds combines them",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("decomposed", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "each term on its own: c1, a on the seeds' bias, c2, b on their fluctuation (docs/analysis.md)",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed"),
         Form("joint", "c1/L + c2*sqrt(D/(L*M)) + c3/sqrt(D)",
              "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D"),
         Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)"),
@@ -200,6 +215,8 @@ class FitResult:
     pre_asymptotic: list = field(default_factory=list)
     fitted_expression: Expression | None = None
     floor: str = "quadrature"
+    surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
+    sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -278,6 +295,9 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         ExpressionError: an invalid user expression.
     """
     label, asked = resolve_form(form)
+    if label in FORMS and FORMS[label].method == "decomposed":
+        raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
+                       "explorer.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     check_single_slice(grid)
@@ -349,7 +369,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     if n_flagged:
         notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){flag_summary(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
-    result.warnings = _warnings(result, converged, best.jac)
+    result.warnings = fit_warnings(result, converged, best.jac)
     return result
 
 
@@ -441,7 +461,7 @@ def _per_draw(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, r
     return pd.DataFrame(rows, columns=[DRAW_COLUMN, "parameter", "estimate", "ci_low", "ci_high"])
 
 
-def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
+def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     """The guard rails (docs/analysis.md, "Reading the warnings")."""
     out = []
     for name, reason in result.unidentified.items():
@@ -464,7 +484,8 @@ def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
                    "moves exponents more (SPEC section 4); pool several problem_seed values")
     if not converged:
         out.append("the starts disagreed on the best fit; treat the estimates with care")
-    out.extend(_identifiability(result.law, jac))
+    if jac is not None:
+        out.extend(_identifiability(result.law, jac))
     out.extend(f"pre-asymptotic points: {p}" for p in result.pre_asymptotic)
     return out
 
@@ -512,7 +533,12 @@ def _extrapolation_error(problem: Problem, data: FitData, theta: np.ndarray, n_p
 # ----------------------------------------------------------------------------- sweeps and output
 
 
-def fit_sweep(con, sweep: str, form: str = "theory", *, metric: str = "err_out", step: int | None = None,
+DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
+DECOMPOSED_METRICS = ("err_out", "err_hidden")
+RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
+
+
+def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
               floor: str = "quadrature") -> FitResult:
     """``grid_errors`` then ``fit``: the whole analysis of one sweep slice (see both).
@@ -523,9 +549,21 @@ def fit_sweep(con, sweep: str, form: str = "theory", *, metric: str = "err_out",
             in the result's ``where`` and ``held``. Problem draws are pooled, not held: select
             one with ``where="problem_seed = 2"``.
     """
-    resolve_form(form)  # a bad form fails before any query
+    label, _ = resolve_form(form)  # a bad form fails before any query
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
     where = held_where(held, where)
+    if label in FORMS and FORMS[label].method == "decomposed":
+        from .fit_decomposed import fit_decomposed
+        from .sweep_data import seed_grams
+
+        if metric not in DECOMPOSED_METRICS:
+            raise FitError(f"the decomposed law needs the seeds' Gram rows, stored for {', '.join(DECOMPOSED_METRICS)}; "
+                           f"fit {metric} with --form free_rss")
+        frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
+        check_single_slice(frame)
+        result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)
+        result.held = held
+        return result
     grid = grid_errors(con, sweep, metric=metric, step=step, where=where)
     result = fit(grid, form, n_boot=n_boot, seed=seed, where=where, floor=floor)
     result.held = held
@@ -558,6 +596,7 @@ def format_table(result: FitResult) -> str:
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
                  f"bootstrap: {result.n_boot} resamples of {result.bootstrap}")
+    lines.extend(result.surfaces)
     if len(result.per_draw):
         wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
         names = [p for p in result.law.parameters if p in wide.columns]
@@ -580,6 +619,7 @@ def flag_summary(result: FitResult) -> str:
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "fit", "fit_sweep", "flag_summary", "format_table", "resolve_form",
+    "DECOMPOSED_METRICS", "DEFAULT_FORM", "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "RSS_FALLBACK",
+    "fit", "fit_sweep", "fit_warnings", "flag_summary", "format_table", "resolve_form",
     "save_fit", "unidentified_terms",
 ]
