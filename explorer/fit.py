@@ -30,8 +30,10 @@ removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); 
 counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
 is fitted to log errors with a soft-L1 loss from several starts, constants positive through
 their logarithm, the draws pooled. The bootstrap resamples draws, then seeds within each draw
-(points when there is one seed) and refits; CIs are estimate +- 1.96 sd of the refits in the
-fit's parametrization (log for constants). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
+(points when there is one seed) and refits; CIs are estimate +- q sd in the fit's
+parametrization (log for constants): with one draw q = 1.96 and sd the refits' spread; with G
+draws q is Student's t with G - 1 degrees of freedom and sd the draws' part of the spread
+(``_interval``). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
 """
 from __future__ import annotations
 
@@ -329,7 +331,13 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
 
     thetas, method = _bootstrap(problem, data, theta, n_boot, rng)
-    lo_t, hi_t = _interval(thetas, theta, len(data.draws), problem.bounds)
+    inner = _bootstrap(problem, data, theta, n_boot, rng, resample_draws=False)[0] if len(data.draws) > 1 else None
+    lo_t, hi_t = _interval(thetas, theta, problem.bounds, inner, len(data.draws))
+    if inner is not None and len(thetas) > 1:  # the samples carry the interval's spread (adaptive covariance)
+        sd, _ = _spread(thetas, inner, len(data.draws))
+        spread = thetas.std(axis=0, ddof=1)
+        thetas = np.clip(theta + (thetas - thetas.mean(axis=0)) * np.where(spread > 0, sd / np.where(spread > 0, spread, 1), 0),
+                         *problem.bounds)
     values = problem.values(theta)
     names = expr.parameters
     estimate = {n: math.nan for n in asked.parameters}
@@ -373,19 +381,31 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     return result
 
 
-def _interval(thetas: np.ndarray, theta: np.ndarray, n_draws: int, bounds) -> tuple[np.ndarray, np.ndarray]:
-    """estimate +- 1.96 sd of the bootstrap, in the fit's parametrization (log for constants).
+def _interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray | None = None,
+              n_draws: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% interval in the fit's parametrization (log for constants).
 
-    The two-level bootstrap counts seed noise at both levels (a draw's estimate already holds
-    it), so its sd errs on the wide side; with the normal quantile it covered the truth in 92%
-    of 120 synthetic sweeps of 4 draws with per-draw exponents (tests/explorer/test_fit_draws.py;
-    Student's t with 3 degrees of freedom gave 99%). ``n_draws`` is kept for the record."""
+    One draw: estimate +- 1.96 sd of the (widened) seed or point bootstrap. Several draws G: the
+    two-level replicates ``thetas`` hold the seed noise twice (inside the draws' spread and from
+    the inner resample); ``inner``, the replicates with the draws as observed, measures that
+    part. The variance G/(G-1) (var(thetas) - var(inner)), at least var(inner), is the draws'
+    spread, and the quantile is Student's t with G - 1 degrees of freedom: with 4 draws the sd
+    itself rests on 3 degrees of freedom (docs/analysis.md, the coverage table)."""
     if len(thetas) < 2:
         nan = np.full(len(theta), np.nan)
         return nan, nan
-    sd = thetas.std(axis=0, ddof=1)
-    q = float(stats.norm.ppf(0.975))
+    sd, q = _spread(thetas, inner, n_draws)
     return np.clip(theta - q * sd, *bounds), np.clip(theta + q * sd, *bounds)
+
+
+def _spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[np.ndarray, float]:
+    """(sd, quantile) of the interval (``_interval``)."""
+    if inner is None or n_draws < 2 or len(inner) < 2:
+        return thetas.std(axis=0, ddof=1), float(stats.norm.ppf(0.975))
+    G = n_draws
+    v_inner = inner.var(axis=0, ddof=1)
+    between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)
+    return np.sqrt(np.where(between > v_inner, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
 
 
 def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -403,10 +423,12 @@ def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> 
     return rows, np.log(np.sqrt(np.maximum(rms**2 - ref**2, 1e-300)))
 
 
-def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng) -> tuple[np.ndarray, str]:
-    """Refit on n_boot resamples: draws with replacement, then seeds within each point of each
-    chosen draw (points within the draw when every point has one seed); all from the point
-    estimate. Returns the converged estimates (the fit's parametrization) and what was resampled."""
+def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng,
+               resample_draws: bool = True) -> tuple[np.ndarray, str]:
+    """Refit on n_boot resamples: draws with replacement (``resample_draws``; else each draw
+    once, as observed), then seeds within each point of each chosen draw (points within the
+    draw when every point has one seed); all from the point estimate. Returns the converged
+    estimates (the fit's parametrization) and what was resampled."""
     by_points = bool(np.all(data.counts <= 1))
     n_draws = len(data.draws)
     inner = "points" if by_points else "seeds"
@@ -419,7 +441,7 @@ def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, 
     log_err = np.zeros((n_boot, width))
     weights = np.zeros((n_boot, width))
     for b in range(n_boot):
-        chosen = rng.integers(0, n_draws, n_draws) if n_draws > 1 else [0]
+        chosen = rng.integers(0, n_draws, n_draws) if n_draws > 1 and resample_draws else range(n_draws)
         at = 0
         for g in chosen:
             rows, values = _resample_log_err(data, members[g], rng, by_points)
@@ -430,11 +452,11 @@ def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, 
                              problem.D[idx], weights=weights)
     ok &= np.all(np.isfinite(fitted), axis=1)
     fitted = fitted[ok]
+    if n_draws > 1:  # the interval corrects the two-level spread (_interval)
+        return np.clip(fitted, *problem.bounds), method
     # Resampling n values spreads their mean by only (n - 1)/n of its variance: widen the
-    # replicates around the estimate by sqrt(n / (n - 1)) (n: draws; else seeds per point, or points).
-    if n_draws > 1:
-        n_eff = float(n_draws)
-    elif by_points:
+    # replicates around the estimate by sqrt(n / (n - 1)) (n: seeds per point, or points).
+    if by_points:
         n_eff = float(len(data.log_err))
     else:
         n_eff = float(len(data.counts) / np.sum(1.0 / np.maximum(data.counts, 2)))
@@ -454,7 +476,7 @@ def _per_draw(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, r
         sub_problem = Problem(problem.expr, sub.L, sub.M, sub.D, problem.loss_scale)
         point = sub_problem.solve(sub.log_err, theta).x
         thetas, _ = _bootstrap(sub_problem, sub, point, min(n_boot, 100), rng)
-        lo, hi = _interval(thetas, point, 1, sub_problem.bounds)
+        lo, hi = _interval(thetas, point, sub_problem.bounds)
         for i, name in enumerate(names):
             rows.append({DRAW_COLUMN: label, "parameter": name, "estimate": float(sub_problem.values(point)[i]),
                          "ci_low": float(sub_problem.values(lo)[i]), "ci_high": float(sub_problem.values(hi)[i])})
