@@ -404,7 +404,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @_metric_option
 @_step_option
 @_where_option
-@click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
+@click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,

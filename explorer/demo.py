@@ -63,7 +63,7 @@ def error_table(store, sweep: str = "demo") -> list[str]:
     return lines + [f"note: {note}" for note in grid.attrs.get("notes", ())]
 
 
-def fit_lines(store, sweep: str = "demo", form: str = "theory", n_boot: int = 200) -> list[str]:
+def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200) -> list[str]:
     """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
     constants with 95% CIs, warnings), or one line saying why there is none."""
     from .errors import UsageError
