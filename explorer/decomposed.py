@@ -358,7 +358,8 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     with np.errstate(all="ignore"):
         spread = np.nanstd(replicates, axis=0, ddof=1)
         scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
-    scaled = scaled[np.all(np.isfinite(scaled), axis=1)]
+    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
+    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
     return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 

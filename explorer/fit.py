@@ -609,7 +609,8 @@ def format_table(result: FitResult) -> str:
              f"{'parameter':<10} {'estimate':>12} {'95% CI':>27}"]
     for row in result.table().itertuples():
         if row.parameter in result.unidentified:
-            lines.append(f"{row.parameter:<10} {'not fitted':>12}")
+            shown = "not measured" if result.unidentified[row.parameter].startswith("not measured") else "not fitted"
+            lines.append(f"{row.parameter:<10} {shown:>12}")
             continue
         lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"

@@ -65,9 +65,14 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
     for name in unidentified:
         est[name] = low[name] = high[name] = math.nan
     expr = parse_expression(FORMS["decomposed"].expression)
+    fitted_law = _measured_law(unidentified)
     grid = _grid(frame, draws, fit, est, floor)
-    samples = np.column_stack([np.exp(fit.samples[:, 0]), fit.samples[:, 2], fit.samples[:, 1], fit.samples[:, 3]]) \
-        if len(fit.samples) else np.empty((0, 4))  # in the law's parameter order c1, c2, a, b
+    law = fitted_law or expr
+    by_name = {"c1": np.exp(fit.samples[:, 0]), "a": fit.samples[:, 1], "c2": np.exp(fit.samples[:, 2]),
+               "b": fit.samples[:, 3]}
+    samples = np.column_stack([by_name[n] for n in law.parameters]) if len(fit.samples) \
+        else np.empty((0, len(law.parameters)))  # in the law's parameter order
+    samples = samples[np.all(np.isfinite(samples), axis=1)]
     ok = grid["used"].to_numpy(bool) & np.isfinite(grid["residual_log"].to_numpy(float))
     res = grid.loc[ok, "residual_log"].to_numpy(float)
     logs = np.log(grid.loc[ok, "err_fit"].to_numpy(float))
@@ -83,7 +88,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         n_points=int(ok.sum()), n_excluded=int(fit.design.n_floor), extrapolation_error=math.nan, converged=True,
         n_boot=len(samples), bootstrap=fit.method, grid=grid, samples=samples, sweep=one("sweep"),
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),
-        unidentified=unidentified, floor=floor)
+        unidentified=unidentified, floor=floor, fitted_expression=fitted_law)
     result.sd = dict(zip(NAMES, fit.sd))
     if per_draw and len(draws) > 1:
         result.per_draw = _per_draw(draws, n_boot, seed, floor)
@@ -95,6 +100,17 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
 
     result.warnings = fit_warnings(result, True, None)
     return result
+
+
+def _measured_law(unidentified: dict):
+    """The law without the term the grid does not measure (None: both are measured)."""
+    if "a" in unidentified and "b" in unidentified:
+        raise FitError(f"neither term of the decomposed law is measured on this grid: {unidentified['a']}")
+    if "a" in unidentified:
+        return parse_expression("c2*(D/(L*M))**b")
+    if "b" in unidentified:
+        return parse_expression("c1*L**(-a)")
+    return None
 
 
 def _unmeasured(fit: Decomposed, draws: list[Draw]) -> dict:
@@ -133,7 +149,7 @@ def _grid(frame, draws, fit: Decomposed, est: dict, floor: str) -> pd.DataFrame:
     with np.errstate(all="ignore"):
         grid["bias_fitted"] = est["c1"] * L ** (-est["a"])
         grid["fluct_fitted"] = est["c2"] * (D / (L * M)) ** est["b"]
-        grid["fitted"] = np.sqrt(grid["bias_fitted"] ** 2 + grid["fluct_fitted"] ** 2)
+        grid["fitted"] = np.sqrt(np.nan_to_num(grid["bias_fitted"]) ** 2 + np.nan_to_num(grid["fluct_fitted"]) ** 2)
         used = ~grid["floor_limited"].to_numpy(bool) & (grid["err_fit"].to_numpy(float) > 0)
         grid["residual_log"] = np.where(used, np.log(grid["err_fit"]) - np.log(grid["fitted"]), np.nan)
     grid["used"] = used
@@ -142,6 +158,10 @@ def _grid(frame, draws, fit: Decomposed, est: dict, floor: str) -> pd.DataFrame:
 
 def surfaces(est: dict) -> list[str]:
     """The two surfaces with the fitted constants: the theorem's additive bound and the RSS."""
+    missing = [term for term, names in (("bias", ("c1", "a")), ("fluctuation", ("c2", "b")))
+               if not all(np.isfinite(est[n]) for n in names)]
+    if missing:
+        return [f"surfaces: not stated, the {' and '.join(missing)} term is not measured on this grid"]
     c1, a, c2, b = (fmt(est[n], ".3g", missing="nan") for n in ("c1", "a", "c2", "b"))
     return [f"additive surface (the theorem's bound): err <= c1/L + c2*sqrt(D/(L*M)) = {c1}/L + {c2}*sqrt(D/(L*M))",
             f"RSS surface (the expected RMS over seeds): err ~ sqrt((c1*L^-a)^2 + (c2*(D/(L*M))^b)^2) "
@@ -158,7 +178,9 @@ def _notes(fit: Decomposed, frame) -> list[str]:
             f"reference's error and {des.n_unresolved} not resolved above the seeds' noise left out{column}; "
             f"fluctuation: {fluct_rows} rows fitted; errors behave as {fmt(des.n_eff, '.3g')} independent entries",
             f"intervals: estimate +- t({fit.dof}) x sd, the sd from the draws' spread in a bootstrap of draws and "
-            f"of seed indices shared by a draw's points"]
+            f"of seed indices shared by a draw's points" if len(fit.design.bias_used) > 1 else
+            f"intervals: estimate +- t({fit.dof}) x sd, the sd from a jackknife over seed indices shared by the "
+            f"draw's points (seed noise only)"]
 
 
 def _per_draw(draws: list[Draw], n_boot: int, seed: int, floor: str) -> pd.DataFrame:

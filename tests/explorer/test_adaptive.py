@@ -287,12 +287,14 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     assert unmeasured(0.5, 0.45, 0.55) is None and unmeasured(0.7, -4.45, 5.85) is None  # negative exponents are fine
     assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
     st = Store(tmp_path / "s")
-    spec = _spec(form="theory", halfwidth=0.1, batch=3, initial=6)
+    spec = _spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
     loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands[::2]]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
-    assert loop.next_choice(fitted, keys, 0)[2].startswith("every target reached")  # the honest case
+    # the honest case: met once, with the budget spent no round can confirm it, and the stop says so
+    assert loop.next_choice(fitted, keys, 0)[2].startswith("every target reached its half-width 0.25 in round 0 but "
+                                                          "not confirmed (the first fit)")
     fitted.ci_low["c1"] = fitted.ci_high["c1"] = fitted.estimate["c1"]  # every resample the same value
     choices, _, stop = loop.next_choice(fitted, keys, 0)
     assert stop is None or not stop.startswith("every target reached"), stop
