@@ -19,15 +19,19 @@ GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_se
 
 
 def _spec(name="ad", grid=GRID, **adaptive):
+    """An adaptive spec; the loop tests fit the free law to FakeRunner's additive errors unless
+    they ask for another (the default, decomposed, needs a law with its two terms: TermsLaw)."""
+    adaptive.setdefault("form", "free")
     return parse_spec({"name": name, "grid": dict(grid), "adaptive": {"resamples": 30, **adaptive}})
 
 
 # --- the spec section ------------------------------------------------------------------------
 
 
-def test_adaptive_defaults_fit_the_free_law_exponents():
+def test_adaptive_defaults_fit_the_decomposed_law_exponents():
     spec = parse_spec({"name": "ad", "grid": dict(GRID)})
-    assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == ("free", 0.1, 0.5, 8)
+    assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == \
+        ("decomposed", 0.1, 0.5, 8)
     assert adaptive_targets(spec.adaptive) == ("a", "b")
     assert adaptive_targets(_spec(form="theory").adaptive) == ("c1", "c2")  # no exponent: every parameter
 
@@ -441,3 +445,22 @@ def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp
 
     loop = _Loop(_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
     assert loop.initial == len(loop.cands) == 50
+
+
+def test_the_decomposed_loop_stops_after_two_rounds_that_agree(tmp_path):
+    from .adaptive_fake import TermsLaw
+
+    st = Store(tmp_path / "s")
+    grid = {**GRID, "problem_seeds": [1, 2, 3, 4], "seeds": 4}
+    spec = _spec(grid=grid, form="decomposed", halfwidth=0.15, budget=0.8, batch=4, initial=10)
+    result = run_adaptive(spec, st, FakeRunner(st, TermsLaw(c1=0.5, c2=0.3), entries=100))
+    assert result.stop_reason.startswith("every target reached its half-width 0.15 in two consecutive rounds"), \
+        result.stop_reason
+    rounds = read_rounds(st, "ad")
+    done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]
+    last, before = (done[done["round"] == r].set_index("parameter") for r in sorted(done["round"].unique())[-1:-3:-1])
+    for name, truth in (("a", 1.0), ("b", 0.5)):
+        assert before.loc[name, "ci_low"] <= last.loc[name, "estimate"] <= before.loc[name, "ci_high"]
+        assert (before.loc[name, "ci_high"] - before.loc[name, "ci_low"]) / 2 <= 0.15
+        est, lo, hi = result.targets[name]
+        assert lo <= truth <= hi, (name, result.targets[name])
