@@ -578,9 +578,6 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
         from .fit_decomposed import fit_decomposed
         from .sweep_data import seed_grams
 
-        if metric not in DECOMPOSED_METRICS:
-            raise FitError(f"the decomposed law needs the seeds' Gram rows, stored for {', '.join(DECOMPOSED_METRICS)}; "
-                           f"fit {metric} with --form free_rss")
         frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
         check_single_slice(frame)
         result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)

@@ -37,7 +37,7 @@ from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, QueryError, SweepDataError
 from .diagnostics import compare_laws
-from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
+from .fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
 from .formatting import fmt
 
 from .options import open_sweep
@@ -208,7 +208,8 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     if report.advice is not None:
         lines.append(_advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
-        lines.append(M_("The {} form was not fitted: {}").format(form, why))
+        if form != "decomposed":  # said in the first line
+            lines.append(M_("The {} form was not fitted: {}").format(form, why))
     lines.extend(_skipped_sentences(report))
     if report.phase is not None:
         counts = report.phase.counts()
@@ -232,13 +233,22 @@ def _decomposed_sentences(report: Report) -> list[Markup]:
     """The summary's first lines: a and b of the decomposed fit with their intervals, or why
     they are not measured on this grid, then its two surfaces."""
     result = report.fits.get("decomposed")
-    if result is None:
-        why = report.fit_errors.get("decomposed", "the decomposed law was not fitted")
-        return [Markup("Exponents a (depth) and b (units): not measured on this grid: {}.").format(why)]
     out = []
-    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, decomposed fit)"), "1"),
-                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, decomposed "
-                                             "fit)"), "1/2")):
+    if result is None:
+        why = report.fit_errors.get("decomposed")
+        if why is None:
+            return []  # the sweep does not vary L and M: said with the other laws not fitted
+        out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
+                          "{}.").format(why))
+        result = report.fits.get(RSS_FALLBACK)
+        if result is None:
+            return out
+        source = Markup("free_rss fit to the RMS errors")
+    else:
+        source = Markup("decomposed fit")
+    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
+                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
+                                 .format(source), "1/2")):
         if name in result.unidentified:
             out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
             continue
@@ -364,7 +374,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         out_dir: the folder to write (created; files of the same names are replaced).
         metric, step, where: which errors (see ``grid_errors``); axes other than L, M, D that
             vary are held at ``held_axes`` values for the fits (said in the report).
-        form: the fit drawn in the charts (decomposed by default; any form or expression).
+        form: the fit drawn in the charts (decomposed by default, free_rss where it cannot be
+            fitted; any form or expression).
         n_boot, seed: bootstrap resamples and seed of every fit.
         store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
         formats: which files to write per chart besides index.html.
@@ -405,6 +416,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+        if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
+            main = report.fits.get(RSS_FALLBACK)
         if "joint" in report.fits:
             report.advice = shape_advice(report.fits["joint"])
 
