@@ -6,8 +6,8 @@ at L = 2 with one unit per layer a network is far outside the ODE picture (its e
 along training). It takes about 30 s on a 2-core CPU with an embedded Ray; rerunning reuses the
 trials already in the store.
 After the sweep it prints the final err_out per (L, M) from the store, writes the report, and
-ends with the fit of the theory law (its constants with 95% CIs, its warnings) and the path of
-the report.
+ends with the decomposed fit (a and b with 95% CIs, or why the grid does not measure them, its
+warnings) and the path of the report.
 """
 from __future__ import annotations
 
