@@ -15,7 +15,8 @@ bytes per number of the working dtype:
 - the unit draw (init_units), which happens before all of that: every seed drawn in float64,
   then stacked (4 W 8 bytes at its peak, 2 W b more when converted to float32);
 - ``chaos_check`` runs a twin: its units and buffers once more;
-- the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns).
+- the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns, plus two
+  Gram rows of R Python floats, ``_LIST_FLOAT_BYTES`` each).
 
 The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
 units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
@@ -50,6 +51,7 @@ _METRICS_BLOCK = 1 << 19  # trials/metrics.py BLOCK: elements the metrics take a
 _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)
 _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
+_LIST_FLOAT_BYTES = 32  # a float in a Python list (gram_out, gram_hidden): the object and its pointer
 PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
 
 # Single-core seconds = fixed + per_layer_step * L * (K + 1) + per_entry[dtype] * L M D N R (K + 1)
@@ -92,7 +94,7 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     if config.chaos_check:
         run += _run_bytes(L, M, D, N, R, b)
     metrics = A * b + _METRIC_COPIES * min(A, max(_METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
-    rows = R * (config.steps + 1) * _ROW_BYTES
+    rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
     problem = (config.problem.coupled_dim or D) * (config.problem.d_in + config.problem.d_out) * 8 * 2
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)
 

@@ -85,7 +85,8 @@ def _aggregates(suffix: str, metric: str, gram: str, ref: str) -> str:
 
 def points_sql(source: str = "metrics") -> str:
     """The SELECT behind the ``points`` view, over a table or view ``source`` with the metrics
-    columns (store/schema.py)."""
+    columns (store/schema.py). ``source`` must hold some row of every seed of each trial it
+    holds (every seed has a step-0 row): a seed's place in the Gram rows is its rank there."""
     carried = ", ".join(f'any_value("{c}") AS "{c}"' for c in TRIAL_COLUMNS)
     per_row = ", ".join(_per_row(s, gram) for s, (_, gram, _) in POINT_METRICS.items())
     leave_one_out = ", ".join(_leave_one_out(s) for s in POINT_METRICS)

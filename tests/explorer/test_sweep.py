@@ -62,6 +62,10 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, 
     assert metric_row_counts(store, "tiny") == {"n": n_rows, "distinct_n": n_rows}
     assert store.completed_trial_keys("tiny") == set(expected)
     assert store.check().ok
+    # every point of two ok seeds or more has its bias and fluctuation (the Gram rows came through Ray)
+    points = store.query("SELECT count(*) FILTER (WHERE n_seeds >= 2) AS pairs, count(bias2_out) AS decomposed, "
+                         "count(fluct_hidden) AS hidden FROM points", sweep="tiny").to_pylist()[0]
+    assert points["pairs"] > 0 and points == {"pairs": points["pairs"], "decomposed": points["pairs"], "hidden": points["pairs"]}
     # The sweep compacted its trials rows: the next start reads one file, not one per trial.
     trials_files = list_kind(store.files, "tiny", "trials")
     assert (len(trials_files.singles), len(trials_files.compacted)) == (0, 1)

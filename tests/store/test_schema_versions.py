@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 import store_testkit as kit
 
 from store import Store
+from store.query import LeftOutFilesWarning
 from store.layout import key_file
 
 
@@ -32,3 +34,25 @@ def test_version_one_metrics_read_with_null_flags_and_pass_check(tmp_path):
     store.compact("sw")
     assert store.query(query).to_pylist() == expected
     assert store.check().ok
+
+
+def test_optional_gram_columns_may_be_held_or_lacked_but_not_mistyped(tmp_path):
+    store = Store(str(tmp_path))
+    keys = []
+    for L in (4, 8, 16):
+        key, rows, trial = kit.trial(L=L, seeds=(0, 1))
+        for row in rows:
+            row["gram_out"] = row["gram_hidden"] = [1.0, float("nan")]
+        store.write_trial("sw", key, rows, trial)
+        keys.append(key)
+    lacks_one, mistyped = (key_file(str(tmp_path), "sw", "metrics", k) for k in keys[1:])
+    pq.write_table(pq.read_table(lacks_one).drop(["gram_hidden"]), lacks_one)  # held: gram_out only
+    t = pq.read_table(mistyped)
+    index = t.schema.get_field_index("gram_out")
+    pq.write_table(t.set_column(index, "gram_out", pa.array([["1.0"]] * t.num_rows, pa.list_(pa.string()))), mistyped)
+    report = store.check()
+    foreign = [f for f in report.findings if f.category == "foreign"]
+    assert len(foreign) == 1 and keys[2] in foreign[0].where and "gram_out" in foreign[0].detail
+    with pytest.warns(LeftOutFilesWarning):  # the mistyped file serves no rows
+        got = store.query("SELECT L, count(gram_out) AS o, count(gram_hidden) AS h FROM metrics GROUP BY L ORDER BY L")
+    assert got.to_pylist() == [{"L": 4, "o": 8, "h": 8}, {"L": 8, "o": 8, "h": 0}]

@@ -10,7 +10,8 @@ import torch
 from tests import naive
 from tests.trials.conftest import rms, seed_weights
 from trials import METRICS, ReferenceConfig, TrialConfig, compute_reference, train_trial
-from trials.metrics import Baseline, Moves, Snapshot, local_sums
+from trials.metrics import Baseline, Moves, Snapshot, error_gram, local_sums
+from trials.train import seed_gram_rows
 from trials.model import Forward, ResNet
 
 ROW_METRICS = set(METRICS) | {"ref_loss", "ref_err_out", "ref_err_hidden"}
@@ -161,3 +162,21 @@ def test_float32_tanh_sums_match_float64(p_scale, dp_scale):
         sums.append(local_sums(net, Forward(fwd.hidden, p, torch.tanh(p), fwd.out), base, moves).products.clone())
     for name, got, exact in zip(("ee", "ea", "aa", "ask", "sksk"), *sums):
         assert float((got - exact).norm() / exact.norm()) < 2e-6, name  # direct float32: 1e5 at dp ~ 1e-5
+
+
+def test_gram_rows_are_in_ascending_seed_order_with_nan_for_seeds_not_ok():
+    errors = torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]], dtype=torch.float64)  # seeds 7, 2, 5
+    gram = error_gram(errors)
+    assert torch.equal(gram, errors @ errors.T / 2)
+    rows = seed_gram_rows(gram, [True, False, True], [7, 2, 5])  # seed 2 diverged
+    nan = float("nan")
+    # rows indexed like the seeds (7, 2, 5), entries in ascending seed order (2, 5, 7)
+    expected = [[nan, 0.75, 2.5], [nan, nan, nan], [nan, 0.25, 0.75]]
+    np.testing.assert_array_equal(np.array(rows), np.array(expected))
+
+
+def test_all_seeds_diverging_at_once_store_nan_gram_rows(small_reference):
+    cfg = TrialConfig(L=4, M=2, D=4, steps=4, seeds=(0, 1), divergence_bound=1e-6, device="cpu")
+    rows = train_trial(cfg, small_reference)
+    assert [r["status"] for r in rows] == ["diverged", "diverged"]
+    assert all(np.isnan(r["gram_out"]).all() and np.isnan(r["gram_hidden"]).all() for r in rows)
