@@ -30,9 +30,10 @@ err^2 ~ (c1 L^-a)^2 + (c2 (D/(LM))^b)^2 is fitted term by term from the Gram row
   Gram rows (a seed drawn twice is not its own pair). The replicate variance V2 holds the seed
   noise twice (once inside the draws' spread, once from the inner resample); the seed-only
   replicates (draws as observed) measure that inner part, Vs. The variance used is
-  G/(G-1) (V2 - Vs), at least Vs R/(R-1), and the 95% interval is estimate +- t(G-1) sd in the
+  G/(G-1) (V2 - Vs), where that is positive, else the jackknife variance over seed indices
+  (``within_variance``), and the 95% interval is estimate +- t(G-1) sd in the
   fit's parametrization (log for c1, c2): Student's t because G, the number of draws, is small.
-  With one draw: Vs R/(R-1) and t(R-1). Coverage is measured by ``benchmarks/coverage.py``.
+  With one draw: the jackknife variance and t(R-1). Coverage is measured by ``benchmarks/coverage.py``.
 """
 from __future__ import annotations
 

@@ -388,8 +388,8 @@ def _interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray |
     One draw: estimate +- 1.96 sd of the (widened) seed or point bootstrap. Several draws G: the
     two-level replicates ``thetas`` hold the seed noise twice (inside the draws' spread and from
     the inner resample); ``inner``, the replicates with the draws as observed, measures that
-    part. The variance G/(G-1) (var(thetas) - var(inner)), at least var(inner), is the draws'
-    spread, and the quantile is Student's t with G - 1 degrees of freedom: with 4 draws the sd
+    part. The variance G/(G-1) (var(thetas) - var(inner)) (var(inner) where that is not
+    positive) is the draws' spread, and the quantile is Student's t with G - 1 degrees of freedom: with 4 draws the sd
     itself rests on 3 degrees of freedom (docs/analysis.md, the coverage table)."""
     if len(thetas) < 2:
         nan = np.full(len(theta), np.nan)
@@ -405,7 +405,8 @@ def _spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple
     G = n_draws
     v_inner = inner.var(axis=0, ddof=1)
     between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)
-    return np.sqrt(np.where(between > v_inner, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
+    # the inner part stands in only where the draws' part came out non-positive (sampling noise)
+    return np.sqrt(np.where(between > 0, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
 
 
 def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> tuple[np.ndarray, np.ndarray]:
