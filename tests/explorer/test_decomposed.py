@@ -160,3 +160,33 @@ def test_decomposed_intervals_cover_at_their_nominal_rate():
     # With 100 repetitions a 95% interval covers between 88 and 99 times in 99.8% of runs (binomial).
     low, high = stats.binom.interval(0.998, reps, 0.95)
     assert all(low <= h <= high for h in hits.values()), hits
+
+
+def test_an_additive_law_warns_when_a_quadrature_law_ranks_ahead():
+    from explorer.diagnostics import additive_warning
+
+    table = pd.DataFrame({"law": ["free_rss", "theory_rss", "free", "theory"], "rank": [1, 2, 3, 4]})
+    (line,) = additive_warning(table, "free")
+    assert line.startswith("theory_rss, free_rss rank ahead of free") or line.startswith("free_rss")
+    assert "quadrature" in line and "decomposed" in line
+    assert additive_warning(table, "free_rss") == [] and additive_warning(table.iloc[::-1].assign(rank=[1, 2, 3, 4]),
+                                                                           "theory") == []
+
+
+def test_explorer_fit_on_a_store_without_gram_rows_is_one_line_naming_free_rss(tmp_path):
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+    from store import Store
+
+    from .analysis_data import law_rows, write_to_store
+
+    store = Store(tmp_path / "s")
+    write_to_store(law_rows(lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)), Ls=(4, 8, 16), Ms=(1, 4), seeds=2,
+                            sweep="old"), store)
+    done = CliRunner().invoke(main, ["fit", "--sweep", "old", "--store", store.uri, "--no-save"])
+    assert done.exit_code == 2 and done.output.count("\n") == 1, done.output
+    assert "predates the per-seed decomposition" in done.output and "--form free_rss" in done.output
+    rss = CliRunner().invoke(main, ["fit", "--sweep", "old", "--store", store.uri, "--no-save", "--form", "free_rss",
+                                    "--bootstrap", "20"])
+    assert rss.exit_code == 0 and "form free_rss" in rss.output
