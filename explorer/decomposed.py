@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -116,6 +116,8 @@ class Design:
     n_floor: int  # rows below FLOOR_FACTOR x ref_err
     n_unresolved: int  # rows whose point's bias is not resolved
     n_eff: float = math.nan  # independent entries the errors behave as (``effective_entries``)
+    column: list = field(default_factory=list)  # per draw (P,) int code of the point's (M, D) column
+    in_c1_column: list = field(default_factory=list)  # per draw (P,) bool: the column that gives c1
 
 
 def effective_entries(draws: list[Draw]) -> float:
@@ -205,6 +207,9 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
     measured = [c for c, Ls in columns.items() if len(Ls) >= 2]
     if measured:
         out.c1_column = min(measured, key=lambda c: (c[1] / c[0], -c[0]))
+    codes = {c: i for i, c in enumerate(sorted({(m, dd) for d in draws for m, dd in zip(d.M, d.D)}))}
+    out.column = [np.array([codes[(m, dd)] for m, dd in zip(d.M, d.D)], dtype=int) for d in draws]
+    out.in_c1_column = [(d.M == out.c1_column[0]) & (d.D == out.c1_column[1]) for d in draws]
     return out
 
 
@@ -231,26 +236,26 @@ def _smoothed_bias(pooled: dict) -> dict:
 
 def _within_slope(x, y, w, group) -> tuple[float, dict]:
     """Weighted least squares y = alpha[group] + s x: (s, {group: alpha}); NaN slope without
-    any group holding two distinct x."""
-    num = den = 0.0
-    means = {}
-    for k in np.unique(group):
-        sel = group == k
-        wk = w[sel]
-        mx, my = np.average(x[sel], weights=wk), np.average(y[sel], weights=wk)
-        means[k] = (mx, my)
-        num += float(np.sum(wk * (x[sel] - mx) * (y[sel] - my)))
-        den += float(np.sum(wk * (x[sel] - mx) ** 2))
+    any group holding two distinct x. ``group``: non-negative integers."""
+    group = np.asarray(group, dtype=int)
+    sw = np.bincount(group, w)
+    present = sw > 0
+    safe = np.where(present, sw, 1.0)
+    mx, my = np.bincount(group, w * x) / safe, np.bincount(group, w * y) / safe
+    dx = x - mx[group]
+    den = float(np.sum(w * dx**2))
     if den <= 0:
         return math.nan, {}
-    s = num / den
-    return s, {k: my - s * mx for k, (mx, my) in means.items()}
+    slope = float(np.sum(w * dx * (y - my[group]))) / den
+    alpha = my - slope * mx
+    return slope, {int(k): float(alpha[k]) for k in np.flatnonzero(present)}
 
 
 def solve(draws: list[Draw], des: Design, chosen, picks) -> np.ndarray:
     """The four parameters (log c1, a, log c2, b) from draws ``chosen`` (indices, repeats
     allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed)."""
-    xb, yb, wb, gb, xf, yf, wf, gf, column_groups = [], [], [], [], [], [], [], [], set()
+    parts_b, parts_f = [], []
+    width = 1 + max(int(c.max()) for c in des.column) if des.column else 1
     for copy, (g, pick) in enumerate(zip(chosen, picks)):
         d = draws[g]
         b2, f2 = terms(d.grams, pick)
@@ -259,22 +264,20 @@ def solve(draws: list[Draw], des: Design, chosen, picks) -> np.ndarray:
             yf_g = 0.5 * np.log(f2) + des.fluct_corr[g]
         ub = des.bias_used[g] & np.isfinite(yb_g)
         uf = des.fluct_used[g] & np.isfinite(yf_g)
-        for i in np.flatnonzero(ub):
-            key = (copy, d.M[i], d.D[i])
-            xb.append(math.log(d.L[i])); yb.append(yb_g[i]); wb.append(des.bias_w[g][i]); gb.append(key)
-            if (d.M[i], d.D[i]) == des.c1_column:
-                column_groups.add(key)
-        xf.extend(np.log(d.D[uf] / (d.L[uf] * d.M[uf]))); yf.extend(yf_g[uf]); wf.extend(des.fluct_w[g][uf])
-        gf.extend([copy] * int(uf.sum()))
+        parts_b.append((np.log(d.L[ub]), yb_g[ub], des.bias_w[g][ub], copy * width + des.column[g][ub],
+                        des.in_c1_column[g][ub]))
+        parts_f.append((np.log(d.D[uf] / (d.L[uf] * d.M[uf])), yf_g[uf], des.fluct_w[g][uf],
+                        np.full(int(uf.sum()), copy)))
     out = np.full(4, np.nan)
-    if xb:
-        index = {k: i for i, k in enumerate(dict.fromkeys(gb))}
-        s, alpha = _within_slope(np.array(xb), np.array(yb), np.array(wb), np.array([index[k] for k in gb]))
-        levels = [alpha[index[k]] for k in column_groups if index[k] in alpha]
+    xb, yb, wb, gb, c1b = (np.concatenate(p) for p in zip(*parts_b))
+    if len(xb):
+        s, alpha = _within_slope(xb, yb, wb, gb)
+        levels = [alpha[int(k)] for k in np.unique(gb[c1b]) if int(k) in alpha]
         out[1] = -s
         out[0] = float(np.mean(levels)) if levels else math.nan
-    if xf:
-        s, alpha = _within_slope(np.array(xf), np.array(yf), np.array(wf), np.array(gf))
+    xf, yf, wf, gf = (np.concatenate(p) for p in zip(*parts_f))
+    if len(xf):
+        s, alpha = _within_slope(xf, yf, wf, gf)
         out[3] = s
         out[2] = float(np.mean(list(alpha.values()))) if alpha else math.nan
     return out
