@@ -76,14 +76,16 @@ def main(argv=None) -> int:
     parser.add_argument("--boot", type=int, default=200, help="bootstrap resamples per fit")
     parser.add_argument("--regimes", nargs="+", default=list(REGIMES), choices=list(REGIMES))
     parser.add_argument("--forms", nargs="+", default=list(FORMS))
+    parser.add_argument("--first-seed", type=int, default=0, help="seed of the first repetition (to split a run)")
     args = parser.parse_args(argv)
     start = time.time()
     results = {}
     for regime in args.regimes:
-        results[regime] = coverage(regime, args.forms, args.reps, args.boot)
+        results[regime] = coverage(regime, args.forms, args.reps, args.boot, args.first_seed)
         print(f"# {regime} done after {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+        print("\n".join(table({regime: results[regime]})[2:]), file=sys.stderr, flush=True)
     print(f"python benchmarks/coverage.py --reps {args.reps} --boot {args.boot} --regimes {' '.join(args.regimes)} "
-          f"--forms {' '.join(args.forms)}")
+          f"--forms {' '.join(args.forms)} --first-seed {args.first_seed}")
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {platform.processor() or ''}, "
           f"{time.time() - start:.0f} s")
     print("\n".join(table(results)))
