@@ -12,7 +12,9 @@ store keeps gram[i, j] = <e_i, e_j> / n. The RMS error over seeds splits exactly
 A resample of seeds is a multiset of indices. Pairs are formed between *positions* of the
 resample whose seed indices differ: a seed drawn twice is not paired with itself, which keeps
 the bias free of the fluctuation in every resample (``terms``). ``jackknife_se`` gives each
-point's standard errors by deleting one seed at a time.
+point's standard errors by deleting one seed at a time; ``decompose_gram`` gives the numbers of
+the store's ``points`` view, whose standard error of bias^2 is the pair statistic's unbiased
+variance (the jackknife over-states it when the bias is small next to the seeds' spread).
 """
 from __future__ import annotations
 
@@ -70,10 +72,37 @@ def jackknife_se(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (float(se_b[0]), float(se_f[0])) if single else (se_b, se_f)
 
 
+def decompose_gram(gram: np.ndarray) -> dict:
+    """The ``points`` view's numbers from one point's Gram matrix, R distinct seeds.
+
+    Returns:
+        ``bias2`` (unbiased, may be negative), ``fluct2`` (mean diagonal less bias2) and
+        ``bias2_se`` (the view's standard error: bias2^2 - P4 floored at 2 (P2 - P4) / (R (R - 1)),
+        the jackknife with three seeds; see ``store.points``), None where R is too small for it.
+    """
+    gram = np.asarray(gram, dtype=np.float64)
+    R = gram.shape[0]
+    if R < 2:
+        return {"bias2": None, "fluct2": None, "bias2_se": None}
+    bias2, fluct2 = terms(gram)
+    pairs = gram - np.diag(np.diag(gram))
+    total, rows = pairs.sum(), pairs.sum(axis=1)
+    out = {"bias2": bias2, "fluct2": fluct2, "bias2_se": None}
+    if R == 3:
+        leave_one_out = (total - 2 * rows) / ((R - 1) * (R - 2))
+        out["bias2_se"] = float(np.sqrt(2 * leave_one_out.var()))
+    elif R >= 4:
+        squares = np.sum(pairs ** 2)
+        p4 = (total ** 2 - 4 * np.sum(rows ** 2) + 2 * squares) / (R * (R - 1) * (R - 2) * (R - 3))
+        variance = max(bias2 ** 2 - p4, 2 * (squares / (R * (R - 1)) - p4) / (R * (R - 1)))
+        out["bias2_se"] = float(np.sqrt(max(variance, 0.0)))
+    return out
+
+
 def gram_of(errors: np.ndarray) -> np.ndarray:
     """The Gram matrix of per-seed errors (R, n): <e_i, e_j> / n (for tests and simulations)."""
     errors = np.asarray(errors, dtype=float)
     return errors @ errors.T / errors.shape[-1]
 
 
-__all__ = ["gram_of", "jackknife_se", "terms"]
+__all__ = ["decompose_gram", "gram_of", "jackknife_se", "terms"]
