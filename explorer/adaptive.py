@@ -12,8 +12,11 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
    rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
    every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
-   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``), the budget spent, or no candidate left that is expected
-   to help. A round is never recorded done before its trials are all in the store.
+   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
+   in two consecutive rounds with each estimate inside the previous round's interval
+   (``unconfirmed``: one lucky round does not stop the loop), the budget spent, or no candidate
+   left that is expected to help. With the ``decomposed`` law the fit reads the seeds' Gram
+   rows and keeps its per-draw fits and pre-asymptotic guard on. A round is never recorded done before its trials are all in the store.
 3. Rerunning the same command resumes: a planned round is completed first (its finished trials
    are not rerun), a done round without a stop reason is followed by the next, a stopped loop
    only reports.
@@ -333,11 +336,17 @@ class _Loop:
 
     def fit(self):
         """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
-        from .fit import fit
+        from .fit import FORMS, fit
         from .sweep_data import grid_errors
 
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
+            if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
+                from .fit_decomposed import fit_decomposed
+                from .sweep_data import seed_grams
+
+                # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
+                return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)
             grid = grid_errors(con, self.spec.name)
             return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
                        range_check=False)
@@ -375,10 +384,20 @@ class _Loop:
         why = {t: _unmeasured_in(result, t) for t in self.targets}
         unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
-            warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
-            consts = [t for t in self.targets if t in self.positive]
-            rel = f" (relative for {', '.join(consts)})" if consts else ""
-            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{rel}{warns}"
+            unconfirmed = self.unconfirmed(result, number)
+            if not unconfirmed:
+                warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
+                consts = [t for t in self.targets if t in self.positive]
+                rel = f" (relative for {', '.join(consts)})" if consts else ""
+                return [], "", (f"every target reached its half-width {self.ad.halfwidth:g}{rel} in two consecutive "
+                                f"rounds, each estimate inside the previous round's interval{warns}")
+            model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
+            _, wall_model = self.wall()
+            choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, draw_counts=counts)
+            if choices:
+                return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
+            return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
+                            f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
             more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
@@ -411,6 +430,30 @@ class _Loop:
         else:
             why = "no remaining candidate within the budget is expected to shrink the unmet targets"
         return [], "", f"{why}; not reached: {detail}"
+
+    def unconfirmed(self, result, number: int) -> str:
+        """Why the targets met after round ``number`` are not yet confirmed ('' when they are): the
+        previous done round must have met them too, and each estimate must lie in that round's
+        interval (one lucky round does not stop the loop)."""
+        rounds = read_rounds(self.store, self.spec.name)
+        if rounds.empty:
+            return "the first fit"
+        before = rounds[(rounds["round"] < number) & (rounds["state"] == "done") & (rounds["entry"] == "target")]
+        if before.empty:
+            return "the first fit"
+        last = before[before["round"] == before["round"].max()].set_index("parameter")
+        out = []
+        for t in self.targets:
+            if t not in last.index:
+                out.append(f"{t} not fitted in the previous round")
+                continue
+            row = last.loc[t]
+            lo, hi = float(row["ci_low"]), float(row["ci_high"])
+            if not target_halfwidth(t, lo, hi, self.positive) <= self.ad.halfwidth:
+                out.append(f"{t} was not reached in the previous round")
+            elif not lo <= float(result.estimate[t]) <= hi:
+                out.append(f"{t} = {result.estimate[t]:.4g} moved outside the previous round's [{lo:.4g}, {hi:.4g}]")
+        return "; ".join(out)
 
     def rules_changed(self, last: pd.DataFrame) -> str:
         """What of the stopping rules (budget, halfwidth, targets, form) differs between the

@@ -317,9 +317,11 @@ _where_option = click.option("--where", default=None, metavar="SQL",
 @store_option
 @_metric_option
 @_step_option
-@click.option("--form", default="theory", show_default=True, metavar="F",
-              help="theory (c1/L + c2 sqrt(D/(LM))), free (c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), "
-              "output (c1/L + c2 D/(LM)), or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\".")
+@click.option("--form", default="decomposed", show_default=True, metavar="F",
+              help="decomposed (c1 L^-a on the seeds' bias, c2 (D/(LM))^b on their fluctuation), free_rss "
+              "(sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2)), theory_rss, theory (c1/L + c2 sqrt(D/(LM))), free "
+              "(c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), output (c1/L + c2 D/(LM)), or an expression over "
+              "L, M, D, P, e.g. \"c1*L**-a + c2\".")
 @_where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
@@ -334,23 +336,34 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
                 n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
     """Fit a scaling law to a sweep's errors, with 95% bootstrap confidence intervals.
 
-    Errors are RMS over seeds per grid point and problem draw, fitted in log space (robust
-    loss, several starts), draws pooled; floor-limited points and flagged seeds are left out and
-    counted; warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free
+    The default, decomposed, splits each point's error into the seed-mean's distance from the
+    reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); the
+    other laws are fitted to the RMS errors over seeds in log space (robust loss, several
+    starts). Draws are pooled; floor-limited points and flagged seeds are left out and counted;
+    warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
     from . import fit as fitting
+    from .errors import FitError, NoDecompositionError
 
     with store_errors():
-        fitting.resolve_form(form)
+        label, _ = fitting.resolve_form(form)
         st, con = open_sweep(store_uri, sweep)
-        result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                                   floor=floor)
+        try:
+            result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot,
+                                       seed=seed, floor=floor)
+        except (NoDecompositionError, FitError) as exc:
+            if label != "decomposed" or not isinstance(exc, NoDecompositionError) and "decomposed" not in str(exc):
+                raise
+            raise type(exc)(f"{exc}; --form {fitting.RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
-            from .diagnostics import compare_laws, format_comparison
+            from .diagnostics import additive_warning, compare_laws, format_comparison
 
-            click.echo(format_comparison(compare_laws(result.grid, floor=floor, seed=seed)))
+            table = compare_laws(result.grid, floor=floor, seed=seed)
+            click.echo(format_comparison(table))
+            for line in additive_warning(table, label):
+                click.echo(f"warning: {line}")
         if budgets:
             from .shapes import format_advice, shape_advice
 
@@ -398,7 +411,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @_metric_option
 @_step_option
 @_where_option
-@click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
+@click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,

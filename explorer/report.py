@@ -37,18 +37,19 @@ from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, QueryError, SweepDataError
 from .diagnostics import compare_laws
-from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
+from .fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
 from .formatting import fmt
 
 from .options import open_sweep
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
+from .fit_decomposed import fit_decomposed
 from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, grid_errors, held_axes,
-                         held_where, query_cache, query_frame, require_sweep_rows, status_counts, step_errors,
-                         sweep_is, table_columns)
+                         held_where, query_cache, query_frame, require_sweep_rows, seed_grams, status_counts,
+                         step_errors, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
-REPORT_FORMS = ("theory", "free", "output", "joint")
+REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
 PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
@@ -59,6 +60,13 @@ BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
                          "and seed noise",
     "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
                           "embeddings and seed noise",
+    "draws, then seed indices shared by a draw's points": "problem draws resampled, then one resample of seed "
+                                                          "indices per draw applied to all its points (the seeds "
+                                                          "are common across the grid): the draw of data and "
+                                                          "embeddings and seed noise",
+    "seed indices shared by the draw's points": "one resample of seed indices applied to all points (the seeds are "
+                                                "common across the grid): seed noise only, not the draw of data "
+                                                "and embeddings",
     "none": "no bootstrap, so no interval",
 }
 
@@ -179,6 +187,7 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     # Grid points measured against several references are read against their newest (the note says which).
     lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
     fits = report.fits
+    lines.extend(_decomposed_sentences(report))
     if "theory" in fits:
         t = fits["theory"]
         lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
@@ -186,10 +195,6 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
                      .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
                              _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
                              t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
-    if "free" in fits:
-        f = fits["free"]
-        lines.append(_slope_sentence(f, "a", M_("Slope in L (free-exponent fit)"), "-1"))
-        lines.append(_slope_sentence(f, "b", M_("Slope in L&middot;M at fixed D (free-exponent fit)"), "-1/2"))
     if "output" in fits and "theory" in fits:
         better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
         lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
@@ -203,7 +208,8 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     if report.advice is not None:
         lines.append(_advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
-        lines.append(M_("The {} form was not fitted: {}").format(form, why))
+        if form != "decomposed":  # said in the first line
+            lines.append(M_("The {} form was not fitted: {}").format(form, why))
     lines.extend(_skipped_sentences(report))
     if report.phase is not None:
         counts = report.phase.counts()
@@ -221,6 +227,38 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
         c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
     return lines
+
+
+def _decomposed_sentences(report: Report) -> list[Markup]:
+    """The summary's first lines: a and b of the decomposed fit with their intervals, or why
+    they are not measured on this grid, then its two surfaces."""
+    result = report.fits.get("decomposed")
+    out = []
+    if result is None:
+        why = report.fit_errors.get("decomposed")
+        if why is None:
+            return []  # the sweep does not vary L and M: said with the other laws not fitted
+        out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
+                          "{}.").format(why))
+        result = report.fits.get(RSS_FALLBACK)
+        if result is None:
+            return out
+        source = Markup("free_rss fit to the RMS errors")
+    else:
+        source = Markup("decomposed fit")
+    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
+                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
+                                 .format(source), "1/2")):
+        if name in result.unidentified:
+            out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
+            continue
+        common = {"fit_id": result.fit_id, "parameter": name}
+        out.append(Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
+            label, _span(result.estimate[name], fmt(result.estimate[name], ".3f"), field="estimate", **common),
+            _span(result.ci_low[name], fmt(result.ci_low[name], ".3f"), field="ci_low", **common),
+            _span(result.ci_high[name], fmt(result.ci_high[name], ".3f"), field="ci_high", **common), theory))
+    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in _field(result, "surfaces", []))
+    return out
 
 
 def _advice_sentence(advice: dict) -> Markup:
@@ -295,6 +333,10 @@ def _fit_block(result: FitResult) -> dict:
 
 
 CHART_TITLES = {
+    "bias_vs_depth": "Bias (the seed-mean's distance from the reference) vs depth L, one colour per M, with the "
+                     "decomposed fit's c1 L^-a and a slope -1 guide",
+    "fluct_vs_units": "Fluctuation (the seeds' spread around their mean) vs L*M, with the decomposed fit's "
+                      "c2 (D/(LM))^b and a slope -1/2 guide",
     "error_vs_depth": "Error vs depth L (fitted law, slope -1 guide)",
     "error_vs_units": "Error vs L*M: the hidden width (slope -1/2 guide)",
     "error_heatmap": "Error over (L, M) with the fitted surface's contours",
@@ -323,7 +365,7 @@ def _chart_title(name: str) -> str:
 
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
-                 where: str | None = None, form: str = "theory", n_boot: int = 200, seed: int = 0,
+                 where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
                  store=None, formats=CHART_FORMATS) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
@@ -332,7 +374,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         out_dir: the folder to write (created; files of the same names are replaced).
         metric, step, where: which errors (see ``grid_errors``); axes other than L, M, D that
             vary are held at ``held_axes`` values for the fits (said in the report).
-        form: the fit drawn in the charts (theory by default; any form or expression).
+        form: the fit drawn in the charts (decomposed by default, free_rss where it cannot be
+            fitted; any form or expression).
         n_boot, seed: bootstrap resamples and seed of every fit.
         store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
         formats: which files to write per chart besides index.html.
@@ -360,8 +403,12 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
                 report.skipped[name] = missing
                 continue
             try:
-                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
-            except FitError as exc:
+                if name == "decomposed":
+                    frame = seed_grams(con, sweep, metric=metric, step=step, where=fit_where)
+                    report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=fit_where)
+                else:
+                    report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
+            except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
                 report.fit_errors[name] = str(exc)
         if report.fits:
             try:
@@ -369,6 +416,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+        if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
+            main = report.fits.get(RSS_FALLBACK)
         if "joint" in report.fits:
             report.advice = shape_advice(report.fits["joint"])
 
@@ -401,6 +450,12 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
     swept axis gets an error chart over it."""
     c, varying = report.charts, report.varying
     vary_l, vary_m = "L" in varying, "M" in varying
+    decomposed = report.fits.get("decomposed")
+    if decomposed is not None:
+        for name, chart in (("bias_vs_depth", _charts.bias_vs_depth(decomposed)),
+                            ("fluct_vs_units", _charts.fluct_vs_units(decomposed))):
+            if chart is not None:
+                c[name] = chart
     if vary_l:
         c["error_vs_depth"] = _charts.error_vs_depth(points, main)
     if vary_l or vary_m:
@@ -421,8 +476,8 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         held = {k: v for k, v in report.fixed.items() if k != axis}
         grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
         c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
-    # the free fit's exponents first: their spread over draws is what the pooled CI leaves out
-    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "free")]
+    # the decomposed fit's estimates first: their spread over draws is what the interval rests on
+    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]

@@ -273,7 +273,8 @@ class AdaptiveSpec:
     """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
     round by round to shrink the targets' CIs per unit of cost (``explorer.adaptive``)."""
 
-    form: str = _spec_field("free", _name, "the law fitted each round, a name of the fit registry (explorer fit --form)")
+    form: str = _spec_field("decomposed", _name,
+                            "the law fitted each round, a name of the fit registry (explorer fit --form)")
     targets: tuple[str, ...] | None = _spec_field(
         None, _list_of(_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")
     halfwidth: float = _spec_field(0.1, _positive_number, "the 95% CI half-width every target should reach")

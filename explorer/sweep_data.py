@@ -7,8 +7,8 @@ the explorer's one-line ``QueryError``).
 - ``grid_errors``: per (problem draw, grid point) errors at one GD step, RMS over seeds.
 - ``step_errors``: the same at every step.
 - ``seed_grams``: per (problem draw, grid point) at one step, the seeds' Gram matrix of the
-  errors, from which the bias and the fluctuation are computed for any resampling of the seeds;
-  ``decompose_gram`` computes them from one matrix as the ``points`` view does.
+  errors, from which the bias and the fluctuation are computed for any resampling of the seeds
+  (``explorer.decomposition``).
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.
@@ -486,33 +486,6 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     return frame
 
 
-def decompose_gram(gram: np.ndarray) -> dict:
-    """The ``points`` view's numbers from one point's Gram matrix (``seed_grams``), R distinct seeds.
-
-    Returns:
-        ``bias2`` (unbiased, may be negative), ``fluct2`` (mean diagonal less bias2) and
-        ``bias2_se`` (the view's standard error: bias2^2 - P4 floored at 2 (P2 - P4) / (R (R - 1)),
-        the jackknife with three seeds; see ``store.points``), None where R is too small for it.
-    """
-    gram = np.asarray(gram, dtype=np.float64)
-    R = gram.shape[0]
-    if R < 2:
-        return {"bias2": None, "fluct2": None, "bias2_se": None}
-    pairs = gram - np.diag(np.diag(gram))
-    total, rows = pairs.sum(), pairs.sum(axis=1)
-    bias2 = total / (R * (R - 1))
-    out = {"bias2": float(bias2), "fluct2": float(np.trace(gram) / R - bias2), "bias2_se": None}
-    if R == 3:
-        leave_one_out = (total - 2 * rows) / ((R - 1) * (R - 2))
-        out["bias2_se"] = float(np.sqrt(2 * leave_one_out.var()))
-    elif R >= 4:
-        squares = np.sum(pairs ** 2)
-        p4 = (total ** 2 - 4 * np.sum(rows ** 2) + 2 * squares) / (R * (R - 1) * (R - 2) * (R - 3))
-        variance = max(bias2 ** 2 - p4, 2 * (squares / (R * (R - 1)) - p4) / (R * (R - 1)))
-        out["bias2_se"] = float(np.sqrt(max(variance, 0.0)))
-    return out
-
-
 def _symmetric(rows) -> np.ndarray:
     """The stored Gram rows as one float64 matrix, symmetrised (each pair's two products agree to
     rounding: they come from one matrix product)."""
@@ -681,7 +654,7 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
-    "GRAM_COLUMN", "ReferenceChoice", "choose_references", "decompose_gram", "column_is", "column_values", "count_flags", "final_step_clause",
+    "GRAM_COLUMN", "ReferenceChoice", "choose_references", "column_is", "column_values", "count_flags", "final_step_clause",
     "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "require_sweep_rows", "seed_grams", "sql_literal",
     "status_counts", "step_errors", "sweep_is", "table_columns", "where_clause",
