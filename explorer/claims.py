@@ -167,7 +167,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment(
         "hidden-width-rates",
         "Hidden width paper: O(1/L + sqrt(D/(LM))), tanh, D = 8, Mean ODE reference",
-        {"main": "hidden-width-rates"},
+        {"main": "hidden-width-rates", "bias": "hidden-width-rates-bias"},
         (
             Claim("m1-rate", "M = 1 converges as L grows (depth begets width): err_out ~ L^-b at M = 1, "
                   "the sqrt(D/(LM)) rate gives b = 1/2", HIDDEN_WIDTH, "main", "fit", step=10, where="M = 1",
@@ -176,9 +176,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
             Claim("lm-collapse", "the sampling term depends on L*M only: errors at equal L*M within 30 % "
                   "across M (L*M >= 1024)", HIDDEN_WIDTH, "main", "collapse", step=10, where="L * M >= 1024",
                   paper=0.30, paper_text="<= 30 % spread"),
+            Claim("sampling-rate", "the sampling term: fluctuation ~ c2 (D/(LM))^b across the seeds (decomposed fit: "
+                  "b from the seeds' spread at each point, every L and M)", HIDDEN_WIDTH, "main", "fit", step=10,
+                  form="decomposed", parameter="b", quantity="exponent", paper=0.5, paper_text="b = 1/2 (rate)",
+                  tolerance=CLOSE_EXPONENT),
+            Claim("bias-rate", "the depth term: bias ~ c1 L^-a, the seeds' mean error (decomposed fit, on the "
+                  "shallow, wide grid where it dominates)", HIDDEN_WIDTH, "bias", "fit", step=10,
+                  form="decomposed", parameter="a", quantity="exponent", paper=1.0, paper_text="a = 1 (rate)",
+                  tolerance=CLOSE_EXPONENT),
         ),
-        tiny={"main": ["grid.L=[4, 8]", "grid.M=[1, 2]", "grid.seeds=2", "reference.depth=16",
-                       "reference.width=16", "train.steps=3"]},
+        tiny={role: ["grid.L=[4, 8]", f"grid.M={m}", "grid.seeds=2", "reference.depth=16", "reference.width=16",
+                     "train.steps=3"] for role, m in (("main", "[1, 2]"), ("bias", "[16, 32]"))},
     ),
 )}
 
@@ -225,7 +233,7 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
         row.update(verdict=NOT_MEASURED, reason=why)
         return row
     if claim.kind == "fit":
-        return _measure_fit(claim, grid, row, n_boot)
+        return _measure_fit(claim, grid, row, n_boot, con, sweep)
     points = pooled(grid) if claim.pooled else grid
     if claim.kind == "curve":
         ratio = points["err"] / claim.curve(points["L"], points["M"], points["D"])
@@ -248,12 +256,24 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
     raise ValueError(f"unknown claim kind {claim.kind!r}")
 
 
-def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int) -> dict:
+def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
+    """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
+    any other law on the claim's grid of errors."""
+    from . import fit as fitting
+
+    form = fitting.FORMS.get(claim.form)
+    if form is not None and form.method == "decomposed":
+        return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
+                                 n_boot=n_boot, hold=False)
+    return fitting.fit(grid, claim.form, n_boot=n_boot, where=claim.where)
+
+
+def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str) -> dict:
     from .errors import UsageError
-    from .fit import R2_WARNING, fit
+    from .fit import R2_WARNING
 
     try:
-        result = fit(grid, claim.form, n_boot=n_boot, where=claim.where)
+        result = fit_claim(claim, grid, con, sweep, n_boot)
     except UsageError as exc:
         row.update(verdict=NOT_MEASURED, reason=f"the fit failed: {exc}")
         return row
@@ -297,5 +317,5 @@ def claim_fit_id(exp: Experiment, claim: Claim) -> str:
 
 
 __all__ = ["COMPANION", "EXPERIMENTS", "HIDDEN_WIDTH", "SCALES", "Claim", "Experiment", "claim_fit_id", "claim_grid",
-           "fit_claim_verdict", "largest_point", "measure", "nonlinear_hidden", "nonlinear_output", "paper_spec",
+           "fit_claim", "fit_claim_verdict", "largest_point", "measure", "nonlinear_hidden", "nonlinear_output", "paper_spec",
            "pooled", "term_share"]

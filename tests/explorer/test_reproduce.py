@@ -221,3 +221,38 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     again = CliRunner().invoke(main, ["reproduce", "companion-linear", "--scale", "tiny",
                                       "--store", str(tmp_path / "store"), "--out", str(out)])
     assert again.exit_code == 0, again.output
+
+
+def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch):
+    """sampling-rate (b) and bias-rate (a) go through fit_sweep's decomposed law; on a planted
+    law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
+    told apart."""
+    from explorer import fit as fitting
+    from explorer.fit_decomposed import fit_decomposed
+    from explorer.planted import REGIMES, as_grid, planted_grams
+
+    exp = EXPERIMENTS["hidden-width-rates"]
+    sampling, bias = (c for c in exp.claims if c.id in ("sampling-rate", "bias-rate"))
+    assert (sampling.sweep, bias.sweep) == ("main", "bias") and sampling.form == bias.form == "decomposed"
+    calls = []
+
+    def run(regime):
+        frame = planted_grams(regime, np.random.default_rng(1))
+        frame = frame.assign(sweep="s", metric="err_out")
+
+        def fake_fit_sweep(con, sweep, form, **kw):
+            calls.append((sweep, form, kw["metric"], kw["step"]))
+            return fit_decomposed(frame, n_boot=kw["n_boot"], where=kw["where"])
+
+        monkeypatch.setattr(fitting, "fit_sweep", fake_fit_sweep)
+        monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: as_grid(frame))
+        return [cl.measure(c, None, "s", _Spec("mean_ode"), n_boot=40) for c in (sampling, bias)]
+
+    easy = REGIMES["easy"]
+    rows = run(easy)
+    assert calls[0] == ("s", "decomposed", "err_out", 10)
+    for row, truth in zip(rows, (0.5, 1.0)):
+        assert row["verdict"] == CONSISTENT and row["ci_low"] <= truth <= row["ci_high"], row
+        assert row["ci_high"] - row["ci_low"] <= 0.3
+    slow_bias = dataclasses.replace(easy, a=0.6)
+    assert run(slow_bias)[1]["verdict"] == DISAGREES
