@@ -229,7 +229,9 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
         if not spec.coupled_embeddings:  # uncoupled: the reference's D too
             grid = grid[grid["D"] != top["D"]]
     if grid is None or grid.empty:
-        why = "this tool does not measure it yet" if claim.where == "FALSE" else "no points of this claim in the sweep"
+        at = f"{claim.metric} at step {claim.step}" if claim.step is not None else claim.metric
+        why = ("this tool does not measure it yet" if claim.where == "FALSE" else
+               f"no points of this claim in the sweep ({at}{', ' + claim.where if claim.where else ''})")
         row.update(verdict=NOT_MEASURED, reason=why)
         return row
     if claim.kind == "fit":
