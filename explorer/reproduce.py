@@ -11,7 +11,6 @@ each) and charts of the authors' curves over our points. The fits behind the cla
 """
 from __future__ import annotations
 
-import math
 import sys
 import time
 from pathlib import Path
