@@ -109,11 +109,13 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
+    from store.printable import printable
+
     st = open_store(store_uri, must_exist=True)
     with store_errors():
         if quarantine:
             for source, target in st.quarantine(sweep):
-                click.echo(f"quarantined {source} -> {target}")
+                click.echo(f"quarantined {printable(source)} -> {printable(target)}")
         if repair:
             for line in st.repair(sweep).lines():
                 click.echo(line)
@@ -167,7 +169,8 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
     st = open_store(store_uri, must_exist=True)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
-            click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
+            for line in st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).lines():
+                click.echo(line)
 
 
 @main.command("sweep", context_settings={"ignore_unknown_options": True})

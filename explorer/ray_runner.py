@@ -104,6 +104,7 @@ from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_by
 from .options import open_store
 from .planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
+from .reference_screen import validator
 from .spec import SweepSpec
 
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
@@ -312,7 +313,8 @@ def _compute(planned: PlannedReference) -> Reference:
 def _load_reference(store: Store, planned: PlannedReference) -> Reference:
     ref = _REFERENCE_CACHE.get(planned.ref_key)
     if ref is None:
-        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record())
+        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record(),
+                                                      validate=validator(planned.ref_key))
         ref = Reference.from_record(arrays, meta)
         if len(_REFERENCE_CACHE) >= _REFERENCE_CACHE_SIZE:
             _REFERENCE_CACHE.pop(next(iter(_REFERENCE_CACHE)))

@@ -2,7 +2,7 @@
 
 Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
 """
-from .errors import (InvalidNameError, SchemaError, StoreError, StoreQueryError, StoreUnreachable,
+from .errors import (ForeignReferenceError, InvalidNameError, SchemaError, StoreError, StoreQueryError, StoreUnreachable,
                      UnreadableFileError)
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
@@ -20,6 +20,7 @@ __all__ = [
     "CompactionReport",
     "DATA_KINDS",
     "FINAL_STATUSES",
+    "ForeignReferenceError",
     "InvalidNameError",
     "LeftOutFilesWarning",
     "SCHEMA_VERSION",

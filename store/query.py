@@ -22,6 +22,7 @@ from .catalog import Source, list_kind, list_references, list_sweeps
 from .errors import StoreQueryError
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
+from .printable import printable
 from .schema import KEY_COLUMN, schema
 from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
@@ -97,7 +98,7 @@ class LeftOutFilesWarning(UserWarning):
 def left_out_message(left_out: list[Verdict]) -> str:
     first = left_out[0]
     return (f"the views left out {len(left_out)} file(s) that are not store data "
-            f"(e.g. {first.path}: {first.reason}); run `explorer check` to list them")
+            f"(e.g. {printable(first.path)}: {printable(first.reason)}); run `explorer check` to list them")
 
 
 def connect(

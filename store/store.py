@@ -153,7 +153,8 @@ class Store:
         return lookup.trial_values(self._files, sweep, column, None if keys is None else set(keys))
 
     def get_or_compute_reference(
-        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = references.STALE_AFTER_S
+        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *,
+        stale_after_s: float = references.STALE_AFTER_S, validate: references.Validate | None = None,
     ) -> tuple[dict[str, np.ndarray], dict]:
         """The cached reference ``(arrays, meta)`` of ``ref_key``, computing it only if absent.
 
@@ -164,15 +165,22 @@ class Store:
         Args:
             compute: returns ``(arrays, meta)``: a dict of numpy arrays and a JSON-serializable dict.
             stale_after_s: break a lock not refreshed for this long (its worker died).
+            validate: ``validate(arrays, meta)`` -> why a cached copy cannot be used, or None.
+                A cached file holding another key's rows, or refused by ``validate``, is moved
+                to ``<root>/quarantine/references/`` and the reference computed again.
 
         Raises:
             Whatever compute raises; SchemaError for arrays or meta that cannot be stored;
             InvalidNameError for a bad key; StoreError when the store cannot be used.
         """
-        return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s)
+        return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s, validate=validate)
 
     def read_reference(self, ref_key: str) -> tuple[dict[str, np.ndarray], dict] | None:
-        """The cached reference of ``ref_key``, or None when it is not cached."""
+        """The cached reference of ``ref_key``, or None when it is not cached.
+
+        Raises:
+            ForeignReferenceError: the cached file is not ``ref_key``'s reference (never used).
+        """
         return references.read(self._files, check_key(ref_key, "reference key"))
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
