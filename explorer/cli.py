@@ -5,12 +5,16 @@ the traceback appears only with `explorer --debug ...`.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import warnings
 
 import click
 
 from . import __version__
+from .bounds import MAX_RESAMPLES
+from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
+from .env_settings import check_environment
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 
@@ -24,23 +28,26 @@ class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
 
     def invoke(self, ctx: click.Context):
-        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
+        # restores warnings.showwarning, and SIGTERM's handler, when the command ends
+        with warnings.catch_warnings(), terminate_as_exception():
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
+                check_environment()  # a bad EXPLORER_* variable: one line before any work
                 return super().invoke(ctx)
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
-            except KeyboardInterrupt:
-                # Ctrl-C before a sweep arms its own handlers (parsing, planning) or in any other
-                # command: nothing is half-written (every write is atomic), so one line, the
-                # shell's code for SIGINT
-                if ctx.meta.get("explorer.debug"):
+            except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
+                # A signal before a sweep arms its own handlers (parsing, planning) or in any
+                # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
+                # half-written (every write is atomic), so one line and the shell's code for it
+                signum = interrupted_signal(exc)
+                if signum is None or ctx.meta.get("explorer.debug"):
                     raise
-                click.echo("interrupted (SIGINT)", err=True)
-                sys.exit(130)
+                click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
+                sys.exit(EXIT_CODES[signum])
 
 
 def _warning_line(show):
@@ -71,11 +78,16 @@ def main(ctx: click.Context, debug: bool) -> None:
 @store_option
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=7 * 86_400), default=None,
+              metavar="SECONDS", help="Stop the query after this many seconds (exit 2). Default: no limit.")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
+def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
+                memory_limit: str | None) -> None:
     """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
-    data are left out, with a warning line on stderr.
+    data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
 
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
@@ -86,7 +98,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
     st = open_store(store_uri, must_exist=True)
     with store_errors(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutFilesWarning)
-        table = st.query(query, sweep=sweep)
+        table = st.query(query, sweep=sweep, timeout_s=timeout_s, memory_limit=memory_limit)
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
@@ -317,7 +329,7 @@ _where_option = click.option("--where", default=None, metavar="SQL",
               help="theory (c1/L + c2 sqrt(D/(LM))), free (c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), "
               "output (c1/L + c2 D/(LM)), or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\".")
 @_where_option
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
 @click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
@@ -395,7 +407,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @_step_option
 @_where_option
 @click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
                    form: str, n_boot: int) -> None:

@@ -100,6 +100,7 @@ from trials import (Reference, ReferenceDiverged, compute_reference, reference_f
                     train_trial)
 
 from .errors import ClusterError, spec_error
+from .env_settings import check_environment, setting
 from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
 from .options import open_store
 from .planning import Plan, PlannedReference, PlannedTrial, plan
@@ -120,7 +121,6 @@ _TUNE_ENV = {
 }
 THREADS_ENV = "EXPLORER_TORCH_THREADS"  # torch threads of each worker task (default: the CPUs Ray gave it)
 LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
-_LEASE_TTL_S = 60.0
 _WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
 
 
@@ -332,13 +332,7 @@ def apply_torch_threads() -> int:
     """
     import torch
 
-    n = 0
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        try:
-            n = int(text)
-        except ValueError:
-            n = 0
+    n = setting(THREADS_ENV) or 0  # bounded (env_settings); checked by the driver before Ray starts
     if n <= 0:
         cpus = 1.0
         if ray.is_initialized():
@@ -920,6 +914,7 @@ def run_sweep(
         StoreUnreachable: the store became unreachable mid-sweep (one line: the store, the
             filesystem's error, how to resume); the run stopped as soon as a worker saw it.
     """
+    check_environment()  # a bad EXPLORER_* variable is one line before any work, not a worker's traceback
     started = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc)
     store = open_store(store)
@@ -937,7 +932,7 @@ def run_sweep(
     claimed: set[str] = set()
     if todo:
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
-        ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
+        ttl = lease_ttl_s or setting(LEASE_TTL_ENV)
         leases = _Leases(store, spec.name, ttl)
         with _SignalGuard() as guard, _stop_when_store_lost(bar):
             try:
@@ -1024,14 +1019,6 @@ def _stop_when_store_lost(bar: Progress) -> Iterator[None]:
             f"the store became unreachable mid-sweep, which stopped: {' '.join(str(lost).split())}; "
             f"the trials already written stay in it: to resume, run the same command again once the store is "
             f"back{': ' + again if again else ''}") from None
-
-
-def _float_env(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def _wait_for(leases: _Leases, keys: set[str]) -> None:

@@ -2,8 +2,8 @@
 
 Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
 """
-from .errors import (ForeignReferenceError, InvalidNameError, SchemaError, StoreError, StoreQueryError, StoreUnreachable,
-                     UnreadableFileError)
+from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, SchemaError, StoreError, StoreQueryError,
+                     StoreUnreachable, UnreadableFileError)
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
@@ -23,6 +23,7 @@ __all__ = [
     "ForeignReferenceError",
     "InvalidNameError",
     "LeftOutFilesWarning",
+    "QueryTimeout",
     "SCHEMA_VERSION",
     "STATUSES",
     "SchemaError",

@@ -35,3 +35,7 @@ class UnreadableFileError(StoreError):
 class ForeignReferenceError(StoreError):
     """A cached reference file that is not the reference of its name (another key's rows, another
     schema, arrays that do not decode, or content its reader refuses): never used."""
+
+
+class QueryTimeout(StoreQueryError):
+    """A query that ran longer than its time limit; it was interrupted."""

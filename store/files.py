@@ -32,11 +32,14 @@ _OBJECT_STORES = ("s3", "gcs", "abfs")
 # what it sets). A dead endpoint (connection refused) then fails a request in about 1 s, a
 # hanging one in about 3 x 3 s; a live one that answers slowly (a large upload) is not cut,
 # since the request timeout is the longest wait for the next byte, not the whole transfer.
+# Each value is bounded above too: an endless timeout (inf, 1e308) is a hang, not a setting.
 S3_TIMEOUTS = {
     "EXPLORER_S3_CONNECT_TIMEOUT_S": (2.0, "seconds to open a connection"),
     "EXPLORER_S3_REQUEST_TIMEOUT_S": (3.0, "seconds without a byte before a request fails"),
     "EXPLORER_S3_MAX_ATTEMPTS": (3, "attempts per request (1 = no retry), with backoff"),
 }
+S3_LIMIT_CEILINGS = {"EXPLORER_S3_CONNECT_TIMEOUT_S": 300.0, "EXPLORER_S3_REQUEST_TIMEOUT_S": 600.0,
+                     "EXPLORER_S3_MAX_ATTEMPTS": 20}
 
 
 @dataclass(frozen=True)
@@ -327,7 +330,8 @@ def s3_limits() -> tuple[float, float, int]:
     ``S3_TIMEOUTS``'s defaults, or the environment variables named there.
 
     Raises:
-        StoreError: a variable that is not a positive number.
+        StoreError: a variable that is not a positive number of at most its ceiling
+            (``S3_LIMIT_CEILINGS``); NaN and infinities included.
     """
     values = []
     for name, (default, meaning) in S3_TIMEOUTS.items():
@@ -335,13 +339,14 @@ def s3_limits() -> tuple[float, float, int]:
         if not text:
             values.append(default)
             continue
+        ceiling = S3_LIMIT_CEILINGS[name]
         try:
             value = type(default)(text)
         except ValueError:
             value = 0
-        if value <= 0:
+        if not 0 < value <= ceiling:  # False for NaN too
             kind = "a positive integer" if isinstance(default, int) else "a positive number"
-            raise StoreError(f"{name}={text!r}: expected {kind} ({meaning}; default {default})")
+            raise StoreError(f"{name}={text[:40]!r}: expected {kind} of at most {ceiling:g} ({meaning}; default {default})")
         values.append(value)
     return values[0], values[1], values[2]
 

@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 
 from .catalog import Source, list_kind, list_references, list_sweeps
 from .errors import StoreQueryError
+from .interrupt import interruptible, memory_limit_bytes
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
 from .printable import printable
@@ -103,7 +104,7 @@ def left_out_message(left_out: list[Verdict]) -> str:
 
 def connect(
     files: Files, sweep: str | None = None, read_only: bool = False, exclude: frozenset[str] = frozenset(),
-    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None,
+    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None, memory_limit: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views.
 
@@ -114,12 +115,16 @@ def connect(
         left_out: receives the verdicts on the files the views left out (foreign files).
         unreadable: "raise" when a data file cannot be read (default), or "skip" it.
         views: only these views (default all of VIEWS; see ``views_of``).
+        memory_limit: DuckDB's memory limit, ``"8GB"``, ``"512MiB"`` or ``"30%"`` of the machine's
+            memory (default ``SQL_MEMORY_SHARE`` of it; ``interrupt.memory_limit_bytes``). A query
+            that needs more spills to disk or fails with DuckDB's out-of-memory error.
 
     Raises:
         InvalidNameError: a bad sweep name. UnreadableFileError: a data file that cannot be read
         (the message names it and ``explorer check --quarantine``). StoreError: the store cannot
         be listed.
     """
+    limit = memory_limit_bytes(memory_limit)
     con = duckdb.connect()
     for kind in VIEWS if views is None else [v for v in VIEWS if v in views]:
         fragments: dict = {}
@@ -133,6 +138,8 @@ def connect(
             names.append(f"_{kind}_{i}")
             con.register(names[-1], part)
         con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT * FROM {n}" for n in names))
+    con.execute(f"SET memory_limit = '{limit // 2**20}MiB'")
+    con.execute("SET enable_progress_bar = false")  # DuckDB's bar on stderr would break one-line output
     if read_only:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
@@ -168,17 +175,22 @@ def _message(exc: Exception) -> str:
     return message
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    """Execute SQL and fetch the whole result as Arrow.
+def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None) -> pa.Table:
+    """Execute SQL and fetch the whole result as Arrow (``interruptible``: Ctrl-C and SIGTERM
+    stop it at once, and so does ``timeout_s``).
 
     Raises:
         StoreQueryError: DuckDB rejected the query (its message, unchanged).
+        QueryTimeout: it ran longer than ``timeout_s`` seconds (it was interrupted).
     """
-    try:
+    def fetch() -> pa.Table:
         result = con.sql(sql)
         if result is None:  # a statement without a result (SET, CREATE ...)
             return pa.table({})
         return result.to_arrow_table()
+
+    try:
+        return interruptible(con, fetch, timeout_s)
     except duckdb.Error as exc:
         raise StoreQueryError(_message(exc)) from None
 

@@ -184,7 +184,7 @@ class Store:
         return references.read(self._files, check_key(ref_key, "reference key"))
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
-                views: Collection[str] | None = None) -> duckdb.DuckDBPyConnection:
+                views: Collection[str] | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with views metrics, trials, fits, rounds and references.
 
         The views show the files present now; connect again to see later writes. They read
@@ -202,35 +202,44 @@ class Store:
             UnreadableFileError: a data file cannot be read (names it and ``explorer check --quarantine``).
         """
         left_out: list = []
-        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views)
+        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views,
+                            memory_limit=memory_limit)
         self.left_out = left_out
         if left_out:
             warnings.warn(query.left_out_message(left_out), query.LeftOutFilesWarning, stacklevel=2)
         return con
 
-    def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
+    def query(self, sql: str, sweep: str | None = None, read_only: bool = True, *,
+              timeout_s: float | None = None, memory_limit: str | None = None) -> pa.Table:
         """Run a query over fresh views and return the whole result as an Arrow table.
 
         With ``read_only`` (the default) only one query is accepted (SELECT, WITH, VALUES,
-        DESCRIBE, SHOW, EXPLAIN, reading PRAGMAs; ``query.check_read_only``).
+        DESCRIBE, SHOW, EXPLAIN, reading PRAGMAs; ``query.check_read_only``). Ctrl-C and SIGTERM
+        stop a running query at once (``store.interrupt``).
+
+        Args:
+            timeout_s: stop the query after this many seconds (QueryTimeout).
+            memory_limit: DuckDB's memory limit (``"8GB"``, ``"30%"``; default half the
+                machine's memory, ``store.interrupt.SQL_MEMORY_SHARE``).
 
         Raises:
             StoreQueryError: DuckDB rejected the query (its message), or it is not a query.
+            QueryTimeout: it ran longer than ``timeout_s``.
         """
         if read_only:
             query.check_read_only(sql)
         views = query.views_of(sql)
-        con = self.connect(sweep=sweep, read_only=read_only, views=views)
+        con = self.connect(sweep=sweep, read_only=read_only, views=views, memory_limit=memory_limit)
         try:
-            return query.run(con, sql)
+            return query.run(con, sql, timeout_s)
         except StoreQueryError as exc:
             if views is None or not query.missing_view(exc):
                 raise
         finally:
             con.close()
-        con = self.connect(sweep=sweep, read_only=read_only)  # a view the parser did not see
+        con = self.connect(sweep=sweep, read_only=read_only, memory_limit=memory_limit)  # a view the parser did not see
         try:
-            return query.run(con, sql)
+            return query.run(con, sql, timeout_s)
         finally:
             con.close()
 
