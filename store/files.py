@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import StoreError
+from .errors import StoreError, StoreUnreachable
 from .layout import join, temporary_path
 
 _OBJECT_STORES = ("s3", "gcs", "abfs")
@@ -212,7 +212,21 @@ class Files:
                     f.write(data)
                 self.fs.move(tmp, path)
         except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"cannot write {self.display(path)}: {exc}") from None
+            raise self.write_error(path, exc) from None
+
+    def write_error(self, path: str, exc: BaseException) -> StoreError:
+        """The error to raise for a failed write of ``path``.
+
+        On local disk an OS error (no space left, quota, read-only, permissions, I/O) is the
+        whole store's, not this file's: ``StoreUnreachable`` naming the store and the error, so
+        that a sweep stops at once instead of rerunning points that can only fail the same way
+        (a full disk still had room for the probe's tiny marker file). Elsewhere a ``StoreError``,
+        after which a sweep probes the store.
+        """
+        if self.is_local and isinstance(exc, OSError):
+            reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
+            return StoreUnreachable(f"store {self.uri} cannot be written: {reason} (writing {self.display(path)})")
+        return StoreError(f"cannot write {self.display(path)}: {exc}")
 
     def _put_local(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
@@ -252,15 +266,18 @@ class Files:
 
     def create_exclusive(self, path: str, content: bytes = b"") -> bool:
         """Create a file only if it does not exist (local disk only); True when created."""
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        try:
-            os.write(fd, content)
-        finally:
-            os.close(fd)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, content)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise self.write_error(path, exc) from None
         return True
 
     def display(self, path: str) -> str:
