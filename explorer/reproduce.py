@@ -22,6 +22,7 @@ every sweep (``explorer.api.sweep``): rerunning skips the trials the store has.
 from __future__ import annotations
 
 import math
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -481,9 +482,12 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         (exit code: 0, or 1 when some trial failed; the claims table; the report folder).
     Raises:
         UsageError: an unknown experiment name or scale (one line).
+        RunInterrupted: SIGINT or SIGTERM stopped a sweep: no claim is measured and no report
+            written (a verdict on a partial sweep would be a false one); the message counts the
+            trials that are complete.
     """
     from .api import sweep
-    from .errors import UsageError
+    from .errors import RunInterrupted, UsageError
     from .options import open_sweep
 
     if name not in EXPERIMENTS:
@@ -492,12 +496,17 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         raise UsageError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
     exp = EXPERIMENTS[name]
     started = time.monotonic()
-    specs, code = {}, 0
-    for role in exp.sweeps:
-        spec = exp.load(role, scale)
-        specs[role] = spec
+    specs = {role: exp.load(role, scale) for role in exp.sweeps}
+    code, complete = 0, 0
+    for role, spec in specs.items():
         result = sweep(spec, store=store, address=address, progress=progress)
         code = max(code, result.exit_code)
+        complete += result.skipped + result.ok + result.diverged
+        if result.interrupted is not None:  # a verdict on a partial sweep would be a false one
+            raise RunInterrupted(
+                f"interrupted ({signal.Signals(result.interrupted).name}): partial, {complete} of "
+                f"{sum(s.grid_points() for s in specs.values())} trials; no verdict written; "
+                "run the same command again to resume", result.exit_code)
     wall = time.monotonic() - started
     rows, grids = [], {}
     cons = {}
