@@ -377,8 +377,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @_where_option
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
-                  out: str | None) -> None:
+                  out: str | None, force: bool) -> None:
     """Classify each (x, y) cell of a sweep as mlu, lazy, trivial, diverged (or failed).
 
     The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
@@ -392,9 +393,10 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
         click.echo(format_phase(diagram))
         if out:
             from .charts import phase_chart
+            from .output_folder import OutputFolder
             from .report import save_chart
 
-            paths = save_chart(phase_chart(diagram), out, "phase")
+            paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
             click.echo("chart: " + ", ".join(str(p) for p in paths))
 
 
@@ -409,17 +411,26 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
+@click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool) -> None:
     """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
 
-    DIR/index.html opens offline (Vega inline). Example: explorer report --sweep demo --out report
+    DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
+    refused unless --force; a read-only store gets the report without its fits saved (one line).
+    Example: explorer report --sweep demo --out report
     """
-    from .report import write_report
+    from .options import open_sweep
+    from .report import build_report
 
     with store_errors():
-        path = write_report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot)
-    click.echo(f"report: {path / 'index.html'}")
+        st, con = open_sweep(store_uri, sweep)
+        report = build_report(con, sweep, out, store=None if no_save else st, metric=metric, step=step, where=where,
+                              form=form, n_boot=n_boot, force=force)
+    if report.fits_not_saved:
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+    click.echo(f"report: {report.path}")
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -437,8 +448,9 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
 @click.option("--list", "list_", is_flag=True, help="List the experiments with their grid sizes, and exit.")
+@click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
-                      list_: bool) -> None:
+                      list_: bool, force: bool) -> None:
     """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
@@ -456,7 +468,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     if name is None:
         raise click.UsageError("give an experiment NAME, or --list to see them")
     with store_errors():
-        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
+        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out, force=force)
     click.echo(rep.markdown_table(table), nl=False)
     click.echo(f"report: {folder / 'index.html'}")
     sys.exit(code)

@@ -422,25 +422,29 @@ def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
 
 
 def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, charts: list, out: str | Path,
-                              sweeps: dict, wall_s: float) -> Path:
-    """out/index.html (claims table + charts as SVG), out/claims.csv, out/claims.md."""
+                              sweeps: dict, wall_s: float, force: bool = False) -> Path:
+    """out/index.html (claims table + charts as SVG), out/claims.csv, out/claims.md; a file there
+    that the explorer did not write is refused unless ``force`` (``OutputFolder``)."""
     import jinja2
 
     from .chart_files import save_chart
+    from .output_folder import OutputFolder
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "claims.csv", index=False)
-    (out / "claims.md").write_text(markdown_table(table), encoding="utf-8")
+    folder = OutputFolder(out, force=force)
+    for name in ("claims.csv", "claims.md", "index.html"):
+        folder.check(name)  # someone else's file, or a linked folder: refused before writing
+    folder.write("claims.csv", table.to_csv(index=False))
+    folder.write("claims.md", markdown_table(table))
     figures = []
     for name, (chart, caption) in charts:
-        save_chart(chart, out / "charts", name, formats=("svg",))
+        save_chart(chart, out / "charts", name, formats=("svg",), output=folder)
         figures.append({"name": name, "src": f"charts/{name}.svg", "title": caption})
     env = jinja2.Environment(loader=jinja2.PackageLoader("explorer", "templates"), autoescape=True)
     page = env.get_template("reproduce.html.j2").render(
         experiment=exp, scale=scale, columns=list(table.columns), rows=table.to_dict("records"),
         figures=figures, sweeps=sweeps, wall_s=wall_s, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-    (out / "index.html").write_text(page, encoding="utf-8")
+    folder.write("index.html", page)
     return out
 
 
@@ -474,7 +478,8 @@ def list_lines() -> list[str]:
 
 
 def reproduce(name: str, scale: str = "laptop", store="results", address: str | None = None,
-              out: str | Path | None = None, n_boot: int = 200, progress: bool = True) -> tuple[int, pd.DataFrame, Path]:
+              out: str | Path | None = None, n_boot: int = 200, progress: bool = True,
+              force: bool = False) -> tuple[int, pd.DataFrame, Path]:
     """Run (or resume) the sweeps of experiment ``name`` at ``scale``, measure its claims and write
     the reproduction report into ``out`` (default ``reproduce-NAME-SCALE``).
 
@@ -535,7 +540,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
     table = claims_table(exp, rows)
     out = Path(out) if out is not None else Path(f"reproduce-{name}-{scale}")
     write_reproduction_report(exp, scale, table, experiment_charts(exp, grids), out,
-                              {role: spec.name for role, spec in specs.items()}, wall)
+                              {role: spec.name for role, spec in specs.items()}, wall, force=force)
     return code, table, out
 
 
