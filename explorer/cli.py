@@ -121,7 +121,7 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
-    from store.printable import printable
+    from store import printable
 
     st = open_store(store_uri, must_exist=True)
     with store_errors():
