@@ -73,6 +73,22 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.meta["explorer.debug"] = debug
 
 
+def cli_reference() -> str:
+    """docs/cli.md: every command's ``--help`` at a fixed width, so the page is the same on every
+    terminal (``python -m explorer.cli_reference > docs/cli.md`` regenerates it; a test compares)."""
+    width = 100
+    parts = ["# Command reference", "",
+             "Generated from `explorer --help` and each command's `--help` by "
+             "`python -m explorer.cli_reference > docs/cli.md`; a test keeps it current.", ""]
+    root = click.Context(main, info_name="explorer", terminal_width=width, max_content_width=width)
+    parts += ["## explorer", "", "```", main.get_help(root), "```", ""]
+    for name in sorted(main.commands):
+        command = main.commands[name]
+        ctx = click.Context(command, parent=root, info_name=name, terminal_width=width, max_content_width=width)
+        parts += [f"## explorer {name}", "", "```", command.get_help(ctx), "```", ""]
+    return "\n".join(parts)
+
+
 @main.command("sql")
 @click.argument("query")
 @store_option
