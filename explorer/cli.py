@@ -5,12 +5,16 @@ the traceback appears only with `explorer --debug ...`.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import warnings
 
 import click
 
 from . import __version__
+from .bounds import MAX_RESAMPLES
+from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
+from .env_settings import check_environment
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 
@@ -24,23 +28,26 @@ class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
 
     def invoke(self, ctx: click.Context):
-        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
+        # restores warnings.showwarning, and SIGTERM's handler, when the command ends
+        with warnings.catch_warnings(), terminate_as_exception():
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
+                check_environment()  # a bad EXPLORER_* variable: one line before any work
                 return super().invoke(ctx)
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
-            except KeyboardInterrupt:
-                # Ctrl-C before a sweep arms its own handlers (parsing, planning) or in any other
-                # command: nothing is half-written (every write is atomic), so one line, the
-                # shell's code for SIGINT
-                if ctx.meta.get("explorer.debug"):
+            except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
+                # A signal before a sweep arms its own handlers (parsing, planning) or in any
+                # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
+                # half-written (every write is atomic), so one line and the shell's code for it
+                signum = interrupted_signal(exc)
+                if signum is None or ctx.meta.get("explorer.debug"):
                     raise
-                click.echo("interrupted (SIGINT)", err=True)
-                sys.exit(130)
+                click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
+                sys.exit(EXIT_CODES[signum])
 
 
 def _warning_line(show):
@@ -66,16 +73,37 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.meta["explorer.debug"] = debug
 
 
+def cli_reference() -> str:
+    """docs/cli.md: every command's ``--help`` at a fixed width, so the page is the same on every
+    terminal (``python -m explorer.cli_reference > docs/cli.md`` regenerates it; a test compares)."""
+    width = 100
+    parts = ["# Command reference", "",
+             "Generated from `explorer --help` and each command's `--help` by "
+             "`python -m explorer.cli_reference > docs/cli.md`; a test keeps it current.", ""]
+    root = click.Context(main, info_name="explorer", terminal_width=width, max_content_width=width)
+    parts += ["## explorer", "", "```", main.get_help(root), "```", ""]
+    for name in sorted(main.commands):
+        command = main.commands[name]
+        ctx = click.Context(command, parent=root, info_name=name, terminal_width=width, max_content_width=width)
+        parts += [f"## explorer {name}", "", "```", command.get_help(ctx), "```", ""]
+    return "\n".join(parts)
+
+
 @main.command("sql")
 @click.argument("query")
 @store_option
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=7 * 86_400), default=None,
+              metavar="SECONDS", help="Stop the query after this many seconds (exit 2). Default: no limit.")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
+def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
+                memory_limit: str | None) -> None:
     """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
-    data are left out, with a warning line on stderr.
+    data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
 
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
@@ -86,7 +114,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
     st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
     with store_errors(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutFilesWarning)
-        table = st.query(query, sweep=sweep)
+        table = st.query(query, sweep=sweep, timeout_s=timeout_s, memory_limit=memory_limit)
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
@@ -109,11 +137,13 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
+    from store import printable
+
     st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         if quarantine:
             for source, target in st.quarantine(sweep):
-                click.echo(f"quarantined {source} -> {target}")
+                click.echo(f"quarantined {printable(source)} -> {printable(target)}")
         if repair:
             for line in st.repair(sweep).lines():
                 click.echo(line)
@@ -163,7 +193,8 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
     st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
-            click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
+            for line in st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).lines():
+                click.echo(line)
 
 
 @main.command("sweep", context_settings={"ignore_unknown_options": True})
@@ -323,7 +354,7 @@ _where_option = click.option("--where", default=None, metavar="SQL",
               "(c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), output (c1/L + c2 D/(LM)), or an expression over "
               "L, M, D, P, e.g. \"c1*L**-a + c2\".")
 @_where_option
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
 @click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
@@ -382,8 +413,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @_where_option
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
-                  out: str | None) -> None:
+                  out: str | None, force: bool) -> None:
     """Classify each (x, y) cell of a sweep as mlu, lazy, trivial, diverged (or failed).
 
     The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
@@ -397,9 +429,10 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
         click.echo(format_phase(diagram))
         if out:
             from .charts import phase_chart
+            from .output_folder import OutputFolder
             from .report import save_chart
 
-            paths = save_chart(phase_chart(diagram), out, "phase")
+            paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
             click.echo("chart: " + ", ".join(str(p) for p in paths))
 
 
@@ -412,19 +445,28 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @_step_option
 @_where_option
 @click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
+@click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool) -> None:
     """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
 
-    DIR/index.html opens offline (Vega inline). Example: explorer report --sweep demo --out report
+    DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
+    refused unless --force; a read-only store gets the report without its fits saved (one line).
+    Example: explorer report --sweep demo --out report
     """
-    from .report import write_report
+    from .options import open_sweep
+    from .report import build_report
 
     with store_errors():
-        path = write_report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot)
-    click.echo(f"report: {path / 'index.html'}")
+        st, con = open_sweep(store_uri, sweep)
+        report = build_report(con, sweep, out, store=None if no_save else st, metric=metric, step=step, where=where,
+                              form=form, n_boot=n_boot, force=force)
+    if report.fits_not_saved:
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+    click.echo(f"report: {report.path}")
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -446,8 +488,9 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--dry-run", is_flag=True,
               help="Print each sweep's trials, references and estimated memory and time, and where the report "
               "would go; run nothing.")
+@click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
-                      list_: bool, dry_run: bool) -> None:
+                      list_: bool, dry_run: bool, force: bool) -> None:
     """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
@@ -475,7 +518,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
             click.echo(line)
         return
     with store_errors():
-        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
+        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out, force=force)
     click.echo(rep.markdown_table(table), nl=False)
     click.echo(f"report: {folder.resolve() / 'index.html'}")
     sys.exit(code)

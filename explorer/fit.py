@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .bounds import MAX_RESAMPLES
 from .errors import FitError
 from .expression import Expression, constant_terms, parse_expression
 from .formatting import fmt
@@ -297,6 +298,8 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         ExpressionError: an invalid user expression.
     """
     label, asked = resolve_form(form)
+    if not 0 <= n_boot <= MAX_RESAMPLES:  # before the (n_boot, parameters) array of the bootstrap
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     if label in FORMS and FORMS[label].method == "decomposed":
         raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
                        "explorer.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
@@ -322,10 +325,13 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     problem = Problem(expr, data.L, data.M, data.D, loss_scale)
     rng = np.random.default_rng(seed)
     hints = FORMS[label].start if label in FORMS else {}
-    best, agree = best_fit(problem, data.log_err, start_points(problem, hints, data.log_err, max(1, n_starts), rng))
+    starts = start_points(problem, hints, data.log_err, max(1, n_starts), rng)
+    refuse_undefined_law(problem, starts, label)
+    best, agree = best_fit(problem, data.log_err, starts)
     theta = best.x
     converged = bool(best.success and (agree >= 2 or n_starts <= 1))
     fitted_log = problem.log_model(theta)
+    refuse_undefined_law(problem, [theta], label, fitted=True)
     ss_res = float(np.sum((data.log_err - fitted_log) ** 2))
     ss_tot = float(np.sum((data.log_err - data.log_err.mean()) ** 2))
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
@@ -422,6 +428,27 @@ def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> 
     rms = np.sqrt(np.where(mask, chosen**2, 0.0).sum(axis=1) / counts)
     ref = np.where(np.isfinite(data.ref[rows]), data.ref[rows], 0.0)
     return rows, np.log(np.sqrt(np.maximum(rms**2 - ref**2, 1e-300)))
+
+
+def refuse_undefined_law(problem: Problem, thetas: list[np.ndarray], label: str, fitted: bool = False) -> None:
+    """A law whose prediction is not a finite positive number at every grid point for any of
+    ``thetas`` (``c1/0*L``, ``c1*sqrt(-L)``) is refused: its fit would be saved with an R^2 of
+    -inf or NaN. Checked on the starts before fitting, and on the fitted parameters.
+
+    Raises:
+        FitError: naming the law and a grid point where it is undefined.
+    """
+    bad = None
+    for theta in thetas:
+        undefined = ~np.isfinite(problem.log_model(theta))
+        if not undefined.any():
+            return
+        bad = undefined
+    at = int(np.argmax(bad))
+    where = f"L={problem.L[at]:g}, M={problem.M[at]:g}, D={problem.D[at]:g}"
+    which = "the fitted law" if fitted else "it"
+    raise FitError(f"law {label!r}: {which} is not a finite positive number at {int(bad.sum())} of {bad.size} grid "
+                   f"points (e.g. {where}){'' if fitted else ' from every start of the fit'}; no fit saved")
 
 
 def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng,
@@ -573,6 +600,8 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
             one with ``where="problem_seed = 2"``.
     """
     label, _ = resolve_form(form)  # a bad form fails before any query
+    if not 0 <= n_boot <= MAX_RESAMPLES:
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
     where = held_where(held, where)
     if label in FORMS and FORMS[label].method == "decomposed":

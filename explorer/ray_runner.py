@@ -101,11 +101,13 @@ from trials import (Reference, ReferenceDiverged, compute_reference, reference_f
                     train_trial)
 
 from .errors import ClusterError, spec_error
+from .env_settings import check_environment, setting
 from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .options import open_store
 from .planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
+from .reference_screen import validator
 from .spec import SweepSpec
 
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
@@ -121,7 +123,6 @@ _TUNE_ENV = {
 }
 THREADS_ENV = "EXPLORER_TORCH_THREADS"  # torch threads of each worker task (default: the CPUs Ray gave it)
 LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
-_LEASE_TTL_S = 60.0
 _WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
 PLANNING_NOTE_POINTS = 10_000  # a grid this large takes a second or more to plan: say so first
 _SIGNAL_POLL_S = 0.25  # how often a driver blocked on Ray looks whether a signal came (interrupts.py)
@@ -318,7 +319,8 @@ def _compute(planned: PlannedReference) -> Reference:
 def _load_reference(store: Store, planned: PlannedReference) -> Reference:
     ref = _REFERENCE_CACHE.get(planned.ref_key)
     if ref is None:
-        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record())
+        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record(),
+                                                      validate=validator(planned.ref_key))
         ref = Reference.from_record(arrays, meta)
         if len(_REFERENCE_CACHE) >= _REFERENCE_CACHE_SIZE:
             _REFERENCE_CACHE.pop(next(iter(_REFERENCE_CACHE)))
@@ -336,13 +338,7 @@ def apply_torch_threads() -> int:
     """
     import torch
 
-    n = 0
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        try:
-            n = int(text)
-        except ValueError:
-            n = 0
+    n = setting(THREADS_ENV) or 0  # bounded (env_settings); checked by the driver before Ray starts
     if n <= 0:
         cpus = 1.0
         if ray.is_initialized():
@@ -901,6 +897,7 @@ def run_sweep(
         StoreUnreachable: the store became unreachable mid-sweep (one line: the store, the
             filesystem's error, how to resume); the run stopped as soon as a worker saw it.
     """
+    check_environment()  # a bad EXPLORER_* variable is one line before any work, not a worker's traceback
     started = time.monotonic()
     store = open_store(store)
     with SignalGuard() as guard:
@@ -938,7 +935,7 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
     claimed: set[str] = set()
     if todo and guard.signum is None:
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
-        ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
+        ttl = lease_ttl_s or setting(LEASE_TTL_ENV)
         leases = _Leases(store, spec.name, ttl)
         with _stop_when_store_lost(bar):
             try:
@@ -1033,14 +1030,6 @@ def _stop_when_store_lost(bar: Progress) -> Iterator[None]:
             f"the store became unreachable mid-sweep, which stopped: {' '.join(str(lost).split())}; "
             f"the trials already written stay in it: to resume, run the same command again once the store is "
             f"back{': ' + again if again else ''}") from None
-
-
-def _float_env(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def _wait_for(leases: _Leases, keys: set[str], check: Callable[[], None]) -> None:

@@ -41,6 +41,7 @@ from .fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_
 from .formatting import fmt
 
 from .options import open_sweep
+from .output_folder import OutputFolder
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
 from .fit_decomposed import fit_decomposed
@@ -108,6 +109,7 @@ class Report:
     varying: list = field(default_factory=list)
     comparison: pd.DataFrame | None = None
     slopes: pd.DataFrame | None = None
+    fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
 
     def fit_rows(self) -> pd.DataFrame:
         """All fit rows (FITS_COLUMNS) of the report."""
@@ -366,7 +368,7 @@ def _chart_title(name: str) -> str:
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
                  where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
-                 store=None, formats=CHART_FORMATS) -> Report:
+                 store=None, formats=CHART_FORMATS, force: bool = False) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -379,6 +381,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         n_boot, seed: bootstrap resamples and seed of every fit.
         store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
         formats: which files to write per chart besides index.html.
+        force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
+            without it such a file is refused before any work; no file is written through a link).
     Returns:
         A :class:`Report`.
     Raises:
@@ -388,6 +392,9 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     """
     out = Path(out_dir)
     resolve_form(form)  # a bad form is a usage error, before any work
+    folder = OutputFolder(out, force=force)
+    for name in ("index.html", "fits.csv"):
+        folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
         require_sweep_rows(con, sweep)
         report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
@@ -432,17 +439,31 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report.slopes = _charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
         report.summary = _summary(report, grid, metric)
-        out.mkdir(parents=True, exist_ok=True)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():
-            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
-        report.fit_rows().to_csv(out / "fits.csv", index=False)
+            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name],
+                       output=folder)
+        folder.write("fits.csv", report.fit_rows().to_csv(index=False))
         if store is not None:
-            for result in report.fits.values():
-                store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+            report.fits_not_saved = save_fits(store, report.fits.values())
         page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
-        report.path.write_text(page, encoding="utf-8")
+        folder.write("index.html", page)
         return report
+
+
+def save_fits(store, results) -> str | None:
+    """Write each fit's rows to the store; None, or why they could not be written (a read-only
+    store: the report is still written, the fits are in its fits.csv)."""
+    from store import StoreError, StoreUnreachable
+
+    try:
+        for result in results:
+            store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+    except (StoreUnreachable, StoreError) as exc:
+        if isinstance(exc, StoreUnreachable) or "cannot write" in str(exc):
+            return " ".join(str(exc).split())
+        raise
+    return None
 
 
 def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
@@ -511,15 +532,17 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
 
 
 
-def write_report(sweep: str, store="results", out: str | Path = "report", **options) -> Path:
-    """``build_report`` on a store: fits are also written to the store. Returns ``out``.
+def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:
+    """``build_report`` on a store: fits are also written to the store (unless ``save`` is
+    False, or the store cannot be written: then the report is still written). Returns ``out``.
 
     Args:
         sweep: the sweep name. store: a ``store.Store`` or a URI. out: the report folder.
-        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed).
+        save: write the fits to the store (``explorer report --no-save``: False).
+        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force).
     """
     st, con = open_sweep(store, sweep)
-    build_report(con, sweep, out, store=st, **options)
+    build_report(con, sweep, out, store=st if save else None, **options)
     return Path(out)
 
 

@@ -11,6 +11,7 @@ each) and charts of the authors' curves over our points. The fits behind the cla
 """
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -135,19 +136,23 @@ def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
 
 
 def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, charts: list, out: str | Path,
-                              sweeps: dict, wall_s: float) -> Path:
-    """out/index.html (claims table + charts as SVG), out/claims.csv, out/claims.md."""
+                              sweeps: dict, wall_s: float, force: bool = False) -> Path:
+    """out/index.html (claims table + charts as SVG), out/claims.csv, out/claims.md; a file there
+    that the explorer did not write is refused unless ``force`` (``OutputFolder``)."""
     import jinja2
 
     from .chart_files import save_chart
+    from .output_folder import OutputFolder
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "claims.csv", index=False)
-    (out / "claims.md").write_text(markdown_table(table), encoding="utf-8")
+    folder = OutputFolder(out, force=force)
+    for name in ("claims.csv", "claims.md", "index.html"):
+        folder.check(name)  # someone else's file, or a linked folder: refused before writing
+    folder.write("claims.csv", table.to_csv(index=False))
+    folder.write("claims.md", markdown_table(table))
     figures = []
     for name, (chart, caption) in charts:
-        save_chart(chart, out / "charts", name, formats=("svg",))
+        save_chart(chart, out / "charts", name, formats=("svg",), output=folder)
         figures.append({"name": name, "src": f"charts/{name}.svg", "title": caption})
     env = jinja2.Environment(loader=jinja2.PackageLoader("explorer", "templates"), autoescape=True)
     page = env.get_template("reproduce.html.j2").render(
@@ -155,7 +160,7 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
         headline=headline(table["verdict"]), grades={CONSISTENT: "consistent", CLOSE: "close",
                                                      NOT_MEASURED: "not", DISAGREES: "disagrees"},
         figures=figures, sweeps=sweeps, wall_s=wall_s, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-    (out / "index.html").write_text(page, encoding="utf-8")
+    folder.write("index.html", page)
     return out
 
 
@@ -242,7 +247,8 @@ def _experiment(name: str, scale: str) -> Experiment:
 
 
 def reproduce(name: str, scale: str = "laptop", store="results", address: str | None = None,
-              out: str | Path | None = None, n_boot: int = 200, progress: bool = True) -> tuple[int, pd.DataFrame, Path]:
+              out: str | Path | None = None, n_boot: int = 200, progress: bool = True,
+              force: bool = False) -> tuple[int, pd.DataFrame, Path]:
     """Run (or resume) the sweeps of experiment ``name`` at ``scale``, measure its claims and write
     the reproduction report into ``out`` (default ``reproduce-NAME-SCALE``).
 
@@ -250,8 +256,12 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         (exit code: 0, or 1 when some trial failed; the claims table; the report folder).
     Raises:
         UsageError: an unknown experiment name or scale (one line).
+        RunInterrupted: SIGINT or SIGTERM stopped a sweep: no claim is measured and no report
+            written (a verdict on a partial sweep would be a false one); the message counts the
+            trials that are complete.
     """
     from .api import sweep
+    from .errors import RunInterrupted, UsageError
     from .options import open_sweep
 
     exp = _experiment(name, scale)
@@ -260,12 +270,17 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         print(f"reproduce {name} ({scale}): the report goes to {out.resolve()}/ (--out to change)", file=sys.stderr,
               flush=True)
     started = time.monotonic()
-    specs, code = {}, 0
-    for role in exp.sweeps:
-        spec = exp.load(role, scale)
-        specs[role] = spec
+    specs = {role: exp.load(role, scale) for role in exp.sweeps}
+    code, complete = 0, 0
+    for role, spec in specs.items():
         result = sweep(spec, store=store, address=address, progress=progress)
         code = max(code, result.exit_code)
+        complete += result.skipped + result.ok + result.diverged
+        if result.interrupted is not None:  # a verdict on a partial sweep would be a false one
+            raise RunInterrupted(
+                f"interrupted ({signal.Signals(result.interrupted).name}): partial, {complete} of "
+                f"{sum(s.grid_points() for s in specs.values())} trials; no verdict written; "
+                "run the same command again to resume", result.exit_code)
     wall = time.monotonic() - started
     rows, grids = [], {}
     cons, stores = {}, {}
@@ -295,7 +310,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             con.close()
     table = claims_table(exp, rows)
     write_reproduction_report(exp, scale, table, experiment_charts(exp, grids), out,
-                              {role: spec.name for role, spec in specs.items()}, wall)
+                              {role: spec.name for role, spec in specs.items()}, wall, force=force)
     return code, table, out
 
 

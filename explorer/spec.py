@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
                     ProblemConfig, ReferenceConfig, TrialConfig)
 
+from .bounds import (INT64_MAX, MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, data_nesting,
+                     toml_nesting)
 from .errors import spec_error
 
 if TYPE_CHECKING:
@@ -67,13 +69,32 @@ def _is_number(v: Any) -> bool:
 def _positive_int(v: Any) -> int:
     if not _is_int(v) or v < 1:
         raise _Bad(f"expected a positive integer, got {_fmt(v)}")
-    return v
+    return _storable(v)
 
 
 def _nonnegative_int(v: Any) -> int:
     if not _is_int(v) or v < 0:
         raise _Bad(f"expected a non-negative integer, got {_fmt(v)}")
+    return _storable(v)
+
+
+def _storable(v: int) -> int:
+    # every integer of a spec lands in an int64 column (or sizes an array): refused here, not
+    # after a sweep's every write failed
+    if v > INT64_MAX:
+        raise _Bad(f"expected an integer of at most 2^63 - 1 = {INT64_MAX} (it is stored as int64), got {_fmt(v)}")
     return v
+
+
+def _at_most(limit: int, what: str) -> Callable[[Any], int]:
+    """A positive integer of at most ``limit`` (explorer.bounds: refused before anything is built)."""
+    def check(v: Any) -> int:
+        v = _positive_int(v)
+        if v > limit:
+            raise _Bad(f"expected at most {limit:,} {what}, got {_fmt(v)}")
+        return v
+
+    return check
 
 
 def _positive_number(v: Any) -> float:
@@ -138,8 +159,8 @@ def _sweep_name(v: Any) -> str:
 def _points_per_trial(v: Any) -> int | str:
     if v == "auto":
         return v
-    if not _is_int(v) or v < 1:
-        raise _Bad(f'expected "auto" or a positive integer, got {_fmt(v)}')
+    if not _is_int(v) or v < 1 or v > MAX_GRID_POINTS:
+        raise _Bad(f'expected "auto" or a positive integer of at most {MAX_GRID_POINTS:,}, got {_fmt(v)}')
     return v
 
 
@@ -210,7 +231,7 @@ class ReferenceSpec:
                             "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")
     depth: int = _spec_field(1024, _positive_int, "L_ref of the mean_ode reference (even)")
     width: int = _spec_field(512, _positive_int, "M_ref of the mean_ode reference (even)")
-    replicas: int = _spec_field(2, _positive_int, "R_ref >= 2 independent particle systems")
+    replicas: int = _spec_field(2, _at_most(MAX_REPLICAS, "replicas"), "R_ref >= 2 independent particle systems")
     grid: int = _spec_field(256, _positive_int, "RK4 steps over depth of the joint_limit reference (even)")
 
 
@@ -231,7 +252,7 @@ class GridSpec:
     problem_seeds: tuple[int, ...] | None = _spec_field(
         None, _list_of(_nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
-    seeds: int = _spec_field(3, _positive_int, "repetitions per grid point (seeds 0..seeds-1, batched)")
+    seeds: int = _spec_field(3, _at_most(MAX_SEEDS, "seeds per grid point"), "repetitions per grid point (seeds 0..seeds-1, batched)")
 
 
 @dataclass(frozen=True)
@@ -245,14 +266,15 @@ class ResourcesSpec:
     points_per_trial: int | str = _spec_field(
         "auto", _points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
     max_points: int = _spec_field(
-        100_000, _positive_int, "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
+        100_000, _at_most(MAX_GRID_POINTS, "points"), "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
 
 def _resample_count(v: Any) -> int:
     # a CI is the spread of the resamples: one resample (or none) gives no CI, and a loop
     # waiting for a CI that never comes would spend its whole budget
-    if not _is_int(v) or v < 2:
-        raise _Bad(f"expected an integer >= 2 (the CIs are the spread of the resamples; default 200), got {_fmt(v)}")
+    if not _is_int(v) or not 2 <= v <= MAX_RESAMPLES:
+        raise _Bad(f"expected an integer from 2 to {MAX_RESAMPLES:,} (the CIs are the spread of the resamples; "
+                   f"default 200), got {_fmt(v)}")
     return v
 
 
@@ -280,8 +302,8 @@ class AdaptiveSpec:
     halfwidth: float = _spec_field(0.1, _positive_number, "the 95% CI half-width every target should reach")
     budget: float = _spec_field(0.5, _budget_fraction,
                                 "the most compute to spend, a fraction of the full grid's cost in L*M*D*seeds")
-    batch: int = _spec_field(8, _positive_int, "points (trials) chosen per round")
-    initial: int | None = _spec_field(None, _positive_int,
+    batch: int = _spec_field(8, _at_most(MAX_GRID_POINTS, "points per round"), "points (trials) chosen per round")
+    initial: int | None = _spec_field(None, _at_most(MAX_GRID_POINTS, "points"),
                                       "points of the space-filling initial design (default: 2 x batch, at least 8)")
     resamples: int = _spec_field(200, _resample_count, "bootstrap resamples of each round's fit (>= 2)")
 
@@ -418,6 +440,8 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
     Raises:
         SpecError: one line naming the key and the problem.
     """
+    if data_nesting(raw) > MAX_NESTING:  # before any recursive walk of it (a RecursionError otherwise)
+        raise spec_error("spec", f"nested more than {MAX_NESTING} deep; a spec's values are numbers, names and lists")
     data = _apply_overrides(raw, overrides)
     _check_grid_size(data)
     for key in data:
@@ -455,7 +479,7 @@ def _check_grid_size(data: Mapping[str, Any]) -> None:
     limit = MAX_POINTS
     if isinstance(resources, dict) and "max_points" in resources:
         try:
-            limit = _positive_int(resources["max_points"])
+            limit = _at_most(MAX_GRID_POINTS, "points")(resources["max_points"])
         except _Bad as bad:
             raise spec_error("[resources] max_points", str(bad)) from None
     grid = data.get("grid")
@@ -492,10 +516,14 @@ def load_spec(source: SweepSpec | Mapping[str, Any] | str | os.PathLike,
         raise spec_error(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise spec_error(str(path), f"cannot read it ({exc})") from None
+    if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
+        raise spec_error(str(path), f"arrays or tables nested more than {MAX_NESTING} deep; a spec needs 2")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise spec_error(str(path), f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise spec_error(str(path), "arrays or tables nested too deep; a spec needs 2") from None
     return parse_spec(raw, overrides)
 
 
@@ -509,6 +537,8 @@ def _given_data(spec: SweepSpec) -> dict:
 
 
 def _parse_override_value(text: str) -> Any:
+    if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
+        raise spec_error(f"override value {text[:40]!r}...", f"nested more than {MAX_NESTING} deep")
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:

@@ -1,7 +1,7 @@
 """The one declaration of every stored column: name, Arrow type, nullability, meaning.
 
 Four kinds of rows live in the store (see docs/store.md for the table):
-- ``metrics``: one row per trial, seed and step (the numbers of SPEC.md section 4);
+- ``metrics``: one row per trial, seed and step (the numbers of docs/model.md section 4);
 - ``trials``: one row per trial (a grid point with all its seeds): config, status, timing;
 - ``fits``: one row per fitted parameter of a scaling-law fit (written by the analysis);
 - ``references``: one row per array of a cached Mean ODE reference;
