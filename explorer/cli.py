@@ -493,8 +493,9 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
                       list_: bool, dry_run: bool, force: bool) -> None:
     """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
-    CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
-    skips the trials the store has. Exits 1 when some trial failed.
+    CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
+    and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
+    rerun skips the trials the store has. Exits 1 when some trial failed.
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
