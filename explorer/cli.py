@@ -158,9 +158,12 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 @store_option
 def ls_command(store_uri: str) -> None:
     """List the sweeps of the store: trials by status, size on disk, last write (UTC)."""
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri)
     with store_errors():
-        rows = st.sweeps_summary()
+        rows = st.sweeps_summary() if st.exists() else []
+    if not rows:  # an empty or new store is an answer, not an error
+        click.echo(f"no sweeps in {st.uri}")
+        return
     click.echo(f"{'sweep':<24} {'trials':>7} {'ok':>7} {'diverged':>8} {'failed':>7} {'MiB':>9}  last write")
     for r in rows:
         when = r.last_write.strftime("%Y-%m-%d %H:%M:%S") if r.last_write else "-"

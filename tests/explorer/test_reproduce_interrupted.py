@@ -25,7 +25,9 @@ def test_a_sweep_stopped_by_sigint_ends_reproduce_with_one_line_and_no_report(tm
                                        "--store", str(tmp_path / "store"), "--out", str(out)])
     assert result.exit_code == 130, result.output
     lines = result.output.splitlines()
-    assert len(lines) == 1 and len(seen) == 1  # the next sweeps are not started
-    assert lines[0].startswith("error: interrupted (SIGINT): partial, 5 of ")
-    assert lines[0].endswith(" trials; no verdict written; run the same command again to resume")
+    assert len(seen) == 1  # the next sweeps are not started
+    # where the report would go (said when the run starts), then the one error line
+    assert len(lines) == 2 and lines[0].startswith("reproduce companion-linear (tiny): the report goes to ")
+    assert lines[1].startswith("error: interrupted (SIGINT): partial, 5 of ")
+    assert lines[1].endswith(" trials; no verdict written; run the same command again to resume")
     assert not out.exists()  # no claims.md, no index.html, no "agrees"
