@@ -479,8 +479,8 @@ if __name__ == "__main__":  # pragma: no cover
 @main.command("reproduce")
 @click.argument("name", required=False, metavar="[NAME]")
 @click.option("--scale", type=click.Choice(["laptop", "full", "tiny"]), default="laptop", show_default=True,
-              metavar="laptop|full", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
-              "same protocol, under 30 minutes on 2 CPU cores.")
+              metavar="laptop|full|tiny", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
+              "same protocol, under 30 minutes on 2 CPU cores; tiny: a miniature in seconds (tests, CI), its grades not a reproduction.")
 @store_option
 @click.option("--address", default=None, metavar="ADDR",
               help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
@@ -494,10 +494,11 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool, force: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
+    """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
-    CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
-    skips the trials the store has. Exits 1 when some trial failed.
+    CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
+    and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
+    rerun skips the trials the store has. Exits 1 when some trial failed.
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """

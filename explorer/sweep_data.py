@@ -39,8 +39,9 @@ from store import CONFIG_COLUMNS, run_query, validate_filter
 from .errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
 from .options import store_errors
 
-FIT_METRICS = ("err_out", "err_hidden")
-REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}
+# err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
+FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
+REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden", "err_hidden_depthmax": "ref_err_hidden"}
 GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed's row of the error Gram matrix
 NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
                     "rerun the sweep to get the bias and fluctuation")
@@ -430,6 +431,8 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     """
     _check_metric(metric)
     columns = table_columns(con)
+    if metric not in GRAM_COLUMN:
+        raise NoDecompositionError(f"{metric} has no per-seed Gram rows: fit it with a form other than the decomposed one")
     gram = GRAM_COLUMN[metric]
     cond = f" matching {where!r}" if where else ""
     if gram not in columns:

@@ -22,6 +22,7 @@ import time
 import torch
 
 from .config import TrialConfig, stream_seed
+from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, hidden_along_depth
 from .metrics import GRAMS, METRICS, Baseline, Snapshot
 from .model import ResNet
 from .reference import Reference
@@ -83,7 +84,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
         the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
-        matrix, see ``seed_gram_rows``), ref_loss, ref_err_out, ref_err_hidden, status, flags,
+        matrix, see ``seed_gram_rows``), ``err_hidden_depthmax`` (``depth_max_errors``; None
+        unless the reference is a joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
         ref_key, ref_kind, device, wall_s.
         A seed that diverges (module docstring) gets a last row with status "diverged" and no
         further rows; divergence never raises. ``flags`` is a comma-separated subset of FLAGS.
@@ -101,6 +103,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         for name, source in (("ref_loss", "loss"), ("ref_err_out", "err_out"), ("ref_err_hidden", "err_hidden"))
     }
     base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind, device=net.device.type)
+    along = depth_path(config, reference, net)
     alive = list(range(len(net.seeds)))
     rows: list[dict] = []
     baseline = loss0 = None
@@ -119,6 +122,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         blown = blown_up(config, fwd.out, loss_k, loss0, y_rms).cpu().tolist()
         ok = [r in alive and not blown[r] for r in range(len(net.seeds))]
         grams = {name: seed_gram_rows(fn(snapshot), ok, net.seeds) for name, fn in GRAMS.items()}
+        values["err_hidden_depthmax"] = (depth_max_errors(fwd.hidden, along[k]).cpu().tolist() if along is not None
+                                         else [None] * len(net.seeds))
         if twin_steps is not None:
             _, twin_fwd = next(twin_steps)
             gap = (twin_fwd.out - fwd.out).to(torch.float64).square().mean(dim=(1, 2)).sqrt().cpu() / y_rms
@@ -144,6 +149,24 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
         row["flags"] = flags[net.seeds.index(row["seed"])]
     rows.sort(key=lambda row: (row["seed"], row["step"]))
     return rows
+
+
+def depth_path(config: TrialConfig, reference: Reference, net: ResNet) -> torch.Tensor | None:
+    """The reference's hidden state at each of the trial's block outputs, (K+1, L+1, N, D) on
+    the trial's device, when the reference provides its depth path (kind joint_limit); else None."""
+    if reference.kind != JOINT_LIMIT or "path" not in reference.arrays:
+        return None
+    limit = JointLimitConfig(config, grid=int(reference.meta["grid"]), gram=reference.meta.get("gram", "expected"))
+    along = hidden_along_depth(reference, limit, config.L)
+    return torch.as_tensor(along, device=net.device, dtype=torch.float64)
+
+
+def depth_max_errors(hidden: torch.Tensor, along: torch.Tensor) -> torch.Tensor:
+    """The companion paper's hidden error, per repetition: the max over block outputs l of the
+    mean over samples and coordinates of |h_l - h_ref(l / L)| (``trials.joint_limit.
+    depth_max_mean_abs``, here in float64 on the trial's device). hidden (L+1, R, N, D), along
+    (L+1, N, D) -> (R,)."""
+    return (hidden.to(torch.float64) - along[:, None]).abs().mean(dim=(2, 3)).amax(dim=0)
 
 
 def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float]]:

@@ -16,11 +16,12 @@ from explorer.planning import plan
 from explorer.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SHIPPED = sorted([*EXAMPLES.glob("*.toml"), *(EXAMPLES / "paper").glob("*.toml")])
+PAPER = Path(__file__).resolve().parents[2] / "explorer" / "paper"  # the paper specs ship with the package
+SHIPPED = sorted([*EXAMPLES.glob("*.toml"), *PAPER.glob("*.toml")])
 
 
 def test_the_shipped_specs_are_all_found():
-    assert len([p for p in SHIPPED if p.parent.name == "paper"]) == 8 and len(SHIPPED) >= 13
+    assert len([p for p in SHIPPED if p.parent.name == "paper"]) == 10 and len(SHIPPED) >= 15
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -38,7 +39,7 @@ def test_every_shipped_spec_dry_runs_cleanly(path, tmp_path, monkeypatch):
 def test_a_grid_too_large_for_this_machine_is_priced_and_its_points_flagged(monkeypatch):
     # the full hidden-width grid's 8192 x 4096 references need ~31 GiB; here the machine has 8
     monkeypatch.setattr(explorer.estimate, "physical_memory_bytes", lambda: 8 * 2**30)
-    done = CliRunner().invoke(main, ["sweep", str(EXAMPLES / "paper" / "hidden-width-rates.toml"), "--dry-run"])
+    done = CliRunner().invoke(main, ["sweep", str(PAPER / "hidden-width-rates.toml"), "--dry-run"])
     assert done.exit_code == 0, done.output
     assert "time: " in done.output and "memory here: 8 GiB" in done.output
     flagged = [line for line in done.output.splitlines() if line.startswith("does not fit here: ")]
@@ -63,7 +64,7 @@ def test_an_invalid_spec_still_exits_2_on_a_dry_run(tmp_path):
 def test_the_joint_limit_estimates_hold_its_measured_memory_and_time_within_a_factor():
     from trials.joint_limit import compute_joint_limit
 
-    spec = load_spec(EXAMPLES / "paper" / "companion-linear-laptop.toml",
+    spec = load_spec(PAPER / "companion-linear-laptop.toml",
                      ["train.steps=12", "reference.grid=256", "problem.samples=6"])
     ref = plan(spec).references[0].config
     tracemalloc.start()
