@@ -1,4 +1,4 @@
-"""The science checks of SPEC section 5 on the trial engine, printed as a table.
+"""The science checks of docs/model.md section 6 on the trial engine, printed as a table.
 
     python benchmarks/trials_rates.py [--device auto]
 

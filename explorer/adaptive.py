@@ -12,8 +12,11 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
    rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
    every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
-   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``), the budget spent, or no candidate left that is expected
-   to help. A round is never recorded done before its trials are all in the store.
+   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
+   in two consecutive rounds with each estimate inside the previous round's interval
+   (``unconfirmed``: one lucky round does not stop the loop), the budget spent, or no candidate
+   left that is expected to help. With the ``decomposed`` law the fit reads the seeds' Gram
+   rows and keeps its per-draw fits and pre-asymptotic guard on. A round is never recorded done before its trials are all in the store.
 3. Rerunning the same command resumes: a planned round is completed first (its finished trials
    are not rerun), a done round without a stop reason is followed by the next, a stopped loop
    only reports.
@@ -24,6 +27,7 @@ grid's: a choice never takes the spending past the budget. Wall time (sum of the
 """
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
@@ -33,6 +37,7 @@ import pandas as pd
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
 from .errors import FitError, SweepDataError, spec_error
+from .interrupts import SignalGuard, resume_command
 from .planning import plan
 from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
 from .spec import SweepSpec, adaptive_targets
@@ -102,8 +107,12 @@ class AdaptiveResult:
             lines.append(f"stopped: {self.stop_reason}")
         elif self.interrupted is not None or self.missing:
             again = f": {self.resume}" if self.resume else ""
-            lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
-                         f"run the same command again to resume{again}")
+            if self.interrupted is not None:
+                lines.append(f"interrupted by {signal.Signals(self.interrupted).name} in round {max(self.rounds - 1, 0)} "
+                             f"({self.missing} of its trials without rows); to resume, run the same command again{again}")
+            else:
+                lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
+                             f"run the same command again to resume{again}")
         return "\n".join(lines)
 
 
@@ -213,6 +222,7 @@ class _Loop:
 
     def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
         self.spec, self.store, self.runner, self.log = spec, store, runner, log
+        self.guard: SignalGuard | None = None  # run_adaptive's: a signal stops the loop between its steps
         self.ad = spec.adaptive
         self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
         self._walls: dict | None = None
@@ -326,11 +336,17 @@ class _Loop:
 
     def fit(self):
         """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
-        from .fit import fit
+        from .fit import FORMS, fit
         from .sweep_data import grid_errors
 
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
+            if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
+                from .fit_decomposed import fit_decomposed
+                from .sweep_data import seed_grams
+
+                # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
+                return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)
             grid = grid_errors(con, self.spec.name)
             return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
                        range_check=False)
@@ -368,10 +384,20 @@ class _Loop:
         why = {t: _unmeasured_in(result, t) for t in self.targets}
         unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
-            warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
-            consts = [t for t in self.targets if t in self.positive]
-            rel = f" (relative for {', '.join(consts)})" if consts else ""
-            return [], "", f"every target reached its half-width {self.ad.halfwidth:g}{rel}{warns}"
+            unconfirmed = self.unconfirmed(result, number)
+            if not unconfirmed:
+                warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
+                consts = [t for t in self.targets if t in self.positive]
+                rel = f" (relative for {', '.join(consts)})" if consts else ""
+                return [], "", (f"every target reached its half-width {self.ad.halfwidth:g}{rel} in two consecutive "
+                                f"rounds, each estimate inside the previous round's interval{warns}")
+            model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
+            _, wall_model = self.wall()
+            choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, draw_counts=counts)
+            if choices:
+                return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
+            return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
+                            f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
             more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
@@ -404,6 +430,30 @@ class _Loop:
         else:
             why = "no remaining candidate within the budget is expected to shrink the unmet targets"
         return [], "", f"{why}; not reached: {detail}"
+
+    def unconfirmed(self, result, number: int) -> str:
+        """Why the targets met after round ``number`` are not yet confirmed ('' when they are): the
+        previous done round must have met them too, and each estimate must lie in that round's
+        interval (one lucky round does not stop the loop)."""
+        rounds = read_rounds(self.store, self.spec.name)
+        if rounds.empty:
+            return "the first fit"
+        before = rounds[(rounds["round"] < number) & (rounds["state"] == "done") & (rounds["entry"] == "target")]
+        if before.empty:
+            return "the first fit"
+        last = before[before["round"] == before["round"].max()].set_index("parameter")
+        out = []
+        for t in self.targets:
+            if t not in last.index:
+                out.append(f"{t} not fitted in the previous round")
+                continue
+            row = last.loc[t]
+            lo, hi = float(row["ci_low"]), float(row["ci_high"])
+            if not target_halfwidth(t, lo, hi, self.positive) <= self.ad.halfwidth:
+                out.append(f"{t} was not reached in the previous round")
+            elif not lo <= float(result.estimate[t]) <= hi:
+                out.append(f"{t} = {result.estimate[t]:.4g} moved outside the previous round's [{lo:.4g}, {hi:.4g}]")
+        return "; ".join(out)
 
     def rules_changed(self, last: pd.DataFrame) -> str:
         """What of the stopping rules (budget, halfwidth, targets, form) differs between the
@@ -441,17 +491,17 @@ class _Loop:
         self.forget()
         statuses = self.statuses()
         todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
-        signal = None
+        signum = None
         if todo:
             self.log(f"round {number}: running {len(todo)} trial(s)")
             try:
                 outcome = self.runner(self.spec, frozenset(keys_round))
             finally:
                 self.forget()  # the round's trials are in the store now: read them again
-            signal = getattr(outcome, "interrupted", None)
+            signum = getattr(outcome, "interrupted", None)
         statuses = self.statuses()
         missing = sum(1 for k in keys_round if k not in statuses)
-        return signal, missing
+        return signum, missing
 
     def run(self) -> AdaptiveResult:
         self.forget()
@@ -486,17 +536,21 @@ class _Loop:
         while True:
             self.forget()  # each step reads the store afresh
             rounds = read_rounds(self.store, self.spec.name)
+            if self.signalled(result):
+                return self.finish(result, rounds)
             this = rounds[rounds["round"] == number]
             point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
                                                                       "package_version"], errors="ignore")
             round_keys = list(point_rows["trial_key"])
             if state == "planned":
-                signal, missing = self.run_round(number, round_keys)
-                if signal is not None or missing:
-                    result.interrupted, result.missing = signal, missing
+                signum, missing = self.run_round(number, round_keys)
+                if signum is not None or missing:
+                    result.interrupted, result.missing = signum, missing
                     return self.finish(result, rounds)
             fitted = self.fit()
             choices, reason, stop = self.next_choice(fitted, keys, number)
+            if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
+                return self.finish(result, rounds)
             targets = {} if isinstance(fitted, str) else _targets(fitted, self.targets)
             old = self.recorded_points(point_rows)
             self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
@@ -516,6 +570,14 @@ class _Loop:
             keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
             self.write(number, "planned", _point_rows(choices, reason), keys)
             state = "planned"
+
+    def signalled(self, result: AdaptiveResult) -> bool:
+        """Whether SIGINT or SIGTERM came (recorded by ``run_adaptive``'s guard; never raised
+        inside a fit or a Ray call); it is then ``result.interrupted``."""
+        if self.guard is None or self.guard.signum is None:
+            return False
+        result.interrupted = self.guard.signum
+        return True
 
     def finish(self, result: AdaptiveResult, rounds: pd.DataFrame) -> AdaptiveResult:
         result.rounds = int(rounds["round"].nunique()) if not rounds.empty else 0
@@ -572,7 +634,13 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
         SpecError: a grid that varies axes besides L, M, D and problem_seeds, or a budget that
             pays for no point.
     """
-    return _Loop(spec, store, runner, log).run()
+    with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
+        loop = _Loop(spec, store, runner, log)
+        loop.guard = guard
+        result = loop.run()
+    if result.interrupted is not None or result.missing:
+        result.resume = resume_command()
+    return result
 
 
 def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:

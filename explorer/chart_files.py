@@ -9,11 +9,15 @@ element is written with ``<``, ``>`` and ``&`` escaped (``_HtmlSafeJSON``).
 from __future__ import annotations
 
 import functools
+import io
 import json
+import os
 from pathlib import Path
 
 import altair as alt
 import numpy as np
+
+from .output_folder import OutputFolder
 
 CHART_FORMATS = ("png", "svg", "html")
 
@@ -75,7 +79,8 @@ def chart_html(chart) -> str:
     return _as_chart(chart).to_html(inline=True, json_kwds={"cls": _HtmlSafeJSON})
 
 
-def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, spec: dict | None = None) -> list[Path]:
+def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, spec: dict | None = None,
+               output: OutputFolder | None = None) -> list[Path]:
     """Write a chart (Altair chart or Vega-Lite dict) as ``name.png`` (2x), ``name.svg`` and
     ``name.html`` into ``directory``.
 
@@ -86,6 +91,9 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     Args:
         spec: ``chart.to_dict()`` when the caller has it already (validating a spec is the
             slow part of saving).
+        output: the ``OutputFolder`` (``--out``) that ``directory`` lies in: its rules apply (no
+            file it did not write is replaced without ``--force``). Default: ``directory``
+            itself, replacing what is there, but never writing through a link.
     Returns:
         The written paths.
     Raises:
@@ -97,19 +105,21 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     if unknown:
         raise ValueError(f"unknown chart format {unknown[0]!r}; expected one of: {', '.join(CHART_FORMATS)}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    folder = output if output is not None else OutputFolder(directory, force=True)
     if spec is None:
         spec = chart if isinstance(chart, dict) else chart.to_dict()
     paths = []
     for f in formats:
-        path = directory / f"{name}.{f}"
+        relative = os.path.relpath(directory / f"{name}.{f}", folder.root)
         if f == "png":
-            path.write_bytes(vlc.vegalite_to_png(spec, vl_version=vega_lite_version(), scale=2))
+            data = vlc.vegalite_to_png(spec, vl_version=vega_lite_version(), scale=2)
         elif f == "svg":
-            path.write_text(vlc.vegalite_to_svg(spec, vl_version=vega_lite_version()), encoding="utf-8")
+            data = vlc.vegalite_to_svg(spec, vl_version=vega_lite_version())
         else:
-            _as_chart(chart).save(path, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
-        paths.append(path)
+            buffer = io.StringIO()
+            _as_chart(chart).save(buffer, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
+            data = buffer.getvalue()
+        paths.append(folder.write(relative, data))  # temporary name, then rename: never through a link
     return paths
 
 

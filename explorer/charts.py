@@ -5,6 +5,10 @@ Every function takes the small aggregated tables of ``explorer.fit`` / ``explore
 Altair's row limit. Axes are logarithmic wherever the theory is a power law, and dashed guide
 lines show the slopes the theory predicts (SPEC.md section 5):
 
+- ``bias_vs_depth``: the seeds' bias (the seed-mean's distance from the reference) vs L, one
+  colour per M, the decomposed fit's c1 L^-a, a slope -1 guide.
+- ``fluct_vs_units``: the seeds' fluctuation vs L*M, one colour per M, the decomposed fit's
+  c2 (D/(LM))^b, a slope -1/2 guide.
 - ``error_vs_depth``: err vs L, one line per M, the fitted law, a slope -1 guide.
 - ``error_vs_units``: err vs L*M ("hidden width": every (L, M) on one curve), a slope -1/2 guide.
 - ``error_heatmap``: err over (L, M), one panel per D, with the fitted surface's contours.
@@ -71,6 +75,66 @@ def _points(grid: pd.DataFrame) -> pd.DataFrame:
     data["P"] = data["LM"] * data["D"]
     data["point"] = np.where(_used(grid), "fitted", "floor-limited")
     return data
+
+
+def _term_points(grid: pd.DataFrame, term: str) -> pd.DataFrame:
+    """A decomposed fit's term per (L, M, D), averaged over draws in squares (as it is fitted),
+    with whether the fit used it."""
+    rows = grid[np.isfinite(grid[term].to_numpy(float))]
+    frame = rows.assign(sq=rows[term] ** 2).groupby(["L", "M", "D"], as_index=False).agg(
+        sq=("sq", "mean"), used=(f"{term}_used", "any"))
+    frame[term] = np.sqrt(frame["sq"])
+    frame["LM"] = frame["L"] * frame["M"]
+    frame["point"] = np.where(frame["used"], "fitted", "left out")
+    return frame.drop(columns="sq")
+
+
+def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
+    """The seeds' bias vs L (log-log), one colour per M, the fitted c1 L^-a and a slope -1 guide
+    (a decomposed fit's grid: columns bias, bias_used)."""
+    grid = fit.grid
+    panels = []
+    for D in _d_values(grid):
+        points = _term_points(grid[grid["D"] == D], "bias")
+        if points.empty:
+            continue
+        color = alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M")
+        layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
+            x=alt.X("L:Q", scale=_LOG, title="depth L"), y=alt.Y("bias:Q", scale=_LOG, title="bias"),
+            color=color, shape=alt.Shape("point:N", title="point"),
+            tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("bias:Q", format=".3g"), "point:N"])]
+        Ls = np.geomspace(points["L"].min(), points["L"].max(), 20)
+        if np.isfinite(fit.estimate.get("a", math.nan)):
+            law = pd.DataFrame({"L": Ls, "fitted": fit.estimate["c1"] * Ls ** (-fit.estimate["a"])})
+            layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="L:Q", y="fitted:Q"))
+        anchor = points.sort_values(["M", "L"], ascending=[False, True]).iloc[0]
+        layers.append(_guide_layer(_guide(points["L"].to_numpy(), anchor["L"], anchor["bias"] * 1.3, -1.0), "slope -1"))
+        panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
+    return _panels(panels) if panels else None
+
+
+def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
+    """The seeds' fluctuation vs L*M (log-log), one colour per M, the fitted c2 (D/(LM))^b and a
+    slope -1/2 guide (a decomposed fit's grid: columns fluct, fluct_used)."""
+    grid = fit.grid
+    panels = []
+    for D in _d_values(grid):
+        points = _term_points(grid[grid["D"] == D], "fluct")
+        if points.empty:
+            continue
+        color = alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M")
+        layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
+            x=alt.X("LM:Q", scale=_LOG, title="units L*M"), y=alt.Y("fluct:Q", scale=_LOG, title="fluctuation"),
+            color=color, tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("fluct:Q", format=".3g"), "point:N"])]
+        LM = np.geomspace(points["LM"].min(), points["LM"].max(), 20)
+        if np.isfinite(fit.estimate.get("b", math.nan)):
+            law = pd.DataFrame({"LM": LM, "fitted": fit.estimate["c2"] * (D / LM) ** fit.estimate["b"]})
+            layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="LM:Q", y="fitted:Q"))
+        anchor = points.sort_values("LM").iloc[0]
+        layers.append(_guide_layer(_guide(points["LM"].to_numpy(), anchor["LM"], anchor["fluct"] * 1.3, -0.5),
+                                   "slope -1/2"))
+        panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
+    return _panels(panels) if panels else None
 
 
 def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str = "error vs depth L"):

@@ -5,12 +5,16 @@ the traceback appears only with `explorer --debug ...`.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import warnings
 
 import click
 
 from . import __version__
+from .bounds import MAX_RESAMPLES
+from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
+from .env_settings import check_environment
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 
@@ -24,23 +28,26 @@ class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
 
     def invoke(self, ctx: click.Context):
-        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
+        # restores warnings.showwarning, and SIGTERM's handler, when the command ends
+        with warnings.catch_warnings(), terminate_as_exception():
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
+                check_environment()  # a bad EXPLORER_* variable: one line before any work
                 return super().invoke(ctx)
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
-            except KeyboardInterrupt:
-                # Ctrl-C before a sweep arms its own handlers (parsing, planning) or in any other
-                # command: nothing is half-written (every write is atomic), so one line, the
-                # shell's code for SIGINT
-                if ctx.meta.get("explorer.debug"):
+            except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
+                # A signal before a sweep arms its own handlers (parsing, planning) or in any
+                # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
+                # half-written (every write is atomic), so one line and the shell's code for it
+                signum = interrupted_signal(exc)
+                if signum is None or ctx.meta.get("explorer.debug"):
                     raise
-                click.echo("interrupted (SIGINT)", err=True)
-                sys.exit(130)
+                click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
+                sys.exit(EXIT_CODES[signum])
 
 
 def _warning_line(show):
@@ -66,16 +73,37 @@ def main(ctx: click.Context, debug: bool) -> None:
     ctx.meta["explorer.debug"] = debug
 
 
+def cli_reference() -> str:
+    """docs/cli.md: every command's ``--help`` at a fixed width, so the page is the same on every
+    terminal (``python -m explorer.cli_reference > docs/cli.md`` regenerates it; a test compares)."""
+    width = 100
+    parts = ["# Command reference", "",
+             "Generated from `explorer --help` and each command's `--help` by "
+             "`python -m explorer.cli_reference > docs/cli.md`; a test keeps it current.", ""]
+    root = click.Context(main, info_name="explorer", terminal_width=width, max_content_width=width)
+    parts += ["## explorer", "", "```", main.get_help(root), "```", ""]
+    for name in sorted(main.commands):
+        command = main.commands[name]
+        ctx = click.Context(command, parent=root, info_name=name, terminal_width=width, max_content_width=width)
+        parts += [f"## explorer {name}", "", "```", command.get_help(ctx), "```", ""]
+    return "\n".join(parts)
+
+
 @main.command("sql")
 @click.argument("query")
 @store_option
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None:
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=7 * 86_400), default=None,
+              metavar="SECONDS", help="Stop the query after this many seconds (exit 2). Default: no limit.")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
+def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
+                memory_limit: str | None) -> None:
     """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
-    data are left out, with a warning line on stderr.
+    data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
 
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
@@ -83,10 +111,10 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str) -> None
 
     from store import LeftOutFilesWarning
 
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
     with store_errors(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LeftOutFilesWarning)
-        table = st.query(query, sweep=sweep)
+        table = st.query(query, sweep=sweep, timeout_s=timeout_s, memory_limit=memory_limit)
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
@@ -109,11 +137,13 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
-    st = open_store(store_uri, must_exist=True)
+    from store import printable
+
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         if quarantine:
             for source, target in st.quarantine(sweep):
-                click.echo(f"quarantined {source} -> {target}")
+                click.echo(f"quarantined {printable(source)} -> {printable(target)}")
         if repair:
             for line in st.repair(sweep).lines():
                 click.echo(line)
@@ -128,9 +158,12 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 @store_option
 def ls_command(store_uri: str) -> None:
     """List the sweeps of the store: trials by status, size on disk, last write (UTC)."""
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri)
     with store_errors():
-        rows = st.sweeps_summary()
+        rows = st.sweeps_summary() if st.exists() else []
+    if not rows:  # an empty or new store is an answer, not an error
+        click.echo(f"no sweeps in {st.uri}")
+        return
     click.echo(f"{'sweep':<24} {'trials':>7} {'ok':>7} {'diverged':>8} {'failed':>7} {'MiB':>9}  last write")
     for r in rows:
         when = r.last_write.strftime("%Y-%m-%d %H:%M:%S") if r.last_write else "-"
@@ -143,12 +176,8 @@ def ls_command(store_uri: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
     """Delete one sweep of the store (metrics, trials, fits, leases); references stay."""
-    from store import StoreError
-
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
-        if sweep not in st.sweeps():
-            raise StoreError(f"the store has no sweep {sweep!r}; it has: {', '.join(st.sweeps()) or 'none'}")
         if not yes:
             click.confirm(f"delete sweep {sweep} from {st.uri}?", abort=True)
         n = st.remove_sweep(sweep)
@@ -164,10 +193,11 @@ def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
 def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
     """Merge small result files into large ones with exactly the same rows (checked before
     the originals are removed; safe to interrupt and rerun)."""
-    st = open_store(store_uri, must_exist=True)
+    st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
-            click.echo(st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).summary())
+            for line in st.compact(name, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS).lines():
+                click.echo(line)
 
 
 @main.command("sweep", context_settings={"ignore_unknown_options": True})
@@ -234,10 +264,11 @@ def _status_of_every_sweep(store_uri: str) -> None:
 
 def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
     """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
-    initial design instead); exit 2 when a point cannot fit here."""
+    initial design instead). A point that cannot fit here is flagged, not refused: a dry run
+    prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
     import os
 
-    from .estimate import check_fits_memory, dry_run_lines, physical_memory_bytes
+    from .estimate import dry_run_lines, physical_memory_bytes
     from .planning import plan
 
     memory = physical_memory_bytes() if embedded else None
@@ -245,12 +276,22 @@ def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
         from .adaptive import adaptive_dry_run_lines
 
         lines = adaptive_dry_run_lines(spec)
+        if memory is not None:
+            lines[-1:-1] = _adaptive_fit_lines(spec, memory)
     else:
         lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
     for line in lines:
         click.echo(line)
-    if memory is not None:
-        check_fits_memory(spec, memory)
+
+
+def _adaptive_fit_lines(spec, memory: int) -> list[str]:
+    """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
+    from .estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
+    from .planning import plan
+
+    the_plan = plan(spec)
+    return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
+                           [reference_memory_bytes(r.config) for r in the_plan.references], memory)
 
 
 @main.command("status")
@@ -310,11 +351,13 @@ _where_option = click.option("--where", default=None, metavar="SQL",
 @store_option
 @_metric_option
 @_step_option
-@click.option("--form", default="theory", show_default=True, metavar="F",
-              help="theory (c1/L + c2 sqrt(D/(LM))), free (c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), "
-              "output (c1/L + c2 D/(LM)), or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\".")
+@click.option("--form", default="decomposed", show_default=True, metavar="F",
+              help="decomposed (c1 L^-a on the seeds' bias, c2 (D/(LM))^b on their fluctuation), free_rss "
+              "(sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2)), theory_rss, theory (c1/L + c2 sqrt(D/(LM))), free "
+              "(c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), output (c1/L + c2 D/(LM)), or an expression over "
+              "L, M, D, P, e.g. \"c1*L**-a + c2\".")
 @_where_option
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
 @click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
@@ -327,23 +370,34 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
                 n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
     """Fit a scaling law to a sweep's errors, with 95% bootstrap confidence intervals.
 
-    Errors are RMS over seeds per grid point and problem draw, fitted in log space (robust
-    loss, several starts), draws pooled; floor-limited points and flagged seeds are left out and
-    counted; warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free
+    The default, decomposed, splits each point's error into the seed-mean's distance from the
+    reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); the
+    other laws are fitted to the RMS errors over seeds in log space (robust loss, several
+    starts). Draws are pooled; floor-limited points and flagged seeds are left out and counted;
+    warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
     from . import fit as fitting
+    from .errors import FitError, NoDecompositionError
 
     with store_errors():
-        fitting.resolve_form(form)
+        label, _ = fitting.resolve_form(form)
         st, con = open_sweep(store_uri, sweep)
-        result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                                   floor=floor)
+        try:
+            result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot,
+                                       seed=seed, floor=floor)
+        except (NoDecompositionError, FitError) as exc:
+            if label != "decomposed" or not isinstance(exc, NoDecompositionError) and "decomposed" not in str(exc):
+                raise
+            raise type(exc)(f"{exc}; --form {fitting.RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
-            from .diagnostics import compare_laws, format_comparison
+            from .diagnostics import additive_warning, compare_laws, format_comparison
 
-            click.echo(format_comparison(compare_laws(result.grid, floor=floor, seed=seed)))
+            table = compare_laws(result.grid, floor=floor, seed=seed)
+            click.echo(format_comparison(table))
+            for line in additive_warning(table, label):
+                click.echo(f"warning: {line}")
         if budgets:
             from .shapes import format_advice, shape_advice
 
@@ -362,8 +416,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @_where_option
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
-                  out: str | None) -> None:
+                  out: str | None, force: bool) -> None:
     """Classify each (x, y) cell of a sweep as mlu, lazy, trivial, diverged (or failed).
 
     The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
@@ -377,9 +432,10 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
         click.echo(format_phase(diagram))
         if out:
             from .charts import phase_chart
+            from .output_folder import OutputFolder
             from .report import save_chart
 
-            paths = save_chart(phase_chart(diagram), out, "phase")
+            paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
             click.echo("chart: " + ", ".join(str(p) for p in paths))
 
 
@@ -391,20 +447,29 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @_metric_option
 @_step_option
 @_where_option
-@click.option("--form", default="theory", show_default=True, metavar="F", help="The fit drawn in the charts.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=200, show_default=True, metavar="N",
+@click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
+@click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool) -> None:
     """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
 
-    DIR/index.html opens offline (Vega inline). Example: explorer report --sweep demo --out report
+    DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
+    refused unless --force; a read-only store gets the report without its fits saved (one line).
+    Example: explorer report --sweep demo --out report
     """
-    from .report import write_report
+    from .options import open_sweep
+    from .report import build_report
 
     with store_errors():
-        path = write_report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot)
-    click.echo(f"report: {path / 'index.html'}")
+        st, con = open_sweep(store_uri, sweep)
+        report = build_report(con, sweep, out, store=None if no_save else st, metric=metric, step=step, where=where,
+                              form=form, n_boot=n_boot, force=force)
+    if report.fits_not_saved:
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+    click.echo(f"report: {report.path}")
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -414,20 +479,26 @@ if __name__ == "__main__":  # pragma: no cover
 @main.command("reproduce")
 @click.argument("name", required=False, metavar="[NAME]")
 @click.option("--scale", type=click.Choice(["laptop", "full", "tiny"]), default="laptop", show_default=True,
-              metavar="laptop|full", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
-              "same protocol, under 30 minutes on 2 CPU cores.")
+              metavar="laptop|full|tiny", help="full: the authors' grid (a cluster's job); laptop: a reduced grid, "
+              "same protocol, under 30 minutes on 2 CPU cores; tiny: a miniature in seconds (tests, CI), its grades not a reproduction.")
 @store_option
 @click.option("--address", default=None, metavar="ADDR",
               help="Join a Ray cluster: 'auto' or ray://host:port. Default: an embedded local Ray.")
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
-@click.option("--list", "list_", is_flag=True, help="List the experiments with their grid sizes, and exit.")
+@click.option("--list", "list_", is_flag=True,
+              help="List the experiments with their trials, references and estimated compute per scale, and exit.")
+@click.option("--dry-run", is_flag=True,
+              help="Print each sweep's trials, references and estimated memory and time, and where the report "
+              "would go; run nothing.")
+@click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
-                      list_: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under examples/paper/) and write
+                      list_: bool, dry_run: bool, force: bool) -> None:
+    """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
-    CI and a verdict, and charts of the authors' curves over our points. Resumable: a rerun
-    skips the trials the store has. Exits 1 when some trial failed.
+    CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
+    and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
+    rerun skips the trials the store has. Exits 1 when some trial failed.
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
@@ -440,8 +511,18 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
         return
     if name is None:
         raise click.UsageError("give an experiment NAME, or --list to see them")
+    if dry_run:
+        import os
+
+        from .estimate import physical_memory_bytes
+
+        embedded = address is None
+        for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
+                                      os.cpu_count() if embedded else None):
+            click.echo(line)
+        return
     with store_errors():
-        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out)
+        code, table, folder = rep.reproduce(name, scale, store=store_uri, address=address, out=out, force=force)
     click.echo(rep.markdown_table(table), nl=False)
-    click.echo(f"report: {folder / 'index.html'}")
+    click.echo(f"report: {folder.resolve() / 'index.html'}")
     sys.exit(code)

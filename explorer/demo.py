@@ -6,8 +6,8 @@ at L = 2 with one unit per layer a network is far outside the ODE picture (its e
 along training). It takes about 30 s on a 2-core CPU with an embedded Ray; rerunning reuses the
 trials already in the store.
 After the sweep it prints the final err_out per (L, M) from the store, writes the report, and
-ends with the fit of the theory law (its constants with 95% CIs, its warnings) and the path of
-the report.
+ends with the decomposed fit (a and b with 95% CIs, or why the grid does not measure them, its
+warnings) and the path of the report.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def error_table(store, sweep: str = "demo") -> list[str]:
     return lines + [f"note: {note}" for note in grid.attrs.get("notes", ())]
 
 
-def fit_lines(store, sweep: str = "demo", form: str = "theory", n_boot: int = 200) -> list[str]:
+def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200) -> list[str]:
     """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
     constants with 95% CIs, warnings), or one line saying why there is none."""
     from .errors import UsageError

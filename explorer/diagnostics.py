@@ -27,6 +27,28 @@ from .formatting import fmt
 CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
 
 
+ADDITIVE_FORMS = ("theory", "free")  # their terms add; the RMS over seeds adds them in quadrature
+RSS_FORMS = ("theory_rss", "free_rss")
+
+
+def law_forms() -> list[str]:
+    """The registry laws fitted to RMS errors (not ``decomposed``, which reads the seeds' Gram rows)."""
+    return [name for name, form in FORMS.items() if form.method == "law"]
+
+
+def additive_warning(table: pd.DataFrame, form: str) -> list[str]:
+    """A warning when ``form`` adds its terms and the comparison ranks a quadrature law ahead of it."""
+    if form not in ADDITIVE_FORMS or form not in set(table["law"]):
+        return []
+    rank = dict(zip(table["law"], table["rank"]))
+    ahead = [f for f in RSS_FORMS if f in rank and rank[f] < rank[form]]
+    if not ahead:
+        return []
+    return [f"{', '.join(ahead)} rank{'s' if len(ahead) == 1 else ''} ahead of {form}: the errors combine the two "
+            f"terms in quadrature (RMS over seeds), so the additive {form} law biases its exponent in L upwards; "
+            "prefer the decomposed fit (the default)"]
+
+
 def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
     """Each registry law -> its parameters this grid cannot identify (empty dict: fully fittable).
 
@@ -34,7 +56,7 @@ def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
     has no L-M law to draw; a single-D sweep fits ``joint`` without its 1/sqrt(D) term.
     """
     out = {}
-    for name in FORMS:
+    for name in law_forms():
         try:
             out[name] = unidentified_terms(resolve_form(name)[1], grid)[1]
         except FitError:
@@ -97,7 +119,7 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to compare laws on")
     check_single_slice(grid)
-    forms = list(FORMS) if forms is None else list(forms)
+    forms = law_forms() if forms is None else list(forms)
     grid, used, ref = prepare(grid, floor)
     data = fit_data(grid[used].reset_index(drop=True), ref[used])
     rng = np.random.default_rng(seed)
@@ -197,4 +219,4 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["axis", "L", "M", "D", "x_low", "x_high", "x", "slope", "theory"])
 
 
-__all__ = ["CV_TOLERANCE", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check"]
+__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "law_forms", "fittable_forms", "format_comparison", "local_slopes", "range_check"]

@@ -49,3 +49,12 @@ class NoDecompositionError(SweepDataError):
 
 class MixedReferencesError(SweepDataError):
     """Grid points measured against several references whose newest cannot be told (exit 2)."""
+
+
+class RunInterrupted(UsageError):
+    """A run that a signal stopped before its results were complete: nothing was concluded from
+    it (exit 130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code

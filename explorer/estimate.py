@@ -41,7 +41,7 @@ from trials import UNIT_BLOCK
 from .errors import spec_error
 
 if TYPE_CHECKING:
-    from trials import ReferenceConfig, TrialConfig
+    from trials import JointLimitConfig, ReferenceConfig, TrialConfig
 
     from .planning import Plan
     from .spec import SweepSpec
@@ -64,6 +64,10 @@ PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow,
 # the model is within 0.4x - 1.3x of the measured wall times (0.88 - 1.26x on 9 of them; the
 # low ones were measured while other jobs loaded the machine). Measured by the script in
 # tests/explorer/test_estimate.py (``_MEASURE``).
+# A joint_limit reference (trials/joint_limit.py), measured with tracemalloc and wall time on the
+# same machine (2026-12-01): companion-linear-laptop's (K + 1 = 6, grid 128, N = 1, r = 6) 0.057 s
+# and 2.9 MiB; K + 1 = 21, grid 512, N = 10, r = 10: 3.1 s and 43 MiB.
+_JOINT_LIMIT = {"fixed_bytes": 2 * 2**20, "bytes_per_entry": 40, "fixed_s": 0.01, "per_step_pair_grid": 1.3e-5}
 _SECONDS = {"fixed": 3e-3, "per_layer_step": 2e-4, "per_entry": {"float64": 1.5e-8, "float32": 7e-9}, "draw": 1.7e-8}
 
 
@@ -99,10 +103,28 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)
 
 
-def reference_memory_bytes(config: "ReferenceConfig | TrialConfig") -> int:
+def reference_kind(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> str:
+    """mean_ode, joint_limit or largest, from the config's type (by its fields: the joint limit's
+    module imports torch, which an estimate must not)."""
+    if hasattr(config, "particle_config"):
+        return "mean_ode"
+    return "joint_limit" if hasattr(config, "gram") else "largest"
+
+
+def _joint_limit_size(config: "JointLimitConfig") -> tuple[int, int, int, int]:
+    """(steps + 1, RK4 grid, samples, r = d_in + d_out) of a joint_limit reference."""
+    t = config.limit
+    return t.steps + 1, config.grid, t.problem.samples, t.problem.d_in + t.problem.d_out
+
+
+def reference_memory_bytes(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> int:
     """Estimated peak bytes of computing a reference: a ``ReferenceConfig`` (mean_ode: the
-    particles at depth x width, replicas batched, then their half-depth twins), or the largest
-    grid point's ``TrialConfig`` (its own run without metrics)."""
+    particles at depth x width, replicas batched, then their half-depth twins), a
+    ``JointLimitConfig`` (its r-dimensional path over the RK4 grid: ``_JOINT_LIMIT``), or the
+    largest grid point's ``TrialConfig`` (its own run without metrics)."""
+    if reference_kind(config) == "joint_limit":
+        steps, grid, N, r = _joint_limit_size(config)
+        return int(_JOINT_LIMIT["fixed_bytes"] + _JOINT_LIMIT["bytes_per_entry"] * steps * (grid + 1) * N * r)
     if hasattr(config, "particle_config"):
         full = config.particle_config(config.depth)
         L, M, D, N, R, b = _dims(full)
@@ -124,10 +146,14 @@ def trial_seconds(config: "TrialConfig") -> float:
     return _SECONDS["fixed"] + _SECONDS["draw"] * L * D * M * R + seconds * (2 if config.chaos_check else 1)
 
 
-def reference_seconds(config: "ReferenceConfig | TrialConfig") -> float:
+def reference_seconds(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> float:
     """Estimated single-core seconds of computing a reference: the particles at full and half
     depth (mean_ode), or the largest point's run; without metrics, which cost about as much as
-    the step itself (README, "Speed of the trial engine"), hence the factor 1/2."""
+    the step itself (README, "Speed of the trial engine"), hence the factor 1/2. A joint_limit
+    solve: each step integrates the previous steps' states again, hence (K + 1)^2 RK4 grids."""
+    if reference_kind(config) == "joint_limit":
+        steps, grid, _, _ = _joint_limit_size(config)
+        return _JOINT_LIMIT["fixed_s"] + _JOINT_LIMIT["per_step_pair_grid"] * steps**2 * grid
     if hasattr(config, "particle_config"):
         full = config.particle_config(config.depth)
         half = full.replace(L=config.depth // 2, M=2 * config.width)
@@ -181,7 +207,7 @@ def _largest_configs(source: "Plan | SweepSpec"):
     top = {axis: values[0] for axis, values in axes.items()}
     top.update(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D))
     trial = spec.trial_config(spec.problem_config(spec.problem_seeds()[0]), top)
-    if spec.reference.kind == "mean_ode":
+    if spec.reference.kind in ("mean_ode", "joint_limit"):
         refs = [spec.reference_config(trial)]
     else:
         refs = [trial]
@@ -194,13 +220,17 @@ def largest_point(source: "Plan | SweepSpec") -> tuple[Largest, Largest]:
     trials, refs = _largest_configs(source)
     trial = max(trials, key=trial_memory_bytes)
     ref = max(refs, key=reference_memory_bytes)
-    if hasattr(ref, "particle_config"):
-        ref_what = (f"reference at D={ref.limit.D} ({ref.depth} x {ref.width} particles, {ref.replicas} replicas, "
-                    f"{ref.limit.dtype})")
-    else:
-        ref_what = f"reference (largest grid point) {_point(ref)}"
     return (Largest(f"trial {_point(trial)}", trial_memory_bytes(trial)),
-            Largest(ref_what, reference_memory_bytes(ref)))
+            Largest(f"reference {_reference_what(ref)}", reference_memory_bytes(ref)))
+
+
+def _reference_what(ref: "ReferenceConfig | TrialConfig | JointLimitConfig") -> str:
+    kind = reference_kind(ref)
+    if kind == "mean_ode":
+        return f"at D={ref.limit.D} ({ref.depth} x {ref.width} particles, {ref.replicas} replicas, {ref.limit.dtype})"
+    if kind == "joint_limit":
+        return f"joint limit at D={ref.limit.D}, {ref.grid} RK4 steps over depth, {ref.limit.steps} training steps"
+    return f"largest grid point {_point(ref)}"
 
 
 def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: int, where: str = "this machine") -> None:
@@ -235,13 +265,15 @@ def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | 
     shape = " x ".join(f"{name} {len(values)}" for name, values in axes.items())
     lines = [f"sweep {spec.name}: {len(plan.trials)} trials ({shape}; {spec.grid.seeds} seeds each, "
              f"{spec.train.steps} steps, {spec.train.dtype})"]
-    kinds = sorted({r.kind for r in plan.references})
-    if spec.reference.kind == "mean_ode":
-        ref = spec.reference
+    ref = spec.reference
+    if ref.kind == "mean_ode":
         lines.append(f"references: {len(plan.references)} mean_ode, {ref.depth} x {ref.width} particles "
                      f"(depth x width), {ref.replicas} replicas, plus their half-depth twins")
+    elif ref.kind == "joint_limit":
+        lines.append(f"references: {len(plan.references)} joint_limit (the exact limit, {ref.grid} RK4 steps over "
+                     "depth, and half that for its error)")
     else:
-        lines.append(f"references: {len(plan.references)} {'/'.join(kinds)} (the largest grid point of each group, "
+        lines.append(f"references: {len(plan.references)} largest (the largest grid point of each group, "
                      "run with its seeds)")
     trial_bytes = [trial_memory_bytes(t.config) for t in plan.trials]
     trial_secs = [trial_seconds(t.config) for t in plan.trials]
@@ -263,5 +295,47 @@ def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | 
                      "(plus Ray's start, a few seconds)")
     if available_bytes is not None:
         lines.append(f"memory here: {format_bytes(available_bytes)}")
+        lines += too_large_lines(plan, trial_bytes, ref_bytes, available_bytes)
     lines.append("nothing run (--dry-run)")
     return lines
+
+
+def too_large_lines(plan: "Plan", trial_bytes: list[int], ref_bytes: list[int], available_bytes: int,
+                    shown: int = 5) -> list[str]:
+    """The points of a plan that would not fit in ``available_bytes`` (with ``PROCESS_BYTES`` for
+    the worker): a count, then the first ``shown`` of each kind with their estimates. A dry run
+    prices a grid for a larger machine or a cluster, so it lists them where a run refuses them."""
+    limit = available_bytes - PROCESS_BYTES
+    trials = [(t, b) for t, b in zip(plan.trials, trial_bytes) if b > limit]
+    refs = [(r, b) for r, b in zip(plan.references, ref_bytes) if b > limit]
+    if not trials and not refs:
+        return []
+    lines = [f"does not fit here: {len(trials)} of {len(plan.trials)} trials and {len(refs)} of "
+             f"{len(plan.references)} references need more than this machine's memory less a worker "
+             f"({format_bytes(limit)}); `explorer sweep` refuses them here: run on a larger machine or a "
+             "cluster (--address)"]
+    for t, b in sorted(trials, key=lambda item: -item[1])[:shown]:
+        lines.append(f"  trial {_point(t.config)}: {format_bytes(b)}")
+    for r, b in sorted(refs, key=lambda item: -item[1])[:shown]:
+        lines.append(f"  reference {r.ref_key} {_reference_what(r.config)}: {format_bytes(b)}")
+    return lines
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """A plan's size and its single-core compute estimate (what ``explorer reproduce --list``
+    prints per scale)."""
+
+    trials: int
+    references: int
+    trial_seconds: float
+    reference_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return self.trial_seconds + self.reference_seconds
+
+
+def plan_cost(plan: "Plan") -> PlanCost:
+    return PlanCost(len(plan.trials), len(plan.references), sum(trial_seconds(t.config) for t in plan.trials),
+                    sum(reference_seconds(r.config) for r in plan.references))

@@ -8,7 +8,13 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.exp
   (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
   sampling over the L*M units O(sqrt(D/(L M))) (SPEC.md section 2).
 - ``free``: err ~ c1 L^-a + c2 (D/(L M))^b. The same two terms with free exponents; theory says
-  a = 1 and b = 1/2 (SPEC.md section 5).
+  a = 1 and b = 1/2.
+- ``theory_rss``, ``free_rss``: the same terms in quadrature, sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2):
+  the RMS over seeds of a point is sqrt(bias^2 + fluct^2), so this is the form the errors are
+  measured in (an additive law fitted to them biases a upwards).
+- ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
+  each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
+  (``explorer.fit_decomposed``, ``explorer.decomposed``).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -24,8 +30,10 @@ removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); 
 counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
 is fitted to log errors with a soft-L1 loss from several starts, constants positive through
 their logarithm, the draws pooled. The bootstrap resamples draws, then seeds within each draw
-(points when there is one seed) and refits; CIs are estimate +- 1.96 sd of the refits in the
-fit's parametrization (log for constants). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
+(points when there is one seed) and refits; CIs are estimate +- q sd in the fit's
+parametrization (log for constants): with one draw q = 1.96 and sd the refits' spread; with G
+draws q is Student's t with G - 1 degrees of freedom and sd the draws' part of the spread
+(``_interval``). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .bounds import MAX_RESAMPLES
 from .errors import FitError
 from .expression import Expression, constant_terms, parse_expression
 from .formatting import fmt
@@ -65,6 +74,7 @@ class Form:
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
+    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.fit_decomposed)
 
 
 FORMS: dict[str, Form] = {
@@ -73,6 +83,14 @@ FORMS: dict[str, Form] = {
         Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound"),
         Form("free", "c1*L**(-a) + c2*(D/(L*M))**b", "theory's two terms with free exponents",
              start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("theory_rss", "sqrt((c1/L)**2 + c2**2*D/(L*M))",
+             "theory's two terms as the RMS over seeds combines them (bias and fluctuation in quadrature)"),
+        Form("free_rss", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "free's two terms in quadrature, as the RMS over seeds combines them",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("decomposed", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "each term on its own: c1, a on the seeds' bias, c2, b on their fluctuation (docs/analysis.md)",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed"),
         Form("joint", "c1/L + c2*sqrt(D/(L*M)) + c3/sqrt(D)",
              "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D"),
         Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)"),
@@ -200,6 +218,8 @@ class FitResult:
     pre_asymptotic: list = field(default_factory=list)
     fitted_expression: Expression | None = None
     floor: str = "quadrature"
+    surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
+    sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -278,6 +298,11 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         ExpressionError: an invalid user expression.
     """
     label, asked = resolve_form(form)
+    if not 0 <= n_boot <= MAX_RESAMPLES:  # before the (n_boot, parameters) array of the bootstrap
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
+    if label in FORMS and FORMS[label].method == "decomposed":
+        raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
+                       "explorer.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     check_single_slice(grid)
@@ -300,16 +325,25 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     problem = Problem(expr, data.L, data.M, data.D, loss_scale)
     rng = np.random.default_rng(seed)
     hints = FORMS[label].start if label in FORMS else {}
-    best, agree = best_fit(problem, data.log_err, start_points(problem, hints, data.log_err, max(1, n_starts), rng))
+    starts = start_points(problem, hints, data.log_err, max(1, n_starts), rng)
+    refuse_undefined_law(problem, starts, label)
+    best, agree = best_fit(problem, data.log_err, starts)
     theta = best.x
     converged = bool(best.success and (agree >= 2 or n_starts <= 1))
     fitted_log = problem.log_model(theta)
+    refuse_undefined_law(problem, [theta], label, fitted=True)
     ss_res = float(np.sum((data.log_err - fitted_log) ** 2))
     ss_tot = float(np.sum((data.log_err - data.log_err.mean()) ** 2))
     r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
 
     thetas, method = _bootstrap(problem, data, theta, n_boot, rng)
-    lo_t, hi_t = _interval(thetas, theta, len(data.draws), problem.bounds)
+    inner = _bootstrap(problem, data, theta, n_boot, rng, resample_draws=False)[0] if len(data.draws) > 1 else None
+    lo_t, hi_t = _interval(thetas, theta, problem.bounds, inner, len(data.draws))
+    if inner is not None and len(thetas) > 1:  # the samples carry the interval's spread (adaptive covariance)
+        sd, _ = _spread(thetas, inner, len(data.draws))
+        spread = thetas.std(axis=0, ddof=1)
+        thetas = np.clip(theta + (thetas - thetas.mean(axis=0)) * np.where(spread > 0, sd / np.where(spread > 0, spread, 1), 0),
+                         *problem.bounds)
     values = problem.values(theta)
     names = expr.parameters
     estimate = {n: math.nan for n in asked.parameters}
@@ -349,23 +383,36 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     if n_flagged:
         notes.append(f"{n_flagged} seeds left out for stability flags (the flags column){flag_summary(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
-    result.warnings = _warnings(result, converged, best.jac)
+    result.warnings = fit_warnings(result, converged, best.jac)
     return result
 
 
-def _interval(thetas: np.ndarray, theta: np.ndarray, n_draws: int, bounds) -> tuple[np.ndarray, np.ndarray]:
-    """estimate +- 1.96 sd of the bootstrap, in the fit's parametrization (log for constants).
+def _interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray | None = None,
+              n_draws: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% interval in the fit's parametrization (log for constants).
 
-    The two-level bootstrap counts seed noise at both levels (a draw's estimate already holds
-    it), so its sd errs on the wide side; with the normal quantile it covered the truth in 92%
-    of 120 synthetic sweeps of 4 draws with per-draw exponents (tests/explorer/test_fit_draws.py;
-    Student's t with 3 degrees of freedom gave 99%). ``n_draws`` is kept for the record."""
+    One draw: estimate +- 1.96 sd of the (widened) seed or point bootstrap. Several draws G: the
+    two-level replicates ``thetas`` hold the seed noise twice (inside the draws' spread and from
+    the inner resample); ``inner``, the replicates with the draws as observed, measures that
+    part. The variance G/(G-1) (var(thetas) - var(inner)) (var(inner) where that is not
+    positive) is the draws' spread, and the quantile is Student's t with G - 1 degrees of freedom: with 4 draws the sd
+    itself rests on 3 degrees of freedom (docs/analysis.md, the coverage table)."""
     if len(thetas) < 2:
         nan = np.full(len(theta), np.nan)
         return nan, nan
-    sd = thetas.std(axis=0, ddof=1)
-    q = float(stats.norm.ppf(0.975))
+    sd, q = _spread(thetas, inner, n_draws)
     return np.clip(theta - q * sd, *bounds), np.clip(theta + q * sd, *bounds)
+
+
+def _spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[np.ndarray, float]:
+    """(sd, quantile) of the interval (``_interval``)."""
+    if inner is None or n_draws < 2 or len(inner) < 2:
+        return thetas.std(axis=0, ddof=1), float(stats.norm.ppf(0.975))
+    G = n_draws
+    v_inner = inner.var(axis=0, ddof=1)
+    between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)
+    # the inner part stands in only where the draws' part came out non-positive (sampling noise)
+    return np.sqrt(np.where(between > 0, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
 
 
 def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -383,10 +430,33 @@ def _resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> 
     return rows, np.log(np.sqrt(np.maximum(rms**2 - ref**2, 1e-300)))
 
 
-def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng) -> tuple[np.ndarray, str]:
-    """Refit on n_boot resamples: draws with replacement, then seeds within each point of each
-    chosen draw (points within the draw when every point has one seed); all from the point
-    estimate. Returns the converged estimates (the fit's parametrization) and what was resampled."""
+def refuse_undefined_law(problem: Problem, thetas: list[np.ndarray], label: str, fitted: bool = False) -> None:
+    """A law whose prediction is not a finite positive number at every grid point for any of
+    ``thetas`` (``c1/0*L``, ``c1*sqrt(-L)``) is refused: its fit would be saved with an R^2 of
+    -inf or NaN. Checked on the starts before fitting, and on the fitted parameters.
+
+    Raises:
+        FitError: naming the law and a grid point where it is undefined.
+    """
+    bad = None
+    for theta in thetas:
+        undefined = ~np.isfinite(problem.log_model(theta))
+        if not undefined.any():
+            return
+        bad = undefined
+    at = int(np.argmax(bad))
+    where = f"L={problem.L[at]:g}, M={problem.M[at]:g}, D={problem.D[at]:g}"
+    which = "the fitted law" if fitted else "it"
+    raise FitError(f"law {label!r}: {which} is not a finite positive number at {int(bad.sum())} of {bad.size} grid "
+                   f"points (e.g. {where}){'' if fitted else ' from every start of the fit'}; no fit saved")
+
+
+def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng,
+               resample_draws: bool = True) -> tuple[np.ndarray, str]:
+    """Refit on n_boot resamples: draws with replacement (``resample_draws``; else each draw
+    once, as observed), then seeds within each point of each chosen draw (points within the
+    draw when every point has one seed); all from the point estimate. Returns the converged
+    estimates (the fit's parametrization) and what was resampled."""
     by_points = bool(np.all(data.counts <= 1))
     n_draws = len(data.draws)
     inner = "points" if by_points else "seeds"
@@ -399,7 +469,7 @@ def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, 
     log_err = np.zeros((n_boot, width))
     weights = np.zeros((n_boot, width))
     for b in range(n_boot):
-        chosen = rng.integers(0, n_draws, n_draws) if n_draws > 1 else [0]
+        chosen = rng.integers(0, n_draws, n_draws) if n_draws > 1 and resample_draws else range(n_draws)
         at = 0
         for g in chosen:
             rows, values = _resample_log_err(data, members[g], rng, by_points)
@@ -410,11 +480,11 @@ def _bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, 
                              problem.D[idx], weights=weights)
     ok &= np.all(np.isfinite(fitted), axis=1)
     fitted = fitted[ok]
+    if n_draws > 1:  # the interval corrects the two-level spread (_interval)
+        return np.clip(fitted, *problem.bounds), method
     # Resampling n values spreads their mean by only (n - 1)/n of its variance: widen the
-    # replicates around the estimate by sqrt(n / (n - 1)) (n: draws; else seeds per point, or points).
-    if n_draws > 1:
-        n_eff = float(n_draws)
-    elif by_points:
+    # replicates around the estimate by sqrt(n / (n - 1)) (n: seeds per point, or points).
+    if by_points:
         n_eff = float(len(data.log_err))
     else:
         n_eff = float(len(data.counts) / np.sum(1.0 / np.maximum(data.counts, 2)))
@@ -434,14 +504,14 @@ def _per_draw(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, r
         sub_problem = Problem(problem.expr, sub.L, sub.M, sub.D, problem.loss_scale)
         point = sub_problem.solve(sub.log_err, theta).x
         thetas, _ = _bootstrap(sub_problem, sub, point, min(n_boot, 100), rng)
-        lo, hi = _interval(thetas, point, 1, sub_problem.bounds)
+        lo, hi = _interval(thetas, point, sub_problem.bounds)
         for i, name in enumerate(names):
             rows.append({DRAW_COLUMN: label, "parameter": name, "estimate": float(sub_problem.values(point)[i]),
                          "ci_low": float(sub_problem.values(lo)[i]), "ci_high": float(sub_problem.values(hi)[i])})
     return pd.DataFrame(rows, columns=[DRAW_COLUMN, "parameter", "estimate", "ci_low", "ci_high"])
 
 
-def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
+def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     """The guard rails (docs/analysis.md, "Reading the warnings")."""
     out = []
     for name, reason in result.unidentified.items():
@@ -464,7 +534,8 @@ def _warnings(result: FitResult, converged: bool, jac) -> list[str]:
                    "moves exponents more (SPEC section 4); pool several problem_seed values")
     if not converged:
         out.append("the starts disagreed on the best fit; treat the estimates with care")
-    out.extend(_identifiability(result.law, jac))
+    if jac is not None:
+        out.extend(_identifiability(result.law, jac))
     out.extend(f"pre-asymptotic points: {p}" for p in result.pre_asymptotic)
     return out
 
@@ -512,7 +583,12 @@ def _extrapolation_error(problem: Problem, data: FitData, theta: np.ndarray, n_p
 # ----------------------------------------------------------------------------- sweeps and output
 
 
-def fit_sweep(con, sweep: str, form: str = "theory", *, metric: str = "err_out", step: int | None = None,
+DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
+DECOMPOSED_METRICS = ("err_out", "err_hidden")
+RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
+
+
+def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
               floor: str = "quadrature") -> FitResult:
     """``grid_errors`` then ``fit``: the whole analysis of one sweep slice (see both).
@@ -523,9 +599,20 @@ def fit_sweep(con, sweep: str, form: str = "theory", *, metric: str = "err_out",
             in the result's ``where`` and ``held``. Problem draws are pooled, not held: select
             one with ``where="problem_seed = 2"``.
     """
-    resolve_form(form)  # a bad form fails before any query
+    label, _ = resolve_form(form)  # a bad form fails before any query
+    if not 0 <= n_boot <= MAX_RESAMPLES:
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
     where = held_where(held, where)
+    if label in FORMS and FORMS[label].method == "decomposed":
+        from .fit_decomposed import fit_decomposed
+        from .sweep_data import seed_grams
+
+        frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
+        check_single_slice(frame)
+        result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)
+        result.held = held
+        return result
     grid = grid_errors(con, sweep, metric=metric, step=step, where=where)
     result = fit(grid, form, n_boot=n_boot, seed=seed, where=where, floor=floor)
     result.held = held
@@ -549,7 +636,8 @@ def format_table(result: FitResult) -> str:
              f"{'parameter':<10} {'estimate':>12} {'95% CI':>27}"]
     for row in result.table().itertuples():
         if row.parameter in result.unidentified:
-            lines.append(f"{row.parameter:<10} {'not fitted':>12}")
+            shown = "not measured" if result.unidentified[row.parameter].startswith("not measured") else "not fitted"
+            lines.append(f"{row.parameter:<10} {shown:>12}")
             continue
         lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
@@ -558,6 +646,7 @@ def format_table(result: FitResult) -> str:
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
                  f"bootstrap: {result.n_boot} resamples of {result.bootstrap}")
+    lines.extend(result.surfaces)
     if len(result.per_draw):
         wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
         names = [p for p in result.law.parameters if p in wide.columns]
@@ -580,6 +669,7 @@ def flag_summary(result: FitResult) -> str:
 
 
 __all__ = [
-    "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "fit", "fit_sweep", "flag_summary", "format_table", "resolve_form",
+    "DECOMPOSED_METRICS", "DEFAULT_FORM", "FITS_COLUMNS", "FORMS", "FitResult", "Form", "R2_WARNING", "RSS_FALLBACK",
+    "fit", "fit_sweep", "fit_warnings", "flag_summary", "format_table", "resolve_form",
     "save_fit", "unidentified_terms",
 ]

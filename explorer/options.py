@@ -72,10 +72,11 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
         sweep: refuse a store without this sweep (for commands that read one sweep).
 
     Raises:
-        StoreAccessError: the URI cannot be resolved, or (must_exist) the store is empty.
+        StoreAccessError: the URI cannot be resolved, or (must_exist) the store is empty, or
+            (sweep) the name cannot be a sweep's.
         SweepDataError: (sweep) the store has no such sweep; the message lists those it has.
     """
-    from store import Store
+    from store import Store, check_sweep
 
     with store_errors():
         if isinstance(store, Store):
@@ -86,6 +87,7 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
                 raise StoreAccessError("empty store URI: pass --store DIR or --store s3://bucket/prefix")
             opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
         if sweep is not None:
+            check_sweep(sweep)  # a name no sweep can have ("../etc") says so, not "unknown"
             if not opened.exists():
                 raise SweepDataError(f"unknown sweep {sweep!r}: there is no results store at {opened.uri!r} "
                                      "(nothing written there yet); pass --store URI")

@@ -1,7 +1,7 @@
 """The phase diagram: each cell of two swept axes classified as mlu, lazy, trivial or diverged.
 
 Source: Chizat, "The Hidden Width of Deep ResNets" (arXiv:2509.10167), the phase diagram of
-SPEC.md section 5. In the maximal-local-update (MLU) regime every unit's own preactivation
+docs/model.md, section 6. In the maximal-local-update (MLU) regime every unit's own preactivation
 change (``feature_update``) and the block's local linearization error (``lin_ratio``) are
 Theta(1), as large as the change of the output; in the lazy regime (alpha >> 1) both are about
 1/alpha while the output still moves Theta(1). A learning rate too small leaves the output where

@@ -39,7 +39,9 @@ the driver then stops every Tune trial (``_StopWhenStoreLost``; a reference task
 store, the filesystem's error and how to resume (``_stop_when_store_lost``). Trials already
 written stay; claims lapse after their TTL.
 
-SIGINT and SIGTERM (``_SignalGuard``) stop the run at any point: Ray is shut down, claims and the
+SIGINT and SIGTERM stop the run at any point (``interrupts.SignalGuard``: the handler records the
+signal, the driver checks it while planning, between polls of the reference phase and at every
+step of Tune's loop, never raising inside Ray's compiled code): Ray is shut down, claims and the
 reference locks of dead workers released, temporaries removed, and the summary (what really ran,
 how to resume) comes with exit code 130 or 143. Credentials stay out of Ray's runtime envs
 (``_no_secrets_in_runtime_env``); each worker task sets torch's threads (``apply_torch_threads``).
@@ -53,7 +55,6 @@ import json
 import logging
 import math
 import os
-import shlex
 import signal
 import socket
 import stat
@@ -62,7 +63,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 # Ray decides, once, when it is first imported, which address the nodes it starts advertise and
@@ -100,10 +101,13 @@ from trials import (Reference, ReferenceDiverged, compute_reference, reference_f
                     train_trial)
 
 from .errors import ClusterError, spec_error
+from .env_settings import check_environment, setting
 from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
+from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .options import open_store
 from .planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
+from .reference_screen import validator
 from .spec import SweepSpec
 
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
@@ -119,8 +123,9 @@ _TUNE_ENV = {
 }
 THREADS_ENV = "EXPLORER_TORCH_THREADS"  # torch threads of each worker task (default: the CPUs Ray gave it)
 LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
-_LEASE_TTL_S = 60.0
 _WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
+PLANNING_NOTE_POINTS = 10_000  # a grid this large takes a second or more to plan: say so first
+_SIGNAL_POLL_S = 0.25  # how often a driver blocked on Ray looks whether a signal came (interrupts.py)
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -147,6 +152,7 @@ class SweepResult:
     resume: str | None = None  # the command that resumes it
     elsewhere: dict[str, int] = field(default_factory=dict)  # owner (host:pid) -> trials it ran or holds
     reference_errors: dict[str, str] = field(default_factory=dict)  # ref_key -> why it is unavailable
+    planned: bool = True  # False: a signal stopped the run while it was planning (total is then unknown)
 
     @property
     def exit_code(self) -> int:
@@ -162,8 +168,9 @@ class SweepResult:
         if self.missing:
             counts += f", {self.missing} missing"
         run = ("nothing to run" if self.skipped == self.total and not self.ran
-               else f"{self.ran} run in {self.wall_s:.1f}s")
-        lines = [f"sweep {self.name}: {self.total} trials: {counts} ({self.skipped} already complete, {run})",
+               else f"{self.ran} run in {self.wall_s:.1f}s of wall time, Ray's start and the references included")
+        lines = [f"sweep {self.name}: {self.total} trials: {counts} ({self.skipped} already complete, {run})"
+                 if self.planned else f"sweep {self.name}: stopped while planning its trials; nothing ran",
                  f"store: {self.store}"]
         for owner, n in self.elsewhere.items():
             lines.append(f"{n} claimed by another driver ({owner})")
@@ -173,8 +180,8 @@ class SweepResult:
         if self.interrupted is not None:
             name = signal.Signals(self.interrupted).name
             again = f": {self.resume}" if self.resume else ""
-            lines.append(f"interrupted by {name}: {self.missing} trials not run; to resume, run the same command "
-                         f"again{again}")
+            what = f"{self.missing} trials not run" if self.planned else "no trial ran"
+            lines.append(f"interrupted by {name}: {what}; to resume, run the same command again{again}")
         elif self.missing:
             why = f" (first cause: {self.lost[0]})" if self.lost else ""
             lines.append(f"{self.missing} trials have no rows{why}: run the same command again to retry them")
@@ -312,7 +319,8 @@ def _compute(planned: PlannedReference) -> Reference:
 def _load_reference(store: Store, planned: PlannedReference) -> Reference:
     ref = _REFERENCE_CACHE.get(planned.ref_key)
     if ref is None:
-        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record())
+        arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: _compute(planned).to_record(),
+                                                      validate=validator(planned.ref_key))
         ref = Reference.from_record(arrays, meta)
         if len(_REFERENCE_CACHE) >= _REFERENCE_CACHE_SIZE:
             _REFERENCE_CACHE.pop(next(iter(_REFERENCE_CACHE)))
@@ -330,13 +338,7 @@ def apply_torch_threads() -> int:
     """
     import torch
 
-    n = 0
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        try:
-            n = int(text)
-        except ValueError:
-            n = 0
+    n = setting(THREADS_ENV) or 0  # bounded (env_settings); checked by the driver before Ray starts
     if n <= 0:
         cpus = 1.0
         if ray.is_initialized():
@@ -577,6 +579,18 @@ class _StopWhenStoreLost(tune.Stopper):
         return self.lost is not None
 
 
+class _StopOnSignal(tune.Callback):
+    """Driver side: at every step of Tune's loop, in plain Python between Tune's calls into Ray,
+    ``check`` raises ``SweepInterrupted`` when a signal came (never inside Ray's compiled code,
+    where the signal handler runs: ``interrupts.py``)."""
+
+    def __init__(self, check: Callable[[], None]):
+        self.check = check
+
+    def on_step_begin(self, iteration, trials, **info):
+        self.check()
+
+
 class _QuietReporter(tune.ProgressReporter):
     """Ray Tune's own tables stay quiet: our progress line says it all."""
 
@@ -643,6 +657,31 @@ def _neutral_directory(temp_dir: str) -> Iterator[None]:
         os.chdir(here)
 
 
+# Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
+# is unset (it generates ~/.ray/auth_token) and logs a WARNING saying so from this logger, on
+# every sweep. The embedded Ray keeps the authentication; only that one notice is dropped (a user
+# read it as trouble). RAY_AUTH_MODE, when set, is Ray's to honour as it is.
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+
+@contextlib.contextmanager
+def _token_notice_dropped() -> Iterator[None]:
+    """While an embedded Ray starts: Ray's notice that token authentication is on is not logged."""
+    drop = _DropTokenNotice()
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 _START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
                "(`ray start --head`, then --address auto)")
 
@@ -673,7 +712,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         with _neutral_directory(temp_dir):
             if address is None:
                 # The processes ray.init starts read the single-machine switch too.
-                with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
+                with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}), _token_notice_dropped():
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                              object_store_memory=256 * 1024**2, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
                 kind = "embedded"
@@ -756,66 +795,6 @@ def remove_leftovers(store: Store, sweep: str) -> int:
     stale (another sweep on the same store may be writing a reference right now)."""
     return (store.remove_temporaries(sweep, before=dt.datetime.now(dt.timezone.utc))
             + store.remove_temporaries(sweep, references=True))
-
-
-class SweepInterrupted(BaseException):
-    """SIGINT or SIGTERM reached the driver (a BaseException, as KeyboardInterrupt: no ``except
-    Exception`` on the way, in Ray or Tune, swallows it)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class _SignalGuard:
-    """In the main thread: the first SIGINT or SIGTERM raises ``SweepInterrupted``; later ones are
-    ignored while the driver cleans up (it stops its Ray, releases its claims and locks). Other
-    threads (a notebook's worker thread) keep the process's handlers.
-
-    ``arm()`` (again) after ``ray.init``: Ray's core worker installs its own C-level SIGTERM
-    handler in the driver (it aborts the process), replacing Python's.
-    """
-
-    def __init__(self):
-        self.active = threading.current_thread() is threading.main_thread()
-        self.fired: list[int] = []
-        self.saved = {}
-
-    def _handler(self, signum, frame):
-        if not self.fired:
-            self.fired.append(signum)
-            raise SweepInterrupted(signum)
-
-    def arm(self) -> None:
-        if self.active:
-            for s in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(s, self._handler)
-
-    def __enter__(self):
-        if self.active:
-            self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-            self.arm()
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.saved.items():
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
-        return False
-
-
-def _resume_command() -> str | None:
-    """The command line that started this process, when it is the explorer CLI."""
-    argv = list(sys.argv)
-    if not argv:
-        return None
-    head = os.path.basename(argv[0])
-    if head == "explorer":
-        return shlex.join(["explorer", *argv[1:]])
-    if argv[0].endswith(os.path.join("explorer", "cli.py")) or argv[0].endswith(os.path.join("explorer", "__main__.py")):
-        return shlex.join(["python", "-m", "explorer.cli", *argv[1:]])
-    if argv[0] == "-c" and len(argv) > 1 and argv[1] == "sweep":
-        return shlex.join(["explorer", *argv[1:]])
-    return None
 
 
 class _Leases:
@@ -918,13 +897,34 @@ def run_sweep(
         StoreUnreachable: the store became unreachable mid-sweep (one line: the store, the
             filesystem's error, how to resume); the run stopped as soon as a worker saw it.
     """
+    check_environment()  # a bad EXPLORER_* variable is one line before any work, not a worker's traceback
     started = time.monotonic()
-    started_at = dt.datetime.now(dt.timezone.utc)
     store = open_store(store)
-    the_plan = plan(spec, SCHEMA_VERSION)
-    if only_keys is not None:
-        chosen = frozenset(only_keys)
-        the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in chosen))
+    with SignalGuard() as guard:
+        points = spec.grid_points()
+        if progress and points >= PLANNING_NOTE_POINTS:  # seconds of silence otherwise
+            print(f"planning: {points:,} trials", file=stream or sys.stderr, flush=True)
+        try:
+            the_plan = plan(spec, SCHEMA_VERSION, check=guard.check)
+        except SweepInterrupted as exc:  # planning 10^5 trials takes seconds: nothing ran, nothing to clean
+            return SweepResult(name=spec.name, store=store.uri, total=0, skipped=0, ran=0, planned=False,
+                               interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
+        if only_keys is not None:
+            chosen = frozenset(only_keys)
+            the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in chosen))
+        result = _run_plan(spec, store, the_plan, guard, address, max_concurrent, progress, num_cpus, stream,
+                           lease_ttl_s)
+        if result.interrupted is None and guard.signum is not None:  # a signal during compaction or the last reads
+            result.interrupted = guard.signum
+        result.resume = resume_command() if result.interrupted is not None else None
+    result.wall_s = time.monotonic() - started
+    return result
+
+
+def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard, address, max_concurrent,
+              progress, num_cpus, stream, lease_ttl_s) -> SweepResult:
+    """``run_sweep`` once planned: run what the store lacks, then read the summary back."""
+    started_at = dt.datetime.now(dt.timezone.utc)
     known = store.trial_statuses(spec.name)
     planned_keys = {t.trial_key for t in the_plan.trials}
     todo = [t for t in the_plan.trials if known.get(t.trial_key) not in FINAL_STATUSES]
@@ -933,11 +933,11 @@ def run_sweep(
                          skipped=len(the_plan.trials) - len(todo), ran=0, stale=len(set(known) - planned_keys))
     bar = Progress(total=len(todo), stream=stream, enabled=progress)
     claimed: set[str] = set()
-    if todo:
+    if todo and guard.signum is None:
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
-        ttl = lease_ttl_s or _float_env(LEASE_TTL_ENV, _LEASE_TTL_S)
+        ttl = lease_ttl_s or setting(LEASE_TTL_ENV)
         leases = _Leases(store, spec.name, ttl)
-        with _SignalGuard() as guard, _stop_when_store_lost(bar):
+        with _stop_when_store_lost(bar):
             try:
                 with contextlib.ExitStack() as ray_stack:
                     # Ray and the resource check first: a trial no node can run is refused before
@@ -949,33 +949,31 @@ def run_sweep(
                     if limit:
                         slots = min(slots, limit)
                     while todo:
+                        guard.check()
                         mine = leases.claim([t.trial_key for t in todo])
                         claimed |= mine
                         theirs = {t.trial_key for t in todo if t.trial_key not in mine}
-                        owners = leases.others(theirs)
-                        for owner in sorted(set(owners.values())):
-                            n = sum(o == owner for o in owners.values())
-                            result.elsewhere[owner] = max(result.elsewhere.get(owner, 0), n)
-                            bar.message(f"{n} claimed by another driver ({owner}): "
-                                        + ("running the others, then waiting for those" if mine else "waiting for them"))
+                        _note_other_drivers(leases, theirs, mine, result, bar)
                         batch = [t for t in todo if t.trial_key in mine]
                         if batch:
-                            diverged, broken = _run_references(spec, store, the_plan, batch, bar)
+                            diverged, broken = _run_references(spec, store, the_plan, batch, bar, guard.check)
                             result.reference_errors.update(broken)
                             runnable = [t for t in batch if t.ref_key not in broken]
                             if runnable:
                                 result.lost += _run_trials_again_when_lost(spec, store, the_plan, runnable, diverged,
-                                                                           rerun, slots, limit, bar)
+                                                                           rerun, slots, limit, bar, guard.check)
                             leases.release({t.trial_key for t in batch})
                         if not theirs:
                             break
-                        _wait_for(leases, theirs)
+                        _wait_for(leases, theirs, guard.check)
                         known = store.trial_statuses(spec.name)
                         todo = [t for t in todo if t.trial_key in theirs and known.get(t.trial_key) not in FINAL_STATUSES]
+                    guard.check()  # a signal in the last wait of a Ray call
             except SweepInterrupted as exc:
                 result.interrupted = exc.signum
                 bar.message(f"{exc}: stopping (its Ray, claims and locks are released)")
             finally:
+                guard.arm()  # Ray's shutdown may leave its own SIGTERM handler: the cleanup and compaction are ours
                 leases.close()
                 _release_dead_locks(store, the_plan, wait_s=5.0 if result.interrupted is not None else 0.0)
                 if not leases.others(planned_keys):
@@ -989,8 +987,8 @@ def run_sweep(
             _compact_trials(store, spec.name, bar)
         known = store.trial_statuses(spec.name)
         result.ran = _count_started_since(store, spec.name, claimed, started_at)
-        result.resume = _resume_command() if result.interrupted is not None else None
-    result.wall_s = time.monotonic() - started
+    elif todo:  # the signal came while the store was read: nothing started
+        result.interrupted = guard.signum
     failed = []
     for trial in the_plan.trials:
         status = known.get(trial.trial_key, "missing")
@@ -1000,6 +998,16 @@ def run_sweep(
     errors = store.trial_column(spec.name, "error", [t.trial_key for t in failed[:5]]) if failed else {}
     result.failures = [f"{_describe(t)} ({t.trial_key}): {errors.get(t.trial_key)}" for t in failed[:5]]
     return result
+
+
+def _note_other_drivers(leases: _Leases, theirs: set[str], mine: set[str], result: SweepResult, bar: Progress) -> None:
+    """Say which other drivers hold some of the trials, and remember it for the summary."""
+    owners = leases.others(theirs)
+    for owner in sorted(set(owners.values())):
+        n = sum(o == owner for o in owners.values())
+        result.elsewhere[owner] = max(result.elsewhere.get(owner, 0), n)
+        bar.message(f"{n} claimed by another driver ({owner}): "
+                    + ("running the others, then waiting for those" if mine else "waiting for them"))
 
 
 @contextlib.contextmanager
@@ -1017,26 +1025,22 @@ def _stop_when_store_lost(bar: Progress) -> Iterator[None]:
         if lost is None:
             raise
         bar.finish()
-        again = _resume_command()
+        again = resume_command()
         raise StoreUnreachable(
             f"the store became unreachable mid-sweep, which stopped: {' '.join(str(lost).split())}; "
             f"the trials already written stay in it: to resume, run the same command again once the store is "
             f"back{': ' + again if again else ''}") from None
 
 
-def _float_env(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def _wait_for(leases: _Leases, keys: set[str]) -> None:
-    """Until no other live driver holds a lease on ``keys`` (they completed, were released, or lapsed)."""
+def _wait_for(leases: _Leases, keys: set[str], check: Callable[[], None]) -> None:
+    """Until no other live driver holds a lease on ``keys`` (they completed, were released, or
+    lapsed); ``check`` (a signal) is called every fraction of a second."""
     while leases.others(keys):
         if not leases._reap_dead(keys):
-            time.sleep(_WAIT_POLL_S)
+            deadline = time.monotonic() + _WAIT_POLL_S
+            while time.monotonic() < deadline:
+                check()
+                time.sleep(_SIGNAL_POLL_S)
 
 
 def _count_started_since(store: Store, sweep: str, keys: set[str], since: dt.datetime) -> int:
@@ -1098,9 +1102,9 @@ def _compact_trials(store: Store, sweep: str, bar: Progress) -> None:
 
 
 def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial],
-                    bar: Progress) -> tuple[dict[str, str], dict[str, str]]:
+                    bar: Progress, check: Callable[[], None]) -> tuple[dict[str, str], dict[str, str]]:
     """Compute the references the remaining trials need, one Ray task each, a line per reference
-    as it is ready.
+    as it is ready; ``check`` (a signal) is called between polls of ``ray.wait``.
 
     Returns:
         ``(diverged, broken)``: ref_key -> why. The trials of a diverged reference are recorded
@@ -1126,7 +1130,10 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
     pending = list(futures)
     done = 0
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
+        check()
+        ready, pending = ray.wait(pending, num_returns=1, timeout=_SIGNAL_POLL_S)
+        if not ready:
+            continue
         ref = futures[ready[0]]
         done += 1
         try:
@@ -1158,10 +1165,11 @@ def _run_references(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Pl
 LOST_TRIAL_PASSES = 2
 
 
-def _run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:
+def _run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar,
+                                check) -> list[str]:
     """``_run_trials``, then, while Tune trials were lost for good, once more over the points they
     left without rows (at most ``LOST_TRIAL_PASSES`` times); returns every loss's cause."""
-    causes = lost = _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar)
+    causes = lost = _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar, check)
     for _ in range(LOST_TRIAL_PASSES):
         if not lost:
             break
@@ -1170,13 +1178,14 @@ def _run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, r
         if not left:
             break
         bar.message(f"{len(left)} points lost with their Tune trials ({lost[0]}): running them again")
-        lost = _run_trials(spec, store, the_plan, left, reference_errors, rerun, slots, limit, bar)
+        lost = _run_trials(spec, store, the_plan, left, reference_errors, rerun, slots, limit, bar, check)
         causes = causes + lost
     return causes
 
 
-def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar) -> list[str]:
-    """Run the packed points as Tune trials; return why some Tune trials failed for good."""
+def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar, check) -> list[str]:
+    """Run the packed points as Tune trials; return why some Tune trials failed for good. ``check``
+    (a signal) is called at every step of Tune's loop (``_StopOnSignal``)."""
     packs = pack(todo, slots, spec.resources.points_per_trial)
     # On the driver's node: a lost worker node must not take the ledger with it.
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
@@ -1209,7 +1218,7 @@ def _run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, lim
             tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=limit),
             run_config=tune.RunConfig(
                 name=f"explorer-{spec.name}", storage_path=tune_dir, verbose=0, log_to_file=False,
-                callbacks=[callback], progress_reporter=_QuietReporter(), stop=stopper,
+                callbacks=[callback, _StopOnSignal(check)], progress_reporter=_QuietReporter(), stop=stopper,
                 failure_config=tune.FailureConfig(max_failures=LOST_ACTOR_RETRIES),
             ),
         )

@@ -37,18 +37,20 @@ from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from .errors import FitError, QueryError, SweepDataError
 from .diagnostics import compare_laws
-from .fit import FITS_COLUMNS, FitResult, fit, flag_summary, resolve_form
+from .fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
 from .formatting import fmt
 
 from .options import open_sweep
+from .output_folder import OutputFolder
 from .phase import PhaseDiagram, phase_diagram
 from .shapes import shape_advice
+from .fit_decomposed import fit_decomposed
 from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, grid_errors, held_axes,
-                         held_where, query_cache, query_frame, require_sweep_rows, status_counts, step_errors,
-                         sweep_is, table_columns)
+                         held_where, query_cache, query_frame, require_sweep_rows, seed_grams, status_counts,
+                         step_errors, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
-REPORT_FORMS = ("theory", "free", "output", "joint")
+REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
 PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
@@ -59,6 +61,13 @@ BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
                          "and seed noise",
     "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
                           "embeddings and seed noise",
+    "draws, then seed indices shared by a draw's points": "problem draws resampled, then one resample of seed "
+                                                          "indices per draw applied to all its points (the seeds "
+                                                          "are common across the grid): the draw of data and "
+                                                          "embeddings and seed noise",
+    "seed indices shared by the draw's points": "one resample of seed indices applied to all points (the seeds are "
+                                                "common across the grid): seed noise only, not the draw of data "
+                                                "and embeddings",
     "none": "no bootstrap, so no interval",
 }
 
@@ -100,6 +109,7 @@ class Report:
     varying: list = field(default_factory=list)
     comparison: pd.DataFrame | None = None
     slopes: pd.DataFrame | None = None
+    fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
 
     def fit_rows(self) -> pd.DataFrame:
         """All fit rows (FITS_COLUMNS) of the report."""
@@ -179,6 +189,7 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     # Grid points measured against several references are read against their newest (the note says which).
     lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
     fits = report.fits
+    lines.extend(_decomposed_sentences(report))
     if "theory" in fits:
         t = fits["theory"]
         lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
@@ -186,10 +197,6 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
                      .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
                              _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
                              t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
-    if "free" in fits:
-        f = fits["free"]
-        lines.append(_slope_sentence(f, "a", M_("Slope in L (free-exponent fit)"), "-1"))
-        lines.append(_slope_sentence(f, "b", M_("Slope in L&middot;M at fixed D (free-exponent fit)"), "-1/2"))
     if "output" in fits and "theory" in fits:
         better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
         lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
@@ -203,7 +210,8 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     if report.advice is not None:
         lines.append(_advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
-        lines.append(M_("The {} form was not fitted: {}").format(form, why))
+        if form != "decomposed":  # said in the first line
+            lines.append(M_("The {} form was not fitted: {}").format(form, why))
     lines.extend(_skipped_sentences(report))
     if report.phase is not None:
         counts = report.phase.counts()
@@ -221,6 +229,38 @@ def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
     lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
         c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
     return lines
+
+
+def _decomposed_sentences(report: Report) -> list[Markup]:
+    """The summary's first lines: a and b of the decomposed fit with their intervals, or why
+    they are not measured on this grid, then its two surfaces."""
+    result = report.fits.get("decomposed")
+    out = []
+    if result is None:
+        why = report.fit_errors.get("decomposed")
+        if why is None:
+            return []  # the sweep does not vary L and M: said with the other laws not fitted
+        out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
+                          "{}.").format(why))
+        result = report.fits.get(RSS_FALLBACK)
+        if result is None:
+            return out
+        source = Markup("free_rss fit to the RMS errors")
+    else:
+        source = Markup("decomposed fit")
+    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
+                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
+                                 .format(source), "1/2")):
+        if name in result.unidentified:
+            out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
+            continue
+        common = {"fit_id": result.fit_id, "parameter": name}
+        out.append(Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
+            label, _span(result.estimate[name], fmt(result.estimate[name], ".3f"), field="estimate", **common),
+            _span(result.ci_low[name], fmt(result.ci_low[name], ".3f"), field="ci_low", **common),
+            _span(result.ci_high[name], fmt(result.ci_high[name], ".3f"), field="ci_high", **common), theory))
+    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in _field(result, "surfaces", []))
+    return out
 
 
 def _advice_sentence(advice: dict) -> Markup:
@@ -295,6 +335,10 @@ def _fit_block(result: FitResult) -> dict:
 
 
 CHART_TITLES = {
+    "bias_vs_depth": "Bias (the seed-mean's distance from the reference) vs depth L, one colour per M, with the "
+                     "decomposed fit's c1 L^-a and a slope -1 guide",
+    "fluct_vs_units": "Fluctuation (the seeds' spread around their mean) vs L*M, with the decomposed fit's "
+                      "c2 (D/(LM))^b and a slope -1/2 guide",
     "error_vs_depth": "Error vs depth L (fitted law, slope -1 guide)",
     "error_vs_units": "Error vs L*M: the hidden width (slope -1/2 guide)",
     "error_heatmap": "Error over (L, M) with the fitted surface's contours",
@@ -323,8 +367,8 @@ def _chart_title(name: str) -> str:
 
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
-                 where: str | None = None, form: str = "theory", n_boot: int = 200, seed: int = 0,
-                 store=None, formats=CHART_FORMATS) -> Report:
+                 where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
+                 store=None, formats=CHART_FORMATS, force: bool = False) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -332,10 +376,13 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         out_dir: the folder to write (created; files of the same names are replaced).
         metric, step, where: which errors (see ``grid_errors``); axes other than L, M, D that
             vary are held at ``held_axes`` values for the fits (said in the report).
-        form: the fit drawn in the charts (theory by default; any form or expression).
+        form: the fit drawn in the charts (decomposed by default, free_rss where it cannot be
+            fitted; any form or expression).
         n_boot, seed: bootstrap resamples and seed of every fit.
         store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
         formats: which files to write per chart besides index.html.
+        force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
+            without it such a file is refused before any work; no file is written through a link).
     Returns:
         A :class:`Report`.
     Raises:
@@ -345,6 +392,9 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     """
     out = Path(out_dir)
     resolve_form(form)  # a bad form is a usage error, before any work
+    folder = OutputFolder(out, force=force)
+    for name in ("index.html", "fits.csv"):
+        folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
         require_sweep_rows(con, sweep)
         report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
@@ -360,8 +410,12 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
                 report.skipped[name] = missing
                 continue
             try:
-                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
-            except FitError as exc:
+                if name == "decomposed":
+                    frame = seed_grams(con, sweep, metric=metric, step=step, where=fit_where)
+                    report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=fit_where)
+                else:
+                    report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
+            except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
                 report.fit_errors[name] = str(exc)
         if report.fits:
             try:
@@ -369,6 +423,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+        if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
+            main = report.fits.get(RSS_FALLBACK)
         if "joint" in report.fits:
             report.advice = shape_advice(report.fits["joint"])
 
@@ -383,17 +439,31 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report.slopes = _charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
         report.summary = _summary(report, grid, metric)
-        out.mkdir(parents=True, exist_ok=True)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():
-            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name])
-        report.fit_rows().to_csv(out / "fits.csv", index=False)
+            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name],
+                       output=folder)
+        folder.write("fits.csv", report.fit_rows().to_csv(index=False))
         if store is not None:
-            for result in report.fits.values():
-                store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+            report.fits_not_saved = save_fits(store, report.fits.values())
         page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
-        report.path.write_text(page, encoding="utf-8")
+        folder.write("index.html", page)
         return report
+
+
+def save_fits(store, results) -> str | None:
+    """Write each fit's rows to the store; None, or why they could not be written (a read-only
+    store: the report is still written, the fits are in its fits.csv)."""
+    from store import StoreError, StoreUnreachable
+
+    try:
+        for result in results:
+            store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+    except (StoreUnreachable, StoreError) as exc:
+        if isinstance(exc, StoreUnreachable) or "cannot write" in str(exc):
+            return " ".join(str(exc).split())
+        raise
+    return None
 
 
 def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
@@ -401,6 +471,12 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
     swept axis gets an error chart over it."""
     c, varying = report.charts, report.varying
     vary_l, vary_m = "L" in varying, "M" in varying
+    decomposed = report.fits.get("decomposed")
+    if decomposed is not None:
+        for name, chart in (("bias_vs_depth", _charts.bias_vs_depth(decomposed)),
+                            ("fluct_vs_units", _charts.fluct_vs_units(decomposed))):
+            if chart is not None:
+                c[name] = chart
     if vary_l:
         c["error_vs_depth"] = _charts.error_vs_depth(points, main)
     if vary_l or vary_m:
@@ -421,8 +497,8 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         held = {k: v for k, v in report.fixed.items() if k != axis}
         grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
         c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
-    # the free fit's exponents first: their spread over draws is what the pooled CI leaves out
-    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "free")]
+    # the decomposed fit's estimates first: their spread over draws is what the interval rests on
+    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]
@@ -456,15 +532,17 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
 
 
 
-def write_report(sweep: str, store="results", out: str | Path = "report", **options) -> Path:
-    """``build_report`` on a store: fits are also written to the store. Returns ``out``.
+def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:
+    """``build_report`` on a store: fits are also written to the store (unless ``save`` is
+    False, or the store cannot be written: then the report is still written). Returns ``out``.
 
     Args:
         sweep: the sweep name. store: a ``store.Store`` or a URI. out: the report folder.
-        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed).
+        save: write the fits to the store (``explorer report --no-save``: False).
+        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force).
     """
     st, con = open_sweep(store, sweep)
-    build_report(con, sweep, out, store=st, **options)
+    build_report(con, sweep, out, store=st if save else None, **options)
     return Path(out)
 
 

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
                     ProblemConfig, ReferenceConfig, TrialConfig)
 
+from .bounds import (INT64_MAX, MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, data_nesting,
+                     toml_nesting)
 from .errors import spec_error
 
 if TYPE_CHECKING:
@@ -67,13 +69,32 @@ def _is_number(v: Any) -> bool:
 def _positive_int(v: Any) -> int:
     if not _is_int(v) or v < 1:
         raise _Bad(f"expected a positive integer, got {_fmt(v)}")
-    return v
+    return _storable(v)
 
 
 def _nonnegative_int(v: Any) -> int:
     if not _is_int(v) or v < 0:
         raise _Bad(f"expected a non-negative integer, got {_fmt(v)}")
+    return _storable(v)
+
+
+def _storable(v: int) -> int:
+    # every integer of a spec lands in an int64 column (or sizes an array): refused here, not
+    # after a sweep's every write failed
+    if v > INT64_MAX:
+        raise _Bad(f"expected an integer of at most 2^63 - 1 = {INT64_MAX} (it is stored as int64), got {_fmt(v)}")
     return v
+
+
+def _at_most(limit: int, what: str) -> Callable[[Any], int]:
+    """A positive integer of at most ``limit`` (explorer.bounds: refused before anything is built)."""
+    def check(v: Any) -> int:
+        v = _positive_int(v)
+        if v > limit:
+            raise _Bad(f"expected at most {limit:,} {what}, got {_fmt(v)}")
+        return v
+
+    return check
 
 
 def _positive_number(v: Any) -> float:
@@ -138,8 +159,8 @@ def _sweep_name(v: Any) -> str:
 def _points_per_trial(v: Any) -> int | str:
     if v == "auto":
         return v
-    if not _is_int(v) or v < 1:
-        raise _Bad(f'expected "auto" or a positive integer, got {_fmt(v)}')
+    if not _is_int(v) or v < 1 or v > MAX_GRID_POINTS:
+        raise _Bad(f'expected "auto" or a positive integer of at most {MAX_GRID_POINTS:,}, got {_fmt(v)}')
     return v
 
 
@@ -210,7 +231,7 @@ class ReferenceSpec:
                             "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")
     depth: int = _spec_field(1024, _positive_int, "L_ref of the mean_ode reference (even)")
     width: int = _spec_field(512, _positive_int, "M_ref of the mean_ode reference (even)")
-    replicas: int = _spec_field(2, _positive_int, "R_ref >= 2 independent particle systems")
+    replicas: int = _spec_field(2, _at_most(MAX_REPLICAS, "replicas"), "R_ref >= 2 independent particle systems")
     grid: int = _spec_field(256, _positive_int, "RK4 steps over depth of the joint_limit reference (even)")
 
 
@@ -231,7 +252,7 @@ class GridSpec:
     problem_seeds: tuple[int, ...] | None = _spec_field(
         None, _list_of(_nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
-    seeds: int = _spec_field(3, _positive_int, "repetitions per grid point (seeds 0..seeds-1, batched)")
+    seeds: int = _spec_field(3, _at_most(MAX_SEEDS, "seeds per grid point"), "repetitions per grid point (seeds 0..seeds-1, batched)")
 
 
 @dataclass(frozen=True)
@@ -245,14 +266,15 @@ class ResourcesSpec:
     points_per_trial: int | str = _spec_field(
         "auto", _points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
     max_points: int = _spec_field(
-        100_000, _positive_int, "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
+        100_000, _at_most(MAX_GRID_POINTS, "points"), "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
 
 def _resample_count(v: Any) -> int:
     # a CI is the spread of the resamples: one resample (or none) gives no CI, and a loop
     # waiting for a CI that never comes would spend its whole budget
-    if not _is_int(v) or v < 2:
-        raise _Bad(f"expected an integer >= 2 (the CIs are the spread of the resamples; default 200), got {_fmt(v)}")
+    if not _is_int(v) or not 2 <= v <= MAX_RESAMPLES:
+        raise _Bad(f"expected an integer from 2 to {MAX_RESAMPLES:,} (the CIs are the spread of the resamples; "
+                   f"default 200), got {_fmt(v)}")
     return v
 
 
@@ -273,14 +295,15 @@ class AdaptiveSpec:
     """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
     round by round to shrink the targets' CIs per unit of cost (``explorer.adaptive``)."""
 
-    form: str = _spec_field("free", _name, "the law fitted each round, a name of the fit registry (explorer fit --form)")
+    form: str = _spec_field("decomposed", _name,
+                            "the law fitted each round, a name of the fit registry (explorer fit --form)")
     targets: tuple[str, ...] | None = _spec_field(
         None, _list_of(_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")
     halfwidth: float = _spec_field(0.1, _positive_number, "the 95% CI half-width every target should reach")
     budget: float = _spec_field(0.5, _budget_fraction,
                                 "the most compute to spend, a fraction of the full grid's cost in L*M*D*seeds")
-    batch: int = _spec_field(8, _positive_int, "points (trials) chosen per round")
-    initial: int | None = _spec_field(None, _positive_int,
+    batch: int = _spec_field(8, _at_most(MAX_GRID_POINTS, "points per round"), "points (trials) chosen per round")
+    initial: int | None = _spec_field(None, _at_most(MAX_GRID_POINTS, "points"),
                                       "points of the space-filling initial design (default: 2 x batch, at least 8)")
     resamples: int = _spec_field(200, _resample_count, "bootstrap resamples of each round's fit (>= 2)")
 
@@ -408,6 +431,8 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
         raw: the TOML document as a dict (``tomllib.load`` output).
         overrides: strings like ``"grid.L=[4, 8]"``, ``"train.steps=5"`` or ``"name=quick2"``;
             the value is read as TOML, and as a bare string when it is not TOML.
+            ``"SECTION.KEY="`` (nothing after ``=``) or ``"~SECTION.KEY"`` removes a key (it
+            takes its default), e.g. ``"problem.seed="``.
 
     Returns:
         The validated ``SweepSpec``.
@@ -415,6 +440,8 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
     Raises:
         SpecError: one line naming the key and the problem.
     """
+    if data_nesting(raw) > MAX_NESTING:  # before any recursive walk of it (a RecursionError otherwise)
+        raise spec_error("spec", f"nested more than {MAX_NESTING} deep; a spec's values are numbers, names and lists")
     data = _apply_overrides(raw, overrides)
     _check_grid_size(data)
     for key in data:
@@ -452,7 +479,7 @@ def _check_grid_size(data: Mapping[str, Any]) -> None:
     limit = MAX_POINTS
     if isinstance(resources, dict) and "max_points" in resources:
         try:
-            limit = _positive_int(resources["max_points"])
+            limit = _at_most(MAX_GRID_POINTS, "points")(resources["max_points"])
         except _Bad as bad:
             raise spec_error("[resources] max_points", str(bad)) from None
     grid = data.get("grid")
@@ -489,10 +516,14 @@ def load_spec(source: SweepSpec | Mapping[str, Any] | str | os.PathLike,
         raise spec_error(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise spec_error(str(path), f"cannot read it ({exc})") from None
+    if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
+        raise spec_error(str(path), f"arrays or tables nested more than {MAX_NESTING} deep; a spec needs 2")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise spec_error(str(path), f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise spec_error(str(path), "arrays or tables nested too deep; a spec needs 2") from None
     return parse_spec(raw, overrides)
 
 
@@ -506,18 +537,44 @@ def _given_data(spec: SweepSpec) -> dict:
 
 
 def _parse_override_value(text: str) -> Any:
+    if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
+        raise spec_error(f"override value {text[:40]!r}...", f"nested more than {MAX_NESTING} deep")
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text  # a bare word such as relu or float32
 
 
+def _remove_key(data: dict, item: str, key: str) -> None:
+    """``SECTION.KEY=`` (nothing after ``=``) or ``~SECTION.KEY``: remove that key from the spec,
+    so that it takes its default, or leaves room for the [grid] list that replaces it
+    (``problem.seed= grid.problem_seeds=[1,2]``)."""
+    path = key.strip().split(".")
+    if len(path) != 2 or path[0] not in SECTIONS:
+        raise spec_error(f"override {item!r}", "expected SECTION.KEY= or ~SECTION.KEY (removes that key: it takes "
+                         "its default), e.g. problem.seed=")
+    known = [f.name for f in dataclasses.fields(SECTIONS[path[0]])]
+    if path[1] not in known:
+        raise spec_error(f"override {item!r}", f"unknown key; expected one of: {', '.join(known)}")
+    section = data.get(path[0])
+    if isinstance(section, dict):
+        section.pop(path[1], None)  # a key the file does not set is already at its default
+
+
 def _apply_overrides(raw: Mapping[str, Any], overrides) -> dict:
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for item in overrides:
-        key, sep, value = item.lstrip("-").partition("=")
+        text = item.lstrip("-")
+        if text.startswith("~") and "=" not in text:
+            _remove_key(data, item, text[1:])
+            continue
+        key, sep, value = text.partition("=")
+        if sep and key and not value.strip():
+            _remove_key(data, item, key)
+            continue
         if not sep or not key:
-            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8]")
+            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8], "
+                             "or SECTION.KEY= to remove a key")
         path = key.strip().split(".")
         if len(path) == 1 and path[0] == "name":
             data["name"] = _parse_override_value(value.strip())
@@ -537,7 +594,8 @@ def _check_consistency(spec: SweepSpec) -> None:
     """Cross-key rules: each refusal names the key the user should change."""
     for axis, (section, key) in _AXIS_SCALAR.items():
         if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
-            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it)")
+            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
+                             f"on the command line, {section}.{key}= removes the file's)")
     ref = spec.reference
     unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
               "mean_ode": ("grid",)}[ref.kind]

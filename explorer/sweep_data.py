@@ -7,8 +7,8 @@ the explorer's one-line ``QueryError``).
 - ``grid_errors``: per (problem draw, grid point) errors at one GD step, RMS over seeds.
 - ``step_errors``: the same at every step.
 - ``seed_grams``: per (problem draw, grid point) at one step, the seeds' Gram matrix of the
-  errors, from which the bias and the fluctuation are computed for any resampling of the seeds;
-  ``decompose_gram`` computes them from one matrix as the ``points`` view does.
+  errors, from which the bias and the fluctuation are computed for any resampling of the seeds
+  (``explorer.decomposition``).
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.
@@ -39,8 +39,9 @@ from store import CONFIG_COLUMNS, run_query, validate_filter
 from .errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
 from .options import store_errors
 
-FIT_METRICS = ("err_out", "err_hidden")
-REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden"}
+# err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
+FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
+REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden", "err_hidden_depthmax": "ref_err_hidden"}
 GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed's row of the error Gram matrix
 NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
                     "rerun the sweep to get the bias and fluctuation")
@@ -430,6 +431,8 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     """
     _check_metric(metric)
     columns = table_columns(con)
+    if metric not in GRAM_COLUMN:
+        raise NoDecompositionError(f"{metric} has no per-seed Gram rows: fit it with a form other than the decomposed one")
     gram = GRAM_COLUMN[metric]
     cond = f" matching {where!r}" if where else ""
     if gram not in columns:
@@ -481,33 +484,6 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
         if n_without else [])
     frame.attrs["n_without_gram"] = n_without
     return frame
-
-
-def decompose_gram(gram: np.ndarray) -> dict:
-    """The ``points`` view's numbers from one point's Gram matrix (``seed_grams``), R distinct seeds.
-
-    Returns:
-        ``bias2`` (unbiased, may be negative), ``fluct2`` (mean diagonal less bias2) and
-        ``bias2_se`` (the view's standard error: bias2^2 - P4 floored at 2 (P2 - P4) / (R (R - 1)),
-        the jackknife with three seeds; see ``store.points``), None where R is too small for it.
-    """
-    gram = np.asarray(gram, dtype=np.float64)
-    R = gram.shape[0]
-    if R < 2:
-        return {"bias2": None, "fluct2": None, "bias2_se": None}
-    pairs = gram - np.diag(np.diag(gram))
-    total, rows = pairs.sum(), pairs.sum(axis=1)
-    bias2 = total / (R * (R - 1))
-    out = {"bias2": float(bias2), "fluct2": float(np.trace(gram) / R - bias2), "bias2_se": None}
-    if R == 3:
-        leave_one_out = (total - 2 * rows) / ((R - 1) * (R - 2))
-        out["bias2_se"] = float(np.sqrt(2 * leave_one_out.var()))
-    elif R >= 4:
-        squares = np.sum(pairs ** 2)
-        p4 = (total ** 2 - 4 * np.sum(rows ** 2) + 2 * squares) / (R * (R - 1) * (R - 2) * (R - 3))
-        variance = max(bias2 ** 2 - p4, 2 * (squares / (R * (R - 1)) - p4) / (R * (R - 1)))
-        out["bias2_se"] = float(np.sqrt(max(variance, 0.0)))
-    return out
 
 
 def _symmetric(rows) -> np.ndarray:
@@ -678,7 +654,7 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
 
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "REFERENCE_ERROR",
-    "GRAM_COLUMN", "ReferenceChoice", "choose_references", "decompose_gram", "column_is", "column_values", "count_flags", "final_step_clause",
+    "GRAM_COLUMN", "ReferenceChoice", "choose_references", "column_is", "column_values", "count_flags", "final_step_clause",
     "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns", "grid_errors", "held_axes",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "require_sweep_rows", "seed_grams", "sql_literal",
     "status_counts", "step_errors", "sweep_is", "table_columns", "where_clause",

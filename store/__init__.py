@@ -2,12 +2,13 @@
 
 Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.md.
 """
-from .errors import (InvalidNameError, SchemaError, StoreError, StoreQueryError, StoreUnreachable,
-                     UnreadableFileError)
+from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, SchemaError, StoreError, StoreQueryError,
+                     StoreUnreachable, UnreadableFileError)
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
+from .printable import printable
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
@@ -20,8 +21,10 @@ __all__ = [
     "CompactionReport",
     "DATA_KINDS",
     "FINAL_STATUSES",
+    "ForeignReferenceError",
     "InvalidNameError",
     "LeftOutFilesWarning",
+    "QueryTimeout",
     "SCHEMA_VERSION",
     "STATUSES",
     "SchemaError",
@@ -32,6 +35,7 @@ __all__ = [
     "UnreadableFileError",
     "check_read_only",
     "check_sweep",
+    "printable",
     "run_query",
     "schema",
     "trial_row_from_metrics",

@@ -1,10 +1,14 @@
 """``compact``: merge a sweep's small files into a few large ones, losing nothing.
 
 For each kind (metrics, trials, fits, rounds) of one sweep:
+0. screening: the files the views would leave out (``screen.servable``: foreign, of no known
+   schema version, holding another key's rows, unreadable) are never inputs: they stay where
+   they are, untouched, and the report lists them (``explorer check --quarantine`` moves the
+   unreadable ones aside);
 1. inputs: every small file (for metrics, only those of complete trials, i.e. with a trials row,
    so that a rerun of an interrupted trial never meets a compacted copy), compacted files under
    half of ``rows_per_file``, and compacted files partly or wholly shadowed by newer copies;
-2. read exactly the rows the views serve from them (``catalog.resolve``: one copy per key), sort
+2. read exactly the rows the views serve from them (the screened ``catalog.resolve``: one copy per key), sort
    them by key (and seed, step), cut them at key boundaries into parts of at most
    ``rows_per_file`` rows, and write each part atomically as ``compacted.<gen>.<n>.parquet``;
 3. read each part back and compare it with what was meant, row count and every value bit for
@@ -26,13 +30,15 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .catalog import Source, completed_keys, list_kind, resolve
+from .catalog import Source, completed_keys, list_kind
 from .cleanup import remove_temporaries
 from .errors import StoreError
 from .files import Entry, Files
 from .layout import DATA_KINDS, check_kind, check_sweep, compacted_name, join, kind_dir, temporary_path
 from .query import kind_dataset
+from .printable import printable
 from .schema import KEY_COLUMN
+from .screen import Verdict, servable
 from .write import parquet_bytes
 
 SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"],
@@ -49,6 +55,7 @@ class KindCompaction:
     rows: int = 0
     removed: int = 0
     kept_changed: int = 0  # inputs rewritten during compaction, kept
+    left_out: list[Verdict] = field(default_factory=list)  # files the views refuse: never merged, never removed
 
 
 @dataclass
@@ -66,7 +73,17 @@ class CompactionReport:
             for k in self.kinds if k.files_in
         ]
         done = "; ".join(parts) if parts else "nothing to compact"
-        return f"sweep {self.sweep}: {done} in {self.seconds:.2f} s"
+        left = self.left_out()
+        kept = f"; left {len(left)} file(s) the views refuse in place (see `explorer check`)" if left else ""
+        return f"sweep {self.sweep}: {done}{kept} in {self.seconds:.2f} s"
+
+    def lines(self) -> list[str]:
+        """The summary, then one line per file left in place (escaped: names come from the store)."""
+        return [self.summary()] + [f"left in place: {printable(v.path)}: {printable(v.reason)}" for v in self.left_out()]
+
+    def left_out(self) -> list[Verdict]:
+        """The files of every kind that were not compacted because the views refuse them."""
+        return [v for k in self.kinds for v in k.left_out]
 
 
 def same_content(a: pa.Table, b: pa.Table) -> bool:
@@ -114,12 +131,17 @@ def _cut(table: pa.Table, key_column: str, rows_per_file: int) -> list[pa.Table]
 def _compact_kind(files: Files, sweep: str, kind: str, rows_per_file: int) -> KindCompaction:
     done = KindCompaction(kind)
     listing = list_kind(files, sweep, kind, stat=True)
-    resolution = resolve(files, listing, kind)
+    served = servable(files, listing, kind)  # the views' own screen: what they refuse is never an input
+    done.left_out = served.foreign + served.unreadable
+    refused = frozenset(v.file for v in done.left_out)
+    resolution = served.resolution
     by_path = {s.path: s for s in resolution.sources}
     complete = completed_keys(files, sweep) if kind == "metrics" else None
-    singles = [e for k, e in listing.singles.items() if complete is None or k in complete]
+    singles = [e for k, e in listing.singles.items() if (complete is None or k in complete) and e.path not in refused]
     compacted_inputs: list[Entry] = []
     for entry in listing.compacted:
+        if entry.path in refused:
+            continue
         rows = files.read_metadata(entry.path).num_rows
         if rows < rows_per_file // 2 or entry.path in resolution.shadowed or entry.path in resolution.superseded:
             compacted_inputs.append(entry)

@@ -30,3 +30,12 @@ class StoreQueryError(StoreError):
 class UnreadableFileError(StoreError):
     """A data file whose Parquet footer cannot be read; the message names it and the fix
     (``explorer check --quarantine``)."""
+
+
+class ForeignReferenceError(StoreError):
+    """A cached reference file that is not the reference of its name (another key's rows, another
+    schema, arrays that do not decode, or content its reader refuses): never used."""
+
+
+class QueryTimeout(StoreQueryError):
+    """A query that ran longer than its time limit; it was interrupted."""

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import StoreError
+from .errors import StoreError, StoreUnreachable
 from .layout import join, temporary_path
 
 _OBJECT_STORES = ("s3", "gcs", "abfs")
@@ -32,11 +32,14 @@ _OBJECT_STORES = ("s3", "gcs", "abfs")
 # what it sets). A dead endpoint (connection refused) then fails a request in about 1 s, a
 # hanging one in about 3 x 3 s; a live one that answers slowly (a large upload) is not cut,
 # since the request timeout is the longest wait for the next byte, not the whole transfer.
+# Each value is bounded above too: an endless timeout (inf, 1e308) is a hang, not a setting.
 S3_TIMEOUTS = {
     "EXPLORER_S3_CONNECT_TIMEOUT_S": (2.0, "seconds to open a connection"),
     "EXPLORER_S3_REQUEST_TIMEOUT_S": (3.0, "seconds without a byte before a request fails"),
     "EXPLORER_S3_MAX_ATTEMPTS": (3, "attempts per request (1 = no retry), with backoff"),
 }
+S3_LIMIT_CEILINGS = {"EXPLORER_S3_CONNECT_TIMEOUT_S": 300.0, "EXPLORER_S3_REQUEST_TIMEOUT_S": 600.0,
+                     "EXPLORER_S3_MAX_ATTEMPTS": 20}
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,21 @@ class Files:
                     f.write(data)
                 self.fs.move(tmp, path)
         except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"cannot write {self.display(path)}: {exc}") from None
+            raise self.write_error(path, exc) from None
+
+    def write_error(self, path: str, exc: BaseException) -> StoreError:
+        """The error to raise for a failed write of ``path``.
+
+        On local disk an OS error (no space left, quota, read-only, permissions, I/O) is the
+        whole store's, not this file's: ``StoreUnreachable`` naming the store and the error, so
+        that a sweep stops at once instead of rerunning points that can only fail the same way
+        (a full disk still had room for the probe's tiny marker file). Elsewhere a ``StoreError``,
+        after which a sweep probes the store.
+        """
+        if self.is_local and isinstance(exc, OSError):
+            reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
+            return StoreUnreachable(f"store {self.uri} cannot be written: {reason} (writing {self.display(path)})")
+        return StoreError(f"cannot write {self.display(path)}: {exc}")
 
     def _put_local(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
@@ -249,15 +266,18 @@ class Files:
 
     def create_exclusive(self, path: str, content: bytes = b"") -> bool:
         """Create a file only if it does not exist (local disk only); True when created."""
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        try:
-            os.write(fd, content)
-        finally:
-            os.close(fd)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, content)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise self.write_error(path, exc) from None
         return True
 
     def display(self, path: str) -> str:
@@ -327,7 +347,8 @@ def s3_limits() -> tuple[float, float, int]:
     ``S3_TIMEOUTS``'s defaults, or the environment variables named there.
 
     Raises:
-        StoreError: a variable that is not a positive number.
+        StoreError: a variable that is not a positive number of at most its ceiling
+            (``S3_LIMIT_CEILINGS``); NaN and infinities included.
     """
     values = []
     for name, (default, meaning) in S3_TIMEOUTS.items():
@@ -335,13 +356,14 @@ def s3_limits() -> tuple[float, float, int]:
         if not text:
             values.append(default)
             continue
+        ceiling = S3_LIMIT_CEILINGS[name]
         try:
             value = type(default)(text)
         except ValueError:
             value = 0
-        if value <= 0:
+        if not 0 < value <= ceiling:  # False for NaN too
             kind = "a positive integer" if isinstance(default, int) else "a positive number"
-            raise StoreError(f"{name}={text!r}: expected {kind} ({meaning}; default {default})")
+            raise StoreError(f"{name}={text[:40]!r}: expected {kind} of at most {ceiling:g} ({meaning}; default {default})")
         values.append(value)
     return values[0], values[1], values[2]
 

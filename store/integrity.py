@@ -28,6 +28,7 @@ from .layout import DATA_KINDS, check_sweep
 from .query import connect, run
 from .schema import KEY_COLUMN
 from .maintenance import quarantine_root, quarantined_files
+from .printable import printable
 from .references import STALE_AFTER_S
 from .screen import screen_file
 
@@ -77,7 +78,7 @@ class CheckReport:
         for f in self.findings:
             shown[f.category] = shown.get(f.category, 0) + 1
             if shown[f.category] <= limit_per_category:
-                out.append(f"{'problem' if f.is_problem else 'note'}: {f.category}: {f.where}: {f.detail}")
+                out.append(f"{'problem' if f.is_problem else 'note'}: {f.category}: {printable(f.where)}: {printable(f.detail)}")
         for category, n in self.counts().items():
             if n > limit_per_category:
                 out.append(f"... {n - limit_per_category} more {category} finding(s)")

@@ -17,13 +17,14 @@ lease, or already held by the same owner (renewed).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import uuid
 from collections.abc import Iterable
 
-from .errors import StoreError
+from .errors import StoreError, StoreUnreachable
 from .files import Files
 from .layout import LEASES_DIR, check_key, check_sweep, join, sweep_dir
 
@@ -81,10 +82,15 @@ def _create(path: str, data: bytes) -> bool:
     """Create ``path`` with ``data`` only if it does not exist, content and name at once (a hard
     link of a complete temporary: a reader never sees an empty lease)."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
     tmp = join(directory, f".tmp.{uuid.uuid4().hex}")
-    with open(tmp, "wb") as f:
-        f.write(data)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+    except OSError as exc:  # a full or read-only disk: the store's failure, one line
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise StoreUnreachable(f"cannot write the lease {path}: [Errno {exc.errno}] {exc.strerror}") from None
     try:
         os.link(tmp, path)
         return True

@@ -25,6 +25,7 @@ from .cleanup import STALE_TEMPORARY_S
 from .errors import StoreError, StoreUnreachable
 from .files import Files
 from .layout import DATA_KINDS, QUARANTINE_DIR, check_sweep, join, sweep_dir
+from .printable import printable
 from .references import STALE_AFTER_S
 from .screen import screen_listing
 
@@ -79,8 +80,8 @@ class RepairReport:
     kept_live: list[str] = field(default_factory=list)  # locks found live when looked at again
 
     def lines(self) -> list[str]:
-        out = [f"removed {path}" for path in self.removed]
-        out += [f"kept {path} (its holder is alive)" for path in self.kept_live]
+        out = [f"removed {printable(path)}" for path in self.removed]
+        out += [f"kept {printable(path)} (its holder is alive)" for path in self.kept_live]
         out.append(f"repair: removed {len(self.removed)} stale file(s)")
         return out
 

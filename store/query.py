@@ -21,9 +21,11 @@ import pyarrow.dataset as ds
 
 from .catalog import Source, list_kind, list_references, list_sweeps
 from .errors import StoreQueryError
+from .interrupt import interruptible, memory_limit_bytes
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
 from .points import POINTS_VIEW, create_points_view
+from .printable import printable
 from .schema import KEY_COLUMN, schema
 from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
@@ -101,12 +103,12 @@ class LeftOutFilesWarning(UserWarning):
 def left_out_message(left_out: list[Verdict]) -> str:
     first = left_out[0]
     return (f"the views left out {len(left_out)} file(s) that are not store data "
-            f"(e.g. {first.path}: {first.reason}); run `explorer check` to list them")
+            f"(e.g. {printable(first.path)}: {printable(first.reason)}); run `explorer check` to list them")
 
 
 def connect(
     files: Files, sweep: str | None = None, read_only: bool = False, exclude: frozenset[str] = frozenset(),
-    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None,
+    left_out: list[Verdict] | None = None, unreadable: str = "raise", views=None, memory_limit: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the store's views.
 
@@ -117,12 +119,16 @@ def connect(
         left_out: receives the verdicts on the files the views left out (foreign files).
         unreadable: "raise" when a data file cannot be read (default), or "skip" it.
         views: only these views (default all of VIEWS and DERIVED_VIEWS; see ``views_of``).
+        memory_limit: DuckDB's memory limit, ``"8GB"``, ``"512MiB"`` or ``"30%"`` of the machine's
+            memory (default ``SQL_MEMORY_SHARE`` of it; ``interrupt.memory_limit_bytes``). A query
+            that needs more spills to disk or fails with DuckDB's out-of-memory error.
 
     Raises:
         InvalidNameError: a bad sweep name. UnreadableFileError: a data file that cannot be read
         (the message names it and ``explorer check --quarantine``). StoreError: the store cannot
         be listed.
     """
+    limit = memory_limit_bytes(memory_limit)
     con = duckdb.connect()
     if views is not None:
         views = set(views).union(*(DERIVED_VIEWS[v] for v in views if v in DERIVED_VIEWS))
@@ -138,6 +144,8 @@ def connect(
             names.append(f"_{kind}_{i}")
             con.register(names[-1], part)
         con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT * FROM {n}" for n in names))
+    con.execute(f"SET memory_limit = '{limit // 2**20}MiB'")
+    con.execute("SET enable_progress_bar = false")  # DuckDB's bar on stderr would break one-line output
     if views is None or POINTS_VIEW in views:
         create_points_view(con)
     if read_only:
@@ -176,17 +184,22 @@ def _message(exc: Exception) -> str:
     return message
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    """Execute SQL and fetch the whole result as Arrow.
+def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None) -> pa.Table:
+    """Execute SQL and fetch the whole result as Arrow (``interruptible``: Ctrl-C and SIGTERM
+    stop it at once, and so does ``timeout_s``).
 
     Raises:
         StoreQueryError: DuckDB rejected the query (its message, unchanged).
+        QueryTimeout: it ran longer than ``timeout_s`` seconds (it was interrupted).
     """
-    try:
+    def fetch() -> pa.Table:
         result = con.sql(sql)
         if result is None:  # a statement without a result (SET, CREATE ...)
             return pa.table({})
         return result.to_arrow_table()
+
+    try:
+        return interruptible(con, fetch, timeout_s)
     except duckdb.Error as exc:
         raise StoreQueryError(_message(exc)) from None
 

@@ -13,6 +13,13 @@ Concurrency (``get_or_compute``):
   just before writing, reads a copy another worker wrote meanwhile instead of its own.
 Either way a duplicate computation is harmless: the key fixes the numbers, and every file is
 written whole (a worker replacing it writes the same content).
+
+Screening (``read``): a cached file serves a worker only when it is the reference of its name:
+its columns are the references schema's, every row's ``ref_key`` is the key it is named after,
+its arrays decode, and the caller's ``validate`` (the explorer checks that the outputs are
+finite) finds nothing wrong. A file that fails is never used: ``get_or_compute`` moves it to
+``<root>/quarantine/references/`` (nothing deleted) and computes the reference again;
+``read`` raises ``ForeignReferenceError`` naming the file and why.
 """
 from __future__ import annotations
 
@@ -25,15 +32,16 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from .errors import SchemaError
+from .errors import ForeignReferenceError, SchemaError, StoreError
 from .files import Files
-from .layout import check_key, reference_file, reference_lock
+from .layout import QUARANTINE_DIR, check_key, join, reference_file, reference_lock
 from .schema import SCHEMA_VERSION, package_version, schema, to_table
 from .write import parquet_bytes
 
 META_KEY = "explorer.reference_meta"
 STALE_AFTER_S = 60.0  # a lock whose heartbeat (mtime) is older than this has lost its holder
 Arrays = dict[str, np.ndarray]
+Validate = Callable[[Arrays, dict], "str | None"]  # why a decoded reference cannot be used, or None
 
 
 def encode(ref_key: str, arrays: Mapping[str, np.ndarray], meta: Mapping) -> tuple[pa.Table, str]:
@@ -77,12 +85,74 @@ def decode(table: pa.Table) -> tuple[Arrays, dict]:
     return arrays, meta if meta is not None else {}
 
 
-def read(files: Files, ref_key: str) -> tuple[Arrays, dict] | None:
-    """The cached reference, or None when it is not cached."""
+def read(files: Files, ref_key: str, validate: Validate | None = None) -> tuple[Arrays, dict] | None:
+    """The cached reference, or None when it is not cached.
+
+    Raises:
+        ForeignReferenceError: the file is not the reference of ``ref_key`` (see the module
+            docstring); it is left where it is. StoreError: it cannot be read at all.
+    """
     path = reference_file(files.root, ref_key)
     if not files.exists(path):
         return None
-    return decode(files.read_table(path))
+    table = files.read_table(path)
+    shown = files.display(path)
+    reason = _table_problem(table, ref_key)
+    if reason is None:
+        try:
+            arrays, meta = decode(table)
+        except (ValueError, TypeError, KeyError) as exc:
+            reason = f"its arrays do not decode ({' '.join(str(exc).split())[:120]})"
+        else:
+            reason = validate(arrays, meta) if validate is not None else None
+            if reason is None:
+                return arrays, meta
+    raise ForeignReferenceError(f"reference file {shown} is not the reference {ref_key}: {reason}; never used")
+
+
+def _table_problem(table: pa.Table, ref_key: str) -> str | None:
+    """Why a reference table is not ``ref_key``'s (the screen of the views, on the rows), or None."""
+    from .screen import schema_mismatch  # screen imports the catalog; this module stays light
+
+    mismatch = schema_mismatch("references", table.schema)
+    if mismatch:
+        return f"not a references file: {mismatch}"
+    keys = set(table.column("ref_key").to_pylist())
+    if keys - {ref_key}:
+        held = ", ".join(sorted(str(k) for k in keys - {ref_key})[:3])
+        return f"it holds the rows of {held}"
+    return None
+
+
+def _read_or_quarantine(files: Files, ref_key: str, validate: Validate | None) -> tuple[Arrays, dict] | None:
+    """``read``, except that a foreign file is moved to the quarantine and reads as not cached."""
+    try:
+        return read(files, ref_key, validate)
+    except ForeignReferenceError as exc:
+        quarantine_reference(files, ref_key, str(exc))
+        return None
+
+
+def quarantine_reference(files: Files, ref_key: str, why: str) -> str | None:
+    """Move ``ref_key``'s cached file to ``<root>/quarantine/references/`` (a free name);
+    returns where it went, or None when another worker moved it first.
+
+    Raises:
+        StoreError: it can be neither moved nor left behind (the sweep must not use it).
+    """
+    path = reference_file(files.root, ref_key)
+    target = join(files.root, QUARANTINE_DIR, "references", f"{ref_key}.parquet")
+    candidate, n = target, 0
+    while files.info(candidate) is not None:
+        n += 1
+        candidate = f"{target}.{n}"
+    try:
+        files.move(path, candidate)
+    except StoreError:
+        if files.exists(path):
+            raise StoreError(f"{why}, and it cannot be moved to the quarantine") from None
+        return None
+    return files.display(candidate)
 
 
 def write(files: Files, ref_key: str, arrays: Mapping[str, np.ndarray], meta: Mapping) -> None:
@@ -98,6 +168,7 @@ def get_or_compute(
     *,
     stale_after_s: float = STALE_AFTER_S,
     poll_s: float = 0.1,
+    validate: Validate | None = None,
 ) -> tuple[Arrays, dict]:
     """The reference of ``ref_key``, computed by ``compute()`` only when no worker has stored it.
 
@@ -106,6 +177,9 @@ def get_or_compute(
             by at most one worker at a time per key.
         stale_after_s: a lock whose holder stopped refreshing it this long ago is broken.
         poll_s: how often a waiting worker looks for the file.
+        validate: ``validate(arrays, meta)`` says why a cached reference cannot be used (None:
+            it can); such a file, like one holding another key's rows, is quarantined and the
+            reference computed again.
 
     Returns:
         ``(arrays, meta)`` as stored: read back from the cache, or what ``compute`` returned
@@ -116,42 +190,46 @@ def get_or_compute(
         that cannot be stored; StoreError when the store cannot be read or written.
     """
     check_key(ref_key, "reference key")
-    cached = read(files, ref_key)
+
+    def cached_copy():
+        return _read_or_quarantine(files, ref_key, validate)
+
+    cached = cached_copy()
     if cached is not None:
         return cached
     if not files.is_local:
-        return _compute_and_store(files, ref_key, compute, recheck=True)
+        return _compute_and_store(files, ref_key, compute, recheck=cached_copy)
     lock = reference_lock(files.root, ref_key)
     token = f"{os.getpid()}@{os.uname().nodename}".encode()
     while True:
         if files.create_exclusive(lock, token):
             try:
-                cached = read(files, ref_key)  # finished by another worker since we looked
+                cached = cached_copy()  # finished by another worker since we looked
                 if cached is not None:
                     return cached
                 with _Heartbeat(lock, interval_s=max(stale_after_s / 4, 0.05)):
-                    return _compute_and_store(files, ref_key, compute, recheck=False)
+                    return _compute_and_store(files, ref_key, compute, recheck=None)
             finally:
                 try:
                     os.remove(lock)
                 except FileNotFoundError:
                     pass
-        cached = read(files, ref_key)
+        cached = cached_copy()
         if cached is not None:
             return cached
         _break_if_stale(lock, stale_after_s)
         time.sleep(poll_s)
 
 
-def _compute_and_store(files: Files, ref_key: str, compute, recheck: bool) -> tuple[Arrays, dict]:
+def _compute_and_store(files: Files, ref_key: str, compute, recheck) -> tuple[Arrays, dict]:
     result = compute()
     try:
         arrays, meta = result
     except (TypeError, ValueError):
         raise SchemaError(f"compute() must return (arrays, meta), got {type(result).__name__}") from None
     table, meta_json = encode(ref_key, arrays, meta)
-    if recheck:
-        cached = read(files, ref_key)
+    if recheck is not None:
+        cached = recheck()
         if cached is not None:
             return cached
     files.put(reference_file(files.root, ref_key), parquet_bytes(table, {META_KEY: meta_json}))

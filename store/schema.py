@@ -1,7 +1,7 @@
 """The one declaration of every stored column: name, Arrow type, nullability, meaning.
 
 Four kinds of rows live in the store (see docs/store.md for the table):
-- ``metrics``: one row per trial, seed and step (the numbers of SPEC.md section 4);
+- ``metrics``: one row per trial, seed and step (the numbers of docs/model.md section 4);
 - ``trials``: one row per trial (a grid point with all its seeds): config, status, timing;
 - ``fits``: one row per fitted parameter of a scaling-law fit (written by the analysis);
 - ``references``: one row per array of a cached Mean ODE reference;
@@ -123,6 +123,12 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
         "gram_out for err_hidden: <e_s, e_t> / n with e = h_L - h^ref(1) (n = samples x D entries)",
         nullable=True, optional=True,
     ),
+    Column(
+        "err_hidden_depthmax", _FLOAT,
+        "the companion paper's hidden error: max over block outputs l of the mean over samples and coordinates "
+        "of |h_l - h^ref(l/L)|. Null unless the reference gives its depth path (kind joint_limit)",
+        nullable=True, optional=True,
+    ),
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -237,7 +243,8 @@ def _now() -> _dt.datetime:
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
-                "gram_out": lambda: None, "gram_hidden": lambda: None},
+                "gram_out": lambda: None, "gram_hidden": lambda: None,
+                "err_hidden_depthmax": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},

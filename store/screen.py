@@ -12,7 +12,8 @@ A data file serves rows only when
    missing a column of version 1, matches no version. Optional columns
    (``store.schema.OPTIONAL_COLUMNS``) are left out of that comparison: a file of any version may
    hold them (with the current type) or lack them (read as NULL);
-3. a small file ``<key>.parquet`` holds only that key's rows (by the footer's statistics).
+3. a small file ``<key>.parquet`` holds only that key's rows: by the footer's statistics, or, for a
+   file written without statistics, by reading its key column (small files are one trial each).
 
 The verdict is cached per (path, size, mtime): a file's footer is read once per process.
 """
@@ -29,6 +30,7 @@ from . import schema as _schema_module
 from .catalog import Listing, Resolution, resolve
 from .errors import UnreadableFileError
 from .files import Entry, Files
+from .printable import printable
 from .schema import KEY_COLUMN, SCHEMA_VERSION, schema
 
 _SOURCE_PREFIX = re.compile(r"^Could not open Parquet input source '[^']*':\s*")
@@ -171,6 +173,12 @@ def _screen(files: Files, entry: Entry, kind: str, key: str | None, fragments: d
         return Verdict("foreign", shown, f"not a {kind} file: {reason}", entry.path)
     if key is not None:
         held = _key_range(metadata, KEY_COLUMN[kind])
+        if held is None and metadata.num_rows:  # no statistics: the rows themselves say whose they are
+            try:
+                held = _key_range_from_rows(fragment, KEY_COLUMN[kind])
+            except (OSError, pa.ArrowException) as exc:
+                reason = " ".join(str(exc).split())[:160]
+                return Verdict("unreadable", shown, f"its {KEY_COLUMN[kind]} column cannot be read ({reason})", entry.path)
         if held is not None and held != (key, key):
             return Verdict("foreign", shown, f"named after {key} but holds {KEY_COLUMN[kind]} {held[0]}..{held[1]}", entry.path)
     if fragments is not None:
@@ -188,6 +196,18 @@ def _key_range(metadata, column: str) -> tuple[str, str] | None:
             return None
         low = stats.min if low is None else min(low, stats.min)
         high = stats.max if high is None else max(high, stats.max)
+    return None if low is None else (low, high)
+
+
+def _key_range_from_rows(fragment, column: str) -> tuple[str, str] | None:
+    """(min, max) of a string column read from the file itself (None: only NULLs)."""
+    import pyarrow.compute as pc
+
+    values = fragment.to_table(columns=[column]).column(column)
+    bounds = pc.min_max(values).as_py()
+    low, high = bounds["min"], bounds["max"]
+    if values.null_count:  # a row without a key belongs to no trial: never this file's
+        return ("NULL", high if high is not None else "NULL")
     return None if low is None else (low, high)
 
 
@@ -232,4 +252,4 @@ def servable(files: Files, listing: Listing, kind: str, exclude: frozenset[str] 
 def unreadable_error(verdicts: list[Verdict]) -> UnreadableFileError:
     first = verdicts[0]
     more = f" (and {len(verdicts) - 1} more)" if len(verdicts) > 1 else ""
-    return UnreadableFileError(f"cannot read {first.path}{more}: {first.reason}; {QUARANTINE_HINT}")
+    return UnreadableFileError(f"cannot read {printable(first.path)}{more}: {printable(first.reason)}; {QUARANTINE_HINT}")

@@ -153,7 +153,8 @@ class Store:
         return lookup.trial_values(self._files, sweep, column, None if keys is None else set(keys))
 
     def get_or_compute_reference(
-        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *, stale_after_s: float = references.STALE_AFTER_S
+        self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *,
+        stale_after_s: float = references.STALE_AFTER_S, validate: references.Validate | None = None,
     ) -> tuple[dict[str, np.ndarray], dict]:
         """The cached reference ``(arrays, meta)`` of ``ref_key``, computing it only if absent.
 
@@ -164,19 +165,26 @@ class Store:
         Args:
             compute: returns ``(arrays, meta)``: a dict of numpy arrays and a JSON-serializable dict.
             stale_after_s: break a lock not refreshed for this long (its worker died).
+            validate: ``validate(arrays, meta)`` -> why a cached copy cannot be used, or None.
+                A cached file holding another key's rows, or refused by ``validate``, is moved
+                to ``<root>/quarantine/references/`` and the reference computed again.
 
         Raises:
             Whatever compute raises; SchemaError for arrays or meta that cannot be stored;
             InvalidNameError for a bad key; StoreError when the store cannot be used.
         """
-        return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s)
+        return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s, validate=validate)
 
     def read_reference(self, ref_key: str) -> tuple[dict[str, np.ndarray], dict] | None:
-        """The cached reference of ``ref_key``, or None when it is not cached."""
+        """The cached reference of ``ref_key``, or None when it is not cached.
+
+        Raises:
+            ForeignReferenceError: the cached file is not ``ref_key``'s reference (never used).
+        """
         return references.read(self._files, check_key(ref_key, "reference key"))
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
-                views: Collection[str] | None = None) -> duckdb.DuckDBPyConnection:
+                views: Collection[str] | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with views metrics, trials, fits, rounds and references.
 
         The views show the files present now; connect again to see later writes. They read
@@ -194,35 +202,44 @@ class Store:
             UnreadableFileError: a data file cannot be read (names it and ``explorer check --quarantine``).
         """
         left_out: list = []
-        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views)
+        con = query.connect(self._files, sweep=sweep, read_only=read_only, left_out=left_out, views=views,
+                            memory_limit=memory_limit)
         self.left_out = left_out
         if left_out:
             warnings.warn(query.left_out_message(left_out), query.LeftOutFilesWarning, stacklevel=2)
         return con
 
-    def query(self, sql: str, sweep: str | None = None, read_only: bool = True) -> pa.Table:
+    def query(self, sql: str, sweep: str | None = None, read_only: bool = True, *,
+              timeout_s: float | None = None, memory_limit: str | None = None) -> pa.Table:
         """Run a query over fresh views and return the whole result as an Arrow table.
 
         With ``read_only`` (the default) only one query is accepted (SELECT, WITH, VALUES,
-        DESCRIBE, SHOW, EXPLAIN, reading PRAGMAs; ``query.check_read_only``).
+        DESCRIBE, SHOW, EXPLAIN, reading PRAGMAs; ``query.check_read_only``). Ctrl-C and SIGTERM
+        stop a running query at once (``store.interrupt``).
+
+        Args:
+            timeout_s: stop the query after this many seconds (QueryTimeout).
+            memory_limit: DuckDB's memory limit (``"8GB"``, ``"30%"``; default half the
+                machine's memory, ``store.interrupt.SQL_MEMORY_SHARE``).
 
         Raises:
             StoreQueryError: DuckDB rejected the query (its message), or it is not a query.
+            QueryTimeout: it ran longer than ``timeout_s``.
         """
         if read_only:
             query.check_read_only(sql)
         views = query.views_of(sql)
-        con = self.connect(sweep=sweep, read_only=read_only, views=views)
+        con = self.connect(sweep=sweep, read_only=read_only, views=views, memory_limit=memory_limit)
         try:
-            return query.run(con, sql)
+            return query.run(con, sql, timeout_s)
         except StoreQueryError as exc:
             if views is None or not query.missing_view(exc):
                 raise
         finally:
             con.close()
-        con = self.connect(sweep=sweep, read_only=read_only)  # a view the parser did not see
+        con = self.connect(sweep=sweep, read_only=read_only, memory_limit=memory_limit)  # a view the parser did not see
         try:
-            return query.run(con, sql)
+            return query.run(con, sql, timeout_s)
         finally:
             con.close()
 

@@ -1,7 +1,7 @@
 """Slow, plainly correct numpy versions of the trial engine, for tests only.
 
 One seed at a time, one layer at a time, gradients by the chain rule written out with
-g = dl/dh (not the engine's scaled B), and the step in SPEC's original form
+g = dl/dh (not the engine's scaled B), and the step in the paper's original form (docs/model.md section 2)
 theta <- theta - eta * D / (2 c^2 L M) * dl/dtheta  (= (eta/alpha^2)(L M D / 2) dl/dtheta for mlu).
 """
 from __future__ import annotations

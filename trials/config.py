@@ -306,14 +306,21 @@ class ReferenceConfig:
                 "leaves initial noise alpha/sqrt(D) at every depth); use reference kind 'largest', or preset 'completep' or 'mlu'",
             )
 
+    def limit_identity(self) -> tuple:
+        """The values ``limit_fields`` is made of, as a hashable tuple: trials with equal
+        identities have the same limit (planning caches references by it, computing one key per
+        distinct limit rather than one per trial)."""
+        t = self.limit
+        return (t.problem, t.D, t.activation, t.block, t.limit_alpha, t.sigma_u, t.sigma_v, t.lr, t.steps, t.dtype)
+
     def limit_fields(self) -> dict:
         """Exactly what the Mean ODE limit depends on: no trial seed, and L or M only through
         the effective mlu multiplier ``limit.limit_alpha`` (completep's depends on M)."""
-        t = self.limit
+        problem, D, activation, block, alpha, sigma_u, sigma_v, lr, steps, dtype = self.limit_identity()
         return {
-            "problem": t.problem.numerics(), "D": t.D, "activation": t.activation, "block": t.block,
-            "scaling": list(PRESETS["mlu"]), "alpha": t.limit_alpha, "sigma_u": t.sigma_u, "sigma_v": t.sigma_v,
-            "lr": t.lr, "steps": t.steps, "dtype": t.dtype,
+            "problem": problem.numerics(), "D": D, "activation": activation, "block": block,
+            "scaling": list(PRESETS["mlu"]), "alpha": alpha, "sigma_u": sigma_u, "sigma_v": sigma_v,
+            "lr": lr, "steps": steps, "dtype": dtype,
         }
 
     def key(self) -> str:

@@ -4,7 +4,7 @@
 Source: Chaintron, Chizat, Maass, arXiv:2603.18168, the linear experiment (repository
 lchizat/2026-resnets-of-all-shapes-and-sizes, linear_experiments_python/src/linear_correlations.py
 computes the same limit through correlation kernels on a depth grid). Derivation, notation of
-SPEC section 1 (mlu scale c = alpha / (L M), mean-field rate; docs/reproduce.md has the details):
+docs/model.md sections 1-2 (mlu scale c = alpha / (L M), mean-field rate; docs/reproduce.md has the details):
 
 1. With sigma = identity each unit's update is linear in the unit: with
    G_k(s) = sum_n h_n(s) b_n(s)^T / D (B = (D/2) dl/dh, as in model.py) and eta' = eta / alpha,
@@ -82,6 +82,10 @@ class JointLimitConfig:
             raise ConfigError("reference.grid", f"reference.grid must be an even integer >= 2 (a half grid estimates the error), got {self.grid!r}")
         if self.gram not in GRAMS:
             raise ConfigError("reference.gram", f"unknown reference.gram {self.gram!r}; expected one of: {', '.join(GRAMS)}")
+
+    def limit_identity(self) -> tuple:
+        """``limit_fields`` as a hashable tuple (see ``ReferenceConfig.limit_identity``)."""
+        return ReferenceConfig(self.limit).limit_identity()
 
     def limit_fields(self) -> dict:
         """What the limit depends on: the same fields as a mean_ode reference (no L, M, seed)."""

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed
+from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, hidden_along_depth
 from .metrics import GRAMS, METRICS, Baseline, Snapshot
 from .model import ResNet, Scratch
 from .reference import Reference
@@ -115,7 +116,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
         the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
-        matrix, see ``seed_gram_rows``), ref_loss, ref_err_out, ref_err_hidden, status, flags,
+        matrix, see ``seed_gram_rows``), ``err_hidden_depthmax`` (``depth_max_errors``; None
+        unless the reference is a joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
         ref_key, ref_kind, device, wall_s.
         A seed that diverges (module docstring) gets a last row with status "diverged" and no
         further rows; divergence never raises. ``flags`` is a comma-separated subset of FLAGS.
@@ -142,6 +144,7 @@ class Steps:
     k: list[int] = field(default_factory=list)
     metrics: list[np.ndarray] = field(default_factory=list)
     grams: list[np.ndarray] = field(default_factory=list)
+    depthmax: list[list[float] | None] = field(default_factory=list)  # None: no depth path
     alive: list[list[bool]] = field(default_factory=list)
     blown: list[list[bool]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -153,6 +156,7 @@ def _measure(config: TrialConfig, reference: Reference, scratch: Scratch) -> Ste
     R = len(net.seeds)
     ref_out = torch.as_tensor(reference.arrays["out"], device=net.device, dtype=net.dtype)
     ref_hidden = torch.as_tensor(reference.arrays["hidden"][:, :, : config.D], device=net.device, dtype=net.dtype)
+    along = depth_path(config, reference, net)
     alive = [True] * R
     steps = Steps()
     baseline = loss0 = None
@@ -177,6 +181,7 @@ def _measure(config: TrialConfig, reference: Reference, scratch: Scratch) -> Ste
         steps.k.append(k)
         steps.metrics.append(host[:cut].reshape(R, len(values)))
         steps.grams.append(host[cut + R:].reshape(len(grams), R, R))
+        steps.depthmax.append(None if along is None else depth_max_errors(fwd.hidden, along[k]).cpu().tolist())
         steps.alive.append(list(alive))
         steps.blown.append(blown)
         if twin_steps is not None:
@@ -209,6 +214,7 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
                 break
             row = dict(base, seed=seeds[r], step=k)
             row.update(zip(METRIC_NAMES, metrics[i][r]))
+            row["err_hidden_depthmax"] = None if steps.depthmax[i] is None else steps.depthmax[i][r]
             row.update((name, rows_k[r]) for name, rows_k in zip(GRAMS, gram_rows[i]))
             row.update((name, column[k]) for name, column in ref_columns)
             row["status"] = STATUS_DIVERGED if steps.blown[i][r] else STATUS_OK
@@ -224,6 +230,24 @@ def masked_gram_rows(gram: np.ndarray, ok: list[bool], seeds) -> list[list[float
     mask = np.asarray(ok, dtype=bool)
     kept = np.where(mask[:, None] & mask[None, :], gram, np.nan)
     return kept[:, order].tolist()
+
+
+def depth_path(config: TrialConfig, reference: Reference, net: ResNet) -> torch.Tensor | None:
+    """The reference's hidden state at each of the trial's block outputs, (K+1, L+1, N, D) on
+    the trial's device, when the reference provides its depth path (kind joint_limit); else None."""
+    if reference.kind != JOINT_LIMIT or "path" not in reference.arrays:
+        return None
+    limit = JointLimitConfig(config, grid=int(reference.meta["grid"]), gram=reference.meta.get("gram", "expected"))
+    along = hidden_along_depth(reference, limit, config.L)
+    return torch.as_tensor(along, device=net.device, dtype=torch.float64)
+
+
+def depth_max_errors(hidden: torch.Tensor, along: torch.Tensor) -> torch.Tensor:
+    """The companion paper's hidden error, per repetition: the max over block outputs l of the
+    mean over samples and coordinates of |h_l - h_ref(l / L)| (``trials.joint_limit.
+    depth_max_mean_abs``, here in float64 on the trial's device). hidden (L+1, R, N, D), along
+    (L+1, N, D) -> (R,)."""
+    return (hidden.to(torch.float64) - along[:, None]).abs().mean(dim=(2, 3)).amax(dim=0)
 
 
 def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float]]:

@@ -15,6 +15,22 @@ def free_law(c1=0.5, a=1.0, c2=0.3, b=0.5):
     return lambda L, M, D: c1 * L ** -a + c2 * (D / (L * M)) ** b
 
 
+class TermsLaw:
+    """A law given by its two terms, bias = c1 L^-a and fluctuation = c2 (D/(LM))^b: the
+    FakeRunner then writes each seed's error as the RMS of bias * u + fluct * xi (u a fixed
+    direction per draw, xi Gaussian per seed) and its Gram rows, as the engine does."""
+
+    def __init__(self, c1=0.065, a=1.0, c2=0.205, b=0.5):
+        self.c1, self.a, self.c2, self.b = c1, a, c2, b
+
+    def terms(self, L, M, D):
+        return self.c1 * L ** -self.a, self.c2 * (D / (L * M)) ** self.b
+
+    def __call__(self, L, M, D):
+        bias, fluct = self.terms(L, M, D)
+        return float(np.hypot(bias, fluct))
+
+
 class FakeRunner:
     """``runner(spec, keys)``: writes each key's trial with per-seed errors law * sqrt(chi2_k / k)
     (k = ``entries``), a per-draw factor exp(draw_sd * z), and wall_s = 1e-4 + 1e-6 L M D seeds.
@@ -43,6 +59,23 @@ class FakeRunner:
             self._write(spec.name, trials[key])
             n += 1
 
+    def _seed_errors(self, cfg, draw, factor, true, rng):
+        """Per-seed errors and, for a ``TermsLaw``, their Gram rows (seeds in ascending order)."""
+        seeds = sorted(cfg.seeds)
+        if not hasattr(self.law, "terms"):
+            return [true * float(np.sqrt(rng.chisquare(self.entries) / self.entries)) for _ in seeds], None
+        bias, fluct = (factor * t for t in self.law.terms(cfg.L, cfg.M, cfg.D))
+        direction = np.random.default_rng([self.seed, draw, 7]).standard_normal(self.entries)
+        direction /= np.sqrt(np.mean(direction**2))
+        reference = np.random.default_rng([self.seed, draw, 8]).standard_normal(self.entries)
+        reference *= self.ref_err / np.sqrt(np.mean(reference**2))
+        vectors = np.array([bias * direction + reference
+                            + fluct * np.random.default_rng([self.seed, draw, seed, cfg.L, cfg.M]).standard_normal(
+                                self.entries) for seed in seeds])
+        gram = vectors @ vectors.T / self.entries
+        order = [seeds.index(s) for s in cfg.seeds]
+        return [float(np.sqrt(gram[i, i])) for i in order], [gram[i] for i in order]
+
     def _write(self, sweep, trial):
         cfg = trial.config
         draw = cfg.problem.seed
@@ -52,12 +85,16 @@ class FakeRunner:
         columns = cfg.columns()
         wall = 1e-4 + 1e-6 * cfg.L * cfg.M * cfg.D * len(cfg.seeds)
         rows = []
-        for seed in cfg.seeds:
-            err = true * float(np.sqrt(rng.chisquare(self.entries) / self.entries))
+        errs, grams = self._seed_errors(cfg, draw, factor, true, rng)
+        for i, seed in enumerate(cfg.seeds):
+            err = errs[i]
             for step in range(cfg.steps + 1):
-                e = err * (step + 1) / (cfg.steps + 1)
+                scale = (step + 1) / (cfg.steps + 1)
+                e = err * scale
+                gram = None if grams is None else [float(v) * scale**2 for v in grams[i]]
                 rows.append({**columns, "ref_key": trial.ref_key, "ref_kind": "mean_ode", "seed": seed, "step": step,
-                             "err_out": e, "err_hidden": e, "loss": 1.0, "ref_loss": 1.0,
+                             "err_out": e, "err_hidden": e, "gram_out": gram, "gram_hidden": gram,
+                             "loss": 1.0, "ref_loss": 1.0,
                              "ref_err_out": self.ref_err, "ref_err_hidden": self.ref_err, "feature_update": 0.4,
                              "lin_ratio": 0.3, "output_change": 0.6, "weight_change": 0.1, "status": "ok",
                              "flags": "", "device": "cpu", "wall_s": wall})

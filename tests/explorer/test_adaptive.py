@@ -19,15 +19,19 @@ GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_se
 
 
 def _spec(name="ad", grid=GRID, **adaptive):
+    """An adaptive spec; the loop tests fit the free law to FakeRunner's additive errors unless
+    they ask for another (the default, decomposed, needs a law with its two terms: TermsLaw)."""
+    adaptive.setdefault("form", "free")
     return parse_spec({"name": name, "grid": dict(grid), "adaptive": {"resamples": 30, **adaptive}})
 
 
 # --- the spec section ------------------------------------------------------------------------
 
 
-def test_adaptive_defaults_fit_the_free_law_exponents():
+def test_adaptive_defaults_fit_the_decomposed_law_exponents():
     spec = parse_spec({"name": "ad", "grid": dict(GRID)})
-    assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == ("free", 0.1, 0.5, 8)
+    assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == \
+        ("decomposed", 0.1, 0.5, 8)
     assert adaptive_targets(spec.adaptive) == ("a", "b")
     assert adaptive_targets(_spec(form="theory").adaptive) == ("c1", "c2")  # no exponent: every parameter
 
@@ -287,12 +291,14 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     assert unmeasured(0.5, 0.45, 0.55) is None and unmeasured(0.7, -4.45, 5.85) is None  # negative exponents are fine
     assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
     st = Store(tmp_path / "s")
-    spec = _spec(form="theory", halfwidth=0.1, batch=3, initial=6)
+    spec = _spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
     loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands[::2]]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
-    assert loop.next_choice(fitted, keys, 0)[2].startswith("every target reached")  # the honest case
+    # the honest case: met once, with the budget spent no round can confirm it, and the stop says so
+    assert loop.next_choice(fitted, keys, 0)[2].startswith("every target reached its half-width 0.25 in round 0 but "
+                                                          "not confirmed (the first fit)")
     fitted.ci_low["c1"] = fitted.ci_high["c1"] = fitted.estimate["c1"]  # every resample the same value
     choices, _, stop = loop.next_choice(fitted, keys, 0)
     assert stop is None or not stop.startswith("every target reached"), stop
@@ -439,3 +445,22 @@ def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp
 
     loop = _Loop(_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
     assert loop.initial == len(loop.cands) == 50
+
+
+def test_the_decomposed_loop_stops_after_two_rounds_that_agree(tmp_path):
+    from .adaptive_fake import TermsLaw
+
+    st = Store(tmp_path / "s")
+    grid = {**GRID, "problem_seeds": [1, 2, 3, 4], "seeds": 4}
+    spec = _spec(grid=grid, form="decomposed", halfwidth=0.15, budget=0.8, batch=4, initial=10)
+    result = run_adaptive(spec, st, FakeRunner(st, TermsLaw(c1=0.5, c2=0.3), entries=100))
+    assert result.stop_reason.startswith("every target reached its half-width 0.15 in two consecutive rounds"), \
+        result.stop_reason
+    rounds = read_rounds(st, "ad")
+    done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]
+    last, before = (done[done["round"] == r].set_index("parameter") for r in sorted(done["round"].unique())[-1:-3:-1])
+    for name, truth in (("a", 1.0), ("b", 0.5)):
+        assert before.loc[name, "ci_low"] <= last.loc[name, "estimate"] <= before.loc[name, "ci_high"]
+        assert (before.loc[name, "ci_high"] - before.loc[name, "ci_low"]) / 2 <= 0.15
+        est, lo, hi = result.targets[name]
+        assert lo <= truth <= hi, (name, result.targets[name])

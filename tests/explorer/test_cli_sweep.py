@@ -126,3 +126,19 @@ def test_status_of_an_unknown_sweep_is_one_line_listing_the_known_ones(tmp_path)
     result = run("status", "--sweep", "quick", "--store", str(absent))
     assert (result.exit_code, result.output) == (2, f"error: unknown sweep 'quick': there is no results store at '{absent}' (nothing written there yet); pass --store URI\n")
     assert not absent.exists()  # reading never creates a store
+
+
+@pytest.mark.parametrize("command", [
+    ["sql", "SELECT count(*) AS n FROM metrics"], ["check"], ["compact"], ["rm", "--yes"], ["status"], ["fit"],
+    ["phase"], ["report"],
+])
+def test_every_command_with_sweep_names_the_known_sweeps_when_it_has_no_such_sweep(tmp_path, command):
+    # `--sweep rate` (a typo for rates) answered 0 rows and exit 0 in sql
+    store = Store(tmp_path / "results")
+    for sweep in ("rates", "quick"):
+        store.write_trial(sweep, *kit.trial(L=2))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = run(*command, "--sweep", "rate", "--store", store.uri)
+    assert (result.exit_code, result.output) == (
+        2, f"error: unknown sweep 'rate'; the store '{store.uri}' has: quick, rates\n")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written or removed

@@ -1,4 +1,4 @@
-"""The science check of SPEC section 5 on a real (small) sweep: trials.train_trial on a grid of
+"""The science check of docs/model.md section 6 on a real (small) sweep: trials.train_trial on a grid of
 depths and widths against a Mean ODE reference, then the fits of explorer.fit."""
 import functools
 

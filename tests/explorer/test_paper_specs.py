@@ -1,4 +1,4 @@
-"""examples/paper/*.toml: every spec parses with the spec layer's keys (no NEW markers left),
+"""explorer/paper/*.toml (package data): every spec parses with the spec layer's keys (no NEW markers left),
 plans, and uses the protocol keys docs/reproduce.md maps."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from explorer.planning import plan
 from explorer.spec import load_spec
 
-PAPER = sorted((Path(__file__).resolve().parents[2] / "examples" / "paper").glob("*.toml"))
+PAPER = sorted((Path(__file__).resolve().parents[2] / "explorer" / "paper").glob("*.toml"))
 
 
 def test_every_experiment_has_a_full_and_a_laptop_spec():

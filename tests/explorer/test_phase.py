@@ -46,7 +46,7 @@ def _cells(**columns):
 
 
 @pytest.mark.parametrize("columns, phase", [
-    ({}, "mlu"),  # SPEC section 4, alpha = 1
+    ({}, "mlu"),  # docs/model.md section 4: alpha = 1
     ({"feature_update": 0.12, "lin_ratio": 0.12}, "lazy"),  # alpha = 4
     ({"feature_update": 0.035, "lin_ratio": 0.033}, "lazy"),  # alpha = 16
     ({"feature_update": 0.035, "lin_ratio": 0.4}, "mlu"),  # one local measure large is enough

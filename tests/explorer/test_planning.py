@@ -1,9 +1,11 @@
 """Planning: a spec expanded into trials, their keys and their references."""
 from __future__ import annotations
 
+import pytest
+
 from explorer.planning import plan, trial_key
 from explorer.spec import parse_spec
-from trials import ReferenceConfig, largest_reference_key
+from trials import PRESETS, ReferenceConfig, largest_reference_key
 
 from .test_spec import _DROP, BASE, with_changes
 
@@ -106,3 +108,73 @@ def test_stability_settings_reach_every_trial_and_its_key():
             for t in p.trials} == {(4.0, 50.0, 0.5, True)}
     default = plan(parse_spec(BASE), schema_version=1)
     assert not {t.trial_key for t in p.trials} & {t.trial_key for t in default.trials}
+
+
+# --- every trial is compared with the reference its own config defines -------------------------
+
+def _own_reference_key(spec, cfg) -> str:
+    """The reference key of one trial computed from its config alone (no plan, no group)."""
+    ref = spec.reference
+    if ref.kind == "largest":
+        return largest_reference_key(cfg.replace(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D)))
+    if ref.kind == "joint_limit":
+        from trials import JointLimitConfig
+
+        return JointLimitConfig(limit=cfg, grid=ref.grid).key()
+    return ReferenceConfig(limit=cfg, depth=ref.depth, width=ref.width, replicas=ref.replicas,
+                           device=spec.train.device).key()
+
+
+def _effective_alpha(preset: str, alpha: float, M: int, D: int) -> float:
+    """The Mean ODE multiplier by hand: alpha (mlu, lazy), alpha sqrt(M / D) (completep)."""
+    return alpha * (M / D) ** 0.5 if preset == "completep" else alpha
+
+
+def _specs_over_presets():
+    grid = {"L": [2, 4, 8], "M": [1, 4, 16, 64], "D": [4, 8], "seeds": 1}
+    for preset in PRESETS:
+        alphas = [2.0, 8.0] if preset == "lazy" else [0.5, 1.0, 4.0]
+        kinds = ["largest"] if preset == "depth_mup" else ["mean_ode", "largest"]
+        if preset in ("mlu", "lazy"):
+            kinds.append("joint_limit")
+        for kind in kinds:
+            reference = {"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP}
+            if kind == "mean_ode":
+                reference = {"depth": 64, "width": 16}
+            model = {"preset": preset, "activation": "identity" if kind == "joint_limit" else "tanh"}
+            problem = {"seed": _DROP}
+            if kind == "largest":
+                problem["coupled_embeddings"] = True
+            raw = with_changes(model=model, reference=reference, problem=problem,
+                               grid={**grid, "alpha": alphas, "problem_seeds": [1, 2]})
+            yield pytest.param(raw, id=f"{preset}-{kind}")
+
+
+@pytest.mark.parametrize("raw", list(_specs_over_presets()))
+def test_every_trials_ref_key_is_the_one_its_own_config_defines(raw):
+    spec = parse_spec(raw)
+    p = plan(spec, schema_version=1)
+    assert len(p.trials) == 3 * 4 * 2 * len(spec.grid.alpha) * 2
+    for t in p.trials:
+        assert t.ref_key == _own_reference_key(spec, t.config), t.config
+        assert t.trial_key == trial_key(t.config, t.ref_key, 1)
+    by_key = {r.ref_key: r for r in p.references}
+    assert set(by_key) == {t.ref_key for t in p.trials}  # every reference planned once, none unused
+    # how many references, counted by hand: one per problem draw and distinct limit
+    # (D, effective alpha), or per largest point (alpha: L, M and D are the grid's maxima)
+    if spec.reference.kind == "largest":
+        expected = {(t.config.problem.seed, t.config.alpha) for t in p.trials}
+    else:
+        expected = {(t.config.problem.seed, t.config.D,
+                     round(_effective_alpha(spec.model.preset, t.config.alpha, t.config.M, t.config.D), 12))
+                    for t in p.trials}
+    assert len(p.references) == len(expected)
+
+
+def test_completep_gives_each_M_its_own_mean_ode_reference():
+    spec = parse_spec(with_changes(model={"preset": "completep"}, grid={"M": [4, 16, 64]}))
+    p = plan(spec, schema_version=1)
+    assert len(p.references) == 3
+    for ref, M in zip(p.references, (4, 16, 64)):
+        assert ref.config.limit.limit_alpha == pytest.approx((M / 8) ** 0.5)
+        assert {t.config.M for t in p.trials_by_reference()[ref.ref_key]} == {M}

@@ -57,7 +57,7 @@ def test_report_needs_no_network(made):
 
 def test_summary_numbers_match_the_fit_rows_in_the_store(made):
     fits = made["store"].connect().execute("SELECT * FROM fits").df()
-    assert set(fits["form"]) == {"theory", "free", "output", "joint"}
+    assert set(fits["form"]) == {"theory", "free", "free_rss", "output", "joint"}  # no Gram rows: no decomposed
     assert len(pd.read_csv(made["out"] / "fits.csv")) == len(fits)
     spans = re.findall(r'<span class="num" ([^>]*)>([^<]*)</span>', made["html"])
     checked = 0
@@ -70,13 +70,14 @@ def test_summary_numbers_match_the_fit_rows_in_the_store(made):
             assert text == f"{expected:.3f}"
         else:
             row = rows[rows["parameter"] == data["parameter"]].iloc[0]
-            column = {"slope": "estimate", "slope_low": "ci_high", "slope_high": "ci_low"}[data["field"]]
-            expected = -row[column]  # a slope is minus the exponent
+            expected = row[data["field"]]  # estimate, ci_low, ci_high
             assert text == f"{expected:.3f}", (data, text)
         assert float(data["value"]) == pytest.approx(expected, rel=1e-12)
         checked += 1
-    assert checked == 7  # R^2 of the theory fit, slope and CI in L and in L*M
-    assert "Slope in L (free-exponent fit)" in made["html"] and "theory -1" in made["html"]
+    assert checked == 7  # R^2 of the theory fit, a and b of free_rss with their CIs
+    assert ("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: this store "
+            "predates the per-seed decomposition") in made["html"]
+    assert "Depth exponent a (bias ~ c1 L<sup>-a</sup>, free_rss fit to the RMS errors)" in made["html"]
     assert "The 95% CI covers: seeds resampled within grid points: seed noise only" in made["html"]
 
 
@@ -148,7 +149,7 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--metric", "loss"], "error: unknown metric 'loss'; expected one of: err_out, err_hidden"),
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: character '_' at column 12 is not part of a law"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
-    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite err_out rows"),
+    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite"),
     (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
      "error: Permission Error: Cannot access file"),  # read-only, as explorer sql
@@ -331,8 +332,8 @@ def _chart_values(chart, column):
 
 def test_an_l_m_sweep_fits_the_laws_of_l_and_m_and_skips_the_d_term(tmp_path):
     report = _adapted(tmp_path, Ls=(2, 4, 8, 16), Ms=(1, 4, 16))
-    assert report.varying == ["L", "M"] and set(report.fits) == {"theory", "free", "output"}
-    assert report.skipped == {"joint": ("D",)} and report.fit_errors == {}
+    assert report.varying == ["L", "M"] and set(report.fits) == {"theory", "free", "free_rss", "output"}
+    assert report.skipped == {"joint": ("D",)} and list(report.fit_errors) == ["decomposed"]  # no Gram rows
     assert {"error_vs_depth", "error_vs_units", "error_heatmap", "local_slopes"} <= set(report.charts)
     assert not [name for name in report.charts if name in ("error_vs_D", "error_vs_alpha")]
     assert report.phase.x == "L" and report.phase.y == "M"
@@ -342,13 +343,14 @@ def test_an_l_m_sweep_fits_the_laws_of_l_and_m_and_skips_the_d_term(tmp_path):
 def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
     report = _adapted(tmp_path, Ls=(8,), Ms=(4,), alphas=(1.0, 2.0, 4.0, 16.0))
     assert report.varying == ["alpha"] and report.fits == {} and report.fit_errors == {}
-    assert set(report.skipped) == set(("theory", "free", "output", "joint"))
+    assert set(report.skipped) == set(("decomposed", "theory", "free", "free_rss", "output", "joint"))
     assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase"}
     assert _chart_values(report.charts["error_vs_alpha"], "alpha") == {1.0, 2.0, 4.0, 16.0}
     assert report.phase.x == "alpha"
     html = report.path.read_text()
-    assert "form was not fitted" not in html and html.count("Not fitted (") == 2  # theory/free/output; joint
-    assert "Not fitted (theory, free, output): they need L and M to vary; this sweep varies alpha." in html
+    assert "form was not fitted" not in html and html.count("Not fitted (") == 2  # the L, M laws; joint
+    assert ("Not fitted (decomposed, theory, free, free_rss, output): they need L and M to vary; this sweep varies "
+            "alpha.") in html
     assert "Not fitted (joint): it needs L, M and D to vary" in html
 
 

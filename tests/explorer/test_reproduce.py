@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from explorer import claims as cl
 from explorer import reproduce as rep
 from explorer.cli import main
 from explorer.planning import plan
-from explorer.reproduce import AGREES, DISAGREES, EXPERIMENTS, NOT_MEASURED
+from explorer.reproduce import EXPERIMENTS
+from explorer.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
 
 
 def test_list_names_every_experiment_with_its_grid_sizes():
@@ -19,7 +22,26 @@ def test_list_names_every_experiment_with_its_grid_sizes():
     assert result.exit_code == 0, result.output
     for name in ("companion-linear", "companion-nonlinear", "hidden-width-rates"):
         assert name in result.output
-    assert "laptop: 624 points, 1248 runs; full: 43875 points, 219375 runs" in result.output
+    assert re.search(r"laptop: 624 points, 1248 runs, 52 references, ~[\d.]+ min of single-core compute; "
+                     r"full: 43875 points, 219375 runs, 195 references, ~[\d.]+ h of single-core compute", result.output)
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_a_dry_run_prints_each_sweeps_sizes_and_where_the_report_goes(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["reproduce", name, "--dry-run"])
+    assert result.exit_code == 0 and result.exception is None or isinstance(result.exception, SystemExit), result.output
+    lines = result.output.splitlines()
+    exp = EXPERIMENTS[name]
+    assert lines[0] == f"experiment {name} at scale laptop: {len(exp.sweeps)} sweep(s), {len(exp.claims)} claims"
+    for role in exp.sweeps:
+        spec = exp.load(role, "laptop")
+        assert f"  sweep {spec.name}: {len(plan(spec).trials)} trials (" in result.output
+    assert sum(line.startswith("  references: ") for line in lines) == len(exp.sweeps)
+    assert sum(line.startswith("  time: ") for line in lines) == len(exp.sweeps)
+    assert f"report: {tmp_path.resolve() / f'reproduce-{name}-laptop'}/ (index.html" in result.output
+    assert lines[-1] == "nothing run (--dry-run)"
+    assert list(tmp_path.iterdir()) == []  # nothing written, no store, no report
 
 
 def test_an_unknown_experiment_is_one_line():
@@ -46,39 +68,20 @@ def test_full_scale_specs_parse():
             assert exp.load(role, "full").name == exp.sweeps[role]
 
 
-def test_fit_verdicts():
-    assert rep.fit_verdict(0.673, 0.61, 0.5, 0.7, factor=1.5) == AGREES  # in the CI and the factor
-    assert rep.fit_verdict(0.673, 0.96, 0.9, 1.0, factor=1.5) == AGREES  # outside the CI, within 1.5x
-    assert rep.fit_verdict(0.673, 1.2, 1.1, 1.3, factor=1.5) == DISAGREES
-    assert rep.fit_verdict(0.673, 1.2, 0.6, 1.3, factor=1.5) == AGREES  # informative CI holds it
-    assert rep.fit_verdict(0.673, 5.0, 1e-10, 1e10, factor=1.5) == NOT_MEASURED  # uninformative CI
-    assert rep.fit_verdict(0.673, float("nan")) == NOT_MEASURED
-    assert rep.fit_verdict(4e-16, 1e-9, 0.0, 0.2, zero=0.05) == AGREES
-    assert rep.fit_verdict(4e-16, 0.3, 0.2, 0.4, zero=0.05) == DISAGREES
-
-
-def test_curve_and_threshold_verdicts():
-    assert rep.ratio_verdict([0.9, 1.2, 1.45], 1.5) == AGREES
-    assert rep.ratio_verdict([0.9, 1.6], 1.5) == DISAGREES
-    assert rep.ratio_verdict([0.6], 1.5) == DISAGREES
-    assert rep.ratio_verdict([], 1.5) == NOT_MEASURED
-    assert rep.threshold_verdict(5.6, at_least=4) == AGREES
-    assert rep.threshold_verdict(3.0, at_least=4) == DISAGREES
-    assert rep.threshold_verdict(0.2, at_most=0.3) == AGREES
-    assert rep.threshold_verdict(float("nan"), at_most=0.3) == NOT_MEASURED
-
-
 def _synthetic(fn, L, M, D, draws=(1, 2), noise=0.0, seed=0):
+    """A grid_errors-like table on a law: four seeds per point, each off the law by a log-normal
+    factor exp(noise N(0, 1)) (the spread the bootstrap resamples), err their RMS."""
     rng = np.random.default_rng(seed)
     rows = []
     for d in draws:
         for l in L:
             for m in M:
                 for dd in D:
-                    err = float(fn(l, m, dd)) * float(np.exp(noise * rng.standard_normal()))
+                    seeds = float(fn(l, m, dd)) * np.exp(noise * rng.standard_normal(4)) * [0.99, 1.01, 0.995, 1.005]
+                    err = float(np.sqrt(np.mean(seeds**2)))
                     rows.append({"problem_seed": d, "L": l, "M": m, "D": dd, "err": err, "ref_err": 0.0,
-                                 "n_seeds": 2, "n_flagged": 0, "floor_limited": False,
-                                 "seed_errs": np.array([err * 0.98, err * 1.02]), "sweep": "s", "metric": "m", "step": 5})
+                                 "n_seeds": 4, "n_flagged": 0, "floor_limited": False,
+                                 "seed_errs": seeds, "sweep": "s", "metric": "m", "step": 5})
     return pd.DataFrame(rows)
 
 
@@ -89,54 +92,107 @@ class _Spec:  # what measure reads of a spec
         self.coupled_embeddings = coupled
 
 
+def _hidden_law(scale=1.0):
+    return lambda L, M, D: np.sqrt(scale * (0.673 * D / (L * M) + 0.437 / D))
+
+
+LAPTOP = ([53, 123, 285], [17, 40, 93, 216], [17, 40, 93, 216])
+
+
+def _measure_on(monkeypatch, grid, claims):
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, claim: grid)
+    return [cl.measure(c, None, "s", _Spec(), n_boot=20) for c in claims]
+
+
 def test_a_fit_claim_recovers_the_papers_constants_on_their_law(monkeypatch):
-    law = lambda L, M, D: np.sqrt(0.673 * D / (L * M) + 0.437 / D)  # noqa: E731
-    grid = _synthetic(law, [53, 123, 285], [17, 40, 93, 216], [17, 40, 93, 216], noise=0.05)
-    monkeypatch.setattr(rep, "_grid", lambda con, sweep, claim: grid)
     exp = EXPERIMENTS["companion-linear"]
-    rows = [rep.measure(c, None, "s", _Spec(), n_boot=20) for c in exp.claims[:3]]
-    assert [r["verdict"] for r in rows] == [AGREES, AGREES, AGREES]
+    rows = _measure_on(monkeypatch, _synthetic(_hidden_law(), *LAPTOP, noise=0.05), exp.claims[:2])
+    assert [r["verdict"] for r in rows] == [CONSISTENT, CONSISTENT], [r["reason"] for r in rows]
     assert abs(rows[0]["value"] / 0.673 - 1) < 0.1 and abs(rows[1]["value"] / 0.437 - 1) < 0.1
-    table = rep.claims_table(dataclasses.replace(exp, claims=exp.claims[:3]), rows)
-    assert list(table["verdict"]) == [AGREES] * 3 and table["paper"][0] == "a = 0.673 (fitted)"
-    # twice the constants: outside 1.5x, and the CI is narrow
-    grid2 = _synthetic(lambda L, M, D: np.sqrt(2) * law(L, M, D), [53, 123, 285], [17, 40, 93, 216],
-                       [17, 40, 93, 216], noise=0.02)
-    monkeypatch.setattr(rep, "_grid", lambda con, sweep, claim: grid2)
-    assert rep.measure(exp.claims[0], None, "s", _Spec(), n_boot=20)["verdict"] == DISAGREES
+    table = rep.claims_table(dataclasses.replace(exp, claims=exp.claims[:2]), rows)
+    assert list(table["verdict"]) == [CONSISTENT] * 2 and table["paper"][0] == "a = 0.673 (fitted)"
+    assert all(table["reason"].str.contains("lies in"))
+    assert rep.markdown_table(table).startswith("Claims: 2 consistent, 0 close (CI excludes), 0 not measured, 0 disagree\n")
+
+
+def test_constructed_fits_cover_the_four_grades_and_none_is_consistent_outside_its_interval(monkeypatch):
+    """The law at the paper's constants (consistent), at 1.1x (close: a narrow interval excludes the
+    paper's value, within 1.15x), at 2x (disagrees), and a grid where the output's D/(LM) term is
+    buried under the 1/D one (its constant not measured)."""
+    exp = EXPERIMENTS["companion-linear"]
+    hidden_a, output_a = exp.claims[0], exp.claims[3]
+    seen = {}
+    for scale, noise, expected in ((1.0, 0.05, CONSISTENT), (1.1, 0.005, CLOSE), (2.0, 0.02, DISAGREES)):
+        (row,) = _measure_on(monkeypatch, _synthetic(_hidden_law(scale), *LAPTOP, noise=noise), [hidden_a])
+        seen[expected] = row
+        assert row["verdict"] == expected, (scale, row["reason"])
+    buried = _synthetic(lambda L, M, D: np.sqrt(3 * (1e-5 * (D / (L * M)) ** 2 + 0.25 / D)), *LAPTOP, noise=0.05)
+    (row,) = _measure_on(monkeypatch, buried, [output_a])
+    seen[NOT_MEASURED] = row
+    assert row["verdict"] == NOT_MEASURED and row["reason"], row
+    assert "standard errors" in seen[CLOSE]["reason"] and "ratio ours / paper 1.1" in seen[CLOSE]["reason"]
+    for row in seen.values():
+        if row["verdict"] == CONSISTENT:
+            assert row["ci_low"] <= hidden_a.paper <= row["ci_high"]
+        if not (row["ci_low"] <= hidden_a.paper <= row["ci_high"]):
+            assert row["verdict"] != CONSISTENT
+
+
+def test_a_law_that_does_not_explain_the_grid_measures_nothing(monkeypatch):
+    rng = np.random.default_rng(3)
+    noise = _synthetic(lambda L, M, D: 0.1 + 0 * L, *LAPTOP)
+    noise["err"] = np.exp(rng.normal(-2, 1.0, len(noise)))
+    noise["seed_errs"] = [e * np.array([0.98, 1.02, 0.99, 1.01]) for e in noise["err"]]
+    rows = _measure_on(monkeypatch, noise, EXPERIMENTS["companion-linear"].claims[:3])
+    assert {r["verdict"] for r in rows} == {NOT_MEASURED}
+    assert any("does not explain" in r["reason"] for r in rows)
+
+
+def test_the_negligible_c_is_graded_by_its_share_of_err2(monkeypatch):
+    claim = EXPERIMENTS["companion-linear"].claims[2]
+    (row,) = _measure_on(monkeypatch, _synthetic(_hidden_law(), *LAPTOP, noise=0.05), [claim])
+    assert row["verdict"] in (CONSISTENT, NOT_MEASURED) and "share of err^2" in row["reason"] or "width zero" in row["reason"]
+    big = _synthetic(lambda L, M, D: np.sqrt(0.673 * D / (L * M) + 0.437 / D + 3000.0 / L**2), *LAPTOP, noise=0.02)
+    (row,) = _measure_on(monkeypatch, big, [claim])
+    assert row["verdict"] == DISAGREES, row["reason"]
+    # an independent share: 3000 / L^2 over err^2 at the smallest L, the largest share
+    g = cl.pooled(big)
+    assert row["reason"].count("%") >= 2 and (3000 / g["L"] ** 2 / g["err"] ** 2).max() > 0.05
 
 
 def test_curve_claims_pool_draws_and_leave_the_reference_out(monkeypatch):
     exp = EXPERIMENTS["companion-nonlinear"]
     claim = exp.claims[0]
     spec = _Spec("largest", (50,), (14, 31, 439), (14, 31, 439))
-    grid = _synthetic(lambda L, M, D: 1.2 * rep._nonlinear_hidden(L, M, D), [50], [14, 31, 439], [14, 31, 439])
+    grid = _synthetic(lambda L, M, D: 1.2 * cl.nonlinear_hidden(L, M, D), [50], [14, 31, 439], [14, 31, 439])
     grid.loc[(grid["M"] == 439) & (grid["D"] == 439), "err"] = 0.0  # the reference itself
-    monkeypatch.setattr(rep, "_grid", lambda con, sweep, c: grid)
-    row = rep.measure(claim, None, "s", spec)
-    assert row["verdict"] == AGREES and row["n_points"] == 8 and abs(row["value"] - 1.2) < 1e-9
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: grid)
+    row = cl.measure(claim, None, "s", spec)
+    assert row["verdict"] == CONSISTENT and row["n_points"] == 8 and abs(row["value"] - 1.2) < 1e-4  # seeds RMS 1.00004
     grid["err"] *= 1.5  # 1.8 x the curve
-    assert rep.measure(claim, None, "s", spec)["verdict"] == DISAGREES
+    assert cl.measure(claim, None, "s", spec)["verdict"] == DISAGREES
     # pooled as sqrt(mean err^2) over the draws
     two = pd.DataFrame({"L": [1, 1], "M": [1, 1], "D": [1, 1], "err": [3.0, 4.0]})
     assert rep.pooled(two)["err"].iloc[0] == pytest.approx(np.sqrt(12.5))
-    # the frontier claims are not measured
-    assert rep.measure(exp.claims[2], None, "s", spec)["verdict"] == NOT_MEASURED
+    # the frontier claims are not measured, and say so
+    row = cl.measure(exp.claims[2], None, "s", spec)
+    assert row["verdict"] == NOT_MEASURED and row["reason"] == "this tool does not measure it yet"
 
 
-def test_ratio_and_collapse_claims(monkeypatch):
+def test_rate_and_collapse_claims(monkeypatch):
     exp = EXPERIMENTS["hidden-width-rates"]
-    grid = _synthetic(lambda L, M, D: 1 / np.sqrt(L * M), [16, 64, 256, 1024], [1, 4, 16], [8])
-    monkeypatch.setattr(rep, "_grid", lambda con, sweep, c: grid[grid.eval(c.where)] if c.where else grid)
-    ratio = rep.measure(exp.claims[0], None, "s", _Spec("mean_ode"))
-    assert ratio["value"] == pytest.approx(8.0) and ratio["verdict"] == AGREES
-    collapse = rep.measure(exp.claims[1], None, "s", _Spec("mean_ode"))
-    assert collapse["value"] == pytest.approx(0.0, abs=1e-12) and collapse["verdict"] == AGREES
+    grid = _synthetic(lambda L, M, D: 1 / np.sqrt(L * M), [16, 64, 256, 1024, 4096], [1, 4, 16], [8], draws=(1,),
+                      noise=0.02)
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: grid[grid.eval(c.where.replace(" = ", " == "))] if c.where else grid)
+    rate = cl.measure(exp.claims[0], None, "s", _Spec("mean_ode"))
+    assert rate["verdict"] == CONSISTENT and rate["ci_low"] <= 0.5 <= rate["ci_high"], rate["reason"]
+    collapse = cl.measure(exp.claims[1], None, "s", _Spec("mean_ode"))
+    assert collapse["value"] < 0.1 and collapse["verdict"] == CONSISTENT
     grid.loc[grid["M"] == 16, "err"] *= 1.5
-    assert rep.measure(exp.claims[1], None, "s", _Spec("mean_ode"))["verdict"] == DISAGREES
-    short = grid[grid["L"] < 1024]
-    monkeypatch.setattr(rep, "_grid", lambda con, sweep, c: short)
-    assert rep.measure(exp.claims[0], None, "s", _Spec("mean_ode"))["verdict"] == NOT_MEASURED
+    assert cl.measure(exp.claims[1], None, "s", _Spec("mean_ode"))["verdict"] == DISAGREES
+    slow = _synthetic(lambda L, M, D: L ** (-1 / 3), [16, 64, 256, 1024, 4096], [1], [8], draws=(1,), noise=0.02)
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: slow)
+    assert cl.measure(exp.claims[0], None, "s", _Spec("mean_ode"))["verdict"] == DISAGREES  # 1/3 is not 1/2
 
 
 @pytest.mark.slow
@@ -147,11 +203,56 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
     assert 'id="claims"' in page and "a = 0.673 (fitted)" in page and "authors&#39; curve" not in page
-    assert (out / "charts" / "err_hidden-vs-D-over-LM.svg").exists()
-    svg = (out / "charts" / "err_hidden-vs-D-over-LM.svg").read_text()
+    assert (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").exists()
+    svg = (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
-    assert "| claim | paper |" in result.output
+    assert "| claim | paper |" in result.output and re.search(r"Claims: \d consistent, \d close \(CI excludes\), "
+                                                               r"\d not measured, \d disagrees?", result.output)
+    assert 'id="headline"' in page
+    csv = pd.read_csv(out / "claims.csv")
+    assert set(csv["verdict"]) <= {CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES} and csv["reason"].notna().all()
+    # the claims' fits are stored, under the claims' names
+    fits = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"),
+                                     "SELECT DISTINCT fit_id FROM fits ORDER BY fit_id"])
+    assert fits.exit_code == 0 and "reproduce-companion-linear-hidden-a" in fits.output, fits.output
+    assert f"reproduce companion-linear (tiny): the report goes to {out.resolve()}/ (--out to change)" in result.output
+    assert f"report: {out.resolve() / 'index.html'}" in result.output
     # resumable: a second run trains nothing new
     again = CliRunner().invoke(main, ["reproduce", "companion-linear", "--scale", "tiny",
                                       "--store", str(tmp_path / "store"), "--out", str(out)])
     assert again.exit_code == 0, again.output
+
+
+def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch):
+    """sampling-rate (b) and bias-rate (a) go through fit_sweep's decomposed law; on a planted
+    law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
+    told apart."""
+    from explorer import fit as fitting
+    from explorer.fit_decomposed import fit_decomposed
+    from explorer.planted import REGIMES, as_grid, planted_grams
+
+    exp = EXPERIMENTS["hidden-width-rates"]
+    sampling, bias = (c for c in exp.claims if c.id in ("sampling-rate", "bias-rate"))
+    assert (sampling.sweep, bias.sweep) == ("main", "bias") and sampling.form == bias.form == "decomposed"
+    calls = []
+
+    def run(regime):
+        frame = planted_grams(regime, np.random.default_rng(1))
+        frame = frame.assign(sweep="s", metric="err_out")
+
+        def fake_fit_sweep(con, sweep, form, **kw):
+            calls.append((sweep, form, kw["metric"], kw["step"]))
+            return fit_decomposed(frame, n_boot=kw["n_boot"], where=kw["where"])
+
+        monkeypatch.setattr(fitting, "fit_sweep", fake_fit_sweep)
+        monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: as_grid(frame))
+        return [cl.measure(c, None, "s", _Spec("mean_ode"), n_boot=40) for c in (sampling, bias)]
+
+    easy = REGIMES["easy"]
+    rows = run(easy)
+    assert calls[0] == ("s", "decomposed", "err_out", 10)
+    for row, truth in zip(rows, (0.5, 1.0)):
+        assert row["verdict"] == CONSISTENT and row["ci_low"] <= truth <= row["ci_high"], row
+        assert row["ci_high"] - row["ci_low"] <= 0.3
+    slow_bias = dataclasses.replace(easy, a=0.6)
+    assert run(slow_bias)[1]["verdict"] == DISAGREES

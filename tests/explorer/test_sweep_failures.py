@@ -197,7 +197,7 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     store = types.SimpleNamespace(trial_statuses=lambda sweep: dict(landed))
     spec = types.SimpleNamespace(name="s")
     bar = types.SimpleNamespace(message=lambda text: None)
-    causes = runner._run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar)
+    causes = runner._run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar, lambda: None)
     assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
     assert landed == {"a": "ok", "b": "failed", "c": "ok"}
     assert causes == ["ActorDiedError: The actor died unexpectedly"]

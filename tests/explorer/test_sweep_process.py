@@ -210,3 +210,18 @@ def test_a_dead_drivers_claims_lapse_and_are_taken_over(tmp_path):
     result = explorer.sweep(spec_dict, store=tmp_path, progress=False, num_cpus=1)
     assert result.ok == 1 and result.ran == 1 and time.monotonic() - t0 >= 19
     assert result.elsewhere == {"gone-host:1": 1}
+
+
+def test_the_embedded_ray_keeps_token_authentication_without_its_warning(tmp_path):
+    # Ray 2.60 turns token authentication on for a new local cluster when RAY_AUTH_MODE is unset,
+    # writing ~/.ray/auth_token, and logged a WARNING about it on every sweep.
+    spec = write_spec(tmp_path / "spec.toml", "auth", L=(2,), M=(1,), steps=2)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = environment(HOME=str(home))
+    env.pop("RAY_AUTH_MODE")
+    done = sweep([spec, "--store", tmp_path / "results"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Token authentication" not in done.stdout + done.stderr
+    assert "WARNING" not in done.stderr
+    assert (home / ".ray" / "auth_token").is_file()  # the token Ray made: authentication stayed on

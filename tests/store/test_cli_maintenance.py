@@ -66,6 +66,12 @@ def test_check_lists_a_stale_lock_and_repair_removes_it(results):
     assert r.exit_code == 0 and f"removed {lock}" in r.stdout and not os.path.exists(lock)
 
 
+def test_ls_of_an_empty_or_missing_store_says_so_and_succeeds(tmp_path):
+    for where in (tmp_path, tmp_path / "not-yet"):
+        r = run("ls", "--store", str(where))
+        assert r.exit_code == 0 and r.stdout.strip() == f"no sweeps in {where.resolve()}", r.output
+
+
 def test_ls_and_rm(results):
     key, rows, trial = kit.trial()
     results.write_trial("other", key, rows, trial)
@@ -79,4 +85,4 @@ def test_ls_and_rm(results):
     r = run("rm", "--sweep", "other", "--store", results.uri, "--yes")
     assert r.exit_code == 0 and results.sweeps() == ["tiny"]
     r = run("rm", "--sweep", "nope", "--store", results.uri, "--yes")
-    assert r.exit_code == 2 and "no sweep 'nope'" in r.stderr
+    assert r.exit_code == 2 and "unknown sweep 'nope'" in r.stderr

@@ -209,6 +209,23 @@ def test_hidden_along_depth_follows_the_finite_network():
         assert depth_max_mean_abs(finite.mean(axis=1, keepdims=True), along[k])[0] < 0.1 * np.abs(along[k]).mean()
 
 
+def test_trials_store_the_depth_max_hidden_error_against_a_joint_limit():
+    """err_hidden_depthmax, as train_trial writes it, is depth_max_mean_abs of the network's block
+    outputs (numpy, float64) against the reference path; absent (None) for another reference."""
+    cfg = _limit_config(L=12, M=16, D=8, steps=3, seeds=(0, 1, 2))
+    jl = JointLimitConfig(cfg, gram="expected", grid=32)
+    ref = compute_joint_limit(jl)
+    rows = train_trial(cfg, ref)
+    along = hidden_along_depth(ref, jl, 12)
+    for k, fwd in ResNet(cfg).trajectory():
+        expected = depth_max_mean_abs(fwd.hidden.numpy(), along[k])
+        got = [r["err_hidden_depthmax"] for r in sorted(rows, key=lambda r: r["seed"]) if r["step"] == k]
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert all(r["err_hidden_depthmax"] > 0 for r in rows)
+    other = Reference(ref.key, "largest", {k: v for k, v in ref.arrays.items() if k != "path"}, ref.meta)
+    assert {r["err_hidden_depthmax"] for r in train_trial(cfg, other)} == {None}
+
+
 # --- independent solutions: the finite network, and D -> infinity ----------------------------
 
 

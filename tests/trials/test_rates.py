@@ -1,4 +1,4 @@
-"""The rates of SPEC section 5, measured on the real engine against a Mean ODE reference.
+"""The rates of docs/model.md section 6, measured on the real engine against a Mean ODE reference.
 
 Error after K steps: O(1/L + sqrt(D / (L M))). At very large M with antithetic units the Euler
 term 1/L dominates; at M = 1 the sampling term sqrt(D / (L M)) does.

@@ -1,0 +1,62 @@
+"""How every command ends on SIGINT and SIGTERM: one line, exit 130 or 143, no traceback.
+
+Every write of the store is atomic, so a command stopped anywhere leaves nothing half-written;
+what a user needs is one line saying it was interrupted and the shell's code for the signal.
+SIGINT raises Python's KeyboardInterrupt; ``terminate_as_exception`` makes SIGTERM raise
+``Terminated`` the same way (a BaseException: no ``except Exception`` on the way swallows it).
+A DuckDB query that Ctrl-C stops raises ``RuntimeError("Query interrupted")`` (or DuckDB's
+``InterruptException``) instead: ``is_interrupted_query`` recognises it. A sweep arms its own
+handlers while it runs (``explorer.ray_runner``), and restores these after.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class Terminated(BaseException):
+    """SIGTERM reached a command."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextmanager
+def terminate_as_exception() -> Iterator[None]:
+    """While the block runs in the main thread, SIGTERM raises ``Terminated``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def is_interrupted_query(exc: BaseException) -> bool:
+    """A DuckDB query stopped by Ctrl-C (DuckDB turns the signal into its own error)."""
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(exc, getattr(duckdb, "InterruptException", ())):
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted"
+
+
+def interrupted_signal(exc: BaseException) -> int | None:
+    """The signal an exception stands for (SIGINT, SIGTERM), or None; follows ``__cause__`` and
+    ``__context__`` (a store error raised while handling the interrupt)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, Terminated):
+            return signal.SIGTERM
+        if isinstance(exc, KeyboardInterrupt) or is_interrupted_query(exc):
+            return signal.SIGINT
+        exc = exc.__cause__ or exc.__context__
+    return None

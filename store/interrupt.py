@@ -1,0 +1,105 @@
+"""DuckDB work that a signal or a time limit stops at once, and DuckDB's memory limit.
+
+DuckDB runs a query in C++ without returning to Python, so a Python signal handler (Ctrl-C's
+KeyboardInterrupt, a command's SIGTERM handler) would run only when the query ends, and DuckDB's
+own Ctrl-C handling stops working once any Python handler is installed. ``interruptible`` runs
+the work in a helper thread while the calling thread waits in Python: a signal's exception is
+raised in the caller at once, the query is stopped (``con.interrupt()``), and the exception goes
+on (KeyboardInterrupt stays KeyboardInterrupt). A time limit stops it the same way.
+
+Memory: DuckDB's own default is 80 % of the machine's memory; the store's connections use
+``SQL_MEMORY_SHARE`` of it unless told otherwise (``memory_limit_bytes``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from .errors import QueryTimeout, StoreQueryError
+
+T = TypeVar("T")
+SQL_MEMORY_SHARE = 0.5  # of the machine's physical memory, for each DuckDB connection of the store
+_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[kmgt]i?b|b)\s*$", re.IGNORECASE)
+_STOP_WAIT_S = 10.0  # how long an interrupted query may take to notice
+
+
+def physical_memory_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30  # a platform without sysconf: a modest machine
+
+
+def memory_limit_bytes(text: str | None) -> int:
+    """Bytes of a memory limit: ``"8GB"``, ``"512MiB"``, ``"30%"`` (of physical memory), or None
+    for ``SQL_MEMORY_SHARE`` of it. At least 64 MiB, at most the machine's memory.
+
+    Raises:
+        StoreQueryError: text that is not a size or a percentage from 1 to 100.
+    """
+    total = physical_memory_bytes()
+    if text is None:
+        return max(int(total * SQL_MEMORY_SHARE), 64 * 2**20)
+    match = _SIZE.match(str(text))
+    if not match:
+        raise StoreQueryError(f"memory limit {str(text)[:40]!r}: expected a size such as 8GB or 512MiB, or a share such as 30%")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if unit == "%":
+        if not 1 <= number <= 100:
+            raise StoreQueryError(f"memory limit {text!r}: a share of the machine's memory is from 1% to 100%")
+        wanted = total * number / 100
+    else:
+        wanted = number * _UNITS[unit]
+    if not 64 * 2**20 <= wanted <= total:
+        raise StoreQueryError(f"memory limit {text!r}: expected from 64MiB to the machine's {total / 2**30:.1f} GiB")
+    return int(wanted)
+
+
+def interruptible(con, work: Callable[[], T], timeout_s: float | None = None) -> T:
+    """``work()`` (DuckDB calls on ``con``), stoppable by signals and by ``timeout_s``.
+
+    Raises:
+        QueryTimeout: ``work`` ran longer than ``timeout_s`` (it was interrupted).
+        Whatever ``work`` raises; whatever a signal handler raises while it runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return work()  # signals only reach the main thread; a worker thread has nothing to gain
+    done = threading.Event()
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="explorer-duckdb", daemon=True)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    thread.start()
+    try:
+        while not done.wait(0.05):  # waiting in Python: signal handlers run here, at once
+            if deadline is not None and time.monotonic() > deadline:
+                _stop(con, done)
+                raise QueryTimeout(f"the query ran longer than its time limit of {timeout_s:g} s and was stopped")
+    except BaseException:
+        _stop(con, done)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _stop(con, done: threading.Event) -> None:
+    try:
+        con.interrupt()
+    except Exception:  # noqa: BLE001 - a closed connection has nothing left to stop
+        pass
+    done.wait(_STOP_WAIT_S)
