@@ -15,6 +15,15 @@ device:
 - naive: a per-layer numpy loop, one seed at a time, like the papers' scripts (float64 and
   float32 alike, numpy on the CPU).
 And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
+
+    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3]
+
+times instead a whole trial (``train_trial``: draw, K + 1 forward passes with their metrics, K
+steps, rows) against K warm bare steps of the same shape, the two in turns: "warm" is a trial
+after one of the same shape in the same process (a worker's pack, whose spare tensors it
+reuses), "cold" the first of its shape (``release_spares`` before it). Where the warm trial's
+time goes, from a cProfile run, in bare steps: unit draw, forward/step, metrics (the metric
+functions, the baseline and the step's observer), rows; first touch is cold - warm.
 """
 from __future__ import annotations
 
@@ -26,9 +35,14 @@ import time
 import numpy as np
 import torch
 
-from trials import ReferenceConfig, TrialConfig, compute_reference
-from trials.metrics import METRICS, Baseline, Snapshot
+import cProfile
+import pstats
+
+from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
+from trials.metrics import GRAMS, METRICS, Baseline, Snapshot
 from trials.model import ResNet, init_units
+from trials.reference import Reference
+from trials.train import release_spares, trial_rows
 
 SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
 
@@ -152,14 +166,107 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
     return result
 
 
+def synthetic_reference(cfg: TrialConfig) -> Reference:
+    """A reference of the right shapes for ``cfg``: a trial's work does not depend on its values."""
+    p, K = cfg.problem, cfg.steps
+    rng = np.random.default_rng(0)
+    arrays = {"out": rng.standard_normal((K + 1, p.samples, p.d_out)),
+              "hidden": rng.standard_normal((K + 1, p.samples, cfg.D))}
+    arrays.update({name: rng.random(K + 1) for name in ("loss", "err_out", "err_hidden")})
+    return Reference("synthetic", "mean_ode", arrays, {})
+
+
+def _cumulative(stats: pstats.Stats, functions) -> float:
+    """Seconds spent in (and under) the given functions, from a cProfile run."""
+    codes = {(f.__code__.co_filename, f.__code__.co_firstlineno, f.__name__) for f in functions}
+    return sum(entry[3] for key, entry in stats.stats.items() if key in codes)
+
+
+def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
+    """Seconds of one (warm) trial by part, from cProfile: draw, forward/step, metrics, rows."""
+    profile = cProfile.Profile()
+    profile.enable()
+    train_trial(cfg, ref)
+    profile.disable()
+    stats = pstats.Stats(profile)
+    total = _cumulative(stats, [train_trial])
+    draw = _cumulative(stats, [init_units])
+    observer = _cumulative(stats, [Baseline.__call__])
+    forward_step = _cumulative(stats, [ResNet.forward, ResNet.step]) - observer
+    metrics = observer + _cumulative(stats, [Baseline.__init__, *METRICS.values(), *GRAMS.values()])
+    rows = _cumulative(stats, [trial_rows])
+    return {"total_s": total, "draw_s": draw, "forward_step_s": forward_step, "metrics_s": metrics, "rows_s": rows,
+            "other_s": total - draw - forward_step - metrics - rows}
+
+
+def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
+    """A whole trial against K warm bare steps, in turns (module docstring)."""
+    L, M, D, N, reps = shape
+    cfg = TrialConfig(L=L, M=M, D=D, dtype=dtype_name, device=device.type, seeds=tuple(range(reps)), steps=steps)
+    cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
+    ref = synthetic_reference(cfg)
+    net = ResNet(cfg)
+
+    def bare():
+        for _ in range(steps):
+            net.step(net.forward())
+
+    def cold():
+        release_spares()
+        train_trial(cfg, ref)
+
+    bare_s, warm_s, cold_s = best_of_alternated([bare, lambda: train_trial(cfg, ref), cold], repeats, device)
+    train_trial(cfg, ref)  # leaves spares: the profiled trial is a warm one
+    parts = trial_breakdown(cfg, ref)
+    release_spares()
+    del net
+    step_s = bare_s / steps
+    return {"shape": {"L": L, "M": M, "D": D, "N": N, "reps": reps}, "dtype": dtype_name, "steps": steps,
+            "device": device.type, "bare_steps_s": bare_s, "trial_warm_s": warm_s, "trial_cold_s": cold_s,
+            "ratio_warm": warm_s / bare_s, "ratio_cold": cold_s / bare_s,
+            "in_steps": {name: value / step_s for name, value in parts.items()},
+            "first_touch_in_steps": (cold_s - warm_s) / step_s}
+
+
+def main_whole(args, device) -> None:
+    results = []
+    print(f"# whole trial vs K warm bare steps, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, device {device}")
+    print("| L | M | D | dtype | K | K bare steps | trial, warm | warm / bare | cold / bare | "
+          "in bare steps: draw | first touch | forward/step | metrics | rows | other |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape in SHAPES:
+        for dtype_name in args.dtypes:
+            for steps in args.steps:
+                r = measure_trial(shape, dtype_name, steps, device, args.repeats)
+                results.append(r)
+                p = r["in_steps"]
+                print(f"| {' | '.join(map(str, shape[:3]))} | {dtype_name} | {steps} | {r['bare_steps_s']:.2f} s | "
+                      f"{r['trial_warm_s']:.2f} s | {r['ratio_warm']:.2f} | {r['ratio_cold']:.2f} | {p['draw_s']:.1f} | "
+                      f"{r['first_touch_in_steps']:.1f} | {p['forward_step_s']:.1f} | {p['metrics_s']:.1f} | "
+                      f"{p['rows_s']:.2f} | {p['other_s']:.1f} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-naive", action="store_true", help="skip the numpy baseline")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--whole", action="store_true", help="time whole trials against K bare steps instead")
+    parser.add_argument("--steps", type=int, nargs="+", default=[10, 50], help="K of the whole trials")
+    parser.add_argument("--dtypes", nargs="+", default=["float64", "float32"], choices=["float64", "float32"])
+    parser.add_argument("--shapes", type=int, nargs="+", help="indices into SHAPES (default: all)")
     args = parser.parse_args()
     device = torch.device(args.device)
+    if args.shapes:
+        SHAPES[:] = [SHAPES[i] for i in args.shapes]
+    if args.whole:
+        main_whole(args, device)
+        return
     results = []
     print(f"# trial engine step, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, device {device}")

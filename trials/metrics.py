@@ -125,7 +125,13 @@ class Baseline:
         N = net.problem.x.shape[0]
         self.history = cfg.steps * N * (D + M) <= D * M if history is None else history
         start = net.units if units0 is None else units0
-        self.units0 = None if self.history else (net.units.clone() if units0 is None else units0)
+        self.alloc = net.alloc
+        if self.history:
+            self.units0 = None
+        elif units0 is None:  # a copy of u_0, v_0 in the net's memory (a pack's spares)
+            self.units0 = Units(*(self.alloc(t.shape, t.dtype, t.device).copy_(t) for t in (net.units.u, net.units.v)))
+        else:
+            self.units0 = units0
         self.out0 = out0
         self.lr, self.D = net.lr_hat, D
         self.device = start.u.device
@@ -140,7 +146,7 @@ class Baseline:
         self._buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
         self._rows = 0  # history rows filled: N per step taken
         if self.history:  # (L R, K N, D or M): every step's H, G, B, S, stacked along the samples
-            self._past = {name: torch.empty(L * R, max(cfg.steps, 1) * N, width, dtype=net.dtype, device=self.device)
+            self._past = {name: self.alloc((L * R, max(cfg.steps, 1) * N, width), net.dtype, self.device)
                           for name, width in (("h", D), ("g", M), ("b", D), ("s", M))}
         net.observer = self
 
@@ -149,7 +155,7 @@ class Baseline:
         one of this size would cost page faults every time."""
         buf = self._buffers.get((name, dtype))
         if buf is None or buf.shape != shape:
-            buf = self._buffers[(name, dtype)] = torch.empty(shape, dtype=dtype, device=self.device)
+            buf = self._buffers[(name, dtype)] = self.alloc(shape, dtype, self.device)
         return buf
 
     def scratch(self, name: str, block: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:

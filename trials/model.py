@@ -126,13 +126,56 @@ class Units:
         return Units(self.u.clone(), self.v.clone())
 
 
+Allocator = Callable[[tuple[int, ...], torch.dtype, torch.device], torch.Tensor]
+
+
+def fresh(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The default ``Allocator``: a new uninitialized tensor."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+class Scratch:
+    """An ``Allocator`` for one trial that hands out spare tensors of an earlier one.
+
+    A worker trains many points of one shape in a row; every tensor of a trial is fresh memory
+    whose first touch (page faults, zeroing by the kernel) cost about two bare steps per trial
+    at (256, 256, 32). ``take`` hands out a spare of the same shape, dtype and device when there
+    is one, else a new tensor, and remembers what it lent; after the trial ``lent`` are the
+    spares of the next. Every tensor taken is uninitialized as far as the caller knows (like
+    ``torch.empty``), so reuse changes no number. The first miss drops the remaining spares:
+    a trial of another shape then holds no more memory than it would alone."""
+
+    def __init__(self, spares: dict | None = None):
+        self.spares: dict[tuple, list[torch.Tensor]] = spares or {}
+        self.lent: list[torch.Tensor] = []
+
+    def __call__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        key = (tuple(shape), dtype, torch.device(device))
+        stack = self.spares.get(key)
+        if stack:
+            tensor = stack.pop()
+        else:
+            self.spares.clear()
+            tensor = torch.empty(shape, dtype=dtype, device=device)
+        self.lent.append(tensor)
+        return tensor
+
+    def returned(self) -> dict[tuple, list[torch.Tensor]]:
+        """What this trial lent, as the spares of the next one."""
+        spares: dict[tuple, list[torch.Tensor]] = {}
+        for tensor in self.lent:
+            spares.setdefault((tuple(tensor.shape), tensor.dtype, tensor.device), []).append(tensor)
+        return spares
+
+
 def unit_blocks(L: int, D: int, drawn: int) -> list[tuple[int, int]]:
     """The layer ranges [start, stop) that draw from one stream each (``UNIT_BLOCK``)."""
     per_block = max(1, UNIT_BLOCK // (D * drawn))
     return [(start, min(start + per_block, L)) for start in range(0, L, per_block)]
 
 
-def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> Units:
+def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device, dtype: torch.dtype,
+               alloc: Allocator = fresh) -> Units:
     """Draw unit parameters: entries N(0, sigma_u^2 D) for u and N(0, sigma_v^2 D) for v.
 
     The numbers: in float64 on the CPU, numpy's SFC64 bit generator and its ziggurat normal
@@ -151,8 +194,8 @@ def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device
     L, M, D = config.L, config.M, config.D
     drawn = M // 2 if config.antithetic else M
     # (L, R, D, M): a layer's weights for all seeds are one contiguous block
-    u = torch.empty(L, len(seeds), D, M, device=device, dtype=dtype)
-    v = torch.empty_like(u)
+    u = alloc((L, len(seeds), D, M), dtype, device)
+    v = alloc((L, len(seeds), D, M), dtype, device)
     blocks = unit_blocks(L, D, drawn)
     tasks = [(r, tensor, b) for r in range(len(seeds)) for tensor in range(2) for b in range(len(blocks))]
 
@@ -197,14 +240,16 @@ class ResNet:
     matrix once, which on CPUs is several times faster than the column-major (M, D) @ (D, N).
     """
 
-    def __init__(self, config: TrialConfig, units: Units | None = None):
-        """Args: units: start from these (L, R, D, M) units instead of drawing the config's seeds."""
+    def __init__(self, config: TrialConfig, units: Units | None = None, alloc: Allocator = fresh):
+        """Args: units: start from these (L, R, D, M) units instead of drawing the config's seeds;
+        alloc: where the units and the step's buffers come from (``Scratch``: a pack's spares)."""
         self.config = config
         self.device = resolve_device(config.device)
         self.dtype = torch_dtype(config.dtype)
         self.seeds = config.seeds
         self.problem = make_problem(config, self.device, self.dtype)
-        self.units = init_units(config, self.seeds, self.device, self.dtype) if units is None else units
+        self.alloc = alloc
+        self.units = init_units(config, self.seeds, self.device, self.dtype, alloc) if units is None else units
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
@@ -219,7 +264,7 @@ class ResNet:
         step. A Forward's tensors are therefore only valid until the next forward or step."""
         buf = self._workspace.get(name)
         if buf is None or buf.shape != shape:
-            buf = self._workspace[name] = torch.empty(shape, device=self.device, dtype=self.dtype)
+            buf = self._workspace[name] = self.alloc(shape, self.dtype, self.device)
         return buf
 
     @property

@@ -17,14 +17,17 @@ picture measures although the run itself is fine; fits leave them out and count 
 """
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
-from .config import TrialConfig, stream_seed
+from .config import TrialConfig, resolve_device, stream_seed
 from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, hidden_along_depth
 from .metrics import GRAMS, METRICS, Baseline, Snapshot
-from .model import ResNet
+from .model import ResNet, Scratch
 from .reference import Reference
 
 STATUS_OK = "ok"
@@ -32,6 +35,35 @@ STATUS_DIVERGED = "diverged"
 FLAGS = ("init_noise", "chaotic")  # the vocabulary of the flags column, in written order
 CHAOS_NUDGE = 1e-12  # relative nudge of the twin's units in float64 (float32: 100 ulps)
 CHAOS_GROWTH = 1e4  # separation beyond this many nudges marks the seed chaotic
+METRIC_NAMES = tuple(METRICS)
+# A worker keeps the tensors of its last trial, up to this many bytes, for the next one of the
+# same shape (``model.Scratch``); ``release_spares`` hands them back to the system.
+SPARE_BYTES = 2 << 30
+_spares_lock = threading.Lock()
+_spares: dict = {}
+
+
+def take_spares() -> dict:
+    """The spare tensors of the last trial (this process), now the caller's alone."""
+    global _spares
+    with _spares_lock:
+        spares, _spares = _spares, {}
+    return spares
+
+
+def keep_spares(spares: dict) -> None:
+    """Keep these tensors (``Scratch.returned``) as the next trial's spares, if at most
+    SPARE_BYTES in all, in place of any kept before."""
+    global _spares
+    if sum(t.numel() * t.element_size() for ts in spares.values() for t in ts) > SPARE_BYTES:
+        spares = {}
+    with _spares_lock:
+        _spares = spares
+
+
+def release_spares() -> None:
+    """Drop the kept tensors (their memory goes back to the system)."""
+    take_spares()
 
 
 def chaos_nudge(dtype: torch.dtype) -> float:
@@ -95,60 +127,109 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     """
     check_compatible(config, reference)
     started = time.perf_counter()
-    net = ResNet(config)
+    scratch = Scratch(take_spares())
+    try:
+        steps = _measure(config, reference, scratch)
+    finally:
+        keep_spares(scratch.returned())
+    return trial_rows(config, reference, steps, wall_s=time.perf_counter() - started)
+
+
+@dataclass
+class Steps:
+    """What a trial measured, per step k (lists indexed like ``k``): metrics (R, len(METRICS))
+    and grams (len(GRAMS), R, R) as float64 numpy arrays, the repetitions alive (not diverged
+    before k) and blown (diverged at k); and per repetition its flags."""
+
+    k: list[int] = field(default_factory=list)
+    metrics: list[np.ndarray] = field(default_factory=list)
+    grams: list[np.ndarray] = field(default_factory=list)
+    depthmax: list[list[float] | None] = field(default_factory=list)  # None: no depth path
+    alive: list[list[bool]] = field(default_factory=list)
+    blown: list[list[bool]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+def _measure(config: TrialConfig, reference: Reference, scratch: Scratch) -> Steps:
+    """Train and measure every step (``train_trial``), one device-to-host transfer per step."""
+    net = ResNet(config, alloc=scratch)
+    R = len(net.seeds)
     ref_out = torch.as_tensor(reference.arrays["out"], device=net.device, dtype=net.dtype)
     ref_hidden = torch.as_tensor(reference.arrays["hidden"][:, :, : config.D], device=net.device, dtype=net.dtype)
-    ref_columns = {
-        name: reference.arrays[source].tolist()
-        for name, source in (("ref_loss", "loss"), ("ref_err_out", "err_out"), ("ref_err_hidden", "err_hidden"))
-    }
-    base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind, device=net.device.type)
     along = depth_path(config, reference, net)
-    alive = list(range(len(net.seeds)))
-    rows: list[dict] = []
+    alive = [True] * R
+    steps = Steps()
     baseline = loss0 = None
     y_rms = float(net.problem.y.double().square().mean().sqrt())
     twin = _nudged_twin(config, net) if config.chaos_check else None
     twin_steps = twin.trajectory() if twin is not None else None
-    separation = torch.zeros(len(net.seeds), dtype=torch.float64)
+    separation = torch.zeros(R, dtype=torch.float64)
     for k, fwd in net.trajectory():
         if baseline is None:
             baseline = Baseline(net, fwd.out.clone())  # before the first step: net.units are u_0
         snapshot = Snapshot(net, fwd, baseline, ref_out[k], ref_hidden[k])
-        values = {name: fn(snapshot).to(torch.float64).cpu().tolist() for name, fn in METRICS.items()}
-        loss_k = net.loss(fwd.out).to(torch.float64)
+        values = [fn(snapshot).to(torch.float64) for fn in METRICS.values()]
+        loss_k = values[METRIC_NAMES.index("loss")]  # the loss metric is net.loss(out) in float64
         if loss0 is None:
             loss0 = loss_k.clone()
-        blown = blown_up(config, fwd.out, loss_k, loss0, y_rms).cpu().tolist()
-        ok = [r in alive and not blown[r] for r in range(len(net.seeds))]
-        grams = {name: seed_gram_rows(fn(snapshot), ok, net.seeds) for name, fn in GRAMS.items()}
-        values["err_hidden_depthmax"] = (depth_max_errors(fwd.hidden, along[k]).cpu().tolist() if along is not None
-                                         else [None] * len(net.seeds))
+        blown_k = blown_up(config, fwd.out, loss_k, loss0, y_rms)
+        grams = [fn(snapshot) for fn in GRAMS.values()]
+        host = torch.cat([torch.stack(values, dim=1).flatten(), blown_k.to(torch.float64),
+                          torch.stack(grams).flatten()]).cpu().numpy()
+        cut = R * len(values)
+        blown = (host[cut:cut + R] != 0).tolist()
+        steps.k.append(k)
+        steps.metrics.append(host[:cut].reshape(R, len(values)))
+        steps.grams.append(host[cut + R:].reshape(len(grams), R, R))
+        steps.depthmax.append(None if along is None else depth_max_errors(fwd.hidden, along[k]).cpu().tolist())
+        steps.alive.append(list(alive))
+        steps.blown.append(blown)
         if twin_steps is not None:
             _, twin_fwd = next(twin_steps)
             gap = (twin_fwd.out - fwd.out).to(torch.float64).square().mean(dim=(1, 2)).sqrt().cpu() / y_rms
-            live = torch.zeros_like(separation, dtype=torch.bool)
-            live[alive] = True
+            live = torch.tensor(alive)
             # maximum, not fmax: a twin that turns NaN while its seed does not is chaotic
             separation = torch.where(live, torch.maximum(separation, gap), separation)
-        for r in list(alive):
-            row = dict(base, seed=net.seeds[r], step=k)
-            row.update({name: v[r] for name, v in values.items()})
-            row.update({name: v[r] for name, v in grams.items()})
-            row.update({name: v[k] for name, v in ref_columns.items()})
-            row["status"] = STATUS_DIVERGED if blown[r] else STATUS_OK
-            rows.append(row)
-            if blown[r]:
-                alive.remove(r)
-        if not alive:
+        alive = [a and not b for a, b in zip(alive, blown)]
+        if not any(alive):
             break
-    wall_s = time.perf_counter() - started
-    flags = trial_flags(config, separation.tolist() if twin is not None else None, net.dtype)
-    for row in rows:
-        row["wall_s"] = wall_s
-        row["flags"] = flags[net.seeds.index(row["seed"])]
-    rows.sort(key=lambda row: (row["seed"], row["step"]))
+    steps.flags = trial_flags(config, separation.tolist() if twin is not None else None, net.dtype)
+    return steps
+
+
+def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: float) -> list[dict]:
+    """The rows of ``train_trial`` from what it measured, in (seed, step) order."""
+    ref_columns = [(name, reference.arrays[source].tolist())
+                   for name, source in (("ref_loss", "loss"), ("ref_err_out", "err_out"), ("ref_err_hidden", "err_hidden"))]
+    base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind,
+                device=resolve_device(config.device).type)
+    seeds = config.seeds
+    gram_rows = [[masked_gram_rows(g, [a and not b for a, b in zip(alive, blown)], seeds) for g in grams]
+                 for grams, alive, blown in zip(steps.grams, steps.alive, steps.blown)]
+    metrics = [m.tolist() for m in steps.metrics]
+    rows = []
+    for r in sorted(range(len(seeds)), key=lambda r: seeds[r]):
+        for i, k in enumerate(steps.k):
+            if not steps.alive[i][r]:
+                break
+            row = dict(base, seed=seeds[r], step=k)
+            row.update(zip(METRIC_NAMES, metrics[i][r]))
+            row["err_hidden_depthmax"] = None if steps.depthmax[i] is None else steps.depthmax[i][r]
+            row.update((name, rows_k[r]) for name, rows_k in zip(GRAMS, gram_rows[i]))
+            row.update((name, column[k]) for name, column in ref_columns)
+            row["status"] = STATUS_DIVERGED if steps.blown[i][r] else STATUS_OK
+            row["wall_s"] = wall_s
+            row["flags"] = steps.flags[r]
+            rows.append(row)
     return rows
+
+
+def masked_gram_rows(gram: np.ndarray, ok: list[bool], seeds) -> list[list[float]]:
+    """``seed_gram_rows`` of a host array."""
+    order = sorted(range(len(seeds)), key=lambda r: seeds[r])
+    mask = np.asarray(ok, dtype=bool)
+    kept = np.where(mask[:, None] & mask[None, :], gram, np.nan)
+    return kept[:, order].tolist()
 
 
 def depth_path(config: TrialConfig, reference: Reference, net: ResNet) -> torch.Tensor | None:
@@ -173,10 +254,7 @@ def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float
     """Each repetition's row of an (R, R) Gram matrix (``trials.metrics.GRAMS``), its entries in
     ascending seed order, as stored: NaN in the entries of a seed not ok at this step (diverged
     now or before), and a whole row of NaN for such a seed itself. Indexed like ``seeds``."""
-    order = sorted(range(len(seeds)), key=lambda r: seeds[r])
-    mask = torch.tensor(ok, device=gram.device)
-    kept = torch.where(mask[:, None] & mask[None, :], gram, torch.full_like(gram, float("nan")))
-    return kept[:, order].cpu().tolist()
+    return masked_gram_rows(gram.to(torch.float64).cpu().numpy(), ok, seeds)
 
 
 def trial_flags(config: TrialConfig, separation: list[float] | None, dtype: torch.dtype) -> list[str]:
