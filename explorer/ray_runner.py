@@ -97,8 +97,8 @@ with _environment({_SINGLE_MACHINE: os.environ.get(_SINGLE_MACHINE, "0")}):
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, StoreUnreachable, trial_row_from_metrics
-from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, resolve_device,
-                    train_trial)
+from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, release_spares,
+                    resolve_device, train_trial)
 
 from .errors import ClusterError, spec_error
 from .env_settings import check_environment, setting
@@ -308,6 +308,9 @@ _REFERENCE_CACHE_SIZE = 64
 
 
 def _compute(planned: PlannedReference) -> Reference:
+    # A worker keeps its last trial's tensors for the next trial of that shape (trials.train);
+    # a reference is not one, and its memory estimate does not count them.
+    release_spares()
     if planned.kind == "joint_limit":  # trials/joint_limit.py: exact, identity activation
         from trials import compute_joint_limit
         return compute_joint_limit(planned.config)
@@ -489,6 +492,10 @@ def _run_pack(config: dict, job: _Job) -> None:
         if lost is None:
             raise
         tune.report({"keys": ",".join(keys), "statuses": ",".join(statuses), _STORE_LOST: _error_text(lost)})
+    finally:
+        # The kept tensors serve the pack's points of one shape; an idle (reused) actor holding
+        # them would hold memory that Ray's requests and the estimates do not count.
+        release_spares()
 
 
 # --- the driver ------------------------------------------------------------------------------

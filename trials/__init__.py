@@ -28,6 +28,7 @@ _LAZY = {
     "stable_hash": "config",
     "FLAGS": "train",
     "train_trial": "train",
+    "release_spares": "train",
     "METRICS": "metrics",
     "Reference": "reference",
     "ReferenceDiverged": "reference",
