@@ -5,7 +5,7 @@
 For each shape (L, M, D, N, reps) and dtype it reports, measured in the same run on the same
 device:
 - step: one batched GD step (forward + backward + in-place update) of all reps, and per seed;
-- step+metrics: the same plus every metric of SPEC section 4 (what a trial does per step), and
+- step+metrics: the same plus every metric of docs/model.md section 4 (what a trial does per step), and
   its ratio to the bare step (target <= 1.3), the two timed in turns on twin networks, at the
   last steps of a K = 10 step trial (where the metrics cost most);
 - init: drawing the units of all reps (``init_units``), in seconds and in bare steps (target <= 2);

@@ -3,7 +3,7 @@
 Every function takes the small aggregated tables of ``explorer.fit`` / ``explorer.phase``
 (one row per grid point, per step or per cell, never raw metric rows), so no chart comes near
 Altair's row limit. Axes are logarithmic wherever the theory is a power law, and dashed guide
-lines show the slopes the theory predicts (SPEC.md section 5):
+lines show the slopes the theory predicts (docs/model.md section 6):
 
 - ``bias_vs_depth``: the seeds' bias (the seed-mean's distance from the reference) vs L, one
   colour per M, the decomposed fit's c1 L^-a, a slope -1 guide.

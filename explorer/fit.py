@@ -6,7 +6,7 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.exp
 
 - ``theory``: err ~ c1/L + c2 sqrt(D/(L M)). Chizat, "The Hidden Width of Deep ResNets"
   (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
-  sampling over the L*M units O(sqrt(D/(L M))) (SPEC.md section 2).
+  sampling over the L*M units O(sqrt(D/(L M))) (docs/model.md section 3).
 - ``free``: err ~ c1 L^-a + c2 (D/(L M))^b. The same two terms with free exponents; theory says
   a = 1 and b = 1/2.
 - ``theory_rss``, ``free_rss``: the same terms in quadrature, sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2):
@@ -531,7 +531,7 @@ def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
                        "(a parameter at its bound or fixed by the law's form), not a measurement")
     if result.n_draws == 1 and result.n_boot:
         out.append("one problem draw: the CIs cover seed noise only, not the draw of data and embeddings, which "
-                   "moves exponents more (SPEC section 4); pool several problem_seed values")
+                   "moves exponents more (docs/model.md section 4); pool several problem_seed values")
     if not converged:
         out.append("the starts disagreed on the best fit; treat the estimates with care")
     if jac is not None:

@@ -22,7 +22,7 @@ counted in ``n_flagged``):
 Measured with the trial engine at L = M = 8 and 32, D = 4 and 8, K = 10, eta = 1: local_ratio is
 about 0.73 at alpha = 1, 0.5 at alpha = 2, 0.25 to 0.38 at alpha = 4 and 0.06 to 0.16 at alpha =
 16, i.e. about 1/alpha; the threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4
-already reads lazy (SPEC section 4's numbers give 0.70, 0.19, 0.056 at alpha = 1, 4, 16).
+already reads lazy (docs/model.md section 4's numbers give 0.70, 0.19, 0.056 at alpha = 1, 4, 16).
 A cell is marked ``init_noise`` (``*``) when a seed of it carries the trials' ``init_noise`` flag
 (the ``flags`` column): alpha_eff / sqrt(L M) > init_noise_limit (default 1) without antithetic
 units, alpha_eff = residual_scale * L * M (trials.TrialConfig.init_noise). Rows written before the

@@ -225,7 +225,7 @@ class TrainSpec:
 
 @dataclass(frozen=True)
 class ReferenceSpec:
-    """[reference]: what each trial is compared with (SPEC section 3)."""
+    """[reference]: what each trial is compared with (docs/model.md section 3)."""
 
     kind: str = _spec_field("mean_ode", _choice(*REFERENCE_KINDS),
                             "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")

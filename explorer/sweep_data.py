@@ -46,7 +46,7 @@ GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed'
 NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
                     "rerun the sweep to get the bias and fluctuation")
 FLOOR_FACTOR = 3.0  # a point whose error is < 3x the reference's own error is floor-limited
-DRAW_COLUMN = "problem_seed"  # the problem draw: data and embeddings (SPEC section 4)
+DRAW_COLUMN = "problem_seed"  # the problem draw: data and embeddings (docs/model.md section 4)
 FLAGS_COLUMN = "flags"  # stability flags of a metric row: comma-separated names, '' or NULL = clean
 # The store's hyperparameter columns that define a grid point besides L, M, D (those present are
 # used): problem_seed is the draw (its own key, see DRAW_COLUMN); residual_scale is a function of

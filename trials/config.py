@@ -242,7 +242,7 @@ class TrialConfig:
 
     @property
     def init_noise(self) -> float:
-        """Initial output noise scale alpha_eff / sqrt(L M) = c sqrt(L M) (SPEC section 2); 0 with
+        """Initial output noise scale alpha_eff / sqrt(L M) = c sqrt(L M) (docs/model.md section 3); 0 with
         antithetic units, whose branch output is exactly zero at step 0."""
         return 0.0 if self.antithetic else self.residual_scale * math.sqrt(self.L * self.M)
 
@@ -279,7 +279,7 @@ class TrialConfig:
 @dataclass(frozen=True)
 class ReferenceConfig:
     """A particle solution of the Mean ODE: the trial's limit-defining fields, at resolution
-    (depth, width), with ``replicas`` independent particle systems (SPEC section 3)."""
+    (depth, width), with ``replicas`` independent particle systems (docs/model.md section 3)."""
 
     limit: TrialConfig  # any trial of the group; its L, M, seeds and antithetic are ignored
     depth: int = 1024  # L_ref

@@ -10,7 +10,7 @@
   gradients, and another draw with twice their |y| gave about 4x their hidden-error constant a.
 
 Units. The authors' embeddings have N(0, 1) entries; this project's W_E has N(0, 1/d_in) and
-W_U N(0, d_out) entries (SPEC section 1). ``linear_target`` therefore stores
+W_U N(0, d_out) entries (docs/model.md section 1). ``linear_target`` therefore stores
 x = sqrt(d_in) * x_authors and y = sqrt(d_out) * y_authors: then h_0 = W_E x and every hidden
 state equal the authors' exactly, f = sqrt(d_out) * f_authors, and with lr = eta_0 (their base
 rate, whose per-matrix multiplication by D is already inside this project's mean-field rate)

@@ -1,4 +1,4 @@
-"""The per-step metrics of SPEC section 4, one name -> function registry.
+"""The per-step metrics of docs/model.md section 4, one name -> function registry.
 
 Every function takes a ``Snapshot`` (one forward pass at step k, the units at step 0 and the
 reference at step k) and returns one value per repetition: a tensor of shape (R,).

@@ -1,4 +1,4 @@
-"""The ResNet with two-layer-perceptron blocks and its gradient-descent step (SPEC section 1).
+"""The ResNet with two-layer-perceptron blocks and its gradient-descent step (docs/model.md sections 1-2).
 
 Source: L. Chizat, "The Hidden Width of Deep ResNets" (arXiv:2509.10167), section 2, and the
 companion paper Chaintron, Chizat, Maass (arXiv:2603.18168), section 5 (experiments).

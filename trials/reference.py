@@ -1,4 +1,4 @@
-"""The reference a trial is compared with (SPEC section 3).
+"""The reference a trial is compared with (docs/model.md section 3).
 
 ``mean_ode``: a particle solution of the Neural Mean ODE. The same training as the trial, on a
 network of depth L_ref and width M_ref, sharing the data, embeddings and every limit-defining

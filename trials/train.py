@@ -9,7 +9,7 @@ NaN/Inf, or its loss exceeds ``divergence_factor`` times its step-0 loss, or max
 Flags (column ``flags``, comma-separated, "" when none), for rows that are not what the Mean ODE
 picture measures although the run itself is fine; fits leave them out and count them:
 - ``init_noise``: alpha_eff / sqrt(L M) > ``init_noise_limit`` without antithetic units (the
-  initial branch output is O(1) or more: outside the Mean ODE picture, SPEC sections 2, 5).
+  initial branch output is O(1) or more: outside the Mean ODE picture, docs/model.md sections 3 and 6).
 - ``chaotic`` (only with ``chaos_check``): a twin of the seed, its units nudged by a relative
   ``CHAOS_NUDGE`` (1e-12 in float64; 100 ulps in float32), ends up with outputs further than
   ``CHAOS_GROWTH`` times the nudge from the seed's (RMS over samples and outputs, relative to

@@ -52,7 +52,7 @@ def law_rows(law, *, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), Ds=(8,), alpha
     The per-seed error is an RMS over ``entries`` Gaussian errors of mean square law(L, M, D)^2:
     err_seed = law * sqrt(chi2_entries / entries), so the RMS over seeds estimates the law itself
     (as a trial's error estimates its expected error); errors grow along the steps to reach it
-    at the last one. The phase metrics follow the measured pattern (SPEC section 4):
+    at the last one. The phase metrics follow the measured pattern (docs/model.md section 4):
     feature_update = 0.5 / alpha, lin_ratio = 0.4 / alpha, output_change = 0.6, initial loss 1.6.
     """
     rng = rng if rng is not None else np.random.default_rng(0)

@@ -15,7 +15,7 @@ from store.schema import CONFIG_COLUMNS
 
 from .analysis_data import connect, law_grid, law_rows, mark_trial, rerun_with_new_reference, write_to_store
 
-TRUTH = {  # a law per registry form, with constants of the size the trials show (SPEC section 3)
+TRUTH = {  # a law per registry form, with constants of the size the trials show (docs/model.md section 3)
     "theory": {"c1": 0.8, "c2": 0.3},
     "free": {"c1": 0.8, "c2": 0.3, "a": 1.0, "b": 0.5},
     "theory_rss": {"c1": 0.8, "c2": 0.3},

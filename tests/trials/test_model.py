@@ -37,7 +37,7 @@ def test_gradient_matches_finite_differences(device, activation):
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
 def test_step_moves_units_by_step_size_times_gradient(activation):
-    """The fused update equals -eta * D / (2 c^2 L M) * dl/dtheta (SPEC's mean-field step)."""
+    """The fused update equals -eta * D / (2 c^2 L M) * dl/dtheta (docs/model.md section 2's mean-field step)."""
     cfg = TrialConfig(**SMALL, activation=activation, alpha=2.0, lr=0.5, seeds=(3,), device="cpu")
     net = ResNet(cfg)
     before = net.units.clone()

@@ -1,4 +1,4 @@
-"""Lazy versus maximal local updates (SPEC section 4): local metrics fall like 1/alpha while
+"""Lazy versus maximal local updates (docs/model.md section 4): local metrics fall like 1/alpha while
 the output still moves by Theta(1).
 
 Measured (docs/model.md section 4) at L = M = 64, D = 8, K = 10: feature_update 0.44, 0.12, 0.035 and lin_ratio
