@@ -28,9 +28,16 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     # it ends with the fit (law, constants with their CIs) and then the report's path
     tail = done.stdout.strip().splitlines()
     assert tail[-1].startswith("report: ")
-    fit_at = max(i for i, line in enumerate(tail) if line.startswith("form theory: err ~"))
+    fit_at = max(i for i, line in enumerate(tail) if line.startswith("form decomposed: err ~"))
     fit_text = "\n".join(tail[fit_at:-1])
     assert re.search(r"^c1\s", fit_text, re.M) and re.search(r"^c2\s", fit_text, re.M) and "95% CI" in fit_text
+    # a: an interval that holds the theory's 1, or a plain "not measured" with the reason in a warning
+    a_line = re.search(r"^a\s.*$", fit_text, re.M).group(0)
+    if "not measured" in a_line:
+        assert re.search(r"^warning: a not measured on this grid: ", fit_text, re.M)
+    else:
+        low, high = map(float, re.search(r"\[\s*([-\d.e+]+),\s*([-\d.e+]+)\]", a_line).groups())
+        assert low <= 1.0 <= high, a_line
     report = re.search(r"report: (\S+)", done.stdout).group(1)
     index = Path(report) if os.path.isabs(report) else tmp_path / report
     assert index.is_file() and index.stat().st_size > 10_000
