@@ -243,10 +243,10 @@ def _within_slope(x, y, w, group) -> tuple[float, dict]:
     safe = np.where(present, sw, 1.0)
     mx, my = np.bincount(group, w * x) / safe, np.bincount(group, w * y) / safe
     # a group with one distinct x carries no slope; its weighted mean can differ from x by a
-    # rounding error, which must not pass for a spread (it gave a slope of exactly 0, CI width 0)
-    pairs = np.unique(np.stack([group.astype(float), np.asarray(x, float)]), axis=1)
-    spread = np.bincount(pairs[0].astype(int), minlength=len(sw))[group] > 1
-    dx = np.where(spread, x - mx[group], 0.0)
+    # rounding error, which must not pass for a spread (it gave a slope of exactly 0, CI width 0).
+    # Distinct x here are logs of distinct depths or L*M, far apart next to 1e-9.
+    dx = x - mx[group]
+    dx = np.where(np.abs(dx) > 1e-9 * (1.0 + np.abs(x)), dx, 0.0)
     den = float(np.sum(w * dx**2))
     if den <= 0:
         return math.nan, {}
