@@ -163,8 +163,9 @@ def main(argv=None) -> int:
 
 def report(outcomes: list[LoopOutcome], truth: dict) -> None:
     print("\n".join(summary_lines(outcomes, truth)))
-    for reason, n in Counter(o.stop_reason for o in outcomes).most_common():
-        print(f"{n} x {reason}")
+    for kind, n in Counter(stop_kind(o.stop_reason) for o in outcomes).most_common():
+        warned = sum(stop_kind(o.stop_reason) == kind and "the fit warns" in o.stop_reason for o in outcomes)
+        print(f"{n} x {kind}" + (f" ({warned} with a warning of the fit: the pre-asymptotic guard)" if warned else ""))
 
 
 if __name__ == "__main__":
