@@ -242,7 +242,11 @@ def _within_slope(x, y, w, group) -> tuple[float, dict]:
     present = sw > 0
     safe = np.where(present, sw, 1.0)
     mx, my = np.bincount(group, w * x) / safe, np.bincount(group, w * y) / safe
+    # a group with one distinct x carries no slope; its weighted mean can differ from x by a
+    # rounding error, which must not pass for a spread (it gave a slope of exactly 0, CI width 0).
+    # Distinct x here are logs of distinct depths or L*M, far apart next to 1e-9.
     dx = x - mx[group]
+    dx = np.where(np.abs(dx) > 1e-9 * (1.0 + np.abs(x)), dx, 0.0)
     den = float(np.sum(w * dx**2))
     if den <= 0:
         return math.nan, {}

@@ -87,6 +87,20 @@ def test_decomposed_fit_recovers_the_planted_exponents_and_keeps_the_fits_column
     assert len(result.per_draw) == 16
 
 
+def test_a_grid_whose_columns_each_hold_one_depth_does_not_measure_a():
+    # each M is swept at one L only (per draw), so no column has a slope in L: a is not measured,
+    # whatever rounding the columns' weighted means carry (it once came out as exactly 0, CI width 0)
+    diagonal = Regime("diagonal", c1=0.065, c2=0.205, entries=50)
+    for seed in range(12):
+        frame = planted_grams(diagonal, np.random.default_rng(seed))
+        frame = frame[np.log2(frame["M"]) == 10 - 2 * (np.log2(frame["L"]) - 2)]  # L = 4 at M = 1024, ..., 128 at 1
+        draws = draws_of(frame)
+        assert all(len(d.L) == 6 for d in draws)
+        result = estimate(draws, n_boot=5, seed=seed)
+        assert math.isnan(result.theta[1]) and math.isnan(result.theta[0]), (seed, result.theta)
+        assert np.isfinite(result.theta[3])
+
+
 def test_the_intervals_use_students_t_on_the_draws():
     frame = planted_grams(REGIMES["rates"], np.random.default_rng(5))
     fit = estimate(draws_of(frame), n_boot=100)
