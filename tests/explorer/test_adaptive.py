@@ -18,7 +18,7 @@ from .conftest import spec_values
 GRID = {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2], "seeds": 2}
 
 
-def _spec(name="ad", grid=GRID, **adaptive):
+def adaptive_spec(name="ad", grid=GRID, **adaptive):
     """An adaptive spec; the loop tests fit the free law to FakeRunner's additive errors unless
     they ask for another (the default, decomposed, needs a law with its two terms: TermsLaw)."""
     adaptive.setdefault("form", "free")
@@ -33,7 +33,7 @@ def test_adaptive_defaults_fit_the_decomposed_law_exponents():
     assert (spec.adaptive.form, spec.adaptive.halfwidth, spec.adaptive.budget, spec.adaptive.batch) == \
         ("decomposed", 0.1, 0.5, 8)
     assert adaptive_targets(spec.adaptive) == ("a", "b")
-    assert adaptive_targets(_spec(form="theory").adaptive) == ("c1", "c2")  # no exponent: every parameter
+    assert adaptive_targets(adaptive_spec(form="theory").adaptive) == ("c1", "c2")  # no exponent: every parameter
 
 
 @pytest.mark.parametrize("key, value, needle", [
@@ -51,7 +51,7 @@ def test_adaptive_defaults_fit_the_decomposed_law_exponents():
 ])
 def test_a_bad_adaptive_value_is_one_spec_error_naming_its_key(key, value, needle):
     with pytest.raises(SpecError) as err:
-        _spec(**{key: value})
+        adaptive_spec(**{key: value})
     message = str(err.value)
     assert needle in message and "\n" not in message
 
@@ -141,7 +141,7 @@ def test_initial_design_spans_the_grid_and_the_draws_within_its_cap():
 
 def test_the_loop_reaches_the_targets_of_an_identifiable_law_with_a_fraction_of_the_grid(tmp_path):
     st = Store(tmp_path / "s")
-    spec = _spec(grid={**GRID, "problem_seeds": [1, 2, 3, 4]}, halfwidth=0.1, budget=0.5, batch=4, initial=8)
+    spec = adaptive_spec(grid={**GRID, "problem_seeds": [1, 2, 3, 4]}, halfwidth=0.1, budget=0.5, batch=4, initial=8)
     result = run_adaptive(spec, st, FakeRunner(st, free_law()))
     assert result.stop_reason.startswith("every target reached")
     assert result.spent_cost < 0.5 * result.full_cost
@@ -155,7 +155,7 @@ def test_the_loop_reaches_the_targets_of_an_identifiable_law_with_a_fraction_of_
 @pytest.mark.parametrize("budget", [0.02, 0.1, 0.3])
 def test_the_budget_is_never_exceeded(tmp_path, budget):
     st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=1e-4, budget=budget, batch=5, initial=6)  # unreachable: the budget stops it
+    spec = adaptive_spec(halfwidth=1e-4, budget=budget, batch=5, initial=6)  # unreachable: the budget stops it
     result = run_adaptive(spec, st, FakeRunner(st, free_law()))
     assert result.stop_reason is not None and "not reached" in result.stop_reason
     assert result.spent_cost <= result.budget_cost
@@ -168,7 +168,7 @@ def test_the_budget_is_never_exceeded(tmp_path, budget):
 
 def test_a_round_is_not_recorded_done_while_its_trials_are_missing(tmp_path):
     st = Store(tmp_path / "s")
-    spec = _spec(batch=4, initial=8)
+    spec = adaptive_spec(batch=4, initial=8)
     result = run_adaptive(spec, st, lambda spec, keys: None)  # a runner that ran nothing
     assert result.missing == 8 and result.exit_code == 1 and result.done == 0
     rounds = read_rounds(st, "ad")
@@ -177,7 +177,7 @@ def test_a_round_is_not_recorded_done_while_its_trials_are_missing(tmp_path):
 
 def test_resume_after_a_crash_mid_round_completes_the_round_then_goes_on(tmp_path):
     st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
+    spec = adaptive_spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
     crashing = FakeRunner(st, free_law(), fail_after=2)
     with pytest.raises(KeyboardInterrupt):
         run_adaptive(spec, st, crashing)
@@ -214,7 +214,7 @@ def stopped(tmp_path_factory):
     go on from it copy the store (``_stopped_copy``), so they share this one run."""
     root = tmp_path_factory.mktemp("stopped")
     st = Store(root / "s")
-    first = run_adaptive(_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    first = run_adaptive(adaptive_spec(halfwidth=1e-4, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
     return root / "s", first
 
 
@@ -259,7 +259,7 @@ def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(
     st, first = _stopped_copy(stopped, tmp_path)
     assert "budget spent" in first.stop_reason
     runner = FakeRunner(st, free_law())
-    second = run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, runner)
+    second = run_adaptive(adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, runner)
     assert runner.calls, "a raised budget must buy more rounds, not repeat the old stop"
     assert first.spent_cost < second.spent_cost <= second.budget_cost
     assert "budget 30%" in second.stop_reason  # the stop reason is of the rules in force
@@ -269,14 +269,14 @@ def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(
     points = rounds[rounds["entry"] == "point"]
     assert not points.duplicated(["trial_key"]).any()
     again = FakeRunner(st, free_law())  # the same rules again: nothing to do
-    assert run_adaptive(_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, again).stop_reason == \
+    assert run_adaptive(adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6), st, again).stop_reason == \
         second.stop_reason and not again.calls
 
 
 def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped):
     st, first = _stopped_copy(stopped, tmp_path)
     assert "not reached" in first.stop_reason
-    loose = run_adaptive(_spec(halfwidth=50.0, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
+    loose = run_adaptive(adaptive_spec(halfwidth=50.0, budget=0.1, batch=3, initial=6), st, FakeRunner(st, free_law()))
     assert loose.stop_reason.startswith("every target reached its half-width 50")
     assert "reached" in loose.summary() and "not reached" not in loose.summary()
 
@@ -291,7 +291,7 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     assert unmeasured(0.5, 0.45, 0.55) is None and unmeasured(0.7, -4.45, 5.85) is None  # negative exponents are fine
     assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
     st = Store(tmp_path / "s")
-    spec = _spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
+    spec = adaptive_spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
     loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands[::2]]
     loop.runner(spec, frozenset(keys))
@@ -312,7 +312,7 @@ def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs
     st = Store(tmp_path / "s")
     runner = FakeRunner(st, free_law())
     with pytest.raises(SpecError, match=r"\[adaptive\] targets: .*\ba\b.*L") as err:
-        run_adaptive(_spec(grid={"L": [4], "M": [1, 4, 16, 64], "D": [8], "problem_seeds": [1, 2]}), st, runner)
+        run_adaptive(adaptive_spec(grid={"L": [4], "M": [1, 4, 16, 64], "D": [8], "problem_seeds": [1, 2]}), st, runner)
     assert "\n" not in str(err.value) and not runner.calls
     spec = tmp_path / "one.toml"
     spec.write_text('name = "one"\n[grid]\nL = [4]\nM = [1]\nD = [8]\n')
@@ -328,7 +328,7 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
     from explorer.fit import fit as fit_law
 
     st = Store(tmp_path / "s")
-    spec = _spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
+    spec = adaptive_spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
     loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands if c.L == 4]
     loop.runner(spec, frozenset(keys))
@@ -342,7 +342,7 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
 @pytest.mark.parametrize("resamples", [1])
 def test_resamples_too_few_for_a_ci_is_a_spec_error(resamples):
     with pytest.raises(SpecError, match=r"\[adaptive\] resamples"):
-        _spec(resamples=resamples)
+        adaptive_spec(resamples=resamples)
 
 
 # --- review 2: fixes -------------------------------------------------------------------------
@@ -362,7 +362,7 @@ def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display
     assert "relative" not in target_lines({"a": (1.0, 0.95, 1.05)}, 0.1)[0]
 
     st = Store(tmp_path / "s")
-    result = run_adaptive(_spec(form="theory", batch=4, initial=8), st, FakeRunner(st, free_law(c1=0)))
+    result = run_adaptive(adaptive_spec(form="theory", batch=4, initial=8), st, FakeRunner(st, free_law(c1=0)))
     est, lo, hi = result.targets["c1"]
     assert np.log(hi / lo) / 2 > 0.1  # c1 ~ 0 is not measured to 10 %
     assert not result.stop_reason.startswith("every target reached"), result.stop_reason
@@ -428,7 +428,7 @@ def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp
     from explorer.adaptive import _Loop
 
     st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
+    spec = adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
     loop = _Loop(spec, st, None, lambda line: None)
     earlier = [c.trial_key for c in loop.cands if c.L == 4]
     FakeRunner(st, free_law())(spec, frozenset(earlier))
@@ -443,7 +443,7 @@ def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp
 def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp_path):
     from explorer.adaptive import _Loop
 
-    loop = _Loop(_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
+    loop = _Loop(adaptive_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
     assert loop.initial == len(loop.cands) == 50
 
 
@@ -452,7 +452,7 @@ def test_the_decomposed_loop_stops_after_two_rounds_that_agree(tmp_path):
 
     st = Store(tmp_path / "s")
     grid = {**GRID, "problem_seeds": [1, 2, 3, 4], "seeds": 4}
-    spec = _spec(grid=grid, form="decomposed", halfwidth=0.15, budget=0.8, batch=4, initial=10)
+    spec = adaptive_spec(grid=grid, form="decomposed", halfwidth=0.15, budget=0.8, batch=4, initial=10)
     result = run_adaptive(spec, st, FakeRunner(st, TermsLaw(c1=0.5, c2=0.3), entries=100))
     assert result.stop_reason.startswith("every target reached its half-width 0.15 in two consecutive rounds"), \
         result.stop_reason

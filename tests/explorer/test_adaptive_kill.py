@@ -14,30 +14,11 @@ import pytest
 from explorer.adaptive import read_rounds
 from store import Store
 
+from .adaptive_fake import small_adaptive_spec
+
 pytestmark = pytest.mark.slow
 
-SPEC = """
-name = "adaptive_killed"
-[train]
-steps = 5
-[reference]
-depth = 32
-width = 16
-[grid]
-L = [2, 4, 8, 16]
-M = [1, 4, 16]
-D = [4]
-problem_seeds = [1, 2]
-seeds = 2
-[resources]
-points_per_trial = 1
-[adaptive]
-halfwidth = 0.001
-budget = 0.6
-batch = 3
-initial = 5
-resamples = 40
-"""
+SPEC = small_adaptive_spec("adaptive_killed")
 INITIAL = 5
 
 

@@ -12,13 +12,13 @@ from explorer.adaptive import read_rounds, run_adaptive
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law
-from .test_adaptive import _spec
+from .test_adaptive import adaptive_spec
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_after_a_rounds_trials_stops_the_loop_and_the_rerun_goes_on(tmp_path, signum):
     st = Store(tmp_path / "s")
-    spec = _spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
+    spec = adaptive_spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
     first = FakeRunner(st, free_law())
 
     def signalled_after_round_1(spec, keys):

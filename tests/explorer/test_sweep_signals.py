@@ -22,32 +22,13 @@ import pytest
 
 from store import Store
 
+from .adaptive_fake import small_adaptive_spec
+
 pytestmark = pytest.mark.slow
 
 EXPLORER = str(Path(sys.executable).parent / "explorer")
 QUICK = Path(__file__).resolve().parents[2] / "examples" / "quick.toml"
-ADAPTIVE_SPEC = """
-name = "adaptive_signal"
-[train]
-steps = 5
-[reference]
-depth = 32
-width = 16
-[grid]
-L = [2, 4, 8, 16]
-M = [1, 4, 16]
-D = [4]
-problem_seeds = [1, 2]
-seeds = 2
-[resources]
-points_per_trial = 1
-[adaptive]
-halfwidth = 0.001
-budget = 0.6
-batch = 3
-initial = 5
-resamples = 40
-"""
+ADAPTIVE_SPEC = small_adaptive_spec("adaptive_signal")
 
 
 def environment() -> dict:
