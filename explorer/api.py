@@ -122,6 +122,14 @@ def adaptive_sweep(
         return run_adaptive(spec, st, runner, log=log)
 
 
+def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
+    """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
+    (``explorer.designer.design``: its arguments, its ``DesignResult``)."""
+    from .designer import design as designed
+
+    return designed(sweep, targets, store=store, **options)
+
+
 @dataclass
 class SweepStatus:
     """Counts of a sweep's trials by status, as the store sees them."""

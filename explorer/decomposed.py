@@ -140,7 +140,7 @@ def effective_entries(draws: list[Draw]) -> float:
     return float(np.median(ratios)) if ratios else 1.0
 
 
-def _standard_errors(b2, f2, R, n_eff):
+def standard_errors(b2, f2, R, n_eff):
     """Model standard errors of one draw's bias^2 and fluct^2 estimates at a point (Gaussian
     errors with n_eff independent entries): smooth in the point's true terms, not noisy."""
     b2 = np.maximum(b2, 0.0)
@@ -169,7 +169,7 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
         out = {}
         for k, (b2, f2) in keys.items():
             mean_b2, mean_f2 = b2_of.get(k, np.mean(b2)), max(np.mean(f2), 0.0)
-            se_b, se_f = _standard_errors(mean_b2, mean_f2, R, n_eff)
+            se_b, se_f = standard_errors(mean_b2, mean_f2, R, n_eff)
             out[k] = (mean_b2, se_b / np.sqrt(len(b2)), se_b, mean_f2, se_f)
         return out
 
@@ -371,5 +371,5 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 
-__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "design", "draws_of", "estimate",
-           "one_seed_reason", "solve"]
+__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate",
+           "one_seed_reason", "solve", "standard_errors"]

@@ -1,0 +1,127 @@
+"""``explorer design`` the way a user runs it: a pilot sweep in a real store (planted errors of a
+known law, written as a sweep writes them, with its reference), the CLI, the spec it writes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import explorer
+from explorer.cli import main
+from explorer.design_model import pilot_model
+from explorer.errors import UsageError
+from explorer.planning import plan
+from explorer.planted_runner import PlantedRunner, TermsLaw
+from explorer.spec import load_spec, parse_spec
+from store import Store
+
+PILOT = {"name": "pilot", "problem": {"seed": 1}, "train": {"steps": 10},
+         "reference": {"depth": 512, "width": 256, "replicas": 2},
+         "grid": {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "seeds": 3}}
+
+
+def write_pilot(root, *, name="pilot", seeds=3, L=(4, 8, 16, 32, 64), M=(1, 4, 16, 64, 256), law=None):
+    """A pilot sweep with planted per-seed errors (``PlantedRunner``) and its reference's record
+    (sampling and Euler parts of its error, as a mean_ode reference stores them)."""
+    spec = parse_spec({**PILOT, "name": name, "grid": {**PILOT["grid"], "L": list(L), "M": list(M), "seeds": seeds}})
+    st = Store(str(root))
+    runner = PlantedRunner(st, law or TermsLaw(c1=0.06, a=1.0, c2=0.2, b=0.5), entries=25, ref_err=1e-3)
+    the_plan = plan(spec)
+    runner(spec, frozenset(t.trial_key for t in the_plan.trials))
+    for ref in the_plan.references:
+        arrays = {"err_out_sampling": np.full(11, 1e-3), "err_out_discretization": np.full(11, 1e-4)}
+        meta = {"kind": "mean_ode", "depth": 512, "width": 256, "replicas": 2, "key": ref.ref_key}
+        st.get_or_compute_reference(ref.ref_key, lambda arrays=arrays, meta=meta: (arrays, meta))
+    return st
+
+
+@pytest.fixture(scope="module")
+def pilot_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pilot")
+    write_pilot(root)
+    return root
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_the_pilot_model_recovers_the_planted_law(pilot_store):
+    model = pilot_model(Store(str(pilot_store)), "pilot")
+    assert model.b == pytest.approx(0.5, abs=0.08)
+    assert model.c2 == pytest.approx(0.2, rel=0.3)
+    assert (model.ref_depth, model.ref_width, model.ref_replicas) == (512, 256, 2)
+    assert model.ref_err(512, 256) == pytest.approx(np.hypot(1e-3, 1e-4))
+    assert model.ref_err(2048, 1024) == pytest.approx(np.hypot(1e-3 / 4, 1e-4 / 4))
+
+
+def test_design_writes_a_spec_that_sweep_reads_as_it_is(pilot_store, tmp_path):
+    out = tmp_path / "d.toml"
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.2", "--target", "b=0.05",
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    for needle in ("grid: L =", "reference:", "a: ", "b: ", "estimated compute:", "peak memory:", "assumptions:",
+                   "the pilot's laws", f"wrote {out}"):
+        assert needle in result.output, needle
+    spec = load_spec(str(out))
+    text = out.read_text()
+    assert text.startswith("# Designed by `explorer design --sweep pilot --target a=0.2 --target b=0.05`")
+    assert spec.name == "pilot_design" and spec.reference.kind == "mean_ode"
+    # the design extends the pilot's grid: its depths and widths, and its problem draw first
+    assert set(PILOT["grid"]["L"]) <= set(spec.grid.L) and min(spec.grid.M) <= 1 and max(spec.grid.M) >= 256
+    assert spec.problem_seeds()[0] == 1 and spec.train.steps == 10 and spec.grid.seeds >= 3
+    dry = run("sweep", out, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+
+
+def test_the_design_meets_its_targets_at_the_least_cost_found(pilot_store):
+    narrow = explorer.design("pilot", {"a": 0.1, "b": 0.02}, store=str(pilot_store))
+    wide = explorer.design("pilot", {"a": 0.3, "b": 0.05}, store=str(pilot_store))
+    for result in (narrow, wide):
+        for name, target in result.targets.items():
+            assert result.chosen.prediction.halfwidth[name] <= target
+    assert narrow.chosen.prediction.seconds > wide.chosen.prediction.seconds
+
+
+def test_an_impossible_target_is_refused_in_one_line_with_the_best_reachable(pilot_store):
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.01", "--budget", "0.1")
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: no design within 0.1 CPU-hour(s) reaches a = 0.01")
+    assert "best reachable" in lines[0] and "limited by the budget" in lines[0]
+
+
+@pytest.mark.parametrize("limits, needle", [
+    ({"memory_bytes": 650 * 2**20}, "limited by memory and the largest L*M (650 MiB per trial"),
+    ({"memory_bytes": 800 * 2**20}, "limited by memory and the largest L*M (800 MiB per trial"),
+    ({"budget": 1e-4}, "limited by the budget of 0.0001 CPU-hour(s) (the cheapest design that reaches"),
+])
+def test_the_refusal_names_what_blocks_the_target(pilot_store, limits, needle):
+    with pytest.raises(UsageError, match="best reachable") as caught:
+        explorer.design("pilot", {"a": 0.03}, store=str(pilot_store), **limits)
+    assert needle in str(caught.value)
+
+
+def test_a_max_lm_below_the_pilots_grid_is_refused(pilot_store):
+    with pytest.raises(UsageError, match=r"--max-lm 512 is below the pilot's largest L\*M \(16384\)"):
+        explorer.design("pilot", {"a": 0.05}, store=str(pilot_store), max_lm=512)
+
+
+@pytest.mark.parametrize("target, needle", [("c1=0.1", "predicts the exponents a and b"),
+                                            ("a=-1", "must be a positive number"),
+                                            ("a", "expected NAME=HALFWIDTH"),
+                                            ("a=x", "expected a number")])
+def test_bad_targets_are_one_line_errors(pilot_store, target, needle):
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", target)
+    assert result.exit_code == 2 and needle in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_pilot_without_a_decomposition_or_with_too_few_points_is_refused(tmp_path):
+    write_pilot(tmp_path, name="one_seed", seeds=1)
+    write_pilot(tmp_path, name="tiny", L=(4, 8), M=(1, 4))
+    for sweep, needle in (("one_seed", "one seed per point"), ("tiny", "at least 6 are needed")):
+        result = run("design", "--sweep", sweep, "--store", tmp_path, "--target", "b=0.05")
+        assert result.exit_code == 2, result.output
+        assert needle in result.output and len(result.output.strip().splitlines()) == 1
+    missing = run("design", "--sweep", "nothing", "--store", tmp_path, "--target", "b=0.05")
+    assert missing.exit_code == 2 and "unknown sweep 'nothing'" in missing.output
