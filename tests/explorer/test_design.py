@@ -67,8 +67,9 @@ def test_design_writes_a_spec_that_sweep_reads_as_it_is(pilot_store, tmp_path):
     text = out.read_text()
     assert text.startswith("# Designed by `explorer design --sweep pilot --target a=0.2 --target b=0.05`")
     assert spec.name == "pilot_design" and spec.reference.kind == "mean_ode"
-    # the design extends the pilot's grid: its depths and widths, and its problem draw first
-    assert set(PILOT["grid"]["L"]) <= set(spec.grid.L) and min(spec.grid.M) <= 1 and max(spec.grid.M) >= 256
+    # the design extends the pilot's grid: its depths, its widths from the first with L*M >= 16, and
+    # its problem draw first
+    assert set(PILOT["grid"]["L"]) <= set(spec.grid.L) and min(spec.grid.M) == 4 and max(spec.grid.M) >= 256
     assert spec.problem_seeds()[0] == 1 and spec.train.steps == 10 and spec.grid.seeds >= 3
     dry = run("sweep", out, "--dry-run")
     assert dry.exit_code == 0, dry.output
