@@ -195,7 +195,7 @@ def _header(result: DesignResult) -> list[str]:
             *[f"  {n}: {p.halfwidth[n]:.3g} (target {v:g})" for n, v in result.targets.items()],
             f"Estimated compute {p.seconds / 3600:.3g} CPU-hours single-core, {c.draws} reference(s).",
             "It rests on:", *[f"  {line}" for line in result.assumptions()],
-            f"Run it: explorer sweep THIS_FILE; then explorer fit --sweep {result.name}"]
+            f"Run it: explorer sweep {result.out or 'THIS_FILE'}; then explorer fit --sweep {result.name}"]
 
 
 def _notes(result: DesignResult) -> dict:
