@@ -59,7 +59,8 @@ class DesignResult:
         else:
             out.append("the pilot has one problem draw: the exponents' spread between draws is not known and taken "
                        "as 0" + (" (with one draw the interval covers the seeds' noise only, as the pilot's does; "
-                                 "--min-draws designs over several)" if c.draws == 1 else ""))
+                                 "--min-draws designs over several)" if c.draws == 1 else
+                                 f": over {c.draws} draws the predicted half-widths are lower bounds (docs/design.md)"))
         out.append(f"the reference's error scales from the pilot's {m.ref_depth} x {m.ref_width} particles "
                    f"({m.ref_sampling:.3g} sampling, {m.ref_discretization:.3g} Euler) like 1/sqrt(particles) and "
                    "1/depth")
