@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, largest_point, measure,
+from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, measure,
                      nonlinear_hidden, nonlinear_output, pooled)
 from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, finite, headline
 
@@ -126,12 +126,12 @@ def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
     verdict (one of ``explorer.verdicts.GRADES``), the reason for it, and the fit's notes."""
     out = []
     for claim, r in zip(exp.claims, rows):
-        out.append({"claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
+        out.append({"id": claim.id, "kind": claim.kind, "claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
                     "paper": claim.paper_text, "this tool": _num(r["value"]),
                     "95 % CI / range": (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
                                         if finite(r["ci_low"]) else ""),
                     "points": r["n_points"], "verdict": r["verdict"], "reason": r.get("reason", ""),
-                    "note": r["note"]})
+                    "left out": r.get("left_out", ""), "note": r["note"]})
     return pd.DataFrame(out)
 
 
@@ -166,11 +166,18 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
 
 def markdown_table(table: pd.DataFrame) -> str:
     """The headline (each grade counted), then the claims with their verdicts and reasons."""
-    cols = ["claim", "paper", "this tool", "95 % CI / range", "verdict", "reason"]
+    cols = ["id", "claim", "paper", "this tool", "95 % CI / range", "verdict", "reason"]
     lines = [f"Claims: {headline(table['verdict'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in table.to_dict("records"):
         lines.append("| " + " | ".join(str(r[c]).replace("|", "\\|") for c in cols) + " |")
+    left = [r for r in table.to_dict("records") if r.get("left out")]
+    if left:  # the points each curve comparison leaves out, from the paper spec, and why
+        lines += ["", "Points left out (the paper spec's [reproduce] table):"]
+        lines += [f"- {r['id']}: {r['left out']}" for r in left]
+    frontiers = [r for r in table.to_dict("records") if r.get("kind") == "frontier" and r.get("note")]
+    if frontiers:
+        lines += ["", "Frontiers:"] + [f"- {r['id']}: {r['note']}" for r in frontiers]
     return "\n".join(lines) + "\n"
 
 
@@ -289,7 +296,8 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             stores[role], cons[role] = open_sweep(store, spec.name)
         for claim in exp.claims:
             spec = specs[claim.sweep]
-            row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot)
+            row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot,
+                          leave_out=exp.leave_out(claim, scale, spec))
             row["sweep"] = spec.name
             rows.append(row)
             if row.get("fit") is not None:
@@ -297,14 +305,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         for role, spec in specs.items():
             grids[role] = {}
             for metric, step in _chart_metrics(exp, role):
-                claim = Claim("chart", "", "", role, "curve", metric=metric, step=step)
-                g = claim_grid(cons[role], spec.name, claim)
-                if g is not None and spec.reference.kind == "largest":
-                    top = largest_point(spec)
-                    g = g[~((g["M"] == top["M"]) & (g["D"] == top["D"]))]
-                    if not spec.coupled_embeddings:
-                        g = g[g["D"] != top["D"]]
-                grids[role][metric] = pooled(g) if g is not None and len(g) else None
+                grids[role][metric] = chart_points(exp, role, metric, step, scale, spec, cons[role])
     finally:
         for con in cons.values():
             con.close()
@@ -321,6 +322,18 @@ def save_claim_fit(store, exp: Experiment, claim: Claim, result, sweep: str) -> 
     rows = result.rows().assign(fit_id=fit_id, sweep=sweep).to_dict("records")
     store.write_fit(sweep, fit_id, rows)
     return fit_id
+
+
+def chart_points(exp: Experiment, role: str, metric: str, step: int, scale: str, spec, con) -> pd.DataFrame | None:
+    """A chart's points, draws pooled: the sweep's rows of ``metric`` at ``step``, less what the
+    curve claim drawn on them leaves out (the spec's ``[reproduce]`` table)."""
+    from .leave_out import kept_where
+
+    curve = next((c for c in exp.claims if c.sweep == role and c.kind == "curve" and c.metric == metric), None)
+    left = exp.leave_out(curve, scale, spec) if curve is not None else ()
+    g = claim_grid(con, spec.name, Claim("chart", "", "", role, "curve", metric=metric, step=step,
+                                         where=kept_where(None, left)))
+    return pooled(g) if g is not None and len(g) else None
 
 
 def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
