@@ -302,6 +302,8 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             rows.append(row)
             if row.get("fit") is not None:
                 save_claim_fit(stores[claim.sweep], exp, claim, row["fit"], spec.name)
+            elif claim.kind == "frontier" and finite(row["value"]):
+                save_frontier_fit(stores[claim.sweep], exp, claim, row, spec.name)
         for role, spec in specs.items():
             grids[role] = {}
             for metric, step in _chart_metrics(exp, role):
@@ -336,6 +338,18 @@ def chart_points(exp: Experiment, role: str, metric: str, step: int, scale: str,
     return pooled(g) if g is not None and len(g) else None
 
 
+def save_frontier_fit(store, exp: Experiment, claim: Claim, row: dict, sweep: str) -> str:
+    """Store a frontier claim's exponent as a fit (kind ``fits``, form ``frontier``, parameter
+    ``e`` of err ~ P^-e, its interval over the draws) under ``reproduce-EXPERIMENT-CLAIM``."""
+    fit_id = claim_fit_id(exp, claim)
+    store.write_fit(sweep, fit_id, [{
+        "sweep": sweep, "fit_id": fit_id, "form": "frontier", "metric": claim.metric, "step": claim.step,
+        "parameter": "e", "estimate": row["value"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+        "r2_log": None, "n_points": int(row["n_points"]), "n_excluded": 0, "extrapolation_error": None,
+        "warnings": row["note"]}])
+    return fit_id
+
+
 def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     steps = {"companion-linear": 5, "companion-nonlinear": 14, "hidden-width-rates": 10}[exp.name]
     if exp.name == "companion-linear":
@@ -346,4 +360,4 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
 
 
 __all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "dry_run_lines", "list_lines", "markdown_table",
-           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "scale_cost"]
+           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit", "scale_cost"]

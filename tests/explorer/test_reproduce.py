@@ -335,3 +335,18 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
         assert row["ci_high"] - row["ci_low"] <= 0.3
     slow_bias = dataclasses.replace(easy, a=0.6)
     assert run(slow_bias)[1]["verdict"] == DISAGREES
+
+
+def test_a_frontier_claims_exponent_is_stored_as_a_fit_that_sql_sees(tmp_path):
+    from explorer.options import open_store
+
+    exp = EXPERIMENTS["companion-nonlinear"]
+    claim = next(c for c in exp.claims if c.id == "uncoupled-output-P")
+    row = {"value": 0.21, "ci_low": 0.15, "ci_high": 0.27, "n_points": 7, "note": "exponent per problem draw (...)"}
+    store = open_store(str(tmp_path / "store"))
+    fit_id = rep.save_frontier_fit(store, exp, claim, row, "uncoupled-sweep")
+    assert fit_id == "reproduce-companion-nonlinear-uncoupled-output-P"
+    result = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"), "--format", "csv",
+                                       "SELECT fit_id, form, parameter, estimate, ci_low, ci_high, n_points FROM fits"])
+    assert result.exit_code == 0, result.output
+    assert "reproduce-companion-nonlinear-uncoupled-output-P,frontier,e,0.21,0.15,0.27,7" in result.output
