@@ -289,7 +289,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
                 f"{sum(s.grid_points() for s in specs.values())} trials; no verdict written; "
                 "run the same command again to resume", result.exit_code)
     wall = time.monotonic() - started
-    rows, grids = [], {}
+    rows, grids, fits = [], {}, {}
     cons, stores = {}, {}
     try:
         for role, spec in specs.items():
@@ -297,7 +297,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
         for claim in exp.claims:
             spec = specs[claim.sweep]
             row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot,
-                          leave_out=exp.leave_out(claim, scale, spec))
+                          leave_out=exp.leave_out(claim, scale, spec), fits=fits)
             row["sweep"] = spec.name
             rows.append(row)
             if row.get("fit") is not None:

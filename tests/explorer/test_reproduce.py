@@ -68,7 +68,7 @@ def test_full_scale_specs_parse():
             assert exp.load(role, "full").name == exp.sweeps[role]
 
 
-def _synthetic(fn, L, M, D, draws=(1, 2), noise=0.0, seed=0):
+def _synthetic(fn, L, M, D, draws=(1, 2, 3, 4, 5, 6), noise=0.0, seed=0):
     """A grid_errors-like table on a law: four seeds per point, each off the law by a log-normal
     factor exp(noise N(0, 1)) (the spread the bootstrap resamples), err their RMS."""
     rng = np.random.default_rng(seed)
