@@ -16,11 +16,17 @@ grid) and which claims of the papers it checks. A claim is one row of the report
   ratio is within ``factor``.
 - ``collapse``: at equal L*M, the spread max/min - 1 of the errors across M (worst over the
   products shared by several M, within the filter): consistent when at most ``paper``.
+- ``frontier``: the exponent e of the best error at each compute P = 2 L M D along the grid's
+  frontier (``explorer.frontier``: err ~ P^-e, an interval over the problem draws), graded as an
+  exponent against ``paper``; the note gives the pooled frontier over the authors' curve.
 
+Which points a curve or frontier claim leaves out, and why, is written in the paper spec's
+``[reproduce]`` table (``explorer.leave_out``), not here; ``measure`` takes it resolved.
 A claim whose points are not in the sweep is *not measured*, with the reason.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -53,7 +59,7 @@ class Claim:
     text: str
     source: str
     sweep: str  # the experiment's sweep it is measured on (Experiment.sweeps key)
-    kind: str  # fit | curve | collapse
+    kind: str  # fit | curve | collapse | frontier
     metric: str = "err_out"
     step: int | None = None
     where: str | None = None  # SQL filter on metric rows
@@ -68,8 +74,11 @@ class Claim:
     tolerance: float | None = None  # exponent: "close" within this distance
     share: float | None = None  # negligible: the term's largest share of err^2 allowed
     term: Callable | None = None  # negligible: the term is parameter * term(L, M, D) in err^2
-    # curve: the authors' curve, err(L, M, D)
+    # curve: the authors' curve, err(L, M, D); frontier: the authors' curve, err(P)
     curve: Callable | None = None
+    # fit: the law of the mean error over every run of a point, with a bootstrap over the draws
+    # (explorer.pooled_fit; the authors' pooling), instead of a fit to every draw's rows
+    mean_of_runs: bool = False
     pooled: bool = True  # curve / collapse: pool problem draws as sqrt(mean err^2)
 
 
@@ -90,6 +99,21 @@ class Experiment:
             return []
         return [f"name={self.sweeps[role]}-tiny", *self.tiny.get(role, [])]
 
+    def leave_out(self, claim: Claim, scale: str, spec) -> tuple:
+        """The points ``claim`` leaves out, as its sweep's paper spec writes them (``[reproduce]``),
+        with the ``{ref_*}`` placeholders filled from ``spec``'s largest point."""
+        from .errors import UsageError
+        from .leave_out import read_leave_out, resolve
+
+        path = self.spec_path(claim.sweep, "laptop" if scale == "tiny" else scale)
+        table = read_leave_out(path)
+        known = {c.id for c in self.claims if c.sweep == claim.sweep}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise UsageError(f"{path.name}: [reproduce] names {', '.join(unknown)}, not a claim measured on this "
+                             f"sweep (expected one of: {', '.join(sorted(known))})")
+        return resolve(table.get(claim.id, ()), largest_point(spec))
+
     def load(self, role: str, scale: str):
         from .spec import load_spec
 
@@ -106,18 +130,31 @@ def nonlinear_output(L, M, D):
     return np.sqrt((0.15 * D / (L * M)) ** 2 + (0.9 / np.sqrt(D)) ** 2)
 
 
+def hidden_frontier(P):
+    return 2.0 * P ** (-1 / 6)
+
+
+def output_frontier(P):
+    return 0.7 * P ** (-1 / 5)
+
+
 LINEAR_REGION = "L > 50 AND M > 10 AND D > 10"  # the authors' fit region
-# tiny: inside the authors' fit region (so the claims' fits run), 16 small trials, seconds
-_TINY_LINEAR = ["grid.L=[53, 123]", "grid.M=[17, 40]", "grid.D=[17, 40]", "grid.problem_seeds=[1, 2]", "grid.seeds=1",
+# tiny: inside the authors' fit region, with the 3 draws the bootstrap over draws needs (so the
+# claims' fits run and are stored), 24 small trials, seconds
+_TINY_LINEAR = ["grid.L=[53, 123]", "grid.M=[17, 40]", "grid.D=[17, 40]", "grid.problem_seeds=[1, 2, 3]", "grid.seeds=1",
                 "reference.grid=16"]
 _TINY_NONLINEAR = ["grid.M=[1, 4]", "grid.D=[2, 17]", "grid.L=[4]", "grid.problem_seeds=[1]", "train.steps=3"]
 # The companion's hidden error is theirs exactly (err_hidden_depthmax: max over depth of the mean
 # |error|), so its constants need no conversion; err_out is sqrt(3) x theirs (our RMS over the
 # d_out = 3 outputs against their norm), so our constants of err_out^2 are 3 x theirs.
-_HIDDEN = dict(metric="err_hidden_depthmax", step=5, where=LINEAR_REGION, form="companion_hidden")
-_OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="companion_output", scale=1 / 3)
+# Both are fitted, as the authors do, to each point's mean error over every run (seeds x draws).
+_HIDDEN = dict(metric="err_hidden_depthmax", step=5, where=LINEAR_REGION, form="companion_hidden", mean_of_runs=True)
+_OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="companion_output", scale=1 / 3,
+               mean_of_runs=True)
 CLOSE_FACTOR = 1.15  # a fitted constant within 1.15x of the paper's is "close" (when its CI excludes it)
 CLOSE_EXPONENT = 0.1  # an exponent within 0.1 of the paper's is "close"
+# The frontier exponents 1/6 and 1/5 differ by 1/30: "close" within 0.05 keeps them apart
+FRONTIER_EXPONENT = 0.05
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment(
@@ -147,20 +184,19 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         {"coupled": "companion-nonlinear-coupled", "uncoupled": "companion-nonlinear-uncoupled"},
         (
             Claim("coupled-hidden", "coupled sweep, hidden error at k = 15 (step 14) follows "
-                  "sqrt((0.8 sqrt(D/(LM)))^2 + (2.5/sqrt(D))^2), every M, D >= 16 (reference point left out)",
-                  COMPANION, "coupled", "curve", metric="err_hidden", step=14, where="D >= 16",
-                  paper_text="hand-set curve", curve=nonlinear_hidden, factor=1.5),
+                  "sqrt((0.8 sqrt(D/(LM)))^2 + (2.5/sqrt(D))^2)", COMPANION, "coupled", "curve", metric="err_hidden",
+                  step=14, paper_text="hand-set curve", curve=nonlinear_hidden, factor=1.5),
             Claim("uncoupled-output", "uncoupled sweep, output error at k = 15 (step 14) follows "
-                  "sqrt((0.15 D/(LM))^2 + (0.9/sqrt(D))^2), D >= 16, M >= 14 (their plotted series; "
-                  "reference D left out)",
-                  COMPANION, "uncoupled", "curve", metric="err_out", step=14, where="D >= 16 AND M >= 14",
-                  paper_text="hand-set curve", curve=nonlinear_output, factor=1.5),
-            Claim("coupled-hidden-P", "hidden error frontier 2 P^(-1/6), P = 2 L M D, at k = 10", COMPANION,
-                  "coupled", "curve", metric="err_hidden", step=9, paper_text="2 P^(-1/6) (frontier)",
-                  where="FALSE"),
-            Claim("uncoupled-output-P", "output error frontier 0.7 P^(-1/5), P = 2 L M D, at k = 10", COMPANION,
-                  "uncoupled", "curve", metric="err_out", step=9, paper_text="0.7 P^(-1/5) (frontier)",
-                  where="FALSE"),
+                  "sqrt((0.15 D/(LM))^2 + (0.9/sqrt(D))^2)", COMPANION, "uncoupled", "curve", metric="err_out",
+                  step=14, paper_text="hand-set curve", curve=nonlinear_output, factor=1.5),
+            Claim("coupled-hidden-P", "coupled sweep, hidden error at k = 10 (step 9): the best error at each "
+                  "P = 2 L M D decays along the frontier 2 P^(-1/6): exponent e of err ~ P^-e", COMPANION, "coupled",
+                  "frontier", metric="err_hidden", step=9, paper=1 / 6, paper_text="2 P^(-1/6): e = 1/6 (frontier)",
+                  curve=hidden_frontier, tolerance=FRONTIER_EXPONENT),
+            Claim("uncoupled-output-P", "uncoupled sweep, output error at k = 10 (step 9): the best error at each "
+                  "P = 2 L M D decays along the frontier 0.7 P^(-1/5): exponent e of err ~ P^-e", COMPANION,
+                  "uncoupled", "frontier", metric="err_out", step=9, paper=1 / 5,
+                  paper_text="0.7 P^(-1/5): e = 1/5 (frontier)", curve=output_frontier, tolerance=FRONTIER_EXPONENT),
         ),
         tiny={"coupled": _TINY_NONLINEAR, "uncoupled": _TINY_NONLINEAR},
     ),
@@ -218,24 +254,28 @@ def _empty_row() -> dict:
     return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_points": 0, "note": ""}
 
 
-def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
+def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200, leave_out: tuple = (),
+            fits: dict | None = None) -> dict:
     """One claim on one sweep: a dict with value, ci_low, ci_high (or range), n_points, verdict
-    (the grade), reason, note (and ``fit``, the FitResult, for a fit claim)."""
+    (the grade), reason, note, left_out (the points the spec leaves out and why; ``leave_out``:
+    ``explorer.leave_out.LeftOut`` entries, placeholders resolved) and ``fit``, the FitResult, for
+    a fit claim. ``fits``: a dict that keeps each fit for the claims that share it (same law,
+    metric, step, points)."""
+    from .leave_out import describe, kept_where
+
     row = _empty_row()
-    grid = None if claim.where == "FALSE" else claim_grid(con, sweep, claim)
-    if grid is not None and spec.reference.kind == "largest" and claim.kind == "curve":  # the reference itself (err 0)
-        top = largest_point(spec)
-        grid = grid[~((grid["M"] == top["M"]) & (grid["D"] == top["D"]))]
-        if not spec.coupled_embeddings:  # uncoupled: the reference's D too
-            grid = grid[grid["D"] != top["D"]]
+    row["left_out"] = describe(leave_out) if leave_out or claim.kind in ("curve", "frontier") else ""
+    kept = dataclasses.replace(claim, where=kept_where(claim.where, tuple(leave_out)))
+    grid = claim_grid(con, sweep, kept)
     if grid is None or grid.empty:
         at = f"{claim.metric} at step {claim.step}" if claim.step is not None else claim.metric
-        why = ("this tool does not measure it yet" if claim.where == "FALSE" else
-               f"no points of this claim in the sweep ({at}{', ' + claim.where if claim.where else ''})")
-        row.update(verdict=NOT_MEASURED, reason=why)
+        row.update(verdict=NOT_MEASURED,
+                   reason=f"no points of this claim in the sweep ({at}{', ' + kept.where if kept.where else ''})")
         return row
+    if claim.kind == "frontier":
+        return measure_frontier(claim, grid, row)
     if claim.kind == "fit":
-        return _measure_fit(claim, grid, row, n_boot, con, sweep)
+        return _measure_fit(kept, grid, row, n_boot, con, sweep, {} if fits is None else fits)
     points = pooled(grid) if claim.pooled else grid
     if claim.kind == "curve":
         ratio = points["err"] / claim.curve(points["L"], points["M"], points["D"])
@@ -258,31 +298,61 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
     raise ValueError(f"unknown claim kind {claim.kind!r}")
 
 
+def measure_frontier(claim: Claim, grid: pd.DataFrame, row: dict) -> dict:
+    """The exponent of the best error at each compute along the grid's frontier, over the problem
+    draws (``explorer.frontier``), graded as an exponent; the note gives each draw's exponent and
+    the pooled frontier over the authors' curve."""
+    from .frontier import frontier_exponent
+
+    result = frontier_exponent(grid)
+    row.update(value=result.estimate, ci_low=result.ci_low, ci_high=result.ci_high, n_points=len(result.pooled_edge))
+    geo, low, high = result.ratio_to(claim.curve)
+    draws = ", ".join(f"{d}: {v:.3g}" for d, v in result.per_draw.items())
+    row["note"] = (f"exponent per problem draw ({draws}), 95 % interval: Student's t over the draws; the pooled "
+                   f"errors' frontier, inside the grid ({len(result.pooled_edge)} points, P {_span(result.pooled_edge)}), has exponent "
+                   f"{result.pooled_exponent:.3g} and lies at {geo:.3g} [{low:.3g}, {high:.3g}] x the authors' curve")
+    if result.problem:
+        row.update(verdict=NOT_MEASURED, reason=result.problem)
+        return row
+    verdict = exponent_verdict(claim.paper, result.estimate, result.ci_low, result.ci_high, tolerance=claim.tolerance)
+    row.update(verdict=verdict.grade, reason=verdict.reason)
+    return row
+
+
+def _span(edge: pd.DataFrame) -> str:
+    return f"{edge['P'].min():.3g} to {edge['P'].max():.3g}" if len(edge) else "none"
+
+
 def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
     """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
     any other law on the claim's grid of errors."""
     from . import fit as fitting
 
     form = fitting.FORMS.get(claim.form)
+    if claim.mean_of_runs:
+        from .pooled_fit import fit_pooled
+
+        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where)
     if form is not None and form.method == "decomposed":
         return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
                                  n_boot=n_boot, hold=False)
     return fitting.fit(grid, claim.form, n_boot=n_boot, where=claim.where)
 
 
-def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str) -> dict:
+def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str, fits: dict) -> dict:
     from .errors import UsageError
     from .fit import R2_WARNING
 
+    key = (sweep, claim.form, claim.metric, claim.step, claim.where, claim.mean_of_runs, n_boot)
     try:
-        result = fit_claim(claim, grid, con, sweep, n_boot)
+        result = fits[key] if key in fits else fits.setdefault(key, fit_claim(claim, grid, con, sweep, n_boot))
     except UsageError as exc:
         row.update(verdict=NOT_MEASURED, reason=f"the fit failed: {exc}")
         return row
     p = claim.parameter
     est, lo, hi = (result.estimate.get(p, math.nan), result.ci_low.get(p, math.nan), result.ci_high.get(p, math.nan))
     row.update(value=est * claim.scale, ci_low=lo * claim.scale, ci_high=hi * claim.scale,
-               n_points=int(result.n_points), fit=result, note="; ".join(result.warnings))
+               n_points=int(result.n_points), fit=result, note="; ".join([*result.warnings, *result.notes]))
     unexplained = None
     if finite(result.r2_log) and result.r2_log < R2_WARNING:
         unexplained = (f"the fit's R^2 (log) {result.r2_log:.3f} is below {R2_WARNING}: the law does not explain "
@@ -319,5 +389,6 @@ def claim_fit_id(exp: Experiment, claim: Claim) -> str:
 
 
 __all__ = ["COMPANION", "EXPERIMENTS", "HIDDEN_WIDTH", "SCALES", "Claim", "Experiment", "claim_fit_id", "claim_grid",
-           "fit_claim", "fit_claim_verdict", "largest_point", "measure", "nonlinear_hidden", "nonlinear_output", "paper_spec",
+           "fit_claim", "fit_claim_verdict", "hidden_frontier", "largest_point", "measure", "measure_frontier",
+           "output_frontier", "nonlinear_hidden", "nonlinear_output", "paper_spec",
            "pooled", "term_share"]

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, largest_point, measure,
+from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, measure,
                      nonlinear_hidden, nonlinear_output, pooled)
 from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, finite, headline
 
@@ -126,12 +126,12 @@ def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
     verdict (one of ``explorer.verdicts.GRADES``), the reason for it, and the fit's notes."""
     out = []
     for claim, r in zip(exp.claims, rows):
-        out.append({"claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
+        out.append({"id": claim.id, "kind": claim.kind, "claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
                     "paper": claim.paper_text, "this tool": _num(r["value"]),
                     "95 % CI / range": (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
                                         if finite(r["ci_low"]) else ""),
                     "points": r["n_points"], "verdict": r["verdict"], "reason": r.get("reason", ""),
-                    "note": r["note"]})
+                    "left out": r.get("left_out", ""), "note": r["note"]})
     return pd.DataFrame(out)
 
 
@@ -166,11 +166,18 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
 
 def markdown_table(table: pd.DataFrame) -> str:
     """The headline (each grade counted), then the claims with their verdicts and reasons."""
-    cols = ["claim", "paper", "this tool", "95 % CI / range", "verdict", "reason"]
+    cols = ["id", "claim", "paper", "this tool", "95 % CI / range", "verdict", "reason"]
     lines = [f"Claims: {headline(table['verdict'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in table.to_dict("records"):
         lines.append("| " + " | ".join(str(r[c]).replace("|", "\\|") for c in cols) + " |")
+    left = [r for r in table.to_dict("records") if r.get("left out")]
+    if left:  # the points each curve comparison leaves out, from the paper spec, and why
+        lines += ["", "Points left out (the paper spec's [reproduce] table):"]
+        lines += [f"- {r['id']}: {r['left out']}" for r in left]
+    frontiers = [r for r in table.to_dict("records") if r.get("kind") == "frontier" and r.get("note")]
+    if frontiers:
+        lines += ["", "Frontiers:"] + [f"- {r['id']}: {r['note']}" for r in frontiers]
     return "\n".join(lines) + "\n"
 
 
@@ -282,29 +289,25 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
                 f"{sum(s.grid_points() for s in specs.values())} trials; no verdict written; "
                 "run the same command again to resume", result.exit_code)
     wall = time.monotonic() - started
-    rows, grids = [], {}
+    rows, grids, fits = [], {}, {}
     cons, stores = {}, {}
     try:
         for role, spec in specs.items():
             stores[role], cons[role] = open_sweep(store, spec.name)
         for claim in exp.claims:
             spec = specs[claim.sweep]
-            row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot)
+            row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot,
+                          leave_out=exp.leave_out(claim, scale, spec), fits=fits)
             row["sweep"] = spec.name
             rows.append(row)
             if row.get("fit") is not None:
                 save_claim_fit(stores[claim.sweep], exp, claim, row["fit"], spec.name)
+            elif claim.kind == "frontier" and finite(row["value"]):
+                save_frontier_fit(stores[claim.sweep], exp, claim, row, spec.name)
         for role, spec in specs.items():
             grids[role] = {}
             for metric, step in _chart_metrics(exp, role):
-                claim = Claim("chart", "", "", role, "curve", metric=metric, step=step)
-                g = claim_grid(cons[role], spec.name, claim)
-                if g is not None and spec.reference.kind == "largest":
-                    top = largest_point(spec)
-                    g = g[~((g["M"] == top["M"]) & (g["D"] == top["D"]))]
-                    if not spec.coupled_embeddings:
-                        g = g[g["D"] != top["D"]]
-                grids[role][metric] = pooled(g) if g is not None and len(g) else None
+                grids[role][metric] = chart_points(exp, role, metric, step, scale, spec, cons[role])
     finally:
         for con in cons.values():
             con.close()
@@ -323,6 +326,30 @@ def save_claim_fit(store, exp: Experiment, claim: Claim, result, sweep: str) -> 
     return fit_id
 
 
+def chart_points(exp: Experiment, role: str, metric: str, step: int, scale: str, spec, con) -> pd.DataFrame | None:
+    """A chart's points, draws pooled: the sweep's rows of ``metric`` at ``step``, less what the
+    curve claim drawn on them leaves out (the spec's ``[reproduce]`` table)."""
+    from .leave_out import kept_where
+
+    curve = next((c for c in exp.claims if c.sweep == role and c.kind == "curve" and c.metric == metric), None)
+    left = exp.leave_out(curve, scale, spec) if curve is not None else ()
+    g = claim_grid(con, spec.name, Claim("chart", "", "", role, "curve", metric=metric, step=step,
+                                         where=kept_where(None, left)))
+    return pooled(g) if g is not None and len(g) else None
+
+
+def save_frontier_fit(store, exp: Experiment, claim: Claim, row: dict, sweep: str) -> str:
+    """Store a frontier claim's exponent as a fit (kind ``fits``, form ``frontier``, parameter
+    ``e`` of err ~ P^-e, its interval over the draws) under ``reproduce-EXPERIMENT-CLAIM``."""
+    fit_id = claim_fit_id(exp, claim)
+    store.write_fit(sweep, fit_id, [{
+        "sweep": sweep, "fit_id": fit_id, "form": "frontier", "metric": claim.metric, "step": claim.step,
+        "parameter": "e", "estimate": row["value"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+        "r2_log": None, "n_points": int(row["n_points"]), "n_excluded": 0, "extrapolation_error": None,
+        "warnings": row["note"]}])
+    return fit_id
+
+
 def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     steps = {"companion-linear": 5, "companion-nonlinear": 14, "hidden-width-rates": 10}[exp.name]
     if exp.name == "companion-linear":
@@ -333,4 +360,4 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
 
 
 __all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "dry_run_lines", "list_lines", "markdown_table",
-           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "scale_cost"]
+           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit", "scale_cost"]

@@ -308,6 +308,10 @@ class AdaptiveSpec:
     resamples: int = _spec_field(200, _resample_count, "bootstrap resamples of each round's fit (>= 2)")
 
 
+# A paper spec's [reproduce] table says which points each claim of `explorer reproduce` leaves
+# out and why (explorer.leave_out reads it); a sweep ignores it, so the spec still runs alone.
+READ_BY_REPRODUCE = "reproduce"
+
 SECTIONS: dict[str, type] = {
     "problem": ProblemSpec,
     "model": ModelSpec,
@@ -445,7 +449,7 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
     data = _apply_overrides(raw, overrides)
     _check_grid_size(data)
     for key in data:
-        if key != "name" and key not in SECTIONS:
+        if key not in ("name", READ_BY_REPRODUCE) and key not in SECTIONS:
             raise spec_error(key, "unknown key; expected name or one of the tables "
                 + ", ".join(f"[{s}]" for s in SECTIONS)
             )

@@ -68,7 +68,7 @@ def test_full_scale_specs_parse():
             assert exp.load(role, "full").name == exp.sweeps[role]
 
 
-def _synthetic(fn, L, M, D, draws=(1, 2), noise=0.0, seed=0):
+def _synthetic(fn, L, M, D, draws=(1, 2, 3, 4, 5, 6), noise=0.0, seed=0):
     """A grid_errors-like table on a law: four seeds per point, each off the law by a log-normal
     factor exp(noise N(0, 1)) (the spread the bootstrap resamples), err their RMS."""
     rng = np.random.default_rng(seed)
@@ -160,23 +160,102 @@ def test_the_negligible_c_is_graded_by_its_share_of_err2(monkeypatch):
     assert row["reason"].count("%") >= 2 and (3000 / g["L"] ** 2 / g["err"] ** 2).max() > 0.05
 
 
-def test_curve_claims_pool_draws_and_leave_the_reference_out(monkeypatch):
+def sql_grid(grid: pd.DataFrame):
+    """A claim_grid stand-in that filters a synthetic grid with the claim's SQL, as the store does."""
+    import duckdb
+
+    def claim_grid(con, sweep, claim):
+        if not claim.where:
+            return grid
+        plain = grid.drop(columns=["seed_errs"]).assign(_row=range(len(grid)))
+        with duckdb.connect() as db:
+            db.register("g", plain)
+            rows = db.execute(f"SELECT _row FROM g WHERE {claim.where}").fetchnumpy()["_row"]
+        return grid.iloc[np.sort(rows)]
+
+    return claim_grid
+
+
+def test_curve_claims_pool_draws_and_leave_out_what_the_spec_says(monkeypatch):
     exp = EXPERIMENTS["companion-nonlinear"]
     claim = exp.claims[0]
-    spec = _Spec("largest", (50,), (14, 31, 439), (14, 31, 439))
-    grid = _synthetic(lambda L, M, D: 1.2 * cl.nonlinear_hidden(L, M, D), [50], [14, 31, 439], [14, 31, 439])
-    grid.loc[(grid["M"] == 439) & (grid["D"] == 439), "err"] = 0.0  # the reference itself
-    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, c: grid)
-    row = cl.measure(claim, None, "s", spec)
-    assert row["verdict"] == CONSISTENT and row["n_points"] == 8 and abs(row["value"] - 1.2) < 1e-4  # seeds RMS 1.00004
+    spec = _Spec("largest", (50,), (14, 31, 439), (6, 21, 31, 439))
+    left = exp.leave_out(claim, "laptop", spec)
+    assert [e.where for e in left] == ["D = 439", "D < 16"] and all(e.why for e in left)
+    grid = _synthetic(lambda L, M, D: 1.2 * cl.nonlinear_hidden(L, M, D), [50], [14, 31, 439], [6, 21, 31, 439])
+    grid.loc[grid["D"] == 439, "err"] = 0.0  # the reference's width: no 1/sqrt(D) term
+    grid.loc[grid["D"] == 6, "err"] *= 10  # below the curve's range
+    monkeypatch.setattr(cl, "claim_grid", sql_grid(grid))
+    row = cl.measure(claim, None, "s", spec, leave_out=left)
+    assert row["verdict"] == CONSISTENT and row["n_points"] == 6 and abs(row["value"] - 1.2) < 1e-4  # seeds RMS 1.00004
+    assert row["left_out"].startswith("D = 439 (the reference's width") and "D < 16 (the authors draw" in row["left_out"]
+    assert cl.measure(claim, None, "s", spec)["verdict"] == DISAGREES  # nothing left out: the zeros and the D = 6 points
     grid["err"] *= 1.5  # 1.8 x the curve
-    assert cl.measure(claim, None, "s", spec)["verdict"] == DISAGREES
+    assert cl.measure(claim, None, "s", spec, leave_out=left)["verdict"] == DISAGREES
     # pooled as sqrt(mean err^2) over the draws
     two = pd.DataFrame({"L": [1, 1], "M": [1, 1], "D": [1, 1], "err": [3.0, 4.0]})
     assert rep.pooled(two)["err"].iloc[0] == pytest.approx(np.sqrt(12.5))
-    # the frontier claims are not measured, and say so
-    row = cl.measure(exp.claims[2], None, "s", spec)
-    assert row["verdict"] == NOT_MEASURED and row["reason"] == "this tool does not measure it yet"
+    # the table and the printed markdown say what each claim left out
+    table = rep.claims_table(dataclasses.replace(exp, claims=(claim,)), [row])
+    text = rep.markdown_table(table)
+    assert "Points left out (the paper spec's [reproduce] table):" in text
+    assert "- coupled-hidden: D = 439 (the reference's width" in text
+
+
+def test_the_frontier_claims_measure_the_exponent_over_draws_and_grade_it(monkeypatch):
+    """On the authors' hand-set law (exponent 1/6 along its frontier, in closed form) over three
+    draws the hidden frontier claim is consistent; on a law with the 1/5 frontier it is not (the
+    two exponents differ by 1/30, more than the interval's half-width here)."""
+    exp = EXPERIMENTS["companion-nonlinear"]
+    hidden_p = next(c for c in exp.claims if c.id == "coupled-hidden-P")
+    values = [int(v) for v in np.unique(np.round(np.geomspace(1, 3e4, 36)))]
+    spec = _Spec("largest", (50,), tuple(values), tuple(values))
+    left = exp.leave_out(hidden_p, "laptop", spec)
+    assert [e.where for e in left] == [f"D = {values[-1]}"]
+
+    def grid_of(law):
+        g = _synthetic(law, [50], values, values, draws=(1, 2, 3), noise=0.05)
+        g["err"] = g["err"].where(g["D"] != values[-1], 0.0)  # the reference's width: left out by the spec
+        return g
+
+    hidden = lambda L, M, D: np.sqrt((0.8 * np.sqrt(D / (L * M))) ** 2 + (2.5 / np.sqrt(D)) ** 2)
+    monkeypatch.setattr(cl, "claim_grid", sql_grid(grid_of(hidden)))
+    row = cl.measure(hidden_p, None, "s", spec, leave_out=left)
+    assert row["verdict"] == CONSISTENT and row["ci_low"] <= 1 / 6 <= row["ci_high"], row
+    assert "exponent per problem draw (1: " in row["note"] and "x the authors' curve" in row["note"]
+    assert row["left_out"].startswith(f"D = {values[-1]} (the reference's width")
+    output = lambda L, M, D: np.sqrt((0.15 * D / (L * M)) ** 2 + (0.9 / np.sqrt(D)) ** 2)
+    monkeypatch.setattr(cl, "claim_grid", sql_grid(grid_of(output)))
+    row = cl.measure(hidden_p, None, "s", spec, leave_out=left)
+    assert not row["ci_low"] <= 1 / 6 <= row["ci_high"] and row["verdict"] != CONSISTENT, row
+    table = rep.claims_table(dataclasses.replace(exp, claims=(hidden_p,)), [row])
+    assert "Frontiers:\n- coupled-hidden-P: exponent per problem draw" in rep.markdown_table(table)
+
+
+def test_every_curve_and_frontier_claim_has_its_left_out_points_in_its_spec():
+    from explorer.leave_out import read_leave_out
+
+    for exp in EXPERIMENTS.values():
+        for scale in ("laptop", "full"):
+            tables = {role: read_leave_out(exp.spec_path(role, scale)) for role in exp.sweeps}
+            for claim in exp.claims:
+                if claim.kind in ("curve", "frontier"):
+                    assert claim.id in tables[claim.sweep], (exp.name, scale, claim.id)
+            for role, table in tables.items():
+                assert set(table) <= {c.id for c in exp.claims if c.sweep == role}
+
+
+def test_a_spec_with_a_reproduce_table_still_runs_alone_and_a_bad_entry_is_one_line(tmp_path):
+    from explorer.errors import UsageError
+    from explorer.leave_out import read_leave_out
+    from explorer.spec import load_spec
+
+    path = cl.paper_spec("companion-nonlinear-coupled-laptop.toml")
+    assert load_spec(path).name == "companion-nonlinear-coupled-laptop"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(path.read_text().replace('why = "the authors draw their curve from D = 16 on"', 'because = "x"'))
+    with pytest.raises(UsageError, match=r"\[reproduce\] coupled-hidden: each entry is"):
+        read_leave_out(bad)
 
 
 def test_rate_and_collapse_claims(monkeypatch):
@@ -206,7 +285,7 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     assert (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").exists()
     svg = (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
-    assert "| claim | paper |" in result.output and re.search(r"Claims: \d consistent, \d close \(CI excludes\), "
+    assert "| id | claim | paper |" in result.output and re.search(r"Claims: \d consistent, \d close \(CI excludes\), "
                                                                r"\d not measured, \d disagrees?", result.output)
     assert 'id="headline"' in page
     csv = pd.read_csv(out / "claims.csv")
@@ -256,3 +335,18 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
         assert row["ci_high"] - row["ci_low"] <= 0.3
     slow_bias = dataclasses.replace(easy, a=0.6)
     assert run(slow_bias)[1]["verdict"] == DISAGREES
+
+
+def test_a_frontier_claims_exponent_is_stored_as_a_fit_that_sql_sees(tmp_path):
+    from explorer.options import open_store
+
+    exp = EXPERIMENTS["companion-nonlinear"]
+    claim = next(c for c in exp.claims if c.id == "uncoupled-output-P")
+    row = {"value": 0.21, "ci_low": 0.15, "ci_high": 0.27, "n_points": 7, "note": "exponent per problem draw (...)"}
+    store = open_store(str(tmp_path / "store"))
+    fit_id = rep.save_frontier_fit(store, exp, claim, row, "uncoupled-sweep")
+    assert fit_id == "reproduce-companion-nonlinear-uncoupled-output-P"
+    result = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"), "--format", "csv",
+                                       "SELECT fit_id, form, parameter, estimate, ci_low, ci_high, n_points FROM fits"])
+    assert result.exit_code == 0, result.output
+    assert "reproduce-companion-nonlinear-uncoupled-output-P,frontier,e,0.21,0.15,0.27,7" in result.output
