@@ -20,7 +20,7 @@ from .options import open_store, open_sweep, store_errors, store_option, sweep_f
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
-DATA_KINDS = ("metrics", "trials", "fits", "rounds")
+DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
 FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
@@ -100,7 +100,7 @@ def cli_reference() -> str:
               help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
 def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
                 memory_limit: str | None) -> None:
-    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
+    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds, comparisons and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
     data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
