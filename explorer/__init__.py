@@ -13,6 +13,7 @@ _LAZY = {
     "sweep": "api",
     "sweep_status": "api",
     "adaptive_sweep": "api",
+    "compare": "api",
     "grid_errors": "fit",
     "fit_sweep": "fit",
     "phase_diagram": "phase",
