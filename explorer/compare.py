@@ -38,6 +38,7 @@ from .sweep_data import DRAW_COLUMN, plain_value
 
 PAIR_COLUMNS = (DRAW_COLUMN, "L", "M", "D")  # a grid point of a draw, in both sweeps
 RATIO_PARAMETERS = ("c1", "c2")  # positive constants: compared by ratio, in log space
+ROUNDING = 1e-9  # a difference this small relative to the estimate is rounding, not a measurement
 VERDICTS = ("differs", "no difference measured", "identical", "not measured")
 
 
@@ -132,14 +133,22 @@ def identical(paired: Paired) -> bool:
 
 
 def joint_design(draws_a: list[Draw], draws_b: list[Draw], floor: str) -> tuple[Design, Design]:
-    """Each sweep's design, with one point selection: a row enters a term in both fits or in
-    neither, and c1 is read in the same (M, D) column for both."""
+    """One estimator for both sweeps: a row enters a term in both fits or in neither, with one
+    weight (the harmonic mean of the two designs': their variances averaged) and one log
+    correction (the mean), and c1 is read in the same (M, D) column. Otherwise a difference of
+    the two designs' weights alone would show as a small difference that no resample moves."""
     des_a, des_b = design(draws_a, floor), design(draws_b, floor)
     for g in range(len(draws_a)):
         for attr in ("bias_used", "fluct_used"):
             both = getattr(des_a, attr)[g] & getattr(des_b, attr)[g]
             getattr(des_a, attr)[g] = both
             getattr(des_b, attr)[g] = both.copy()
+        for attr in ("bias_w", "fluct_w"):
+            wa, wb = getattr(des_a, attr)[g], getattr(des_b, attr)[g]
+            getattr(des_a, attr)[g] = getattr(des_b, attr)[g] = 2.0 / (1.0 / wa + 1.0 / wb)
+        for attr in ("bias_corr", "fluct_corr"):
+            mean = (getattr(des_a, attr)[g] + getattr(des_b, attr)[g]) / 2
+            getattr(des_a, attr)[g] = getattr(des_b, attr)[g] = mean
     columns = {}
     for g, d in enumerate(draws_a):
         for i in np.flatnonzero(des_a.bias_used[g]):
@@ -185,6 +194,8 @@ class PairedFit:
                 verdict, lo, hi = "identical", math.nan, math.nan
             elif not (np.isfinite(lo) and np.isfinite(hi)):
                 verdict = "not measured"
+            elif abs(diff[i]) <= ROUNDING * (1.0 + abs(self.theta_a[i])):
+                verdict = "no difference measured"  # equal to rounding: however narrow the interval
             else:
                 verdict = "differs" if lo > 0 or hi < 0 else "no difference measured"
             out.append({"parameter": name, "estimate_a": float(nat(self.theta_a[i])),

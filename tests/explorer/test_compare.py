@@ -50,9 +50,9 @@ def test_a_paired_difference_in_c1_is_found_and_the_unpaired_interval_is_wider()
     assert abs(rows.loc["b", "difference"]) < 1e-6 and rows.loc["b", "verdict"] == "no difference measured"
 
 
-def test_the_difference_is_the_naive_difference_of_the_two_fits():
-    """estimate_a and estimate_b are what the decomposed fit gives on each frame alone when every
-    point enters both terms in both (the joint selection changes nothing here)."""
+def test_the_estimates_are_close_to_each_fit_alone_and_the_difference_is_theirs():
+    """estimate_a and estimate_b are each frame's decomposed fit with one set of weights for both
+    (the mean of the two fits' variances): close to what each fit alone gives."""
     from explorer.fit_decomposed import fit_decomposed
 
     a, b = planted_pair(REGIMES["easy"], np.random.default_rng(5))
@@ -60,7 +60,7 @@ def test_the_difference_is_the_naive_difference_of_the_two_fits():
     for frame, column in ((a, "estimate_a"), (b, "estimate_b")):
         alone = fit_decomposed(frame, n_boot=0, per_draw=False, range_check=False).estimate
         for name in ("c1", "a", "c2", "b"):
-            assert rows.loc[name, column] == pytest.approx(alone[name], rel=1e-9)
+            assert rows.loc[name, column] == pytest.approx(alone[name], rel=0.02)
     assert rows.loc["c1", "difference"] == pytest.approx(rows.loc["c1", "estimate_b"] / rows.loc["c1", "estimate_a"])
     assert rows.loc["a", "difference"] == pytest.approx(rows.loc["a", "estimate_b"] - rows.loc["a", "estimate_a"])
 
