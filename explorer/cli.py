@@ -493,8 +493,10 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
               help="Bootstrap resamples per fit.")
 @click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+@click.option("--compare", "compare_with", default=None, metavar="NAME",
+              help="Add a comparison with sweep NAME (as explorer compare: paired on shared draws and seeds).")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int, no_save: bool, force: bool) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None) -> None:
     """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
 
     DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
@@ -506,8 +508,14 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
     with store_errors():
         st, con = open_sweep(store_uri, sweep)
+        comparison = None
+        if compare_with is not None:
+            from . import api
+
+            comparison = api.compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
+                                     n_boot=max(n_boot, 2), save=not no_save)
         report = build_report(con, sweep, out, store=None if no_save else st, metric=metric, step=step, where=where,
-                              form=form, n_boot=n_boot, force=force)
+                              form=form, n_boot=n_boot, force=force, comparison=comparison)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
     click.echo(f"report: {report.path}")

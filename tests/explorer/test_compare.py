@@ -179,3 +179,17 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     assert set(rows["where_a"]) == {"preset = 'completep'"} and set(rows["verdict"]) == {"identical"}
     code, out = run("compare", "--sweep", "both", "--by", "lr", "--store", st.uri)
     assert code == 2 and "holds 1 value(s) of lr" in out
+
+
+def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
+    out = tmp_path / "report"
+    code, text = run("report", "--sweep", "base", "--compare", "more_c1", "--store", pair_store.uri, "--out", out,
+                     "--bootstrap", "20", "--no-save")
+    assert code == 0, text
+    page = (out / "index.html").read_text()
+    assert 'id="sweep-comparison"' in page and "sweeps-table" in page and "differs" in page
+    for name in ("compare_vs_depth", "compare_vs_units", "compare_differences"):
+        assert (out / f"{name}.png").exists() and f'data-chart="{name}"' in page
+    code, text = run("report", "--sweep", "base", "--compare", "other_draws", "--store", pair_store.uri,
+                     "--out", tmp_path / "refused", "--no-save")
+    assert code == 2 and "share no problem draw" in text
