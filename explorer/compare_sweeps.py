@@ -1,6 +1,6 @@
 """``explorer compare``: two sweeps (or two values of one categorical axis of a sweep) read from
 the store, checked for comparability, fitted on what they share and compared with a paired
-bootstrap (``explorer.compare``); the rows can be saved as kind ``comparisons``.
+bootstrap (``explorer.pairing``); the rows can be saved as kind ``comparisons``.
 
 Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
 ``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .compare import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
+from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
 from .errors import FitError
 from .fit import DEFAULT_FORM, resolve_form
 from .solver import check_single_slice

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.compare import pair_frames, paired_fit
+from explorer.pairing import pair_frames, paired_fit
 from explorer.compare_sweeps import Side, check_comparable
 from explorer.errors import FitError
 from explorer.planning import plan

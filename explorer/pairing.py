@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from .decomposed import NAMES, Design, Draw, design, draws_of, solve
+from .decomposition import terms
 from .errors import FitError
 from .formatting import fmt
 from .sweep_data import DRAW_COLUMN, plain_value
@@ -206,6 +207,18 @@ class PairedFit:
         return pd.DataFrame(out)
 
 
+def paired_solve(draws_a, draws_b, des_a, des_b, chosen, picks) -> tuple[np.ndarray, np.ndarray]:
+    """Both sweeps' estimates from one resample, each row kept in both or in neither: a row whose
+    resampled bias (or fluctuation) is not positive in one sweep leaves both, so that no
+    replicate compares fits of different points."""
+    keep = []
+    for g, pick in zip(chosen, picks):
+        (b2a, f2a), (b2b, f2b) = terms(draws_a[g].grams, pick), terms(draws_b[g].grams, pick)
+        with np.errstate(invalid="ignore"):
+            keep.append(((b2a - draws_a[g].ref2 > 0) & (b2b - draws_b[g].ref2 > 0), (f2a > 0) & (f2b > 0)))
+    return solve(draws_a, des_a, chosen, picks, keep), solve(draws_b, des_b, chosen, picks, keep)
+
+
 def _variance(outer, inner, within, G):
     if G > 1:
         with np.errstate(all="ignore"):
@@ -227,8 +240,9 @@ def _joint_within(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
         deleted_a, deleted_b = [], []
         for k in range(d.R):
             picks[g] = np.delete(np.arange(d.R), k)
-            deleted_a.append(solve(draws_a, des_a, everything, picks))
-            deleted_b.append(solve(draws_b, des_b, everything, picks))
+            one_a, one_b = paired_solve(draws_a, draws_b, des_a, des_b, everything, picks)
+            deleted_a.append(one_a)
+            deleted_b.append(one_b)
         deleted_a, deleted_b = np.array(deleted_a), np.array(deleted_b)
         for total, x in zip(totals, (deleted_a, deleted_b, deleted_b - deleted_a)):
             with np.errstate(all="ignore"):
@@ -251,14 +265,13 @@ def paired_fit(paired: Paired, n_boot: int = 200, seed: int = 0, floor: str = "q
         des_a, des_b = joint_design(draws_a, draws_b, floor)
         G = len(draws_a)
         everything = list(range(G))
-        theta_a = solve(draws_a, des_a, everything, [None] * G)
-        theta_b = solve(draws_b, des_b, everything, [None] * G)
+        theta_a, theta_b = paired_solve(draws_a, draws_b, des_a, des_b, everything, [None] * G)
         same = identical(paired)
         rng = np.random.default_rng(seed)
 
         def replicate(chosen):
             picks = [rng.integers(0, draws_a[g].R, draws_a[g].R) for g in chosen]
-            return solve(draws_a, des_a, list(chosen), picks), solve(draws_b, des_b, list(chosen), picks)
+            return paired_solve(draws_a, draws_b, des_a, des_b, list(chosen), picks)
 
         inner = [replicate(everything) for _ in range(n_boot)]
         outer = [replicate(rng.integers(0, G, G)) for _ in range(n_boot)] if G > 1 else inner
@@ -289,4 +302,4 @@ def verdict_line(row) -> str:
 
 
 __all__ = ["PAIR_COLUMNS", "Paired", "PairedFit", "RATIO_PARAMETERS", "VERDICTS", "identical", "joint_design",
-           "pair_frames", "paired_fit", "verdict_line"]
+           "pair_frames", "paired_fit", "paired_solve", "verdict_line"]
