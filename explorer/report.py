@@ -444,10 +444,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         points = main.grid if main is not None else grid
         report.slopes = _charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
-        if comparison is not None:
-            from .compare_report import comparison_charts
-
-            report.charts.update(comparison_charts(comparison))
+        report.charts.update(_comparison_charts(comparison))
         report.summary = _summary(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():
@@ -590,6 +587,15 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         excluded=_table(excluded, "excluded-table") if len(excluded) else None,
         counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
         sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def _comparison_charts(comparison) -> dict:
+    """The charts of a comparison with another sweep (none without one)."""
+    if comparison is None:
+        return {}
+    from .compare_report import comparison_charts
+
+    return comparison_charts(comparison)
 
 
 def _comparison_block(comparison) -> dict:
