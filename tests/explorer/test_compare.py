@@ -179,6 +179,10 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     assert set(rows["where_a"]) == {"preset = 'completep'"} and set(rows["verdict"]) == {"identical"}
     code, out = run("compare", "--sweep", "both", "--by", "lr", "--store", st.uri)
     assert code == 2 and "holds 1 value(s) of lr" in out
+    code, out = run("report", "--sweep", "both", "--store", st.uri, "--out", tmp_path / "report", "--bootstrap", "10",
+                    "--no-save")
+    assert code == 0, out
+    assert (tmp_path / "report" / "error_vs_preset.png").exists()  # a categorical axis gets its chart too
 
 
 def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
