@@ -6,8 +6,9 @@ Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_
 ``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
 the two sides' errors are not comparable: different reference kinds, or different problems
 (input and output dimensions, samples, coupled embeddings: the same problem seed would not draw
-the same data). It warns when the sides differ in more configuration columns than the one
-being compared, naming them.
+the same data), or stored references of another numerics version or problem. It warns when the
+sides differ in more configuration columns than the one being compared, naming them, and when
+their references were computed at another resolution.
 """
 from __future__ import annotations
 
@@ -16,19 +17,24 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+
 import pandas as pd
 
 from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
-from .errors import FitError
+from .errors import FitError, QueryError, SweepDataError
 from .fit import DEFAULT_FORM, resolve_form
 from .solver import check_single_slice
-from .sweep_data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, seed_grams,
-                         sweep_is, table_columns, where_clause)
+from .sweep_data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame,
+                         seed_grams, sql_literal, sweep_is, table_columns, where_clause)
 
 # Columns that define the data a problem seed draws: sides that differ in them share no draws.
 PROBLEM_COLUMNS = ("d_in", "d_out", "samples", "coupled_dim")
 CATEGORICAL_AXES = ("preset", "activation")  # the axes `--by` is meant for (any grid column works)
 COMPARED_FORMS = ("decomposed",)
+# Settings of a reference's computation (its stored metadata): a different resolution changes the
+# floor the fit removes, not what is measured (a warning); other numerics are not comparable.
+REFERENCE_RESOLUTION = ("depth", "width", "replicas")
+REFERENCE_NUMERICS = ("numerics_version",)
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,46 @@ def check_comparable(config_a: dict, config_b: dict, a: Side, b: Side) -> dict:
     return differing
 
 
+def reference_settings(con, frame) -> dict:
+    """setting -> sorted distinct values over the references of ``frame``'s rows (their stored
+    metadata: resolution, numerics version, the problem without its seed); {} when the
+    connection has no ``references`` view or the references are not stored."""
+    keys = sorted({str(k) for k in frame["ref_key"]}) if "ref_key" in frame else []
+    if not keys:
+        return {}
+    try:
+        metas = query_frame(con, 'SELECT ref_key, any_value(meta_json) AS meta FROM "references" WHERE ref_key IN ('
+                                 + ", ".join(sql_literal(k) for k in keys) + ") GROUP BY ref_key")
+    except (QueryError, SweepDataError):
+        return {}
+    found: dict = {}
+    for text in metas["meta"]:
+        meta = json.loads(text)
+        problem = {k: v for k, v in (meta.get("limit", {}).get("problem") or {}).items() if k != "seed"}
+        for name in REFERENCE_RESOLUTION + REFERENCE_NUMERICS:
+            found.setdefault(name, set()).add(json.dumps(meta.get(name)))
+        found.setdefault("problem", set()).add(json.dumps(problem, sort_keys=True))
+    return {name: sorted(values) for name, values in found.items()}
+
+
+def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> list[str]:
+    """Warnings for references computed at different resolutions; refuses other numerics or problems.
+
+    Raises:
+        FitError: the references' numerics versions or problems (seed aside) differ.
+    """
+    differing = [n for n in settings_a if n in settings_b and settings_a[n] != settings_b[n]]
+    refused = [n for n in differing if n in REFERENCE_NUMERICS + ("problem",)]
+    if refused:
+        detail = "; ".join(f"{n}: {', '.join(settings_a[n])} against {', '.join(settings_b[n])}" for n in refused)
+        raise FitError(f"the references of {a.label} and {b.label} are not comparable ({detail})")
+    if not differing:
+        return []
+    detail = "; ".join(f"{n}: {', '.join(settings_a[n])} against {', '.join(settings_b[n])}" for n in differing)
+    return [f"the references of A and B were computed at different resolutions ({detail}): the floor each fit "
+            "removes differs"]
+
+
 def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None,
             where: str | None = None, n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Comparison:
     """Compare two sides fitted with ``form`` on their shared points, draws and seeds.
@@ -171,9 +217,9 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
         frames.append(frame)
         configs.append(_configuration(con, side, selected))
     differing = check_comparable(configs[0], configs[1], a, b)
+    warnings = check_references(reference_settings(con, frames[0]), reference_settings(con, frames[1]), a, b)
     paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
     fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
-    warnings = []
     if len(differing) > 1:
         detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"
                            for c, (va, vb) in differing.items())
@@ -188,5 +234,6 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
                       notes, seed)
 
 
-__all__ = ["CATEGORICAL_AXES", "COMPARED_FORMS", "Comparison", "PROBLEM_COLUMNS", "Side", "check_comparable",
-           "compare", "sides_by"]
+__all__ = ["CATEGORICAL_AXES", "COMPARED_FORMS", "Comparison", "PROBLEM_COLUMNS", "REFERENCE_NUMERICS",
+           "REFERENCE_RESOLUTION", "Side", "check_comparable", "check_references", "compare", "reference_settings",
+           "sides_by"]

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.pairing import pair_frames, paired_fit
-from explorer.compare_sweeps import Side, check_comparable
+from explorer.compare_sweeps import Side, check_comparable, check_references
 from explorer.errors import FitError
 from explorer.planning import plan
 from explorer.planted import REGIMES
@@ -102,6 +102,18 @@ def test_different_reference_kinds_are_refused():
         check_comparable({"ref_kind": ["mean_ode"], "lr": [1.0]}, {"ref_kind": ["largest"], "lr": [1.0]}, a, b)
     assert check_comparable({"ref_kind": ["mean_ode"], "lr": [1.0]}, {"ref_kind": ["mean_ode"], "lr": [0.8]},
                             a, b) == {"lr": ([1.0], [0.8])}
+
+
+def test_references_of_other_numerics_are_refused_and_other_resolutions_warned():
+    a, b = Side("a"), Side("b")
+    base = {"depth": ["1024"], "width": ["512"], "replicas": ["2"], "numerics_version": ["4"], "problem": ["{}"]}
+    assert check_references(base, dict(base), a, b) == []
+    warned = check_references(base, {**base, "depth": ["512"]}, a, b)
+    assert len(warned) == 1 and "depth: 1024 against 512" in warned[0]
+    with pytest.raises(FitError, match="not comparable .numerics_version"):
+        check_references(base, {**base, "numerics_version": ["3"]}, a, b)
+    with pytest.raises(FitError, match="problem"):
+        check_references(base, {**base, "problem": ['{"data": "sphere"}']}, a, b)
 
 
 def test_cli_compares_two_planted_sweeps_and_saves_the_rows(pair_store):
