@@ -194,6 +194,22 @@ def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> li
             "removes differs"]
 
 
+def side_warnings(paired, floor: str) -> list[str]:
+    """Each side's own fit warnings on the shared selection (a law that does not explain a grid,
+    a term not measured), as ``explorer fit`` gives them, prefixed A: or B:."""
+    from .fit_decomposed import fit_decomposed
+
+    out = []
+    for name, frame in (("A", paired.a), ("B", paired.b)):
+        try:
+            result = fit_decomposed(frame, n_boot=0, floor=floor, per_draw=False, range_check=False)
+        except FitError as exc:
+            out.append(f"{name}: {exc}")
+            continue
+        out += [f"{name}: {w}" for w in result.warnings]
+    return out
+
+
 def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None,
             where: str | None = None, n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Comparison:
     """Compare two sides fitted with ``form`` on their shared points, draws and seeds.
@@ -220,6 +236,7 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     warnings = check_references(reference_settings(con, frames[0]), reference_settings(con, frames[1]), a, b)
     paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
     fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
+    warnings += side_warnings(paired, floor)
     if len(differing) > 1:
         detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"
                            for c, (va, vb) in differing.items())
@@ -236,4 +253,4 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
 
 __all__ = ["CATEGORICAL_AXES", "COMPARED_FORMS", "Comparison", "PROBLEM_COLUMNS", "REFERENCE_NUMERICS",
            "REFERENCE_RESOLUTION", "Side", "check_comparable", "check_references", "compare", "reference_settings",
-           "sides_by"]
+           "side_warnings", "sides_by"]

@@ -209,3 +209,17 @@ def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
     code, text = run("report", "--sweep", "base", "--compare", "other_draws", "--store", pair_store.uri,
                      "--out", tmp_path / "refused", "--no-save")
     assert code == 2 and "share no problem draw" in text
+
+
+def test_each_sides_own_fit_warnings_are_carried(pair_store):
+    """A side whose law leaves a term unmeasured says so, prefixed with its letter."""
+    from explorer.pairing import Paired
+    from explorer.compare_sweeps import side_warnings
+
+    a, b = planted_pair(REGIMES["easy"], np.random.default_rng(8))
+    paired = pair_frames(a, b)
+    assert side_warnings(paired, "quadrature") == []
+    flat = paired.a.copy()
+    flat["gram"] = [g * 0 + np.eye(len(g)) * 1e-2 for g in flat["gram"]]  # no bias, no slope: nothing measured
+    warned = side_warnings(Paired(flat, paired.b, [], paired.n_seeds), "quadrature")
+    assert warned and all(w.startswith("A: ") for w in warned)
