@@ -14,6 +14,7 @@ _LAZY = {
     "sweep_status": "api",
     "adaptive_sweep": "api",
     "design": "api",
+    "compare": "api",
     "grid_errors": "fit",
     "fit_sweep": "fit",
     "phase_diagram": "phase",

@@ -191,3 +191,44 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     from .adaptive import adaptive_status
 
     return adaptive_status(st, sweep)
+
+
+def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
+            form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
+            n_boot: int = 200, seed: int = 0, save: bool = True):
+    """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
+    with paired bootstrap intervals of the differences (``explorer.pairing``; docs/analysis.md).
+
+        explorer.compare("lr10", "lr08", store="results").lines()
+        explorer.compare("presets", by="preset", store="results")   # two values of one sweep's axis
+
+    Args:
+        sweep_a, sweep_b: the sweeps A and B (B - A is reported); with ``by``, give ``sweep_a`` only.
+        by: a configuration column (preset, activation, ...) whose two values in ``sweep_a`` are A and B.
+        save: write the rows to the store (kind ``comparisons``, filed under A's sweep).
+
+    Returns:
+        A ``Comparison`` (``rows``, ``lines()``, ``comparison_id``, ``fit``, ``paired``).
+
+    Raises:
+        FitError: incomparable sides, nothing shared, an unsupported form, a bad ``by``.
+        SweepDataError: an unknown sweep. QueryError: a bad ``where``.
+    """
+    from .compare_sweeps import Side, compare as compare_sides, sides_by
+    from .errors import FitError
+
+    if (sweep_b is None) == (by is None):
+        raise FitError("compare needs two sweeps, or one sweep and --by COLUMN (not both)")
+    st = open_store(store, sweep=sweep_a)
+    if sweep_b is not None:
+        open_store(st, sweep=sweep_b)
+    con = st.connect(read_only=True)
+    try:
+        a, b = sides_by(con, sweep_a, by, where) if by else (Side(sweep_a), Side(sweep_b))
+        result = compare_sides(con, a, b, form=form, metric=metric, step=step, where=where, n_boot=n_boot,
+                               seed=seed)
+    finally:
+        con.close()
+    if save:
+        st.write_comparison(sweep_a, result.comparison_id, result.store_rows())
+    return result

@@ -417,16 +417,20 @@ def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
     data = data.merge(keys, on=series_cols)
     data["series"] = data[series_cols].astype(str).apply(
         lambda r: " ".join(f"{c}={v}" for c, v in zip(series_cols, r)), axis=1) if len(data) else []
-    x_scale = _LOG if _is_log_axis(data[axis].to_numpy(float)) else alt.Scale(zero=False, padding=12)
     values = sorted(data[axis].unique().tolist())
-    x_axis = alt.Axis(values=values) if len(values) <= 12 else alt.Axis()  # label every swept value
+    if pd.api.types.is_numeric_dtype(data[axis]):
+        x_scale = _LOG if _is_log_axis(data[axis].to_numpy(float)) else alt.Scale(zero=False, padding=12)
+        x_axis = alt.Axis(values=values) if len(values) <= 12 else alt.Axis()  # label every swept value
+        x, kind = alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis), "Q"
+    else:  # a categorical axis (preset, activation): its values side by side
+        x, kind = alt.X(f"{axis}:N", title=axis, sort=values, axis=alt.Axis(labelAngle=0)), "N"
     return alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis),
+        x=x,
         y=alt.Y("err:Q", scale=_LOG, title="error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
                         legend=alt.Legend(type="gradient")),
         detail="series:N",
-        tooltip=["series:N", f"{axis}:Q", alt.Tooltip("err:Q", format=".3g"), "n_seeds:Q"],
+        tooltip=["series:N", f"{axis}:{kind}", alt.Tooltip("err:Q", format=".3g"), "n_seeds:Q"],
     ).properties(width=WIDTH, height=HEIGHT, title=title or f"error vs {axis}")
 
 

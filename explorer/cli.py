@@ -20,7 +20,7 @@ from .options import open_store, open_sweep, store_errors, store_option, sweep_f
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
-DATA_KINDS = ("metrics", "trials", "fits", "rounds")
+DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
 FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
 
 
@@ -100,7 +100,7 @@ def cli_reference() -> str:
               help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
 def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
                 memory_limit: str | None) -> None:
-    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds and references.
+    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds, comparisons and references.
 
     Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
     data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
@@ -443,6 +443,47 @@ def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget:
         click.echo(line)
 
 
+@main.command("compare")
+@click.option("--sweep", "sweeps", multiple=True, required=True, metavar="NAME",
+              help="Sweep A, then sweep B (B - A is reported); once with --by.")
+@click.option("--by", default=None, metavar="COLUMN",
+              help="Compare the two values of this column within one sweep, e.g. preset or activation.")
+@store_option
+@click.option("--form", default="decomposed", show_default=True, metavar="F",
+              help="The law both sweeps are fitted with (decomposed: the only one compare fits today).")
+@_metric_option
+@_step_option
+@_where_option
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
+              metavar="N", help="Paired bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--save/--no-save", default=True, show_default=True,
+              help="Write the rows to the store (kind comparisons, under sweep A).")
+def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, form: str, metric: str,
+                    step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
+    """Compare two sweeps' fitted laws: per parameter A, B, the difference B - A (the ratio B/A
+    for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
+
+    Both are fitted on the grid points, problem draws and seeds they share (what is left out is
+    listed); the paired bootstrap applies each resample of draws and seed indices to both, so
+    the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
+    their references or problems differ; warns when they differ in more than one setting.
+    Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
+    """
+    from . import api
+
+    expected = 1 if by else 2
+    if len(sweeps) != expected:
+        raise click.UsageError(f"give --sweep {'once with --by' if by else 'twice (A, then B)'}; got {len(sweeps)}")
+    with store_errors():
+        result = api.compare(sweeps[0], None if by else sweeps[1], by=by, store=store_uri, form=form, metric=metric,
+                             step=step, where=where, n_boot=n_boot, seed=seed, save=save)
+    for line in result.lines():
+        click.echo(line)
+    if save:
+        click.echo(f"wrote comparison {result.comparison_id} ({len(result.rows)} rows, kind comparisons)")
+
+
 @main.command("phase")
 @_sweep_required
 @store_option
@@ -488,8 +529,10 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
               help="Bootstrap resamples per fit.")
 @click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+@click.option("--compare", "compare_with", default=None, metavar="NAME",
+              help="Add a comparison with sweep NAME (as explorer compare: paired on shared draws and seeds).")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int, no_save: bool, force: bool) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None) -> None:
     """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
 
     DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
@@ -501,8 +544,14 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
     with store_errors():
         st, con = open_sweep(store_uri, sweep)
+        comparison = None
+        if compare_with is not None:
+            from . import api
+
+            comparison = api.compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
+                                     n_boot=max(n_boot, 2), save=not no_save)
         report = build_report(con, sweep, out, store=None if no_save else st, metric=metric, step=step, where=where,
-                              form=form, n_boot=n_boot, force=force)
+                              form=form, n_boot=n_boot, force=force, comparison=comparison)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
     click.echo(f"report: {report.path}")

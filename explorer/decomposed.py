@@ -255,9 +255,11 @@ def _within_slope(x, y, w, group) -> tuple[float, dict]:
     return slope, {int(k): float(alpha[k]) for k in np.flatnonzero(present)}
 
 
-def solve(draws: list[Draw], des: Design, chosen, picks) -> np.ndarray:
+def solve(draws: list[Draw], des: Design, chosen, picks, keep=None) -> np.ndarray:
     """The four parameters (log c1, a, log c2, b) from draws ``chosen`` (indices, repeats
-    allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed)."""
+    allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed).
+    ``keep``: per chosen draw, (bias rows, fluct rows) masks a row must also pass (a paired
+    comparison keeps a row in both sweeps' replicate or in neither)."""
     parts_b, parts_f = [], []
     width = 1 + max(int(c.max()) for c in des.column) if des.column else 1
     for copy, (g, pick) in enumerate(zip(chosen, picks)):
@@ -268,6 +270,8 @@ def solve(draws: list[Draw], des: Design, chosen, picks) -> np.ndarray:
             yf_g = 0.5 * np.log(f2) + des.fluct_corr[g]
         ub = des.bias_used[g] & np.isfinite(yb_g)
         uf = des.fluct_used[g] & np.isfinite(yf_g)
+        if keep is not None:
+            ub, uf = ub & keep[copy][0], uf & keep[copy][1]
         parts_b.append((np.log(d.L[ub]), yb_g[ub], des.bias_w[g][ub], copy * width + des.column[g][ub],
                         des.in_c1_column[g][ub]))
         parts_f.append((np.log(d.D[uf] / (d.L[uf] * d.M[uf])), yf_g[uf], des.fluct_w[g][uf],

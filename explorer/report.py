@@ -358,6 +358,10 @@ CHART_TITLES = {
 
 
 def _chart_title(name: str) -> str:
+    if name.startswith("compare_"):
+        from .compare_report import TITLES
+
+        return TITLES.get(name, name)
     if name.startswith("error_vs_") and name not in CHART_TITLES:
         return f"Error vs {name[len('error_vs_'):]} (the other swept axes held, one line per L, M, D)"
     return CHART_TITLES.get(name, name)
@@ -368,7 +372,7 @@ def _chart_title(name: str) -> str:
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
                  where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
-                 store=None, formats=CHART_FORMATS, force: bool = False) -> Report:
+                 store=None, formats=CHART_FORMATS, force: bool = False, comparison=None) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -383,6 +387,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         formats: which files to write per chart besides index.html.
         force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
             without it such a file is refused before any work; no file is written through a link).
+        comparison: an ``explorer.compare_sweeps.Comparison`` of this sweep with another: adds
+            its table and charts (``explorer.compare_report``).
     Returns:
         A :class:`Report`.
     Raises:
@@ -438,6 +444,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         points = main.grid if main is not None else grid
         report.slopes = _charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+        report.charts.update(_comparison_charts(comparison))
         report.summary = _summary(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():
@@ -446,7 +453,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))
         if store is not None:
             report.fits_not_saved = save_fits(store, report.fits.values())
-        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
+        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison)
         folder.write("index.html", page)
         return report
 
@@ -546,7 +553,8 @@ def write_report(sweep: str, store="results", out: str | Path = "report", save: 
     return Path(out)
 
 
-def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where) -> str:
+def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where,
+          sweeps=None) -> str:
     """index.html from templates/report.html.j2 (every value escaped by the template)."""
     advice = None
     if report.advice is not None:
@@ -577,7 +585,26 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
         excluded=_table(excluded, "excluded-table") if len(excluded) else None,
-        counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"))
+        counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
+        sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def _comparison_charts(comparison) -> dict:
+    """The charts of a comparison with another sweep (none without one)."""
+    if comparison is None:
+        return {}
+    from .compare_report import comparison_charts
+
+    return comparison_charts(comparison)
+
+
+def _comparison_block(comparison) -> dict:
+    """What the template shows of a comparison with another sweep (``explorer.compare_report``)."""
+    from .compare_report import comparison_table
+
+    lines = comparison.lines()
+    return {"b": comparison.b.label, "head": lines[:2], "table": _table(comparison_table(comparison), "sweeps-table"),
+            "lines": [line for line in lines[2:] if line.startswith(("left out", "warning", "note"))]}
 
 
 __all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "fmt", "needed_axes", "save_chart",

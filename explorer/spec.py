@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 # The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
 # ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
-GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr")
+GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation")
 _AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
+                "preset": ("model", "preset"), "activation": ("model", "activation"),
                 "problem_seeds": ("problem", "seed")}
 
 
@@ -249,6 +250,11 @@ class GridSpec:
         None, _list_of(_positive_number, "positive numbers"), "init scales of v (replaces [model] sigma_v)")
     lr: tuple[float, ...] | None = _spec_field(
         None, _list_of(_positive_number, "positive numbers"), "learning rates (replaces [train] lr)")
+    # categorical axes: each value is its own limit, so its trials get their own references
+    preset: tuple[str, ...] | None = _spec_field(
+        None, _list_of(_choice(*PRESETS), "presets"), "residual scaling presets (replaces [model] preset)")
+    activation: tuple[str, ...] | None = _spec_field(
+        None, _list_of(_choice(*ACTIVATION_NAMES), "activations"), "activations (replaces [model] activation)")
     problem_seeds: tuple[int, ...] | None = _spec_field(
         None, _list_of(_nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
@@ -377,12 +383,13 @@ class SweepSpec:
     def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
         """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
         all its seeds batched."""
+        fields = {"activation": self.model.activation, "preset": self.model.preset, **point}
         return TrialConfig(
-            problem=problem, activation=self.model.activation, block=self.model.block, preset=self.model.preset,
+            problem=problem, block=self.model.block,
             steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,
             seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic,
             divergence_factor=self.train.divergence_factor, divergence_bound=self.train.divergence_bound,
-            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **point,
+            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **fields,
         )
 
     def reference_config(self, limit: TrialConfig) -> ReferenceConfig | JointLimitConfig:
@@ -682,7 +689,8 @@ _CONFIG_KEYS = {
     "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
 }
 # Fields an optional [grid] list replaces: when it is given, the error is the axis's.
-_FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds"}
+_FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds",
+               "preset": "preset", "activation": "activation"}
 
 
 def _key_of(error: ConfigError, spec: SweepSpec) -> str | None:

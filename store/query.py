@@ -1,4 +1,4 @@
-"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds`` and ``references``,
+"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds``, ``comparisons`` and ``references``,
 and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``.
 
 Each view scans a ``pyarrow.dataset`` of exactly the files that serve its rows (one file per

@@ -7,7 +7,9 @@ Four kinds of rows live in the store (see docs/store.md for the table):
 - ``references``: one row per array of a cached Mean ODE reference;
 - ``rounds``: the log of an adaptive sweep (``explorer.adaptive``): one file per round, a row per
   chosen point (what was chosen and why) and, once the round's trials are done and refitted, a row
-  per target parameter (its estimate and CI then).
+  per target parameter (its estimate and CI then);
+- ``comparisons``: one row per parameter of a comparison of two fitted sweeps (``explorer compare``):
+  both estimates, their difference and its paired and unpaired intervals, a verdict.
 
 ``to_table(kind, rows, fill)`` is the gate every write goes through: a row with a missing or
 unknown column, a value of the wrong type, or a status outside the allowed set raises
@@ -32,7 +34,7 @@ import pyarrow as pa
 from .errors import InvalidNameError, SchemaError
 
 SCHEMA_VERSION = 2  # 2: metrics gained ``flags``, fits ``warnings``
-KINDS = ("metrics", "trials", "fits", "references", "rounds")
+KINDS = ("metrics", "trials", "fits", "references", "rounds", "comparisons")
 # The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
 # A trial that ended so is final (a rerun skips it); a failed one runs again.
@@ -213,8 +215,41 @@ _ROUNDS = (
     Column("created_at", _TIME, "UTC time the round record was written"),
 ) + _PROVENANCE
 
+COMPARISON_VERDICTS = ("differs", "no difference measured", "identical", "not measured")
+_COMPARISONS = (
+    Column("sweep", _STR, "the partition the row is filed under: sweep_a"),
+    Column("comparison_id", _STR, "id of one comparison (one file per id; the same comparison again replaces it)"),
+    Column("sweep_a", _STR, "the first sweep (A)"),
+    Column("sweep_b", _STR, "the second sweep (B); equal to sweep_a for a comparison within one sweep (--by)"),
+    Column("where_a", _STR, "the condition selecting A's rows, e.g. preset = 'mlu' (null: the whole sweep)",
+           nullable=True),
+    Column("where_b", _STR, "the condition selecting B's rows (null: the whole sweep)", nullable=True),
+    Column("form", _STR, "the law both sweeps were fitted with, a key of the fit registry"),
+    Column("metric", _STR, "the error metric, e.g. err_out"),
+    Column("step", _INT, "the step read (null: each trial's final step)", nullable=True),
+    Column("parameter", _STR, "the law's parameter, e.g. a, c1"),
+    Column("estimate_a", _FLOAT, "A's estimate on the shared points, draws and seeds (NaN: not measured)"),
+    Column("estimate_b", _FLOAT, "B's estimate on the same selection (NaN: not measured)"),
+    Column("difference", _FLOAT, "B - A; for a positive constant (c1, c2) the ratio B / A"),
+    Column("ci_low", _FLOAT, "lower end of the paired 95% interval of the difference (null: identical runs)",
+           nullable=True),
+    Column("ci_high", _FLOAT, "upper end of the paired 95% interval", nullable=True),
+    Column("ci_low_unpaired", _FLOAT, "lower end of the interval as if the sweeps shared no randomness",
+           nullable=True),
+    Column("ci_high_unpaired", _FLOAT, "upper end of the unpaired interval", nullable=True),
+    Column("verdict", _STR, "differs (the paired interval excludes no change) | no difference measured | "
+           "identical (bit-identical errors) | not measured", allowed=COMPARISON_VERDICTS),
+    Column("n_draws", _INT, "problem draws both sweeps share"),
+    Column("n_points", _INT, "(draw, grid point) rows both sweeps share"),
+    Column("n_seeds", _INT, "seeds per point both sweeps share (the fewest over draws)"),
+    Column("n_boot", _INT, "paired bootstrap resamples"),
+    Column("differing_keys", _STR, "the configuration columns whose values differ between A and B, joined by ', '"),
+    Column("created_at", _TIME, "UTC time the comparison was written"),
+) + _PROVENANCE
+
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES, "rounds": _ROUNDS,
+    "comparisons": _COMPARISONS,
 }
 # {version: {kind: columns that version added}}: a file written at version v lacks the columns of
 # later versions and reads them as null (store.screen's rule).
@@ -229,7 +264,7 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 # Each file of a kind holds whole groups of this column (one group per small file).
 KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key",
-              "rounds": "round_id"}
+              "rounds": "round_id", "comparisons": "comparison_id"}
 
 
 def _hostname() -> str:
@@ -249,6 +284,7 @@ DEFAULTS = {
     "fits": {"created_at": _now, "warnings": lambda: ""},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},
+    "comparisons": {"created_at": _now, "where_a": lambda: None, "where_b": lambda: None},
 }
 
 

@@ -7,6 +7,7 @@
     st.get_or_compute_reference(ref_key, compute)
     st.write_fit(sweep, fit_id, rows)
     st.write_round(sweep, round_id, rows)          # an adaptive sweep's round log
+    st.write_comparison(sweep, comparison_id, rows)  # two fitted sweeps compared (explorer compare)
     st.query("SELECT L, avg(err_out) FROM metrics GROUP BY L")   # -> pyarrow Table
     st.connect(sweep)                           # -> DuckDB connection on the views, for many queries
     st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
@@ -31,7 +32,7 @@ from .catalog import completed_keys, list_sweeps
 from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep, reference_lock
-from .write import write_fit, write_round, write_trial
+from .write import write_comparison, write_fit, write_round, write_trial
 
 
 class Store:
@@ -121,6 +122,15 @@ class Store:
         """
         write_round(self._files, sweep, round_id, rows)
 
+    def write_comparison(self, sweep: str, comparison_id: str, rows: Sequence[Mapping]) -> None:
+        """Validate and atomically write the rows of one comparison of two sweeps (kind
+        ``comparisons``, filed under ``sweep``; see ``store.schema``). Writing an id again replaces it.
+
+        Raises:
+            SchemaError, InvalidNameError, StoreError: as for ``write_trial``.
+        """
+        write_comparison(self._files, sweep, comparison_id, rows)
+
     # -- reading -------------------------------------------------------------------------------
     def completed_trial_keys(self, sweep: str) -> set[str]:
         """Keys of the sweep's trials that have a trials row (written after their metrics).
@@ -185,7 +195,7 @@ class Store:
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
                 views: Collection[str] | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with views metrics, trials, fits, rounds and references.
+        """A DuckDB connection with views metrics, trials, fits, rounds, comparisons and references.
 
         The views show the files present now; connect again to see later writes. They read
         only files that match a schema version of their kind (``store/screen.py``, the rule of

@@ -94,8 +94,19 @@ def write_round(files: Files, sweep: str, round_id: str, rows: Sequence[Mapping]
     _write_rows(files, sweep, "rounds", "round_id", round_id, rows)
 
 
+def write_comparison(files: Files, sweep: str, comparison_id: str, rows: Sequence[Mapping]) -> None:
+    """Validate and write the rows of one comparison to ``sweep=<sweep>/kind=comparisons/<comparison_id>.parquet``.
+
+    Writing the same comparison id again replaces it.
+
+    Raises:
+        InvalidNameError, SchemaError, StoreError: as for ``write_trial``.
+    """
+    _write_rows(files, sweep, "comparisons", "comparison_id", comparison_id, rows)
+
+
 def _write_rows(files: Files, sweep: str, kind: str, key_column: str, key: str, rows: Sequence[Mapping]) -> None:
-    """Validate ``rows`` of ``kind`` and write them as the one file of ``key`` (fits, rounds)."""
+    """Validate ``rows`` of ``kind`` and write them as the one file of ``key`` (fits, rounds, comparisons)."""
     check_sweep(sweep)
     check_key(key, key_column.replace("_", " "))
     table = to_table(kind, rows, provenance(sweep, key_column, key))

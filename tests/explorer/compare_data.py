@@ -1,0 +1,73 @@
+"""What the comparison tests share: a planted pair of sweeps that share their randomness, as
+frames (``planted_pair``) and in a real store through the planted runner (``planted_store``)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from explorer.decomposition import gram_of
+from explorer.planted_runner import PlantedRunner, TermsLaw
+from explorer.planning import plan
+from explorer.spec import load_spec
+
+
+def planted_pair(regime, rng, c1_factor: float = 1.2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two ``seed_grams`` frames of ``explorer.planted``'s law that differ only in c1 (B's is
+    ``c1_factor`` times A's) and share every random draw: each problem draw's bias and reference
+    directions and effects, and each seed's noise at each point (what the engine's shared problem
+    seeds and seed streams give two real sweeps)."""
+    rows_a, rows_b = [], []
+    n, R = regime.entries, regime.seeds
+    for g in range(regime.draws):
+        u = rng.standard_normal(n)
+        u /= np.sqrt(np.mean(u**2))
+        v = rng.standard_normal(n)
+        v /= np.sqrt(np.mean(v**2))
+        eff_b, eff_f = np.exp(regime.draw_sd * rng.standard_normal(2))
+        common = rng.standard_normal((R, n))
+        for L, M in itertools.product(regime.Ls, regime.Ms):
+            D = regime.D
+            fluct = regime.c2 * eff_f * (D / (L * M)) ** regime.b
+            xi = regime.shared * common + np.sqrt(1 - regime.shared**2) * rng.standard_normal((R, n))
+            for rows, c1 in ((rows_a, regime.c1), (rows_b, regime.c1 * c1_factor)):
+                gram = gram_of(c1 * eff_b * L ** (-regime.a) * u + regime.ref_err * v + fluct * xi)
+                rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err,
+                             "n_seeds": R, "seeds": tuple(range(R)), "gram": gram})
+    return pd.DataFrame(rows_a), pd.DataFrame(rows_b)
+
+
+PLANTED_SPEC = """
+name = "{name}"
+[problem]
+d_in = {d_in}
+[train]
+steps = 3
+lr = {lr}
+[reference]
+depth = 32
+width = 16
+[grid]
+L = [4, 8, 16, 32, 64]
+M = [64, 256, 1024]
+D = [8]
+problem_seeds = {draws}
+seeds = 4
+"""
+
+
+def planted_store(store, name: str, *, c1: float = 0.065, lr: float = 1.0, d_in: int = 5, draws=(1, 2, 3),
+                  seed: int = 0, tmp_path=None) -> None:
+    """Write a planted sweep ``name`` into ``store`` as a sweep would (``PlantedRunner``). Sweeps
+    written with the same ``seed`` share their noise draw by draw and seed by seed."""
+    text = PLANTED_SPEC.format(name=name, lr=lr, d_in=d_in, draws=list(draws))
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    spec = load_spec(str(path))
+    runner = PlantedRunner(store, TermsLaw(c1=c1), entries=400, draw_sd=0.2, ref_err=1e-6, seed=seed,
+                           term_effects=True)
+    runner(spec, {t.trial_key for t in plan(spec).trials})
+
+
+__all__ = ["PLANTED_SPEC", "planted_pair", "planted_store"]
