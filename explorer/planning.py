@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION
-from trials import ConfigError, ReferenceConfig, TrialConfig, largest_reference_key, stable_hash
+from trials import (ConfigError, ReferenceConfig, TrialConfig, largest_reference_config, largest_reference_key,
+                    stable_hash)
 
 if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
     from trials import JointLimitConfig
@@ -120,7 +121,7 @@ def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReferen
     A trial is compared with the reference its config defines, never with a group's: mean_ode and
     joint_limit with the limit of its ``limit_fields`` (completep's effective alpha depends on M,
     so each M has its own), largest with the largest grid point made from its config (L, M and D
-    at the grid's maxima, everything else its own). Hashing a key costs a JSON dump and a SHA-256,
+    at the grid's maxima, seeds no trial uses, everything else its own). Hashing a key costs a JSON dump and a SHA-256,
     so the references are cached by the (hashable) values their key is made of: planning 10^5 trials
     computes one key per distinct reference.
     """
@@ -135,7 +136,7 @@ def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReferen
             identity = tuple(getattr(cfg, name) for name in _ALL_BUT_SHAPE)
             found = cache.get(identity)
             if found is None:
-                top = cfg.replace(**largest)
+                top = largest_reference_config(cfg, **largest)
                 found = cache[identity] = PlannedReference(largest_reference_key(top), kind, top)
             return found
 

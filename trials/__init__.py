@@ -34,6 +34,8 @@ _LAZY = {
     "ReferenceDiverged": "reference",
     "compute_reference": "reference",
     "largest_reference_key": "config",
+    "largest_reference_config": "config",
+    "LARGEST_REFERENCE_SEED": "config",
     "reference_from_trial": "reference",
     "JointLimitConfig": "joint_limit",
     "compute_joint_limit": "joint_limit",

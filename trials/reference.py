@@ -14,7 +14,7 @@ The trial's limit is the mlu Mean ODE at ``TrialConfig.limit_alpha`` (completep'
 depth_mup has none and is refused (``ReferenceConfig``).
 
 ``largest``: the companion paper's protocol for D-sweeps. The largest grid point of the sweep,
-run with its own seeds, is the reference of every other point; its error estimate is the
+run with seeds no trial uses (``largest_reference_config``), is the reference of every point; its error estimate is the
 spread of its seeds / sqrt(seeds) (no discretization part).
 
 A reference is plain arrays plus JSON metadata (``to_record`` / ``from_record``), which is what
@@ -170,8 +170,8 @@ def compute_reference(config: ReferenceConfig) -> Reference:
 
 
 def reference_from_trial(config: TrialConfig) -> Reference:
-    """The companion paper's reference: this (largest) grid point's own run, averaged over its
-    seeds. Its error estimate is the seeds' spread / sqrt(seeds), NaN with one seed."""
+    """The companion paper's reference: this (largest) grid point's run, averaged over its seeds
+    (the planner gives it seeds no trial uses: ``largest_reference_config``). Its error estimate is the seeds' spread / sqrt(seeds), NaN with one seed."""
     started = time.perf_counter()
     key = largest_reference_key(config)
     out, hidden, device = _trajectory(config)

@@ -5,7 +5,7 @@ import pytest
 
 from explorer.planning import plan, trial_key
 from explorer.spec import parse_spec
-from trials import PRESETS, ReferenceConfig, largest_reference_key
+from trials import LARGEST_REFERENCE_SEED, PRESETS, ReferenceConfig, largest_reference_key
 
 from .test_spec import _DROP, BASE, with_changes
 
@@ -44,6 +44,34 @@ def test_largest_reference_is_the_largest_point_with_embeddings_coupled_at_large
         assert (largest.L, largest.M, largest.D) == (32, 16, 16)
         assert ref.ref_key == largest_reference_key(largest)
     assert {t.config.problem.coupled_dim for t in p.trials} == {16}
+
+
+def test_largest_reference_never_shares_a_unit_with_a_trial():
+    # At D*M >= UNIT_BLOCK each layer draws from its own stream, so a trial run with the reference's
+    # seeds would have the first row of every layer's units equal to the reference's.
+    import numpy as np
+    import torch
+
+    from trials.model import init_units
+
+    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+                       grid={"L": [2], "M": [512, 1024], "D": [512]}, model={"antithetic": False})
+    p = plan(parse_spec(raw), schema_version=1)
+    (ref,) = p.references
+    assert set(ref.config.seeds).isdisjoint(s for t in p.trials for s in t.config.seeds)
+    cpu = torch.device("cpu")
+    ref_u = init_units(ref.config, ref.config.seeds, cpu, torch.float64).u.numpy()
+    for t in p.trials:
+        u = init_units(t.config, t.config.seeds, cpu, torch.float64).u.numpy()
+        rows = u.reshape(-1, u.shape[-1])  # every (layer, seed, row) of the trial's u
+        ref_rows = ref_u[..., : u.shape[-1]].reshape(-1, u.shape[-1])
+        shared = {r.tobytes() for r in rows} & {r.tobytes() for r in ref_rows}
+        assert not shared, f"trial M={t.config.M} shares {len(shared)} unit rows with its reference"
+    # the same check sees the overlap that the trial's own seeds would give
+    own = init_units(ref.config.replace(seeds=p.trials[0].config.seeds), p.trials[0].config.seeds, cpu,
+                     torch.float64).u.numpy()
+    assert np.array_equal(own[0, 0, 0, :512], init_units(p.trials[0].config, p.trials[0].config.seeds, cpu,
+                                                          torch.float64).u.numpy()[0, 0, 0, :512])
 
 
 def test_trial_keys_are_stable_and_change_with_schema_reference_and_config():
@@ -116,7 +144,8 @@ def _own_reference_key(spec, cfg) -> str:
     """The reference key of one trial computed from its config alone (no plan, no group)."""
     ref = spec.reference
     if ref.kind == "largest":
-        return largest_reference_key(cfg.replace(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D)))
+        seeds = tuple(LARGEST_REFERENCE_SEED + s for s in cfg.seeds)
+        return largest_reference_key(cfg.replace(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D), seeds=seeds))
     if ref.kind == "joint_limit":
         from trials import JointLimitConfig
 
