@@ -27,9 +27,8 @@ import time
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+import explorer  # noqa: E402  (before Ray: it keeps the embedded Ray on loopback)
 import ray  # noqa: E402
-
-import explorer  # noqa: E402
 from explorer.ray_runner import ray_session  # noqa: E402
 from store import Store  # noqa: E402
 

@@ -12,7 +12,11 @@ start never reads), then times:
 - the compaction of the trials kind that every sweep does when it ends;
 - the status lookup after it (one compacted file: what every later start reads);
 - ``explorer.sweep`` on the complete sweep: the whole start (plan, lookup, summary; nothing to
-  run, so no Ray).
+  run, so no Ray);
+- the claims a driver holds on the trials it runs (``Store.claim``, one lease file per trial key,
+  so that several drivers of one sweep can share it): claiming every planned key, renewing them
+  (the heartbeat, every ttl / 4), listing the sweep's leases (what a driver reads to see other
+  drivers' claims) and releasing them.
 """
 from __future__ import annotations
 
@@ -67,6 +71,24 @@ def report(label: str, seconds: float, extra: str = "") -> None:
     print(f"{label:<58} {seconds:9.3f} s  {extra}", flush=True)
 
 
+def time_claims(store: Store, keys: list[str]) -> None:
+    """Claim, renew, list and release a lease on every key (module docstring)."""
+    n, owner = len(keys), f"bench:{os.getpid()}"
+    per_key = lambda seconds: f"{1e6 * seconds / n:.0f} us/trial"
+    seconds, held = timed(lambda: store.claim("claims", keys, owner))
+    assert len(held) == n
+    report(f"claim {n} trial keys (one lease file each)", seconds, per_key(seconds))
+    seconds, renewed = timed(lambda: store.renew("claims", keys, owner))
+    assert len(renewed) == n
+    report(f"renew {n} claims (the heartbeat)", seconds, per_key(seconds))
+    seconds, listed = timed(lambda: store.leases("claims"))
+    assert len(listed) == n
+    report(f"list the sweep's {n} leases (other drivers' claims)", seconds, per_key(seconds))
+    seconds, released = timed(lambda: store.release("claims", keys, owner))
+    assert released == n
+    report(f"release {n} claims", seconds, per_key(seconds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lrs", type=int, default=10, help="values of lr: 10^4 trials each")
@@ -103,6 +125,7 @@ def main() -> None:
     seconds, result = timed(lambda: explorer.sweep(raw, store=store, progress=False), repeat=3)
     assert (result.ran, result.skipped) == (0, n), result.summary()
     report(f"explorer.sweep start, {n} trials complete (nothing to run)", seconds, "plan + lookup + summary")
+    time_claims(store, [trial.trial_key for trial in the_plan.trials])
     if args.dir is None:
         shutil.rmtree(root)
 

@@ -19,30 +19,32 @@ And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
     python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3]
 
 times instead a whole trial (``train_trial``: draw, K + 1 forward passes with their metrics, K
-steps, rows) against K warm bare steps of the same shape, the two in turns: "warm" is a trial
+steps, rows) against K warm bare steps of the same shape. Each of ``--repeats`` rounds times,
+back to back, K bare steps, a warm trial and a cold trial, and times one more warm trial by
+parts; the table gives the medians over rounds of each round's ratios: "warm" is a trial
 after one of the same shape in the same process (a worker's pack, whose spare tensors it
 reuses), "cold" the first of its shape (``release_spares`` before it). Where the warm trial's
-time goes, from a cProfile run, in bare steps: unit draw, forward/step, metrics (the metric
-functions, the baseline and the step's observer), rows; first touch is cold - warm.
+time goes, in bare steps, from one more warm trial whose main functions are timed by wrappers
+(``PartTimer``): unit draw, forward/step, metrics (the metric functions, the baseline and the
+step's observer; of them dp, observer and local sums apart), rows; first touch is cold - warm.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
 import numpy as np
 import torch
 
-import cProfile
-import pstats
-
 from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
 from trials.metrics import GRAMS, METRICS, Baseline, Snapshot
+from trials import metrics, model, train
 from trials.model import ResNet, init_units
 from trials.reference import Reference
-from trials.train import release_spares, trial_rows
+from trials.train import release_spares
 
 SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
 
@@ -176,27 +178,74 @@ def synthetic_reference(cfg: TrialConfig) -> Reference:
     return Reference("synthetic", "mean_ode", arrays, {})
 
 
-def _cumulative(stats: pstats.Stats, functions) -> float:
-    """Seconds spent in (and under) the given functions, from a cProfile run."""
-    codes = {(f.__code__.co_filename, f.__code__.co_firstlineno, f.__name__) for f in functions}
-    return sum(entry[3] for key, entry in stats.stats.items() if key in codes)
+class PartTimer:
+    """Wall seconds spent inside given functions, by part, while installed: each function is
+    replaced by a wrapper that times its calls (a few per step, so no profiler overhead on the
+    thousands of tensor operations underneath). A part's time excludes the time of the parts
+    nested inside it (the step's metrics observer is inside ``ResNet.step``)."""
+
+    def __init__(self, parts: dict[str, list[tuple[object, str]]]):
+        self.parts = parts
+        self.seconds = dict.fromkeys(parts, 0.0)
+        self._stack: list[list[float]] = []  # per open call: [start, time of nested parts]
+        self._saved: list[tuple[object, str, object]] = []
+
+    def _wrap(self, part: str, fn):
+        def timed(*args, **kwargs):
+            self._stack.append([time.perf_counter(), 0.0])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                start, nested = self._stack.pop()
+                spent = time.perf_counter() - start
+                self.seconds[part] += spent - nested
+                if self._stack:
+                    self._stack[-1][1] += spent
+        return timed
+
+    def __enter__(self) -> "PartTimer":
+        for part, targets in self.parts.items():
+            for owner, name in targets:
+                fn = owner[name] if isinstance(owner, dict) else getattr(owner, name)
+                self._saved.append((owner, name, fn))
+                wrapped = self._wrap(part, fn)
+                if isinstance(owner, dict):
+                    owner[name] = wrapped
+                else:
+                    setattr(owner, name, wrapped)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, fn in reversed(self._saved):
+            if isinstance(owner, dict):
+                owner[name] = fn
+            else:
+                setattr(owner, name, fn)
+        self._saved.clear()
 
 
 def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
-    """Seconds of one (warm) trial by part, from cProfile: draw, forward/step, metrics, rows."""
-    profile = cProfile.Profile()
-    profile.enable()
-    train_trial(cfg, ref)
-    profile.disable()
-    stats = pstats.Stats(profile)
-    total = _cumulative(stats, [train_trial])
-    draw = _cumulative(stats, [init_units])
-    observer = _cumulative(stats, [Baseline.__call__])
-    forward_step = _cumulative(stats, [ResNet.forward, ResNet.step]) - observer
-    metrics = observer + _cumulative(stats, [Baseline.__init__, *METRICS.values(), *GRAMS.values()])
-    rows = _cumulative(stats, [trial_rows])
-    return {"total_s": total, "draw_s": draw, "forward_step_s": forward_step, "metrics_s": metrics, "rows_s": rows,
-            "other_s": total - draw - forward_step - metrics - rows}
+    """Seconds of one (warm) trial by part: draw, forward/step, metrics, rows (``PartTimer``)."""
+    parts = {
+        "draw_s": [(model, "init_units")],
+        "forward_step_s": [(ResNet, "forward"), (ResNet, "step")],
+        "metrics_s": [(Baseline, "__init__"), *[(METRICS, name) for name in METRICS], *[(GRAMS, name) for name in GRAMS]],
+        # the metrics' main parts, apart: the displacement dp (P0 = H u_0 / D), the step's
+        # observer (the displacement sums), lin_ratio's and feature_update's sums
+        "metrics_dp_s": [(Baseline, "moves")],
+        "metrics_observer_s": [(Baseline, "__call__")],
+        "metrics_local_s": [(metrics, "local_sums")],
+        "rows_s": [(train, "trial_rows")],
+    }
+    with PartTimer(parts) as timer:
+        start = time.perf_counter()
+        train_trial(cfg, ref)
+        total = time.perf_counter() - start
+    parts = dict(timer.seconds)
+    other = total - sum(parts.values())
+    for name in ("metrics_dp_s", "metrics_observer_s", "metrics_local_s"):
+        parts["metrics_s"] += parts[name]
+    return {"total_s": total, **parts, "other_s": other}
 
 
 def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
@@ -215,36 +264,53 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
         release_spares()
         train_trial(cfg, ref)
 
-    bare_s, warm_s, cold_s = best_of_alternated([bare, lambda: train_trial(cfg, ref), cold], repeats, device)
-    train_trial(cfg, ref)  # leaves spares: the profiled trial is a warm one
-    parts = trial_breakdown(cfg, ref)
+    # rounds of (K bare steps, warm trial, cold trial, warm trial timed by parts), back to back:
+    # each round's ratios see one load; the medians over rounds are reported
+    bare(), train_trial(cfg, ref)  # warm-up, and leaves spares
+    rounds = []
+    for _ in range(repeats):
+        times = []
+        for fn in (bare, lambda: train_trial(cfg, ref), cold):
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times.append(time.perf_counter() - start)
+        train_trial(cfg, ref)  # leaves spares: the timed-by-parts trial is a warm one
+        rounds.append((*times, trial_breakdown(cfg, ref)))
     release_spares()
     del net
-    step_s = bare_s / steps
+    median = lambda values: float(np.median(values))
+    in_steps = {name: median([parts[name] / (bare_s / steps) for bare_s, _, _, parts in rounds]) for name in rounds[0][3]}
     return {"shape": {"L": L, "M": M, "D": D, "N": N, "reps": reps}, "dtype": dtype_name, "steps": steps,
-            "device": device.type, "bare_steps_s": bare_s, "trial_warm_s": warm_s, "trial_cold_s": cold_s,
-            "ratio_warm": warm_s / bare_s, "ratio_cold": cold_s / bare_s,
-            "in_steps": {name: value / step_s for name, value in parts.items()},
-            "first_touch_in_steps": (cold_s - warm_s) / step_s}
+            "device": device.type, "rounds": len(rounds),
+            "bare_steps_s": median([r[0] for r in rounds]), "trial_warm_s": median([r[1] for r in rounds]),
+            "ratio_warm": median([warm / bare_s for bare_s, warm, _, _ in rounds]),
+            "ratio_warm_range": [min(w / b_ for b_, w, _, _ in rounds), max(w / b_ for b_, w, _, _ in rounds)],
+            "ratio_cold": median([cold_s / bare_s for bare_s, _, cold_s, _ in rounds]),
+            "in_steps": in_steps,
+            "first_touch_in_steps": median([(cold_s - warm) / (bare_s / steps) for bare_s, warm, cold_s, _ in rounds])}
 
 
 def main_whole(args, device) -> None:
     results = []
     print(f"# whole trial vs K warm bare steps, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, device {device}")
-    print("| L | M | D | dtype | K | K bare steps | trial, warm | warm / bare | cold / bare | "
-          "in bare steps: draw | first touch | forward/step | metrics | rows | other |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"{torch.get_num_threads()} threads, device {device}, load {os.getloadavg()[0]:.1f}, medians of {args.repeats} rounds")
+    print("| L | M | D | dtype | K | bare step | warm / bare (range) | cold / bare | in bare steps: draw | first touch | "
+          "forward/step | metrics (dp, observer, local sums) | rows | other |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in SHAPES:
         for dtype_name in args.dtypes:
             for steps in args.steps:
                 r = measure_trial(shape, dtype_name, steps, device, args.repeats)
                 results.append(r)
-                p = r["in_steps"]
-                print(f"| {' | '.join(map(str, shape[:3]))} | {dtype_name} | {steps} | {r['bare_steps_s']:.2f} s | "
-                      f"{r['trial_warm_s']:.2f} s | {r['ratio_warm']:.2f} | {r['ratio_cold']:.2f} | {p['draw_s']:.1f} | "
-                      f"{r['first_touch_in_steps']:.1f} | {p['forward_step_s']:.1f} | {p['metrics_s']:.1f} | "
+                p, (low, high) = r["in_steps"], r["ratio_warm_range"]
+                print(f"| {' | '.join(map(str, shape[:3]))} | {dtype_name} | {steps} | {r['bare_steps_s'] / steps * 1e3:.1f} ms | "
+                      f"{r['ratio_warm']:.2f} ({low:.2f} - {high:.2f}) | {r['ratio_cold']:.2f} | {p['draw_s']:.1f} | "
+                      f"{r['first_touch_in_steps']:.1f} | {p['forward_step_s']:.1f} | {p['metrics_s']:.1f} "
+                      f"({p['metrics_dp_s']:.1f}, {p['metrics_observer_s']:.1f}, {p['metrics_local_s']:.1f}) | "
                       f"{p['rows_s']:.2f} | {p['other_s']:.1f} |", flush=True)
+    print(f"# load at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

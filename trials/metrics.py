@@ -53,17 +53,22 @@ def _unit_sums(a: torch.Tensor, b: torch.Tensor, product: torch.Tensor, out: tor
     return torch.sum(product, dim=2, out=out) if product.dtype == F64 else out.copy_(product.sum(dim=2))
 
 
-def _unit_norms_sq(w: torch.Tensor) -> torch.Tensor:
+def unit_norms_sq(w: torch.Tensor, copy_into: torch.Tensor | None = None) -> torch.Tensor:
     """Per unit |w_j|^2 of weights (L, R, D, M) -> (L, R, M), float64, about BLOCK elements at a
     time: the square of the whole array would be a weight-sized temporary (page faults: at
-    (64, 1024, 256) this took 5 steps)."""
+    (64, 1024, 256) this took 5 steps). With ``copy_into`` (shaped like w), w is also copied
+    there, block by block, and the norms are taken from the block just written, still in cache:
+    one read of the weights for both (the same numbers as a copy, then the norms)."""
     L, R, D, M = w.shape
     flat = w.reshape(L * R, 1, D, M)
+    copy = None if copy_into is None else copy_into.view(L * R, 1, D, M)
     out = torch.empty(L * R, 1, M, dtype=F64, device=w.device)
     rows = max(1, BLOCK // (D * M))
     product = torch.empty(rows, 1, D, M, dtype=w.dtype, device=w.device)
     for lo in range(0, L * R, rows):
         block = flat[lo:lo + rows]
+        if copy is not None:
+            block = copy[lo:lo + rows].copy_(block)
         _unit_sums(block, block, product[: block.shape[0]], out[lo:lo + rows])
     return out.view(L, R, M)
 
@@ -126,18 +131,18 @@ class Baseline:
         self.history = cfg.steps * N * (D + M) <= D * M if history is None else history
         start = net.units if units0 is None else units0
         self.alloc = net.alloc
-        if self.history:
-            self.units0 = None
-        elif units0 is None:  # a copy of u_0, v_0 in the net's memory (a pack's spares)
-            self.units0 = Units(*(self.alloc(t.shape, t.dtype, t.device).copy_(t) for t in (net.units.u, net.units.v)))
-        else:
-            self.units0 = units0
+        if self.history or units0 is not None:
+            self.units0 = units0 if not self.history else None
+            u0_sq, self.v0_sq = unit_norms_sq(start.u), unit_norms_sq(start.v)  # (L, R, M)
+        else:  # a copy of u_0, v_0 in the net's memory (a pack's spares), its norms on the way
+            self.units0 = Units(*(self.alloc(t.shape, t.dtype, t.device) for t in (net.units.u, net.units.v)))
+            u0_sq = unit_norms_sq(net.units.u, copy_into=self.units0.u)
+            self.v0_sq = unit_norms_sq(net.units.v, copy_into=self.units0.v)
         self.out0 = out0
         self.lr, self.D = net.lr_hat, D
         self.device = start.u.device
         zeros = torch.zeros(L, R, M, dtype=F64, device=self.device)
-        self.v0_sq = _unit_norms_sq(start.v)  # (L, R, M)
-        self.size0_sq = (_unit_norms_sq(start.u) + self.v0_sq).sum(dim=(0, 2))  # (R,)
+        self.size0_sq = (u0_sq + self.v0_sq).sum(dim=(0, 2))  # (R,)
         self.du_sq, self.v0_dv, self.dv_sq = zeros, zeros.clone(), zeros.clone()
         self._block = max(1, BLOCK // (R * N * M))  # layers per block
         self.blocks = [(lo, min(lo + self._block, L)) for lo in range(0, L, self._block)]

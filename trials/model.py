@@ -71,8 +71,21 @@ class Activation:
 
 
 def _tanh_prime_into(p: torch.Tensor, s: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    # not addcmul: fused, it rounds differently from 1 - s * s, which version-2 numbers used
-    return torch.mul(s, s, out=out).neg_().add_(1.0)
+    # not addcmul: fused, it rounds differently from 1 - s * s, which version-2 numbers used.
+    # 1 - x in one pass (a 0-dim tensor broadcast), the same number as -x + 1 in two
+    torch.mul(s, s, out=out)
+    return torch.sub(_one(out.dtype), out, out=out)
+
+
+_ONES: dict[torch.dtype, torch.Tensor] = {}
+
+
+def _one(dtype: torch.dtype) -> torch.Tensor:
+    """A 0-dim CPU tensor 1 of this dtype (a scalar operand on any device)."""
+    one = _ONES.get(dtype)
+    if one is None:
+        one = _ONES[dtype] = torch.ones((), dtype=dtype)
+    return one
 
 
 ACTIVATIONS: dict[str, Activation] = {

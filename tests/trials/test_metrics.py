@@ -180,3 +180,33 @@ def test_all_seeds_diverging_at_once_store_nan_gram_rows(small_reference):
     rows = train_trial(cfg, small_reference)
     assert [r["status"] for r in rows] == ["diverged", "diverged"]
     assert all(np.isnan(r["gram_out"]).all() and np.isnan(r["gram_hidden"]).all() for r in rows)
+
+
+def test_initial_norms_taken_while_copying_equal_a_copy_then_the_norms():
+    # Baseline copies u_0 and v_0 and takes their per-unit norms in one read of the weights;
+    # several blocks of rows (BLOCK), float64 and float32, against the copy and norms apart and a
+    # naive sum over the coordinates
+    from trials.metrics import BLOCK, unit_norms_sq
+
+    for dtype in (torch.float64, torch.float32):
+        w = torch.randn(9, 3, 16, BLOCK // 16 // 4 + 7, dtype=torch.float64).mul_(3.0).to(dtype)
+        copy = torch.full_like(w, float("nan"))
+        fused = unit_norms_sq(w, copy_into=copy)
+        assert torch.equal(copy, w)
+        assert torch.equal(fused, unit_norms_sq(w.clone()))
+        naive = w.double().square().sum(dim=2)
+        assert fused.dtype == torch.float64 and torch.allclose(fused, naive, rtol=1e-5 if dtype == torch.float32 else 1e-13)
+
+
+def test_tanh_derivative_in_one_pass_rounds_like_one_minus_the_square():
+    # sigma'(p) = 1 - s^2 is written into its buffer as 1 - (s * s): the same floats as the
+    # two-pass -(s * s) + 1 that earlier numbers used
+    from trials.model import ACTIVATIONS
+
+    tanh = ACTIVATIONS["tanh"]
+    for dtype in (torch.float64, torch.float32):
+        s = torch.tanh(torch.randn(100_003, dtype=torch.float64) * 3).to(dtype)
+        out = torch.empty_like(s)
+        tanh.apply_derivative(None, s, out)
+        assert torch.equal(out, torch.mul(s, s).neg_().add_(1.0))
+        assert torch.equal(out, tanh.derivative(None, s))
