@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from store import SCHEMA_VERSION, STATUSES, Store
 
 from .options import open_store
-from .planning import plan
-from .spec import SweepSpec, load_spec
+from .config.planning import plan
+from .config.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveResult
-    from .ray_runner import SweepResult
+    from .sweeps.adaptive import AdaptiveResult
+    from .sweeps.ray_runner import SweepResult
 
 
 def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
@@ -31,7 +31,7 @@ def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) 
     (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
     spec = load_spec(spec_or_path, overrides)
     if address is None:
-        from .estimate import check_fits_memory, physical_memory_bytes
+        from .config.estimate import check_fits_memory, physical_memory_bytes
 
         check_fits_memory(spec, physical_memory_bytes())
     return spec
@@ -70,7 +70,7 @@ def sweep(
     set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
     """
     spec = _runnable_spec(spec_or_path, overrides, address)
-    from .ray_runner import run_sweep
+    from .sweeps.ray_runner import run_sweep
 
     return run_sweep(spec, open_store(store), address=address,
                      max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
@@ -87,7 +87,7 @@ def adaptive_sweep(
 ) -> "AdaptiveResult":
     """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
     points chosen by the [adaptive] rules run as Ray Tune trials until every target's CI is
-    narrow enough or the budget is spent (``explorer.adaptive``; docs/sweeps.md).
+    narrow enough or the budget is spent (``explorer.sweeps.adaptive``; docs/sweeps.md).
 
     Args: as ``sweep``.
 
@@ -100,7 +100,7 @@ def adaptive_sweep(
     import contextlib
     import sys
 
-    from .adaptive import run_adaptive
+    from .sweeps.adaptive import run_adaptive
 
     spec = _runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
@@ -108,7 +108,7 @@ def adaptive_sweep(
         session: list = []
 
         def runner(one: SweepSpec, keys) -> "SweepResult":
-            from .ray_runner import ray_session, run_sweep
+            from .sweeps.ray_runner import ray_session, run_sweep
 
             if not session:  # Ray starts at the first round that has trials to run, once for every round
                 session.append(stack.enter_context(ray_session(address, num_cpus=num_cpus)))
@@ -130,7 +130,7 @@ class SweepStatus:
     store: str
     counts: dict[str, int] = field(default_factory=dict)  # ok, diverged, failed (+ pending, other with a spec)
     planned: int | None = None  # trials the spec defines (None without a spec)
-    adaptive: list[str] = field(default_factory=list)  # an adaptive sweep's rounds (explorer.adaptive.adaptive_status)
+    adaptive: list[str] = field(default_factory=list)  # an adaptive sweep's rounds (explorer.sweeps.adaptive.adaptive_status)
 
     def lines(self) -> list[str]:
         head = f"sweep {self.sweep} in {self.store}"
@@ -180,6 +180,6 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
     if sweep not in st.sweeps():
         return []
-    from .adaptive import adaptive_status
+    from .sweeps.adaptive import adaptive_status
 
     return adaptive_status(st, sweep)

@@ -12,16 +12,16 @@ import warnings
 import click
 
 from . import __version__
-from .bounds import MAX_RESAMPLES
+from .config.bounds import MAX_RESAMPLES
 from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
-from .env_settings import check_environment
+from .config.env_settings import check_environment
 from .errors import UsageError
 from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
 DATA_KINDS = ("metrics", "trials", "fits", "rounds")
-FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
+FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
 
 
 class _CleanErrors(click.Group):
@@ -118,7 +118,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
-    from .tables import render
+    from .report.tables import render
 
     click.echo(render(table, fmt), nl=False)
 
@@ -226,7 +226,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     Example: explorer sweep examples/quick.toml --store results
     (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
-    from .spec import load_spec
+    from .config.spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
@@ -268,12 +268,12 @@ def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
     prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
     import os
 
-    from .estimate import dry_run_lines, physical_memory_bytes
-    from .planning import plan
+    from .config.estimate import dry_run_lines, physical_memory_bytes
+    from .config.planning import plan
 
     memory = physical_memory_bytes() if embedded else None
     if adaptive:
-        from .adaptive import adaptive_dry_run_lines
+        from .sweeps.adaptive import adaptive_dry_run_lines
 
         lines = adaptive_dry_run_lines(spec)
         if memory is not None:
@@ -286,8 +286,8 @@ def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
 
 def _adaptive_fit_lines(spec, memory: int) -> list[str]:
     """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
-    from .estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
-    from .planning import plan
+    from .config.estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
+    from .config.planning import plan
 
     the_plan = plan(spec)
     return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
@@ -312,7 +312,7 @@ def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str,
         return
     loaded = None
     if spec is not None:
-        from .spec import load_spec
+        from .config.spec import load_spec
 
         loaded = load_spec(spec, overrides)  # a spec error before the store is imported
     from . import api
@@ -377,7 +377,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
-    from . import fit as fitting
+    from .analysis import fit as fitting
     from .errors import FitError, NoDecompositionError
 
     with store_errors():
@@ -392,14 +392,14 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
             raise type(exc)(f"{exc}; --form {fitting.RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
-            from .diagnostics import additive_warning, compare_laws, format_comparison
+            from .analysis.diagnostics import additive_warning, compare_laws, format_comparison
 
             table = compare_laws(result.grid, floor=floor, seed=seed)
             click.echo(format_comparison(table))
             for line in additive_warning(table, label):
                 click.echo(f"warning: {line}")
         if budgets:
-            from .shapes import format_advice, shape_advice
+            from .analysis.shapes import format_advice, shape_advice
 
             click.echo(format_advice(shape_advice(result, budgets)))
         if save:
@@ -424,16 +424,16 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
     The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
     lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
-    from .phase import format_phase, phase_diagram
+    from .analysis.phase import format_phase, phase_diagram
 
     with store_errors():
         _, con = open_sweep(store_uri, sweep)
         diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
         click.echo(format_phase(diagram))
         if out:
-            from .charts import phase_chart
-            from .output_folder import OutputFolder
-            from .report import save_chart
+            from .report.charts import phase_chart
+            from .report.output_folder import OutputFolder
+            from .report.page import save_chart
 
             paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
             click.echo("chart: " + ", ".join(str(p) for p in paths))
@@ -461,7 +461,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     Example: explorer report --sweep demo --out report
     """
     from .options import open_sweep
-    from .report import build_report
+    from .report.page import build_report
 
     with store_errors():
         st, con = open_sweep(store_uri, sweep)
@@ -494,7 +494,7 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool, force: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
+    """Run the sweeps of one of the papers' experiments (specs under explorer/reproduce/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
     and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
@@ -502,7 +502,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
-    from . import reproduce as rep
+    from .reproduce import run as rep
 
     if list_:
         with store_errors():
@@ -514,7 +514,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     if dry_run:
         import os
 
-        from .estimate import physical_memory_bytes
+        from .config.estimate import physical_memory_bytes
 
         embedded = address is None
         for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,

@@ -18,7 +18,7 @@ import click
 
 from . import api
 from .options import open_store
-from .report import write_report
+from .report.page import write_report
 
 DEMO_SPEC = {
     "name": "demo",
@@ -34,11 +34,11 @@ DEMO_SPEC = {
 def error_table(store, sweep: str = "demo") -> list[str]:
     """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across.
 
-    The numbers are ``explorer.sweep_data.grid_errors``'s (the errors the fits use); axes other than
+    The numbers are ``explorer.analysis.sweep_data.grid_errors``'s (the errors the fits use); axes other than
     L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
     """
     from .errors import MixedReferencesError, SweepDataError
-    from .sweep_data import grid_errors, held_axes, held_where
+    from .analysis.sweep_data import grid_errors, held_axes, held_where
 
     con = store.connect(sweep=sweep, read_only=True)
     try:
@@ -67,7 +67,7 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
     constants with 95% CIs, warnings), or one line saying why there is none."""
     from .errors import UsageError
-    from .fit import fit_sweep, format_table
+    from .analysis.fit import fit_sweep, format_table
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

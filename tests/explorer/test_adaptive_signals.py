@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from explorer.adaptive import read_rounds, run_adaptive
+from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law

@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import charts, diagnostics
-from explorer.fit import fit
-from explorer.sweep_data import grid_errors, step_errors
-from explorer.phase import phase_diagram
-from explorer.shapes import shape_advice
+from explorer.report import charts
+from explorer.analysis import diagnostics
+from explorer.analysis.fit import fit
+from explorer.analysis.sweep_data import grid_errors, step_errors
+from explorer.analysis.phase import phase_diagram
+from explorer.analysis.shapes import shape_advice
 
 from .analysis_data import connect, law_rows
 from .conftest import spec_values

@@ -13,7 +13,7 @@ import pytest
 EXPLORER = pathlib.Path(__file__).parents[2] / "explorer"
 # The analysis modules are being rewritten on another branch (fit.py to store.run_query and
 # store.CONFIG_COLUMNS, report.py off altair.utils._importers): remove this mark when it lands.
-SOURCES = sorted(EXPLORER.glob("*.py"))
+SOURCES = sorted(EXPLORER.rglob("*.py"))
 
 
 def absolute_imports(path: pathlib.Path):
@@ -28,11 +28,11 @@ def absolute_imports(path: pathlib.Path):
 
 
 def test_the_checks_see_the_imports():
-    found = {pair for path in EXPLORER.glob("*.py") for pair in absolute_imports(path)}
+    found = {pair for path in EXPLORER.rglob("*.py") for pair in absolute_imports(path)}
     assert ("store", "Store") in found and ("trials", "TrialConfig") in found and ("ray", None) in found
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: getattr(p, "name", p))
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(EXPLORER)))
 def test_explorer_imports_of_store_and_trials_are_their_exports(path):
     for module, name in absolute_imports(path):
         top = module.split(".")[0]
@@ -41,7 +41,7 @@ def test_explorer_imports_of_store_and_trials_are_their_exports(path):
             assert name in importlib.import_module(top).__all__, f"{path.name} imports {top}.{name}, not exported"
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: getattr(p, "name", p))
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(EXPLORER)))
 def test_explorer_imports_no_private_module_or_name(path):
     for module, name in absolute_imports(path):
         private = [part for part in (*module.split("."), name or "") if part.startswith("_")]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.planning import plan, trial_key
-from explorer.spec import parse_spec
+from explorer.config.planning import plan, trial_key
+from explorer.config.spec import parse_spec
 from trials import PRESETS, ReferenceConfig, largest_reference_key
 
 from .test_spec import _DROP, BASE, with_changes

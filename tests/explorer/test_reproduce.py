@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from explorer import claims as cl
-from explorer import reproduce as rep
+from explorer.reproduce import claims as cl
+from explorer.reproduce import run as rep
 from explorer.cli import main
-from explorer.planning import plan
-from explorer.reproduce import EXPERIMENTS
-from explorer.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
+from explorer.config.planning import plan
+from explorer.reproduce.run import EXPERIMENTS
+from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
 
 
 def test_list_names_every_experiment_with_its_grid_sizes():
@@ -227,9 +227,9 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
     """sampling-rate (b) and bias-rate (a) go through fit_sweep's decomposed law; on a planted
     law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
     told apart."""
-    from explorer import fit as fitting
-    from explorer.fit_decomposed import fit_decomposed
-    from explorer.planted import REGIMES, as_grid, planted_grams
+    from explorer.analysis import fit as fitting
+    from explorer.analysis.fit_decomposed import fit_decomposed
+    from explorer.analysis.planted import REGIMES, as_grid, planted_grams
 
     exp = EXPERIMENTS["hidden-width-rates"]
     sampling, bias = (c for c in exp.claims if c.id in ("sampling-rate", "bias-rate"))

@@ -6,8 +6,8 @@ import copy
 import pytest
 
 from explorer.errors import SpecError
-from explorer.planning import plan
-from explorer.spec import load_spec, parse_spec
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec, parse_spec
 from trials import REFERENCE_KINDS, ConfigError
 
 BASE = {
@@ -158,7 +158,7 @@ def test_every_spec_key_is_documented_in_its_section_of_docs_sweeps():
     import dataclasses
     from pathlib import Path
 
-    from explorer.spec import SECTIONS
+    from explorer.config.spec import SECTIONS
 
     docs = (Path(__file__).parents[2] / "docs" / "sweeps.md").read_text()
     for section, cls in SECTIONS.items():
@@ -211,7 +211,7 @@ def test_the_trials_rules_judge_the_spec_with_the_key_named():
     ("activation", "[model] activation"), ("seeds", "[grid] seeds"), ("L", "[grid] L"), ("lr", "[train] lr"),
 ])
 def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkeypatch, field, key):
-    from explorer import spec as spec_module
+    from explorer.config import spec as spec_module
 
     def refuse(*args, **kwargs):
         raise ConfigError(field, "reworded: no field name in here")
@@ -223,7 +223,7 @@ def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkey
 
 
 def test_a_refused_swept_setting_names_its_grid_axis():
-    from explorer.spec import _key_of
+    from explorer.config.spec import _key_of
 
     swept = parse_spec(with_changes(grid={"lr": [0.5, 1.0]}, train={"lr": _DROP}))
     assert _key_of(ConfigError("lr", "x"), swept) == "[grid] lr"

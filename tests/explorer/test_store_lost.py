@@ -93,8 +93,8 @@ def test_the_s3_endpoint_killed_mid_sweep_stops_the_driver_with_one_clear_line(t
 
 
 def test_a_cleanup_error_after_the_store_was_lost_still_reads_as_the_loss():
-    from explorer.progress import Progress
-    from explorer.ray_runner import _stop_when_store_lost
+    from explorer.sweeps.progress import Progress
+    from explorer.sweeps.ray_runner import _stop_when_store_lost
 
     bar = Progress(total=1, enabled=False)
     with pytest.raises(StoreUnreachable) as caught:
@@ -110,8 +110,8 @@ def test_a_cleanup_error_after_the_store_was_lost_still_reads_as_the_loss():
 
 
 def test_any_other_store_error_passes_through_unchanged():
-    from explorer.progress import Progress
-    from explorer.ray_runner import _stop_when_store_lost
+    from explorer.sweeps.progress import Progress
+    from explorer.sweeps.ray_runner import _stop_when_store_lost
 
     error = StoreError("cannot list s3://b/p/sweep=x: slow down")
     with pytest.raises(StoreError) as caught:
@@ -121,7 +121,7 @@ def test_any_other_store_error_passes_through_unchanged():
 
 
 def test_one_report_of_a_lost_store_stops_every_tune_trial():
-    from explorer.ray_runner import _STORE_LOST, _StopWhenStoreLost
+    from explorer.sweeps.ray_runner import _STORE_LOST, _StopWhenStoreLost
 
     stopper = _StopWhenStoreLost()
     assert not stopper("t1", {"keys": "a", "statuses": "ok"}) and not stopper.stop_all()

@@ -8,11 +8,11 @@ import pytest
 import ray
 
 import explorer
-from explorer import ray_runner
+from explorer.sweeps import ray_runner
 from explorer.errors import SpecError
-from explorer.progress import Progress
-from explorer.planning import plan
-from explorer.spec import parse_spec
+from explorer.sweeps.progress import Progress
+from explorer.config.planning import plan
+from explorer.config.spec import parse_spec
 from store import SCHEMA_VERSION, Store
 from store.catalog import list_kind
 from trials import compute_reference, train_trial

@@ -11,9 +11,9 @@ import ray
 from click.testing import CliRunner
 
 import explorer
-from explorer import ray_runner
+from explorer.sweeps import ray_runner
 from explorer.cli import main
-from explorer.progress import Progress, eta_seconds
+from explorer.sweeps.progress import Progress, eta_seconds
 from store import StoreError
 
 from .test_cli_sweep import GOOD
@@ -118,8 +118,8 @@ def test_progress_line_uses_the_calibrated_eta():
 def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
     import os
 
-    from explorer.planning import plan
-    from explorer.spec import parse_spec
+    from explorer.config.planning import plan
+    from explorer.config.spec import parse_spec
     from store import SCHEMA_VERSION, Store
 
     the_plan = plan(parse_spec(dict(SPEC_DICT, grid={"L": [2], "M": [1], "D": [4, 8], "seeds": 2})), SCHEMA_VERSION)
@@ -152,7 +152,7 @@ def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path
 
 
 def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_node():
-    from explorer.ray_runner import MEMORY_REQUEST_FLOOR, memory_request
+    from explorer.sweeps.ray_runner import MEMORY_REQUEST_FLOOR, memory_request
 
     node = 12 * 2**30
     assert memory_request(MEMORY_REQUEST_FLOOR - 1, node) == 0  # small points schedule by CPUs alone
@@ -163,9 +163,9 @@ def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_no
 
 
 def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monkeypatch):
-    import explorer.ray_runner as runner
+    import explorer.sweeps.ray_runner as runner
     from explorer.errors import SpecError
-    from explorer.spec import load_spec
+    from explorer.config.spec import load_spec
 
     nodes = [{"Alive": True, "Resources": {"CPU": 8.0, "memory": 4 * 2**30}}]
     monkeypatch.setattr(runner.ray, "nodes", lambda: nodes)
@@ -179,7 +179,7 @@ def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monke
 def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     import types
 
-    import explorer.ray_runner as runner
+    import explorer.sweeps.ray_runner as runner
 
     points = [types.SimpleNamespace(trial_key=k) for k in ("a", "b", "c")]
     landed: dict[str, str] = {}

@@ -9,7 +9,7 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    with its expected CI gain per predicted second), then its trials are run by the runner (one
    ``run_sweep`` restricted to their keys, as Ray Tune trials like any sweep).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   (``explorer.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
+   (``explorer.analysis.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
    rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
    every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
    half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
@@ -36,11 +36,11 @@ import pandas as pd
 
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
-from .errors import FitError, SweepDataError, spec_error
+from ..errors import FitError, SweepDataError, spec_error
 from .interrupts import SignalGuard, resume_command
-from .planning import plan
+from ..config.planning import plan
 from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
-from .spec import SweepSpec, adaptive_targets
+from ..config.spec import SweepSpec, adaptive_targets
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
@@ -119,7 +119,7 @@ class AdaptiveResult:
 def positive_parameters(form: str) -> frozenset:
     """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
     c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
-    from .fit import resolve_form
+    from ..analysis.fit import resolve_form
 
     try:
         return frozenset(resolve_form(form)[1].positive)
@@ -128,7 +128,7 @@ def positive_parameters(form: str) -> frozenset:
 
 
 def _is_positive(name: str, positive: Collection[str] | None) -> bool:
-    from .expression import _POSITIVE
+    from ..analysis.expression import _POSITIVE
 
     return name in (positive or ()) or bool(_POSITIVE.match(name))
 
@@ -137,7 +137,7 @@ def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] 
     """A target's 95% CI half-width in the units its ``halfwidth`` is measured in.
 
     A positive constant (``c1, c2, ...``, or a name in ``positive``) is fitted as log c
-    (``explorer.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
+    (``explorer.analysis.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
     means about +-10 %; the selection ranks candidates in the same units. Any other parameter
     (an exponent) has the absolute half-width (hi - lo) / 2. Infinite when the CI has no finite
     ends (or a constant's CI does not lie above 0).
@@ -167,9 +167,9 @@ def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | No
 def unmeasured(est: float, lo: float, hi: float) -> str | None:
     """Why a target's CI measures nothing although it may be narrow, else None: no CI, a CI of
     width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
-    or a CI cut at the fit's search bound (``explorer.fit``: +-FREE_BOUND for exponents, exp(+-50)
+    or a CI cut at the fit's search bound (``explorer.analysis.fit``: +-FREE_BOUND for exponents, exp(+-50)
     for constants), whose true width is unknown. Such a target is never "reached"."""
-    from .fit import FREE_BOUND, ZERO_WIDTH
+    from ..analysis.fit import FREE_BOUND, ZERO_WIDTH
 
     if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
         return "no CI (the bootstrap gave none)"
@@ -243,7 +243,7 @@ class _Loop:
     def _check_identifiable(self) -> None:
         """Refuse a grid on which the law, or one of the targets, cannot be fitted at all: no
         subset of it could ever reach the targets (a single L for the free law's ``a``)."""
-        from .fit import resolve_form, unidentified_terms
+        from ..analysis.fit import resolve_form, unidentified_terms
 
         law = resolve_form(self.ad.form)[1]
         frame = pd.DataFrame({"L": [c.L for c in self.cands], "M": [c.M for c in self.cands],
@@ -336,14 +336,14 @@ class _Loop:
 
     def fit(self):
         """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
-        from .fit import FORMS, fit
-        from .sweep_data import grid_errors
+        from ..analysis.fit import FORMS, fit
+        from ..analysis.sweep_data import grid_errors
 
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
-                from .fit_decomposed import fit_decomposed
-                from .sweep_data import seed_grams
+                from ..analysis.fit_decomposed import fit_decomposed
+                from ..analysis.sweep_data import seed_grams
 
                 # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
                 return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)

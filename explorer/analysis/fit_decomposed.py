@@ -1,4 +1,4 @@
-"""The ``decomposed`` law as a ``FitResult``: the estimates of ``explorer.decomposed``, the
+"""The ``decomposed`` law as a ``FitResult``: the estimates of ``explorer.analysis.decomposed``, the
 surfaces they imply, the per-draw fits and the pre-asymptotic guard.
 
 The guard fires on two signs that the smallest points are not yet in the law's range:
@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
-from .errors import FitError
+from ..errors import FitError
 from .expression import parse_expression
 from .fit import FORMS, FitResult
-from .formatting import fmt
+from ..formatting import fmt
 from .sweep_data import DRAW_COLUMN, FLOOR_FACTOR
 
 GUARD_SIGMAS = 2.0  # "beyond noise": this many standard errors

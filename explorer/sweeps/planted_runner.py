@@ -1,5 +1,5 @@
 """A runner that writes planted laws into a store, for the adaptive loop without Ray or torch:
-the tests of ``explorer.adaptive`` and the coverage of the loop at its stopping point
+the tests of ``explorer.sweeps.adaptive`` and the coverage of the loop at its stopping point
 (``benchmarks/adaptive_coverage.py``). ``PlantedRunner(store, law)`` is a ``Runner``: called with
 a spec and trial keys, it writes those trials' rows as a sweep would, with errors of a known law."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from .planning import plan
+from ..config.planning import plan
 from store import trial_row_from_metrics
 
 
@@ -40,7 +40,7 @@ class PlantedRunner:
 
     ``fail_after``: raise after writing this many trials in a call (a crash mid-round).
     ``term_effects``: with a ``TermsLaw``, each draw scales its two terms by independent factors
-    exp(draw_sd * z_bias), exp(draw_sd * z_fluct) (``explorer.planted``'s rates regime) instead of
+    exp(draw_sd * z_bias), exp(draw_sd * z_fluct) (``explorer.analysis.planted``'s rates regime) instead of
     one factor for both.
     """
 

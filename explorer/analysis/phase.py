@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import SweepDataError
-from .formatting import fmt
-from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, plain_value, where_clause,
-                         held_axes, held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
+from ..errors import SweepDataError
+from ..formatting import fmt
+from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, plain_value, where_clause, held_axes,
+                         held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS

@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import FitError
+from ..errors import FitError
 from .fit import FitResult
 
 THEORY_EXPONENT = -1 / 6  # companion paper: best error ~ P^(-1/6) for the joint law

@@ -9,7 +9,7 @@ A spec also knows how to say itself in the trials package's terms (``problem_con
 ``trial_config``, ``reference_config``): validation builds those configurations so that the
 trials' own rules judge the spec, and a refusal (``trials.ConfigError``) names its field, which
 ``_CONFIG_KEYS`` maps to the spec key to blame. Expanding a spec into trials and references is
-``explorer.planning``'s job.
+``explorer.config.planning``'s job.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESE
 
 from .bounds import (INT64_MAX, MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, data_nesting,
                      toml_nesting)
-from .errors import spec_error
+from ..errors import spec_error
 
 if TYPE_CHECKING:
     from trials import JointLimitConfig
@@ -87,7 +87,7 @@ def _storable(v: int) -> int:
 
 
 def _at_most(limit: int, what: str) -> Callable[[Any], int]:
-    """A positive integer of at most ``limit`` (explorer.bounds: refused before anything is built)."""
+    """A positive integer of at most ``limit`` (explorer.config.bounds: refused before anything is built)."""
     def check(v: Any) -> int:
         v = _positive_int(v)
         if v > limit:
@@ -293,7 +293,7 @@ def _name(v: Any) -> str:
 @dataclass(frozen=True)
 class AdaptiveSpec:
     """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
-    round by round to shrink the targets' CIs per unit of cost (``explorer.adaptive``)."""
+    round by round to shrink the targets' CIs per unit of cost (``explorer.sweeps.adaptive``)."""
 
     form: str = _spec_field("decomposed", _name,
                             "the law fitted each round, a name of the fit registry (explorer fit --form)")
@@ -628,7 +628,7 @@ def _check_consistency(spec: SweepSpec) -> None:
 def _check_adaptive(adaptive: AdaptiveSpec) -> None:
     """[adaptive] form must be a registry law and its targets parameters of that law (checked
     only when the section is given: it imports the fits, pandas and scipy)."""
-    from .fit import FORMS
+    from ..analysis.fit import FORMS
 
     if adaptive.form not in FORMS:
         raise spec_error("[adaptive] form", f"expected one of {', '.join(_fmt(f) for f in FORMS)}; got {_fmt(adaptive.form)}")
@@ -641,7 +641,7 @@ def _check_adaptive(adaptive: AdaptiveSpec) -> None:
 
 def adaptive_parameters(form: str) -> tuple[str, ...]:
     """The parameters of a registry law, in the law's order."""
-    from .fit import resolve_form
+    from ..analysis.fit import resolve_form
 
     return resolve_form(form)[1].parameters
 
@@ -651,7 +651,7 @@ def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
     that are not positive constants), else all its parameters."""
     if adaptive.targets:
         return adaptive.targets
-    from .fit import resolve_form
+    from ..analysis.fit import resolve_form
 
     expr = resolve_form(adaptive.form)[1]
     exponents = tuple(p for p in expr.parameters if p not in expr.positive)

@@ -1,5 +1,5 @@
-"""The least-squares machinery under the scaling-law fits (``explorer.fit``) and their
-diagnostics (``explorer.diagnostics``): one concept, fitting a parsed law to log errors.
+"""The least-squares machinery under the scaling-law fits (``explorer.analysis.fit``) and their
+diagnostics (``explorer.analysis.diagnostics``): one concept, fitting a parsed law to log errors.
 
 - ``Problem``: log(err) = log(law(theta)) on fixed (L, M, D) points, constants searched through
   their logarithm, a soft-L1 loss (``scipy.optimize.least_squares``); ``start_points`` and
@@ -9,7 +9,7 @@ diagnostics (``explorer.diagnostics``): one concept, fitting a parsed law to log
   in quadrature, the points a fit may use), ``fit_data`` / ``FitData`` (the arrays a fit
   reads), ``subset`` and ``largest_lm``.
 
-The procedure and its sources are described in ``explorer.fit`` and docs/analysis.md.
+The procedure and its sources are described in ``explorer.analysis.fit`` and docs/analysis.md.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .errors import FitError
+from ..errors import FitError
 from .expression import Expression
 from .sweep_data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
 

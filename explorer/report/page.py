@@ -2,14 +2,14 @@
 diagram, shape advice and data quality, as one ``index.html`` that opens with no network.
 
 ``build_report(con, sweep, out_dir)`` reads only the store's DuckDB views, runs the fits of
-``explorer.fit`` (theory, free, output, and joint when D varies), the phase diagram of
-``explorer.phase`` and the charts of ``explorer.charts``, then writes into ``out_dir``:
+``explorer.analysis.fit`` (theory, free, output, and joint when D varies), the phase diagram of
+``explorer.analysis.phase`` and the charts of ``explorer.report.charts``, then writes into ``out_dir``:
 
 - ``index.html``: the Vega, Vega-Lite and Vega-Embed libraries inline (once), every chart's
   spec inline, the fit tables, a summary written from the numbers, the sweep's configuration,
   the reference's error floor and what it excluded, and the counts of diverged / failed trials;
 - ``<chart>.png``, ``<chart>.svg`` and ``<chart>.html`` (standalone, inline libraries) for
-  every chart (``explorer.chart_files``);
+  every chart (``explorer.report.chart_files``);
 - ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
 
 The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
@@ -35,19 +35,19 @@ from markupsafe import Markup
 
 from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
-from .errors import FitError, QueryError, SweepDataError
-from .diagnostics import compare_laws
-from .fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
-from .formatting import fmt
+from ..errors import FitError, QueryError, SweepDataError
+from ..analysis.diagnostics import compare_laws
+from ..analysis.fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
+from ..formatting import fmt
 
-from .options import open_sweep
+from ..options import open_sweep
 from .output_folder import OutputFolder
-from .phase import PhaseDiagram, phase_diagram
-from .shapes import shape_advice
-from .fit_decomposed import fit_decomposed
-from .sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, grid_errors, held_axes,
-                         held_where, query_cache, query_frame, require_sweep_rows, seed_grams, status_counts,
-                         step_errors, sweep_is, table_columns)
+from ..analysis.phase import PhaseDiagram, phase_diagram
+from ..analysis.shapes import shape_advice
+from ..analysis.fit_decomposed import fit_decomposed
+from ..analysis.sweep_data import (FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, grid_errors, held_axes, held_where,
+                                   query_cache, query_frame, require_sweep_rows, seed_grams, status_counts, step_errors, sweep_is,
+                                   table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
@@ -75,7 +75,7 @@ BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
 @functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     """The Jinja2 environment of the page: autoescaped, strict about undefined names."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": _json_default}
     env.filters["num"] = fmt
@@ -179,7 +179,7 @@ def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: st
 
 
 def _field(result, name: str, default):
-    """A FitResult field that newer versions of explorer.fit add (older ones lack it)."""
+    """A FitResult field that newer versions of explorer.analysis.fit add (older ones lack it)."""
     value = getattr(result, name, default)
     return default if value is None else value
 
@@ -522,7 +522,7 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         c["adaptive_points"] = _charts.adaptive_points(points)
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if len(targets):
-        from .adaptive import positive_parameters, target_halfwidth
+        from ..sweeps.adaptive import positive_parameters, target_halfwidth
 
         positive = positive_parameters(str(targets["form"].iloc[-1]))
         targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)

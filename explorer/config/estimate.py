@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Union
 
 from trials import UNIT_BLOCK
 
-from .errors import spec_error
+from ..errors import spec_error
 
 if TYPE_CHECKING:
     from trials import JointLimitConfig, ReferenceConfig, TrialConfig

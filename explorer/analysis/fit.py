@@ -1,8 +1,8 @@
 """Scaling-law fits of a sweep's errors: the law registry, the fit, the two-level bootstrap,
 model comparison and the guard rails on every number (the least-squares solver and the data
-preparation it reads live in ``explorer.solver``).
+preparation it reads live in ``explorer.analysis.solver``).
 
-Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.expression``):
+Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.analysis.expression``):
 
 - ``theory``: err ~ c1/L + c2 sqrt(D/(L M)). Chizat, "The Hidden Width of Deep ResNets"
   (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
@@ -14,7 +14,7 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.exp
   measured in (an additive law fitted to them biases a upwards).
 - ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
   each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
-  (``explorer.fit_decomposed``, ``explorer.decomposed``).
+  (``explorer.analysis.fit_decomposed``, ``explorer.analysis.decomposed``).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -24,7 +24,7 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.exp
   (hidden state, output); a, b, c are positive constants.
 
 Procedure (docs/analysis.md): per grid point and problem draw the seeds' errors at one GD step
-are aggregated by RMS (``explorer.sweep_data.grid_errors``); the reference's own error is
+are aggregated by RMS (``explorer.analysis.sweep_data.grid_errors``); the reference's own error is
 removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); points within
 ``FLOOR_FACTOR`` times the reference error, and seeds with a stability flag, are left out and
 counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
@@ -47,12 +47,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .bounds import MAX_RESAMPLES
-from .errors import FitError
+from ..config.bounds import MAX_RESAMPLES
+from ..errors import FitError
 from .expression import Expression, constant_terms, parse_expression
-from .formatting import fmt
-from .solver import (FREE_BOUND, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare,
-                     solve_batch, start_points, subset)
+from ..formatting import fmt
+from .solver import (FREE_BOUND, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch,
+                     start_points, subset)
 from .sweep_data import DRAW_COLUMN, format_flag_counts, grid_errors, held_axes, held_where
 
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
@@ -69,12 +69,12 @@ class Form:
     """A named scaling law of the registry."""
 
     name: str
-    expression: str  # parsed by explorer.expression
+    expression: str  # parsed by explorer.analysis.expression
     source: str  # where the law comes from
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
-    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.fit_decomposed)
+    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.analysis.fit_decomposed)
 
 
 FORMS: dict[str, Form] = {
@@ -132,7 +132,7 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
         expr: a parsed law. grid: a table with columns L, M, D (the points to fit).
     Returns:
         (the law to fit: ``expr`` itself or it without the unmeasurable summands, see
-        ``explorer.expression.constant_terms``; parameter -> reason it is not fitted).
+        ``explorer.analysis.expression.constant_terms``; parameter -> reason it is not fitted).
     Raises:
         FitError: no summand of the law varies on the grid.
     """
@@ -278,7 +278,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         grid: columns L, M, D, err, optionally seed_errs, ref_err, floor_limited, problem_seed
             (one row per point and draw; draws are pooled), n_flagged, sweep, metric, step and
             grid columns (which must each hold one value: one slice).
-        form: a name of ``FORMS`` or an expression over L, M, D, P (see explorer.expression).
+        form: a name of ``FORMS`` or an expression over L, M, D, P (see explorer.analysis.expression).
         n_boot: bootstrap resamples: draws, then seeds within each draw (points within the draw
             when every point has one seed). 0 skips the bootstrap (CIs are NaN).
         n_starts: starts of the point fit (the first from the theory's values).
@@ -302,7 +302,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     if label in FORMS and FORMS[label].method == "decomposed":
         raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
-                       "explorer.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
+                       "explorer.analysis.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     check_single_slice(grid)

@@ -16,7 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 MANIFEST = ".explorer-outputs"
 

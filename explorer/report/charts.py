@@ -1,6 +1,6 @@
 """Altair charts of a sweep's errors, fits and phase diagram: a table in, a chart out, no I/O.
 
-Every function takes the small aggregated tables of ``explorer.fit`` / ``explorer.phase``
+Every function takes the small aggregated tables of ``explorer.analysis.fit`` / ``explorer.analysis.phase``
 (one row per grid point, per step or per cell, never raw metric rows), so no chart comes near
 Altair's row limit. Axes are logarithmic wherever the theory is a power law, and dashed guide
 lines show the slopes the theory predicts (docs/model.md section 6):
@@ -18,7 +18,7 @@ lines show the slopes the theory predicts (docs/model.md section 6):
 - ``error_vs_axis``: err vs any other swept axis (alpha, D, lr, ...), one line per (L, M, D).
 - ``local_slopes`` / ``local_slopes_chart``: d log err / d log L between neighbouring L at each
   M, and d log err / d log(L*M) between neighbouring M at each L, against the theory's -1 and -1/2
-  (the table of ``explorer.diagnostics.local_slopes``).
+  (the table of ``explorer.analysis.diagnostics.local_slopes``).
 - ``per_draw_chart``: one fit's estimates per problem draw, with the pooled estimate's CI band.
 - ``phase_chart``: the phase diagram (mlu, lazy, trivial, diverged, failed).
 """
@@ -30,8 +30,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from . import diagnostics as _diagnostics
-from .fit import FitResult
+from ..analysis import diagnostics as _diagnostics
+from ..analysis.fit import FitResult
 
 WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points
@@ -320,7 +320,7 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
     """err vs GD step (log y), one line per grid point, coloured by L*M.
 
     Args:
-        steps: ``explorer.sweep_data.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
+        steps: ``explorer.analysis.sweep_data.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
             grid points are drawn, evenly spread over L*M.
     """
     data = steps[np.isfinite(steps["err"]) & (steps["err"] > 0)].copy()
@@ -434,7 +434,7 @@ SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d 
 
 
 def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
-    """The local log-log slopes of ``explorer.diagnostics.local_slopes`` (one computation for the
+    """The local log-log slopes of ``explorer.analysis.diagnostics.local_slopes`` (one computation for the
     fit's diagnostics and this chart), its ``axis`` column named ``along``.
 
     - ``along = "L"``: d log err / d log L between neighbouring L at each (M, D);

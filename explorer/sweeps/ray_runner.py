@@ -100,15 +100,15 @@ from store import COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, Store, StoreError, St
 from trials import (Reference, ReferenceDiverged, compute_reference, reference_from_trial, release_spares,
                     resolve_device, train_trial)
 
-from .errors import ClusterError, spec_error
-from .env_settings import check_environment, setting
-from .estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
+from ..errors import ClusterError, spec_error
+from ..config.env_settings import check_environment, setting
+from ..config.estimate import check_fits_memory, reference_memory_bytes, trial_memory_bytes
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
-from .options import open_store
-from .planning import Plan, PlannedReference, PlannedTrial, plan
+from ..options import open_store
+from ..config.planning import Plan, PlannedReference, PlannedTrial, plan
 from .progress import Progress
 from .reference_screen import validator
-from .spec import SweepSpec
+from ..config.spec import SweepSpec
 
 _ERROR_CHARS = 2000  # longest error message stored with a failed trial
 _REPORT_EVERY_S = 0.5  # a worker reports progress at most this often (each report is a driver round trip)
@@ -891,7 +891,7 @@ def run_sweep(
             ``$EXPLORER_LEASE_TTL_S``, else 60 s): another driver of the same sweep takes over
             the trials of a dead driver after that long.
         only_keys: run (and count in the result) only the planned trials with these keys: one
-            round of an adaptive sweep (``explorer.adaptive``). None: every trial.
+            round of an adaptive sweep (``explorer.sweeps.adaptive``). None: every trial.
 
     Returns:
         A ``SweepResult``; its ``exit_code`` is 0 when every trial ended ok or diverged, 130 or

@@ -1,4 +1,4 @@
-"""Planted laws shaped like ``explorer.sweep_data.seed_grams`` frames, for the coverage harness
+"""Planted laws shaped like ``explorer.analysis.sweep_data.seed_grams`` frames, for the coverage harness
 (``benchmarks/coverage.py``) and the tests of the decomposed fit.
 
 Each draw g has its own bias direction u_g and reference-error direction v_g (n entries, unit

@@ -1,8 +1,8 @@
 """``explorer reproduce NAME``: run the sweeps of one of the papers' experiments and write a
 reproduction report (docs/reproduce.md maps every protocol onto this project).
 
-The experiments, their specs (``explorer/paper/``, shipped with the package) and their claims are
-the registry of ``explorer.claims``; each claim is graded by ``explorer.verdicts``: consistent,
+The experiments, their specs (``explorer/reproduce/paper/``, shipped with the package) and their claims are
+the registry of ``explorer.reproduce.claims``; each claim is graded by ``explorer.reproduce.verdicts``: consistent,
 close (CI excludes), not measured or disagrees, always with the reason. The report is the claims
 table (CLI, ``claims.csv``, ``claims.md``, ``index.html``: the same grades, a headline counting
 each) and charts of the authors' curves over our points. The fits behind the claims are stored
@@ -123,7 +123,7 @@ def _num(x) -> str:
 
 def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
     """The claims as a table: claim, paper's number, this tool's value and 95 % CI (or range),
-    verdict (one of ``explorer.verdicts.GRADES``), the reason for it, and the fit's notes."""
+    verdict (one of ``explorer.reproduce.verdicts.GRADES``), the reason for it, and the fit's notes."""
     out = []
     for claim, r in zip(exp.claims, rows):
         out.append({"claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
@@ -141,8 +141,8 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
     that the explorer did not write is refused unless ``force`` (``OutputFolder``)."""
     import jinja2
 
-    from .chart_files import save_chart
-    from .output_folder import OutputFolder
+    from ..report.chart_files import save_chart
+    from ..report.output_folder import OutputFolder
 
     out = Path(out)
     folder = OutputFolder(out, force=force)
@@ -154,7 +154,7 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
     for name, (chart, caption) in charts:
         save_chart(chart, out / "charts", name, formats=("svg",), output=folder)
         figures.append({"name": name, "src": f"charts/{name}.svg", "title": caption})
-    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer", "templates"), autoescape=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer.report", "templates"), autoescape=True)
     page = env.get_template("reproduce.html.j2").render(
         experiment=exp, scale=scale, columns=list(table.columns), rows=table.to_dict("records"),
         headline=headline(table["verdict"]), grades={CONSISTENT: "consistent", CLOSE: "close",
@@ -187,8 +187,8 @@ def grid_sizes(exp: Experiment, scale: str) -> tuple[int, int]:
 def scale_cost(exp: Experiment, scale: str):
     """The experiment's sweeps at a scale, planned: trials, references and single-core compute
     (``estimate.PlanCost``, summed over its sweeps)."""
-    from .estimate import PlanCost, plan_cost
-    from .planning import plan
+    from ..config.estimate import PlanCost, plan_cost
+    from ..config.planning import plan
 
     costs = [plan_cost(plan(exp.load(role, scale))) for role in exp.sweeps]
     return PlanCost(sum(c.trials for c in costs), sum(c.references for c in costs),
@@ -198,7 +198,7 @@ def scale_cost(exp: Experiment, scale: str):
 def list_lines() -> list[str]:
     """``explorer reproduce --list``: per experiment and scale, its trials (and trained seeds),
     references and estimated single-core compute."""
-    from .estimate import format_seconds
+    from ..config.estimate import format_seconds
 
     lines = []
     for exp in EXPERIMENTS.values():
@@ -222,8 +222,8 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
                   cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
     sweep SPEC --dry-run``) and where the report would go. Nothing runs, nothing is written."""
-    from . import estimate
-    from .planning import plan
+    from ..config import estimate
+    from ..config.planning import plan
 
     exp = _experiment(name, scale)
     lines = [f"experiment {name} at scale {scale}: {len(exp.sweeps)} sweep(s), {len(exp.claims)} claims"]
@@ -237,7 +237,7 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
 
 
 def _experiment(name: str, scale: str) -> Experiment:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     if name not in EXPERIMENTS:
         raise UsageError(f"unknown experiment {name!r}; expected one of: {', '.join(EXPERIMENTS)} (explorer reproduce --list)")
@@ -260,9 +260,9 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             written (a verdict on a partial sweep would be a false one); the message counts the
             trials that are complete.
     """
-    from .api import sweep
-    from .errors import RunInterrupted, UsageError
-    from .options import open_sweep
+    from ..api import sweep
+    from ..errors import RunInterrupted, UsageError
+    from ..options import open_sweep
 
     exp = _experiment(name, scale)
     out = report_folder(name, scale, out)

@@ -1,6 +1,6 @@
 """The data layer of the analysis: the SQL that turns a store's ``metrics`` view into per-point tables.
 
-Used by the fits (``explorer.fit``), the phase diagram (``explorer.phase``), shape advice and
+Used by the fits (``explorer.analysis.fit``), the phase diagram (``explorer.analysis.phase``), shape advice and
 the report. Every query goes through ``query_frame`` (the one place a store query error becomes
 the explorer's one-line ``QueryError``).
 
@@ -8,7 +8,7 @@ the explorer's one-line ``QueryError``).
 - ``step_errors``: the same at every step.
 - ``seed_grams``: per (problem draw, grid point) at one step, the seeds' Gram matrix of the
   errors, from which the bias and the fluctuation are computed for any resampling of the seeds
-  (``explorer.decomposition``).
+  (``explorer.analysis.decomposition``).
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.
@@ -16,7 +16,7 @@ the explorer's one-line ``QueryError``).
   ``grid_errors``): each distinct query runs once inside it.
 
 Problem draws (``problem_seed``) are part of a grid point's identity here: each draw has its own
-reference, and the fits pool the draws (``explorer.fit``). Stability flags (a ``flags`` column
+reference, and the fits pool the draws (``explorer.analysis.fit``). Stability flags (a ``flags`` column
 of comma-separated names, '' or NULL when clean; absent in older stores) leave a seed's row out
 of the per-point errors; the rows left out are counted in ``n_flagged``.
 """
@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
-from .errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
-from .options import store_errors
+from ..errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
+from ..options import store_errors
 
 # err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
 FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")

@@ -24,7 +24,7 @@ from trials import ConfigError, ReferenceConfig, TrialConfig, largest_reference_
 if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
     from trials import JointLimitConfig
 
-from .errors import spec_error
+from ..errors import spec_error
 from .spec import SweepSpec
 
 

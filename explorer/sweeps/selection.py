@@ -1,6 +1,6 @@
 """Choosing the points of an adaptive sweep: candidates, cost, the initial design, the CI gain.
 
-Pure functions of tables and numbers (no store, no Ray); ``explorer.adaptive`` runs the loop.
+Pure functions of tables and numbers (no store, no Ray); ``explorer.sweeps.adaptive`` runs the loop.
 
 - Candidates: the plan's trials (a grid point x problem draw, with the spec's seeds batched).
   Cost in proxy units is ``L*M*D*seeds`` (``proxy_cost``; the steps are the same for every
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Z95 = 1.959963984540054  # the normal quantile of the fits' 95% CIs (explorer.fit._interval)
+Z95 = 1.959963984540054  # the normal quantile of the fits' 95% CIs (explorer.analysis.fit._interval)
 LOG_AXES = ("L", "M", "D")
 
 
@@ -150,7 +150,7 @@ class Linearised:
     """What the selection needs from a fit: the law, its estimate and covariance in the fit's
     parametrization (log for positive constants), the residual variance of log errors."""
 
-    law: object  # explorer.expression.Expression (the fitted law)
+    law: object  # explorer.analysis.expression.Expression (the fitted law)
     theta: np.ndarray  # (p,)
     cov: np.ndarray  # (p, p)
     sigma2: float  # residual variance of log errors
@@ -159,7 +159,7 @@ class Linearised:
 
     @classmethod
     def from_fit(cls, result, targets: list[str], halfwidth: float) -> "Linearised":
-        """From an ``explorer.fit.FitResult`` (with bootstrap samples); ``targets``: the unmet ones."""
+        """From an ``explorer.analysis.fit.FitResult`` (with bootstrap samples); ``targets``: the unmet ones."""
         law = result.law
         names = law.parameters
         is_log = np.array([n in law.positive for n in names])

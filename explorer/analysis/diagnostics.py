@@ -1,5 +1,5 @@
 """Diagnostics of the scaling-law fits: what a grid can identify, whether it is asymptotic, and
-which law explains it best (one concept per module: ``explorer.fit`` fits a law, this module
+which law explains it best (one concept per module: ``explorer.analysis.fit`` fits a law, this module
 judges laws and grids).
 
 - ``fittable_forms``: each registered law -> the parameters a grid cannot identify.
@@ -7,8 +7,8 @@ judges laws and grids).
 - ``compare_laws`` / ``format_comparison``: laws ranked by cross-validated log error.
 - ``local_slopes``: log-log slopes between neighbouring grid values, per axis (L and L*M).
 
-Built on ``explorer.solver`` (the fits' least-squares problem and data preparation);
-``explorer.fit`` calls ``range_check``.
+Built on ``explorer.analysis.solver`` (the fits' least-squares problem and data preparation);
+``explorer.analysis.fit`` calls ``range_check``.
 """
 from __future__ import annotations
 
@@ -17,12 +17,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import FitError
+from ..errors import FitError
 from .expression import Expression
 from .fit import FORMS, LOSS_SCALE, FitResult, resolve_form, unidentified_terms
-from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch,
-                     start_points)
-from .formatting import fmt
+from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)
+from ..formatting import fmt
 
 CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
 

@@ -1,11 +1,11 @@
 """The papers' claims that ``explorer reproduce`` checks, and how each is measured.
 
-The registry ``EXPERIMENTS`` says, for each experiment, which specs it runs (``explorer/paper/``,
+The registry ``EXPERIMENTS`` says, for each experiment, which specs it runs (``explorer/reproduce/paper/``,
 shipped with the package: ``NAME.toml`` is the authors' grid, ``NAME-laptop.toml`` the reduced
 grid) and which claims of the papers it checks. A claim is one row of the report, graded by
-``explorer.verdicts`` (consistent / close, CI excludes / not measured / disagrees, with a reason):
+``explorer.reproduce.verdicts`` (consistent / close, CI excludes / not measured / disagrees, with a reason):
 
-- ``fit``: a law of ``explorer.fit.FORMS`` (or an expression) fitted to one sweep (metric, step,
+- ``fit``: a law of ``explorer.analysis.fit.FORMS`` (or an expression) fitted to one sweep (metric, step,
   SQL filter); the row compares one parameter (times ``scale``, to put it in the paper's units)
   with the paper's number. ``quantity`` says how: ``constant`` (informative when its CI spans at
   most 3x; close within ``factor``), ``exponent`` (informative when its half-width is at most
@@ -30,8 +30,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .verdicts import (NOT_MEASURED, Verdict, bounds_verdict, constant_verdict, exponent_verdict, finite,
-                       negligible_verdict)
+from .verdicts import (NOT_MEASURED, Verdict, bounds_verdict, constant_verdict, exponent_verdict, finite, negligible_verdict)
 
 SCALES = ("laptop", "full")  # "tiny": the laptop spec with the experiment's TINY overrides (tests, CI)
 
@@ -40,9 +39,9 @@ HIDDEN_WIDTH = "Chizat 2025, The Hidden Width of Deep ResNets (arXiv:2509.10167)
 
 
 def paper_spec(filename: str) -> Path:
-    """A paper spec shipped with the package (``explorer/paper/``), as a file path: read with
+    """A paper spec shipped with the package (``explorer/reproduce/paper/``), as a file path: read with
     importlib.resources, so an installed (non-editable) package finds it too."""
-    return Path(str(resources.files("explorer").joinpath("paper", filename)))
+    return Path(str(resources.files("explorer.reproduce").joinpath("paper", filename)))
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ class Claim:
 class Experiment:
     name: str
     title: str
-    sweeps: dict  # role -> spec stem under explorer/paper (full scale; "-laptop" appended for laptop)
+    sweeps: dict  # role -> spec stem under explorer/reproduce/paper (full scale; "-laptop" appended for laptop)
     claims: tuple
     tiny: dict = field(default_factory=dict)  # role -> overrides of the laptop spec (tests' and CI's miniature)
 
@@ -91,7 +90,7 @@ class Experiment:
         return [f"name={self.sweeps[role]}-tiny", *self.tiny.get(role, [])]
 
     def load(self, role: str, scale: str):
-        from .spec import load_spec
+        from ..config.spec import load_spec
 
         if scale not in (*SCALES, "tiny"):
             raise ValueError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
@@ -201,8 +200,8 @@ def pooled(grid: pd.DataFrame) -> pd.DataFrame:
 
 
 def claim_grid(con, sweep: str, claim: Claim) -> pd.DataFrame | None:
-    from .errors import SweepDataError
-    from .sweep_data import grid_errors
+    from ..errors import SweepDataError
+    from ..analysis.sweep_data import grid_errors
 
     try:
         return grid_errors(con, sweep, metric=claim.metric, step=claim.step, where=claim.where)
@@ -261,7 +260,7 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200) -> dict:
 def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
     """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
     any other law on the claim's grid of errors."""
-    from . import fit as fitting
+    from ..analysis import fit as fitting
 
     form = fitting.FORMS.get(claim.form)
     if form is not None and form.method == "decomposed":
@@ -271,8 +270,8 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
 
 
 def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str) -> dict:
-    from .errors import UsageError
-    from .fit import R2_WARNING
+    from ..errors import UsageError
+    from ..analysis.fit import R2_WARNING
 
     try:
         result = fit_claim(claim, grid, con, sweep, n_boot)

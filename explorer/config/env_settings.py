@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 class SettingError(UsageError):
