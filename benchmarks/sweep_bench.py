@@ -30,7 +30,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray  # noqa: E402
 
 import explorer  # noqa: E402
-from explorer.sweeps.ray_runner import ray_session  # noqa: E402
+from explorer.sweeps.ray_session import ray_session  # noqa: E402
 from store import Store  # noqa: E402
 
 ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(32)]

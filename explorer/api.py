@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION, STATUSES, Store
 
-from .options import open_store
+from .store_access import open_store
 from .config.planning import plan
 from .config.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
     from .sweeps.adaptive import AdaptiveResult
-    from .sweeps.ray_runner import SweepResult
+    from .sweeps.results import SweepResult
 
 
 def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
@@ -108,7 +108,8 @@ def adaptive_sweep(
         session: list = []
 
         def runner(one: SweepSpec, keys) -> "SweepResult":
-            from .sweeps.ray_runner import ray_session, run_sweep
+            from .sweeps.ray_runner import run_sweep
+            from .sweeps.ray_session import ray_session
 
             if not session:  # Ray starts at the first round that has trials to run, once for every round
                 session.append(stack.enter_context(ray_session(address, num_cpus=num_cpus)))

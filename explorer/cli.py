@@ -16,7 +16,8 @@ from .config.bounds import MAX_RESAMPLES
 from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
 from .config.env_settings import check_environment
 from .errors import UsageError
-from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
+from .cli_options import store_option, sweep_filter_option
+from .store_access import open_store, open_sweep, store_errors
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
@@ -460,7 +461,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
-    from .options import open_sweep
+    from .store_access import open_sweep
     from .report.page import build_report
 
     with store_errors():

@@ -17,7 +17,7 @@ import os
 import click
 
 from . import api
-from .options import open_store
+from .store_access import open_store
 from .report.page import write_report
 
 DEMO_SPEC = {

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
 from ..errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
-from ..options import store_errors
+from ..store_access import store_errors
 
 # err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
 FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
@@ -108,7 +108,7 @@ def query_frame(con, sql: str) -> pd.DataFrame:
     """Run one analysis query through the store's query helper and return it as pandas.
 
     Every query of the analysis (fit, phase, report) goes through here, and its error goes
-    through ``explorer.options.store_errors`` (the explorer's one conversion of store errors), so
+    through ``explorer.store_access.store_errors`` (the explorer's one conversion of store errors), so
     a DuckDB error, a corrupt store file included, is the same one line as ``explorer sql``
     prints (with its ``explorer check`` hint) and never a traceback. Inside ``query_cache(con)``
     a query already run there is not run again (a new DataFrame of the same result).

@@ -40,7 +40,7 @@ from ..analysis.diagnostics import compare_laws
 from ..analysis.fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
 from ..formatting import fmt
 
-from ..options import open_sweep
+from ..store_access import open_sweep
 from .output_folder import OutputFolder
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice

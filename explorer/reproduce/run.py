@@ -262,7 +262,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
     """
     from ..api import sweep
     from ..errors import RunInterrupted, UsageError
-    from ..options import open_sweep
+    from ..store_access import open_sweep
 
     exp = _experiment(name, scale)
     out = report_folder(name, scale, out)

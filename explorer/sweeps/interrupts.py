@@ -20,6 +20,7 @@ import sys
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNAL_POLL_S = 0.25  # how often a driver blocked on Ray (or on another driver) looks whether a signal came
 
 
 class SweepInterrupted(BaseException):

@@ -1,11 +1,9 @@
-"""Opening the results store, and the options shared by the commands that use it.
+"""Opening the results store: the one way the explorer reaches a store, and its errors as the
+explorer's one-line errors.
 
-    @main.command()
-    @store_option
-    def mycommand(store_uri: str) -> None:
-        with store_errors():
-            st = open_store(store_uri, must_exist=True)      # or open_store(uri, sweep=name)
-            ...
+    with store_errors():
+        st = open_store(store_uri, must_exist=True)      # or open_store(uri, sweep=name)
+        ...
 
 ``open_store`` is the one way the explorer (CLI, Python API, sweeps, analysis) opens a store,
 and ``open_sweep`` the one way a command reads one sweep of it.
@@ -22,30 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-
 from .errors import QueryError, StoreAccessError, SweepDataError
 
 if TYPE_CHECKING:  # the store (pyarrow, duckdb) is imported by the commands that open one
     from store import Store
-
-DEFAULT_STORE = "./results"
-
-store_option = click.option(
-    "--store",
-    "store_uri",
-    default=DEFAULT_STORE,
-    show_default=True,
-    envvar="EXPLORER_STORE",
-    metavar="URI",
-    help="Results store: a directory or s3://bucket/prefix (env EXPLORER_STORE; for S3 the AWS_* "
-    "variables, AWS_ENDPOINT_URL included, select the endpoint and credentials).",
-)
-
-sweep_filter_option = click.option(
-    "--sweep", default=None, metavar="NAME", help="Only this sweep (default: every sweep in the store)."
-)
-
 
 @contextmanager
 def store_errors() -> Iterator[None]:
