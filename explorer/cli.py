@@ -12,7 +12,7 @@ import warnings
 import click
 
 from . import __version__
-from .config.bounds import MAX_RESAMPLES
+from .bounds import MAX_RESAMPLES
 from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
 from .config.env_settings import check_environment
 from .errors import UsageError
@@ -379,10 +379,11 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
     from .analysis import fit as fitting
+    from .analysis.laws import RSS_FALLBACK, resolve_form
     from .errors import FitError, NoDecompositionError
 
     with store_errors():
-        label, _ = fitting.resolve_form(form)
+        label, _ = resolve_form(form)
         st, con = open_sweep(store_uri, sweep)
         try:
             result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot,
@@ -390,7 +391,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
         except (NoDecompositionError, FitError) as exc:
             if label != "decomposed" or not isinstance(exc, NoDecompositionError) and "decomposed" not in str(exc):
                 raise
-            raise type(exc)(f"{exc}; --form {fitting.RSS_FALLBACK} fits the RMS errors instead") from None
+            raise type(exc)(f"{exc}; --form {RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
             from .analysis.diagnostics import additive_warning, compare_laws, format_comparison

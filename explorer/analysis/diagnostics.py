@@ -19,7 +19,9 @@ import pandas as pd
 
 from ..errors import FitError
 from .expression import Expression
-from .fit import FORMS, LOSS_SCALE, FitResult, resolve_form, unidentified_terms
+from .laws import FORMS, resolve_form, unidentified_terms
+from .solver import LOSS_SCALE
+from .fit_result import FitResult
 from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)
 from ..formatting import fmt
 

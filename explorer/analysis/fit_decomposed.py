@@ -20,7 +20,8 @@ import pandas as pd
 from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
 from ..errors import FitError
 from .expression import parse_expression
-from .fit import FORMS, FitResult
+from .laws import FORMS
+from .fit_result import FitResult
 from ..formatting import fmt
 from .sweep_data import DRAW_COLUMN, FLOOR_FACTOR
 
@@ -96,7 +97,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         result.pre_asymptotic = guard(draws, fit, floor)
     result.surfaces = surfaces(est)
     result.notes = list(frame.attrs.get("notes", ())) + _notes(fit, frame)
-    from .fit import fit_warnings
+    from .fit_result import fit_warnings
 
     result.warnings = fit_warnings(result, True, None)
     return result

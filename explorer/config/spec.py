@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS, ConfigError,
                     ProblemConfig, ReferenceConfig, TrialConfig)
 
-from .bounds import (INT64_MAX, MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, data_nesting,
+from ..bounds import (INT64_MAX, MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, data_nesting,
                      toml_nesting)
 from ..errors import spec_error
 
@@ -87,7 +87,7 @@ def _storable(v: int) -> int:
 
 
 def _at_most(limit: int, what: str) -> Callable[[Any], int]:
-    """A positive integer of at most ``limit`` (explorer.config.bounds: refused before anything is built)."""
+    """A positive integer of at most ``limit`` (explorer.bounds: refused before anything is built)."""
     def check(v: Any) -> int:
         v = _positive_int(v)
         if v > limit:
@@ -628,7 +628,7 @@ def _check_consistency(spec: SweepSpec) -> None:
 def _check_adaptive(adaptive: AdaptiveSpec) -> None:
     """[adaptive] form must be a registry law and its targets parameters of that law (checked
     only when the section is given: it imports the fits, pandas and scipy)."""
-    from ..analysis.fit import FORMS
+    from ..analysis.laws import FORMS
 
     if adaptive.form not in FORMS:
         raise spec_error("[adaptive] form", f"expected one of {', '.join(_fmt(f) for f in FORMS)}; got {_fmt(adaptive.form)}")
@@ -641,7 +641,7 @@ def _check_adaptive(adaptive: AdaptiveSpec) -> None:
 
 def adaptive_parameters(form: str) -> tuple[str, ...]:
     """The parameters of a registry law, in the law's order."""
-    from ..analysis.fit import resolve_form
+    from ..analysis.laws import resolve_form
 
     return resolve_form(form)[1].parameters
 
@@ -651,7 +651,7 @@ def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
     that are not positive constants), else all its parameters."""
     if adaptive.targets:
         return adaptive.targets
-    from ..analysis.fit import resolve_form
+    from ..analysis.laws import resolve_form
 
     expr = resolve_form(adaptive.form)[1]
     exponents = tuple(p for p in expr.parameters if p not in expr.positive)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import diagnostics as _diagnostics
-from ..analysis.fit import FitResult
+from ..analysis.fit_result import FitResult
 
 WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points

@@ -37,7 +37,9 @@ from . import charts as _charts
 from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.diagnostics import compare_laws
-from ..analysis.fit import DEFAULT_FORM, FITS_COLUMNS, RSS_FALLBACK, FitResult, fit, flag_summary, resolve_form
+from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
+from ..analysis.fit_result import FITS_COLUMNS, FitResult
+from ..analysis.fit import fit, flag_summary
 from ..formatting import fmt
 
 from ..store_access import open_sweep

@@ -5,7 +5,7 @@ shipped with the package: ``NAME.toml`` is the authors' grid, ``NAME-laptop.toml
 grid) and which claims of the papers it checks. A claim is one row of the report, graded by
 ``explorer.reproduce.verdicts`` (consistent / close, CI excludes / not measured / disagrees, with a reason):
 
-- ``fit``: a law of ``explorer.analysis.fit.FORMS`` (or an expression) fitted to one sweep (metric, step,
+- ``fit``: a law of ``explorer.analysis.laws.FORMS`` (or an expression) fitted to one sweep (metric, step,
   SQL filter); the row compares one parameter (times ``scale``, to put it in the paper's units)
   with the paper's number. ``quantity`` says how: ``constant`` (informative when its CI spans at
   most 3x; close within ``factor``), ``exponent`` (informative when its half-width is at most
@@ -261,8 +261,9 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
     """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
     any other law on the claim's grid of errors."""
     from ..analysis import fit as fitting
+    from ..analysis.laws import FORMS
 
-    form = fitting.FORMS.get(claim.form)
+    form = FORMS.get(claim.form)
     if form is not None and form.method == "decomposed":
         return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
                                  n_boot=n_boot, hold=False)
@@ -271,7 +272,7 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
 
 def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str) -> dict:
     from ..errors import UsageError
-    from ..analysis.fit import R2_WARNING
+    from ..analysis.fit_result import R2_WARNING
 
     try:
         result = fit_claim(claim, grid, con, sweep, n_boot)

@@ -119,7 +119,7 @@ class AdaptiveResult:
 def positive_parameters(form: str) -> frozenset:
     """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
     c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
-    from ..analysis.fit import resolve_form
+    from ..analysis.laws import resolve_form
 
     try:
         return frozenset(resolve_form(form)[1].positive)
@@ -169,7 +169,8 @@ def unmeasured(est: float, lo: float, hi: float) -> str | None:
     width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
     or a CI cut at the fit's search bound (``explorer.analysis.fit``: +-FREE_BOUND for exponents, exp(+-50)
     for constants), whose true width is unknown. Such a target is never "reached"."""
-    from ..analysis.fit import FREE_BOUND, ZERO_WIDTH
+    from ..analysis.solver import FREE_BOUND
+    from ..analysis.fit_result import ZERO_WIDTH
 
     if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
         return "no CI (the bootstrap gave none)"
@@ -243,7 +244,7 @@ class _Loop:
     def _check_identifiable(self) -> None:
         """Refuse a grid on which the law, or one of the targets, cannot be fitted at all: no
         subset of it could ever reach the targets (a single L for the free law's ``a``)."""
-        from ..analysis.fit import resolve_form, unidentified_terms
+        from ..analysis.laws import resolve_form, unidentified_terms
 
         law = resolve_form(self.ad.form)[1]
         frame = pd.DataFrame({"L": [c.L for c in self.cands], "M": [c.M for c in self.cands],
@@ -336,7 +337,8 @@ class _Loop:
 
     def fit(self):
         """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
-        from ..analysis.fit import FORMS, fit
+        from ..analysis.laws import FORMS
+        from ..analysis.fit import fit
         from ..analysis.sweep_data import grid_errors
 
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))

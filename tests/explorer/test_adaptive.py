@@ -7,7 +7,7 @@ import pytest
 
 from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from explorer.errors import SpecError
-from explorer.analysis.fit import resolve_form
+from explorer.analysis.laws import resolve_form
 from explorer.sweeps.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
 from explorer.config.spec import adaptive_targets, parse_spec
 from store import Store

@@ -11,7 +11,8 @@ from scipy import stats
 from explorer.analysis.decomposed import draws_of, estimate
 from explorer.analysis.decomposition import gram_of, jackknife_se, terms
 from explorer.errors import FitError
-from explorer.analysis.fit import FITS_COLUMNS, format_table
+from explorer.analysis.fit_result import FITS_COLUMNS
+from explorer.analysis.fit import format_table
 from explorer.analysis.fit_decomposed import fit_decomposed
 from explorer.analysis.planted import REGIMES, Regime, planted_grams
 

@@ -7,7 +7,9 @@ import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
 from explorer.analysis.diagnostics import law_forms
-from explorer.analysis.fit import FITS_COLUMNS, FORMS, fit, fit_sweep, format_table
+from explorer.analysis.fit_result import FITS_COLUMNS
+from explorer.analysis.laws import FORMS
+from explorer.analysis.fit import fit, fit_sweep, format_table
 from explorer.analysis.solver import Problem, solve_batch
 from explorer.analysis.sweep_data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
 from store import Store
@@ -29,7 +31,7 @@ MULTI_D = ("joint", "companion_hidden", "companion_output")  # laws with a D-onl
 
 
 def _law(form):
-    from explorer.analysis.fit import resolve_form
+    from explorer.analysis.laws import resolve_form
 
     expr = resolve_form(form)[1]
     return lambda L, M, D: float(expr(TRUTH[form], L, M, D))

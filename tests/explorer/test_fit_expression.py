@@ -6,7 +6,7 @@ import pytest
 
 from explorer.errors import ExpressionError, UsageError
 from explorer.analysis.expression import parse_expression
-from explorer.analysis.fit import FORMS
+from explorer.analysis.laws import FORMS
 
 
 def test_expression_evaluates_like_the_formula():

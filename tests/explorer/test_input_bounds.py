@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.config.bounds import INT64_MAX, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, toml_nesting
+from explorer.bounds import INT64_MAX, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, toml_nesting
 from explorer.config.env_settings import SettingError, check_environment, setting
 from explorer.errors import FitError, SpecError
 from explorer.config.spec import load_spec
