@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .fit_result import Z95
 from .solver import FitData, Problem, solve_batch, subset
 from .sweep_data import DRAW_COLUMN
 
@@ -33,7 +34,7 @@ def interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray | 
 def spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[np.ndarray, float]:
     """(sd, quantile) of the interval (``interval``)."""
     if inner is None or n_draws < 2 or len(inner) < 2:
-        return thetas.std(axis=0, ddof=1), float(stats.norm.ppf(0.975))
+        return thetas.std(axis=0, ddof=1), Z95
     G = n_draws
     v_inner = inner.var(axis=0, ddof=1)
     between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)

@@ -27,7 +27,7 @@ FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"sqrt": np.sqrt, "lo
 NAMED_NUMBERS = {"pi": math.pi}
 MAX_LENGTH = 500  # characters: a law is a line, not a program
 MAX_PARAMETERS = 8
-_POSITIVE = re.compile(r"^c\d+$")
+POSITIVE = re.compile(r"^c\d+$")
 _PARAMETER = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
 _BINARY = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide, ast.Pow: np.power}
 # The grammar's alphabet: letters and digits (names, numbers), '.', the operators + - * / (and
@@ -43,7 +43,7 @@ _Node = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
 def _natural_key(name: str) -> tuple:
     """c1 < c2 < c10, then the other parameters alphabetically."""
-    match = _POSITIVE.match(name)
+    match = POSITIVE.match(name)
     return (0, int(name[1:]), "") if match else (1, 0, name)
 
 
@@ -149,7 +149,7 @@ def parse_expression(text: str, positive=()) -> Expression:
     if len(names) > MAX_PARAMETERS:
         raise ExpressionError(f"expression {text!r} has {len(names)} parameters; at most {MAX_PARAMETERS} can be fitted")
     parameters = tuple(sorted(names, key=_natural_key))
-    positive = frozenset(n for n in parameters if _POSITIVE.match(n) or n in positive)
+    positive = frozenset(n for n in parameters if POSITIVE.match(n) or n in positive)
     parameters = tuple(sorted(parameters, key=lambda n: (n not in positive, _natural_key(n))))
     return Expression(text, parameters, positive, frozenset(variables), compiled)
 

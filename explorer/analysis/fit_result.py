@@ -16,6 +16,7 @@ from .laws import FORMS
 
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 
+Z95 = 1.959963984540054  # the normal quantile of a 95% interval (scipy.stats.norm.ppf(0.975))
 ZERO_WIDTH = 1e-9  # a CI narrower than this (relative to the estimate) has width zero
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
@@ -180,4 +181,4 @@ def _identifiability(expr: Expression, jac) -> list[str]:
     return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "ZERO_WIDTH", "FitResult", "fit_warnings"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "fit_warnings"]

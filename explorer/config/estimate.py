@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
-from trials import UNIT_BLOCK
+from trials import METRICS_BLOCK, UNIT_BLOCK
 
 from ..errors import spec_error
 
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from .spec import SweepSpec
 
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
-_METRICS_BLOCK = 1 << 19  # trials/metrics.py BLOCK: elements the metrics take at once (a block of layers)
 _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)
 _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
@@ -92,12 +91,12 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     L, M, D, N, R, b = _dims(config)
     W, A = L * R * D * M, L * R * N * M
     # the initial norms a block of units at a time, and the float64 per-unit sums (L, R, M)
-    scratch = min(W, max(_METRICS_BLOCK, D * M)) * 8 + 8 * L * R * M * 8
+    scratch = min(W, max(METRICS_BLOCK, D * M)) * 8 + 8 * L * R * M * 8
     # + the step-0 units (units0), or the update history where it is no larger (metrics.Baseline)
     run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch
     if config.chaos_check:
         run += _run_bytes(L, M, D, N, R, b)
-    metrics = A * b + _METRIC_COPIES * min(A, max(_METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
+    metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
     rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
     problem = (config.problem.coupled_dim or D) * (config.problem.d_in + config.problem.d_out) * 8 * 2
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)

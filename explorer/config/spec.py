@@ -681,7 +681,7 @@ _CONFIG_KEYS = {
 _FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds"}
 
 
-def _key_of(error: ConfigError, spec: SweepSpec) -> str | None:
+def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
     """The spec key (``[section] key``) a trials ConfigError is about, or None."""
     axis = _FIELD_AXIS.get(error.field)
     if axis is not None and getattr(spec.grid, axis) is not None:
@@ -706,7 +706,7 @@ def _check_trial_rules(spec: SweepSpec) -> None:
         limit = spec.trial_config(problem, first)
     except ConfigError as exc:
         where = ", ".join(f"{k}={v}" for k, v in first.items())
-        raise spec_error(_key_of(exc, spec) or f"[grid] point {where}", str(exc)) from None
+        raise spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)) from None
     for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
             try:
@@ -720,4 +720,4 @@ def _check_trial_rules(spec: SweepSpec) -> None:
         try:
             spec.reference_config(limit)
         except ConfigError as exc:
-            raise spec_error(_key_of(exc, spec) or "[reference]", str(exc)) from None
+            raise spec_error(key_of(exc, spec) or "[reference]", str(exc)) from None

@@ -44,7 +44,7 @@ def vega_bundle() -> str:
     return vlc.javascript_bundle(vl_version=version)
 
 
-def _json_default(value):
+def json_default(value):
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
@@ -55,7 +55,7 @@ class _HtmlSafeJSON(json.JSONEncoder):
     JSON, and no ``</script>`` or ``<!--`` can appear)."""
 
     def default(self, o):
-        return _json_default(o)
+        return json_default(o)
 
     def encode(self, o) -> str:
         return super().encode(o).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -34,7 +34,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from . import charts as _charts
-from .chart_files import CHART_FORMATS, _json_default, chart_html, save_chart, vega_bundle
+from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.diagnostics import compare_laws
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
@@ -79,7 +79,7 @@ def _environment() -> jinja2.Environment:
     """The Jinja2 environment of the page: autoescaped, strict about undefined names."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("explorer.report", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": _json_default}
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": json_default}
     env.filters["num"] = fmt
     return env
 

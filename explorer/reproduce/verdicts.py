@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..analysis.fit_result import Z95
+
 CONSISTENT = "consistent"
 CLOSE = "close, CI excludes"
 NOT_MEASURED = "not measured"
@@ -29,7 +31,6 @@ GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES)
 
 INFORMATIVE_RATIO = 3.0  # a constant's CI wider than ci_high / ci_low = 3 does not measure it
 INFORMATIVE_HALFWIDTH = 0.15  # an exponent's CI wider than +-0.15 does not measure it
-Z95 = 1.959964  # a 95 % interval is about +-1.96 standard errors
 ZERO_WIDTH = 1e-9  # relative width below which an interval is "zero width"
 
 

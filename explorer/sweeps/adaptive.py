@@ -128,9 +128,9 @@ def positive_parameters(form: str) -> frozenset:
 
 
 def _is_positive(name: str, positive: Collection[str] | None) -> bool:
-    from ..analysis.expression import _POSITIVE
+    from ..analysis.expression import POSITIVE
 
-    return name in (positive or ()) or bool(_POSITIVE.match(name))
+    return name in (positive or ()) or bool(POSITIVE.match(name))
 
 
 def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] | None = None) -> float:
@@ -218,7 +218,7 @@ def _target_rows(targets: dict, halfwidth: float, reason: str) -> list[dict]:
 # --- the loop --------------------------------------------------------------------------------
 
 
-class _Loop:
+class AdaptiveLoop:
     """One run of the loop over a store: the spec's candidates, what is spent, the log."""
 
     def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
@@ -637,7 +637,7 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
             pays for no point.
     """
     with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
-        loop = _Loop(spec, store, runner, log)
+        loop = AdaptiveLoop(spec, store, runner, log)
         loop.guard = guard
         result = loop.run()
     if result.interrupted is not None or result.missing:
@@ -655,7 +655,7 @@ def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
         SpecError: as ``run_adaptive`` before anything runs (a grid the law cannot be fitted
             on, a target it cannot measure, a budget that pays for no initial point).
     """
-    loop = _Loop(spec, None, None, lambda line: None)  # type: ignore[arg-type]  # no store: nothing is read
+    loop = AdaptiveLoop(spec, None, None, lambda line: None)  # type: ignore[arg-type]  # no store: nothing is read
     ad, cands = loop.ad, loop.cands
     draws = sorted({c.problem_seed for c in cands})
     shape = " x ".join(f"{v} {len({getattr(c, v) for c in cands})}" for v in ("L", "M", "D"))

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Z95 = 1.959963984540054  # the normal quantile of the fits' 95% CIs (explorer.analysis.fit._interval)
+from ..analysis.fit_result import Z95
+
 LOG_AXES = ("L", "M", "D")
 
 

@@ -284,7 +284,7 @@ def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped
 def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     # Seen on a real tiny sweep (form theory, no 1/L signal): c1 = 9.236e-13 [9.236e-13,
     # 9.236e-13], every resample the same value, was printed "reached" and stopped the loop.
-    from explorer.sweeps.adaptive import _Loop, target_lines, unmeasured
+    from explorer.sweeps.adaptive import AdaptiveLoop, target_lines, unmeasured
 
     assert unmeasured(9.236e-13, 9.236e-13, 9.236e-13 + 3e-26)
     assert unmeasured(-10.0, -10.0, 6.9)  # cut at the search bound: width unknown
@@ -292,7 +292,7 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
     st = Store(tmp_path / "s")
     spec = adaptive_spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
-    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    loop = AdaptiveLoop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands[::2]]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
@@ -324,12 +324,12 @@ def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs
 def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_path):
     # A first design that holds L fixed (a cap that admits only L = 4): the fit cannot measure a
     # yet, although the grid can; the loop must choose points at other L, not fail.
-    from explorer.sweeps.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
     from explorer.analysis.fit import fit as fit_law
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
-    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    loop = AdaptiveLoop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands if c.L == 4]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
@@ -380,7 +380,7 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     # `sweep SPEC --adaptive --dry-run` described the whole grid as if it would all run.
     from click.testing import CliRunner
 
-    from explorer.sweeps.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
     from explorer.cli import main
 
     spec = tmp_path / "spec.toml"
@@ -394,7 +394,7 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     assert "form theory, targets c1, c2" in text and "<= 0.2" in text and "relative" in text
     from explorer.config.spec import load_spec
 
-    loop = _Loop(load_spec(str(spec)), None, None, lambda line: None)
+    loop = AdaptiveLoop(load_spec(str(spec)), None, None, lambda line: None)
     assert f"at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds (25%)" in text
     design = loop.initial_plan()
     assert f"round 0 (initial space-filling design): {len(design)} trials" in text
@@ -425,11 +425,11 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
 
 def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp_path):
     # A plain sweep of the same name ran first: its trials enter the fit, so they were spent.
-    from explorer.sweeps.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
-    loop = _Loop(spec, st, None, lambda line: None)
+    loop = AdaptiveLoop(spec, st, None, lambda line: None)
     earlier = [c.trial_key for c in loop.cands if c.L == 4]
     FakeRunner(st, free_law())(spec, frozenset(earlier))
     result = run_adaptive(spec, st, FakeRunner(st, free_law()))
@@ -441,9 +441,9 @@ def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp
 
 
 def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp_path):
-    from explorer.sweeps.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
 
-    loop = _Loop(adaptive_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
+    loop = AdaptiveLoop(adaptive_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
     assert loop.initial == len(loop.cands) == 50
 
 

@@ -156,4 +156,4 @@ def test_the_metrics_block_mirrors_the_one_trials_uses():
     from explorer.config import estimate
     from trials import metrics
 
-    assert estimate._METRICS_BLOCK == metrics.BLOCK
+    assert estimate.METRICS_BLOCK == metrics.BLOCK

@@ -11,6 +11,7 @@ inside functions included), so that a new import or a grown function is checked 
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -34,9 +35,18 @@ def is_module(dotted: str) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
-def imports(path: pathlib.Path):
+def imports(path: pathlib.Path) -> list[tuple[str, str | None, int]]:
     """(module, name or None, line) for every import of a file, relative ones resolved; a
     ``from package import module`` names the module itself (name None)."""
+    return list(_imports(path, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(path: pathlib.Path, mtime: int) -> tuple:
+    return tuple(_read_imports(path))
+
+
+def _read_imports(path: pathlib.Path):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -167,8 +177,8 @@ def private_uses(path: pathlib.Path):
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".")[0]
                 aliases[bound] = alias.name
-    modules = {bound for bound, full in aliases.items()
-               if any(m.endswith(full) for m, n, _ in imports(path) if n is None and m.split(".")[0] in OURS)}
+    ours = [m for m, n, _ in imports(path) if n is None and m.split(".")[0] in OURS]
+    modules = {bound for bound, full in aliases.items() if any(m.endswith(full) for m in ours)}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
                 and node.attr.startswith("_") and not node.attr.startswith("__")):

@@ -140,7 +140,7 @@ def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(loc
 
     _fill(local_store)
     expected = local_store.trial_statuses("s")
-    real, calls = lookup._read_values, []
+    real, calls = lookup.read_values, []
 
     def flaky(*args):
         calls.append(1)
@@ -148,7 +148,7 @@ def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(loc
             raise FileNotFoundError("a compacted file went away")
         return real(*args)
 
-    monkeypatch.setattr(lookup, "_read_values", flaky)
+    monkeypatch.setattr(lookup, "read_values", flaky)
     assert local_store.trial_statuses("s") == expected and len(calls) == 2
 
 
