@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION, STATUSES, Store
 
-from .store_access import open_store
+from .store_access import open_store, store_errors
 from .config.planning import plan
 from .config.spec import SweepSpec, load_spec
 
@@ -184,3 +184,19 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     from .sweeps.adaptive import adaptive_status
 
     return adaptive_status(st, sweep)
+
+
+def every_sweep_status_lines(store) -> list[str]:
+    """``explorer status`` alone: a header and one row per sweep of the store, trials by status.
+
+    Raises:
+        StoreAccessError: nothing was written to ``store`` yet.
+    """
+    st = open_store(store, must_exist=True)
+    with store_errors():
+        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+    lines = [f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}"]
+    for name, statuses in rows:
+        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
+        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+    return lines

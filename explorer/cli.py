@@ -231,7 +231,10 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
-        _dry_run(loaded, embedded=address is None, adaptive=adaptive)
+        from .sweeps.dry_run import dry_run_lines
+
+        for line in dry_run_lines(loaded, embedded=address is None, adaptive=adaptive):
+            click.echo(line)
         return
     from . import api
 
@@ -250,51 +253,6 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     sys.exit(result.exit_code)
 
 
-def _status_of_every_sweep(store_uri: str) -> None:
-    """``explorer status`` alone: one row per sweep of the store, trials by status."""
-    from store import STATUSES
-
-    st = open_store(store_uri, must_exist=True)
-    with store_errors():
-        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
-    click.echo(f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}")
-    for name, statuses in rows:
-        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
-        click.echo(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
-
-
-def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
-    """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
-    initial design instead). A point that cannot fit here is flagged, not refused: a dry run
-    prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
-    import os
-
-    from .config.estimate import dry_run_lines, physical_memory_bytes
-    from .config.planning import plan
-
-    memory = physical_memory_bytes() if embedded else None
-    if adaptive:
-        from .sweeps.adaptive import adaptive_dry_run_lines
-
-        lines = adaptive_dry_run_lines(spec)
-        if memory is not None:
-            lines[-1:-1] = _adaptive_fit_lines(spec, memory)
-    else:
-        lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
-    for line in lines:
-        click.echo(line)
-
-
-def _adaptive_fit_lines(spec, memory: int) -> list[str]:
-    """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
-    from .config.estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
-    from .config.planning import plan
-
-    the_plan = plan(spec)
-    return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
-                           [reference_memory_bytes(r.config) for r in the_plan.references], memory)
-
-
 @main.command("status")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -309,7 +267,10 @@ def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str,
     if spec is not None and sweep_name is not None:
         raise click.UsageError("give a SPEC file or --sweep NAME, not both")
     if spec is None and sweep_name is None:
-        _status_of_every_sweep(store_uri)
+        from . import api
+
+        for line in api.every_sweep_status_lines(store_uri):
+            click.echo(line)
         return
     loaded = None
     if spec is not None:
@@ -334,7 +295,7 @@ def demo_command(store_uri: str, out: str) -> None:
     from . import demo
 
     with store_errors():
-        code = demo.run_demo(store=store_uri, out=out)
+        code = demo.run_demo(store=store_uri, out=out, echo=click.echo)
     sys.exit(code)
 
 

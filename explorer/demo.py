@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-
-import click
+from collections.abc import Callable
 
 from . import api
 from .store_access import open_store
@@ -79,22 +78,23 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     return format_table(result).rstrip("\n").splitlines()
 
 
-def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None) -> int:
+def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None,
+             echo: Callable[[str], object] = print) -> int:
     """Run the demo sweep, print its summary and error table, write its report, then print the
-    fit (law, constants with CIs, warnings) and where the report is.
+    fit (law, constants with CIs, warnings) and where the report is, each line through ``echo``.
 
     Returns:
         The sweep's exit code (0 when every trial ended ok or diverged; 130/143 when interrupted).
     """
     st = open_store(store)
     result = api.sweep(DEMO_SPEC, store=st, address=address)
-    click.echo(result.summary())
+    echo(result.summary())
     if result.interrupted is not None:
         return result.exit_code
     for line in error_table(st, DEMO_SPEC["name"]):
-        click.echo(line)
+        echo(line)
     where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
     for line in fit_lines(st, DEMO_SPEC["name"]):
-        click.echo(line)
-    click.echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
+        echo(line)
+    echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
     return result.exit_code

@@ -1,7 +1,10 @@
-"""The analysis's one number formatter (fit, diagnostics, phase and report text)."""
+"""The explorer's one formatter of values for text: numbers in fits, diagnostics, phase and report
+text (``fmt``), spec values in error messages (``spec_value``)."""
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import numpy as np
 
@@ -22,4 +25,18 @@ def fmt(value, spec: str = ".4g", missing: str = "n/a") -> str:
     return str(value)
 
 
-__all__ = ["fmt"]
+def spec_value(value: Any) -> str:
+    """A spec value as TOML writes it, for error messages: strings quoted (control characters
+    escaped), booleans as true/false, lists item by item, a table as "a table"."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string: control characters escaped
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(spec_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+__all__ = ["fmt", "spec_value"]

@@ -40,7 +40,8 @@ from ..errors import FitError, SweepDataError, spec_error
 from .interrupts import SignalGuard, resume_command
 from ..config.planning import plan
 from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
-from ..config.spec import SweepSpec, adaptive_targets
+from ..config.spec import SweepSpec
+from ..config.spec_rules import adaptive_targets
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points

@@ -9,7 +9,8 @@ from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from explorer.errors import SpecError
 from explorer.analysis.laws import resolve_form
 from explorer.sweeps.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
-from explorer.config.spec import adaptive_targets, parse_spec
+from explorer.config.spec_rules import adaptive_targets
+from explorer.config.spec import parse_spec
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law

@@ -223,7 +223,7 @@ def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkey
 
 
 def test_a_refused_swept_setting_names_its_grid_axis():
-    from explorer.config.spec import key_of
+    from explorer.config.spec_rules import key_of
 
     swept = parse_spec(with_changes(grid={"lr": [0.5, 1.0]}, train={"lr": DROP}))
     assert key_of(ConfigError("lr", "x"), swept) == "[grid] lr"
