@@ -37,7 +37,8 @@ def error_table(store, sweep: str = "demo") -> list[str]:
     L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
     """
     from .errors import MixedReferencesError, SweepDataError
-    from .analysis.sweep_data import grid_errors, held_axes, held_where
+    from .analysis.sweep_data import grid_errors, held_axes
+    from .analysis.queries import held_where
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

@@ -47,7 +47,7 @@ from scipy import stats
 
 from .decomposition import terms
 from ..errors import FitError
-from .sweep_data import DRAW_COLUMN, FLOOR_FACTOR, plain_value
+from .queries import DRAW_COLUMN, FLOOR_FACTOR, plain_value
 
 RESOLVED_SE = 3.0  # a bias is measured where it exceeds this many of one draw's standard errors
 WEIGHT_FLOOR = 0.02  # log units added in quadrature to every point's standard error

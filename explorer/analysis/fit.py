@@ -33,7 +33,8 @@ from .fit_result import FitResult, fit_warnings
 from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
-from .sweep_data import DRAW_COLUMN, format_flag_counts, grid_errors, held_axes, held_where
+from .queries import DRAW_COLUMN, format_flag_counts, held_where
+from .sweep_data import grid_errors, held_axes
 
 
 def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts: int = 8, seed: int = 0,

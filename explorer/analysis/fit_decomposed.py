@@ -23,7 +23,7 @@ from .expression import parse_expression
 from .laws import FORMS
 from .fit_result import FitResult
 from ..formatting import fmt
-from .sweep_data import DRAW_COLUMN, FLOOR_FACTOR
+from .queries import DRAW_COLUMN, FLOOR_FACTOR
 
 GUARD_SIGMAS = 2.0  # "beyond noise": this many standard errors
 GUARD_RESAMPLES = 50  # bootstrap resamples of the refit without the smallest points

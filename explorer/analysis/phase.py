@@ -40,8 +40,10 @@ import pandas as pd
 
 from ..errors import SweepDataError
 from ..formatting import fmt
-from .sweep_data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, plain_value, where_clause, held_axes,
-                         held_where, query_frame, require_sweep_rows, sweep_is, table_columns)
+from .queries import (FLAGS_COLUMN, GRID_COLUMNS, final_step_clause, held_where, plain_value, query_frame,
+                      require_sweep_rows, sweep_is, table_columns, where_clause)
+from .reference_choice import choose_references
+from .sweep_data import held_axes
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS
@@ -137,15 +139,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
         SweepDataError: unknown sweep or axis, axes equal, or missing metric columns.
     """
     columns = table_columns(con)
-    for axis in (x, y):
-        if axis not in AXES or axis not in columns:
-            allowed = ", ".join(a for a in AXES if a in columns)
-            raise SweepDataError(f"unknown phase axis {axis!r}; expected one of: {allowed}")
-    if x == y:
-        raise SweepDataError(f"the phase diagram needs two different axes, got {x!r} twice")
-    missing = [c for c in _NEEDED if c not in columns]
-    if missing:
-        raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
+    _check_axes(columns, x, y)
     require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
@@ -189,16 +183,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     n_flagged, n_init_noise = int(flagged["n"]), int(flagged["n_init"])
     if cells.empty:
         raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
-    for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
-        cells[c] = cells[c].astype(float)
-    for c in ("n_seeds", "n_diverged", "n_failed", "n_final"):
-        cells[c] = cells[c].astype(int)
-    with np.errstate(all="ignore"):
-        cells["local_ratio"] = np.maximum(cells["feature_update"], cells["lin_ratio"]) / cells["output_change"]
-    cells["init_noise"] = cells["init_noise"].astype(float)
-    cells["init_noise_flag"] = cells["init_noise_flag"].fillna(False).astype(bool)
-    cells["phase"] = classify(cells, rule)
-    cells = _rename_axes(cells, x, y)
+    cells = _rename_axes(_typed_cells(cells, rule), x, y)
     notes = list(choice.notes)
     if n_flagged:
         notes.append(f"{n_flagged} seeds with a stability flag (the flags column) are left out of the cells")
@@ -208,6 +193,34 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
                      "classified, but outside the Mean ODE picture; the fits leave them out")
     return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged,
                         n_init_noise=n_init_noise)
+
+
+def _check_axes(columns: list[str], x: str, y: str) -> None:
+    """Refuse an axis the sweep does not have, the same axis twice, or a view without the
+    columns the phase rule reads."""
+    for axis in (x, y):
+        if axis not in AXES or axis not in columns:
+            allowed = ", ".join(a for a in AXES if a in columns)
+            raise SweepDataError(f"unknown phase axis {axis!r}; expected one of: {allowed}")
+    if x == y:
+        raise SweepDataError(f"the phase diagram needs two different axes, got {x!r} twice")
+    missing = [c for c in _NEEDED if c not in columns]
+    if missing:
+        raise SweepDataError(f"the metrics table lacks columns for the phase rule: {', '.join(missing)}")
+
+
+def _typed_cells(cells: pd.DataFrame, rule: PhaseRule) -> pd.DataFrame:
+    """The cells with plain dtypes, the local ratio and each cell's phase."""
+    for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "alpha"):
+        cells[c] = cells[c].astype(float)
+    for c in ("n_seeds", "n_diverged", "n_failed", "n_final"):
+        cells[c] = cells[c].astype(int)
+    with np.errstate(all="ignore"):
+        cells["local_ratio"] = np.maximum(cells["feature_update"], cells["lin_ratio"]) / cells["output_change"]
+    cells["init_noise"] = cells["init_noise"].astype(float)
+    cells["init_noise_flag"] = cells["init_noise_flag"].fillna(False).astype(bool)
+    cells["phase"] = classify(cells, rule)
+    return cells
 
 
 def _flag_conditions(columns, noise: str, rule: PhaseRule) -> tuple[str, str]:

@@ -85,7 +85,7 @@ def seed_errors(frame: pd.DataFrame) -> pd.Series:
 def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame in ``grid_errors``'s shape (err, seed_errs, ref_err, floor_limited) for the
     laws fitted to RMS errors."""
-    from .sweep_data import FLOOR_FACTOR
+    from .queries import FLOOR_FACTOR
 
     out = frame[["problem_seed", "L", "M", "D", "ref_err", "err"]].copy()
     out["seed_errs"] = seed_errors(frame)
