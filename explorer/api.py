@@ -22,7 +22,7 @@ from .config.planning import plan
 from .config.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
-    from .sweeps.adaptive import AdaptiveResult
+    from .sweeps.adaptive_rounds import AdaptiveResult
     from .sweeps.results import SweepResult
 
 
@@ -181,7 +181,7 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
     if sweep not in st.sweeps():
         return []
-    from .sweeps.adaptive import adaptive_status
+    from .sweeps.adaptive_rounds import adaptive_status
 
     return adaptive_status(st, sweep)
 

@@ -523,7 +523,7 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         c["adaptive_points"] = _charts.adaptive_points(points)
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if len(targets):
-        from ..sweeps.adaptive import positive_parameters, target_halfwidth
+        from ..analysis.targets import positive_parameters, target_halfwidth
 
         positive = positive_parameters(str(targets["form"].iloc[-1]))
         targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)

@@ -29,19 +29,21 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
-from ..errors import FitError, SweepDataError, spec_error
-from .interrupts import SignalGuard, resume_command
+from ..analysis.targets import (halfwidth_of, positive_parameters, target_halfwidth, target_lines, targets_of,
+                                unmeasured_in)
 from ..config.planning import plan
-from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
 from ..config.spec import SweepSpec
 from ..config.spec_rules import adaptive_targets
+from ..errors import FitError, SweepDataError, spec_error
+from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
+from .interrupts import SignalGuard, resume_command
+from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
@@ -50,170 +52,6 @@ FIT_SEED = 0  # every round's bootstrap uses the same seed: a resumed loop makes
 # The runner runs the trials of ``keys`` (a SweepSpec's, a subset of its plan) and may return a
 # ray_runner.SweepResult; its ``interrupted`` (a signal) stops the loop with that exit code.
 Runner = Callable[[SweepSpec, frozenset], object]
-
-
-def round_id(number: int) -> str:
-    """The store key of round ``number``: ``round-0003``."""
-    return f"round-{number:04d}"
-
-
-@dataclass
-class AdaptiveResult:
-    """Where an adaptive sweep stands after a run of the loop (read back from the store)."""
-
-    name: str
-    store: str
-    rounds: int = 0  # rounds recorded (planned or done)
-    done: int = 0  # rounds done
-    trials: int = 0  # trials chosen so far
-    candidates: int = 0  # trials of the candidate grid
-    spent_cost: float = 0.0  # proxy units (L*M*D*seeds) of the chosen trials
-    budget_cost: float = 0.0
-    full_cost: float = 0.0
-    wall_s: float = 0.0  # sum of the sweep's trials' wall_s
-    targets: dict = field(default_factory=dict)  # parameter -> (estimate, ci_low, ci_high)
-    halfwidth: float = float("nan")
-    positive: frozenset = frozenset()  # the law's positive constants: their half-widths are relative
-    stop_reason: str | None = None
-    interrupted: int | None = None  # the signal that stopped a round's trials
-    missing: int = 0  # trials of the current round without rows
-    prior: int = 0  # candidate trials in the store that no round chose (an earlier plain sweep): counted as spent
-    failed: int = 0  # candidate trials recorded failed: counted as spent, in no fit, never retried
-    resume: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """0 when the loop stopped (targets reached or budget spent), 128 + signal when a signal
-        stopped it, 1 when a round's trials are missing (run the command again)."""
-        if self.interrupted is not None:
-            return 128 + int(self.interrupted)
-        return 0 if self.stop_reason is not None and not self.missing else 1
-
-    def summary(self) -> str:
-        """A few lines for the terminal."""
-        frac = self.spent_cost / self.full_cost if self.full_cost else float("nan")
-        lines = [f"adaptive sweep {self.name}: {self.done} round(s) done of {self.rounds}, {self.trials}/"
-                 f"{self.candidates} candidate trials run; compute {frac:.1%} of the full grid in L*M*D*seeds "
-                 f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
-                 f"trials' wall time {self.wall_s:.1f}s",
-                 f"store: {self.store}"]
-        if self.prior:
-            lines.append(f"{self.prior} trial(s) were in the store before the loop (an earlier sweep of this name): "
-                         "they enter the fit and count in the compute spent")
-        if self.failed:
-            lines.append(f"{self.failed} trial(s) failed: their cost counts as spent, they enter no fit and the "
-                         "loop does not retry them")
-        lines += target_lines(self.targets, self.halfwidth, self.positive)
-        if self.stop_reason:
-            lines.append(f"stopped: {self.stop_reason}")
-        elif self.interrupted is not None or self.missing:
-            again = f": {self.resume}" if self.resume else ""
-            if self.interrupted is not None:
-                lines.append(f"interrupted by {signal.Signals(self.interrupted).name} in round {max(self.rounds - 1, 0)} "
-                             f"({self.missing} of its trials without rows); to resume, run the same command again{again}")
-            else:
-                lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
-                             f"run the same command again to resume{again}")
-        return "\n".join(lines)
-
-
-def positive_parameters(form: str) -> frozenset:
-    """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
-    c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
-    from ..analysis.laws import resolve_form
-
-    try:
-        return frozenset(resolve_form(form)[1].positive)
-    except Exception:  # a log written by another version: fall back to the c-constants
-        return frozenset()
-
-
-def _is_positive(name: str, positive: Collection[str] | None) -> bool:
-    from ..analysis.expression import POSITIVE
-
-    return name in (positive or ()) or bool(POSITIVE.match(name))
-
-
-def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] | None = None) -> float:
-    """A target's 95% CI half-width in the units its ``halfwidth`` is measured in.
-
-    A positive constant (``c1, c2, ...``, or a name in ``positive``) is fitted as log c
-    (``explorer.analysis.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
-    means about +-10 %; the selection ranks candidates in the same units. Any other parameter
-    (an exponent) has the absolute half-width (hi - lo) / 2. Infinite when the CI has no finite
-    ends (or a constant's CI does not lie above 0).
-    """
-    lo, hi = float(lo), float(hi)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return float("inf")
-    if _is_positive(name, positive):
-        return float((np.log(hi) - np.log(lo)) / 2) if lo > 0 and hi > 0 else float("inf")
-    return (hi - lo) / 2
-
-
-def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | None = None) -> list[str]:
-    """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a positive
-    constant's half-width is relative (``target_halfwidth``) and says so. A CI that measures
-    nothing (``unmeasured``) is "not reached" whatever its width."""
-    out = []
-    for name, (est, lo, hi) in targets.items():
-        hw = target_halfwidth(name, lo, hi, positive)
-        kind = "relative half-width" if _is_positive(name, positive) else "half-width"
-        why = unmeasured(est, lo, hi)
-        state = f"not reached: {why}" if why else "reached" if hw <= halfwidth else "not reached"
-        out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  {kind} {hw:.3g} (target {halfwidth:g}: {state})")
-    return out
-
-
-def unmeasured(est: float, lo: float, hi: float) -> str | None:
-    """Why a target's CI measures nothing although it may be narrow, else None: no CI, a CI of
-    width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
-    or a CI cut at the fit's search bound (``explorer.analysis.fit``: +-FREE_BOUND for exponents, exp(+-50)
-    for constants), whose true width is unknown. Such a target is never "reached"."""
-    from ..analysis.solver import FREE_BOUND
-    from ..analysis.fit_result import ZERO_WIDTH
-
-    if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
-        return "no CI (the bootstrap gave none)"
-    if hi - lo <= ZERO_WIDTH * max(abs(est), 1e-300):
-        return "its CI has width zero (every resample gave the same value), not a measurement"
-    tiny, huge = np.exp(-50.0) * (1 + 1e-6), np.exp(50.0) * (1 - 1e-6)
-    if any(abs(abs(v) - FREE_BOUND) < 1e-6 for v in (est, lo, hi)) or 0 < lo <= tiny or hi >= huge:
-        return "its CI reaches the fit's search bound, so its true width is unknown"
-    return None
-
-
-# --- the rounds log --------------------------------------------------------------------------
-
-
-def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
-    """The sweep's ``rounds`` rows (empty frame when it has none), sorted by round."""
-    if sweep not in store.sweeps():
-        return pd.DataFrame()
-    table = store.query(f"SELECT * FROM rounds WHERE sweep = '{sweep}' ORDER BY round, entry, trial_key, parameter",
-                        sweep=sweep)
-    return table.to_pandas()
-
-
-def _point_rows(choices: list[Choice] | list[Candidate], reason: str) -> list[dict]:
-    rows = []
-    for item in choices:
-        c = item.candidate if isinstance(item, Choice) else item
-        rows.append({"entry": "point", "trial_key": c.trial_key, "L": c.L, "M": c.M, "D": c.D,
-                     "alpha": float(c.alpha), "problem_seed": c.problem_seed,
-                     "gain_per_cost": item.gain_per_cost if isinstance(item, Choice) else float("nan"),
-                     "predicted_cost": c.cost,
-                     "predicted_wall_s": item.predicted_wall_s if isinstance(item, Choice) else float("nan"),
-                     "parameter": None, "estimate": None, "ci_low": None, "ci_high": None, "halfwidth": None,
-                     "reason": reason})
-    return rows
-
-
-def _target_rows(targets: dict, halfwidth: float, reason: str) -> list[dict]:
-    return [{"entry": "target", "trial_key": None, "L": None, "M": None, "D": None, "alpha": None,
-             "problem_seed": None, "gain_per_cost": None, "predicted_cost": None, "predicted_wall_s": None,
-             "parameter": name, "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": halfwidth,
-             "reason": reason} for name, (est, lo, hi) in targets.items()]
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -383,8 +221,8 @@ class AdaptiveLoop:
             if not more:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
-        hw = {t: _halfwidth(result, t) for t in self.targets}  # relative for constants, as the selection
-        why = {t: _unmeasured_in(result, t) for t in self.targets}
+        hw = {t: halfwidth_of(result, t) for t in self.targets}  # relative for constants, as the selection
+        why = {t: unmeasured_in(result, t) for t in self.targets}
         unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
         if not unmet:
             unconfirmed = self.unconfirmed(result, number)
@@ -484,7 +322,7 @@ class AdaptiveLoop:
         for r in point_rows.itertuples():
             if r.trial_key not in self.by_key:  # the spec no longer defines it
                 continue
-            row = _point_rows([self.by_key[r.trial_key]], r.reason)[0]
+            row = point_log_rows([self.by_key[r.trial_key]], r.reason)[0]
             row.update(gain_per_cost=float(r.gain_per_cost), predicted_wall_s=float(r.predicted_wall_s))
             out.append(row)
         return out
@@ -534,7 +372,7 @@ class AdaptiveLoop:
                 self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
             design = self.initial_plan(prior)
             keys = [c.trial_key for c in design]
-            self.write(0, "planned", _point_rows(design, "initial space-filling design"), keys)
+            self.write(0, "planned", point_log_rows(design, "initial space-filling design"), keys)
             state = "planned"
         while True:
             self.forget()  # each step reads the store afresh
@@ -554,9 +392,9 @@ class AdaptiveLoop:
             choices, reason, stop = self.next_choice(fitted, keys, number)
             if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
                 return self.finish(result, rounds)
-            targets = {} if isinstance(fitted, str) else _targets(fitted, self.targets)
+            targets = {} if isinstance(fitted, str) else targets_of(fitted, self.targets)
             old = self.recorded_points(point_rows)
-            self.write(number, "done", old + _target_rows(targets, self.ad.halfwidth, "fit after the round"),
+            self.write(number, "done", old + target_log_rows(targets, self.ad.halfwidth, "fit after the round"),
                        keys, stop)
             now = self.statuses()
             failed = [k for k in round_keys if now.get(k) == "failed"]
@@ -571,7 +409,7 @@ class AdaptiveLoop:
                 return self.finish(result, read_rounds(self.store, self.spec.name))
             number += 1
             keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
-            self.write(number, "planned", _point_rows(choices, reason), keys)
+            self.write(number, "planned", point_log_rows(choices, reason), keys)
             state = "planned"
 
     def signalled(self, result: AdaptiveResult) -> bool:
@@ -601,24 +439,6 @@ class AdaptiveLoop:
         return result
 
 
-def _halfwidth(result, name: str) -> float:
-    """``target_halfwidth`` of a fit's parameter: relative for the law's positive constants."""
-    return target_halfwidth(name, result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan),
-                            result.law.positive)
-
-
-def _unmeasured_in(result, name: str) -> str | None:
-    """``unmeasured`` of a fit's parameter (a parameter the fit left out: its reason)."""
-    if name not in result.law.parameters:
-        return result.unidentified.get(name, "not fitted")
-    return unmeasured(float(result.estimate[name]), float(result.ci_low.get(name, np.nan)),
-                      float(result.ci_high.get(name, np.nan)))
-
-
-def _targets(result, names) -> dict:
-    return {n: (float(result.estimate[n]), float(result.ci_low[n]), float(result.ci_high[n])) for n in names}
-
-
 def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None] = lambda line: None
                  ) -> AdaptiveResult:
     """Run (or resume) the adaptive loop of ``spec`` over ``store`` (see the module docstring).
@@ -646,74 +466,4 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     return result
 
 
-def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
-    """What ``explorer sweep SPEC --adaptive --dry-run`` prints: the candidates, the rules
-    (form, targets, halfwidth), the budget in proxy units and as a fraction of the full grid, and
-    the initial design's points, those a fresh store would run first. Nothing runs, no store is
-    opened or written.
-
-    Raises:
-        SpecError: as ``run_adaptive`` before anything runs (a grid the law cannot be fitted
-            on, a target it cannot measure, a budget that pays for no initial point).
-    """
-    loop = AdaptiveLoop(spec, None, None, lambda line: None)  # type: ignore[arg-type]  # no store: nothing is read
-    ad, cands = loop.ad, loop.cands
-    draws = sorted({c.problem_seed for c in cands})
-    shape = " x ".join(f"{v} {len({getattr(c, v) for c in cands})}" for v in ("L", "M", "D"))
-    consts = [t for t in loop.targets if t in loop.positive]
-    units = (f"relative (CI of log) for {', '.join(consts)}, absolute for the rest" if consts and len(consts) < len(loop.targets)
-             else "relative, half the width of the CI of log c" if consts else "absolute")
-    design = loop.initial_plan()
-    cost = sum(c.cost for c in design)
-    lines = [f"adaptive sweep {spec.name}: the [grid] is a candidate set of {len(cands)} trials ({shape}; "
-             f"{len(draws)} problem draw(s); {spec.grid.seeds} seeds each, {spec.train.steps} steps); only the "
-             "trials the loop chooses run",
-             f"rules: form {ad.form}, targets {', '.join(loop.targets)}, 95% CI half-width <= {ad.halfwidth:g} "
-             f"({units}); batch {ad.batch} per round, {ad.resamples} bootstrap resamples",
-             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds ({ad.budget:.0%}); the "
-             f"initial design at most {INITIAL_SHARE:.0%} of that ({INITIAL_SHARE * loop.budget:.6g}), each of its "
-             f"{loop.initial} points at most {INITIAL_SHARE * loop.budget / loop.initial:.6g}",
-             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} L*M*D*seeds "
-             f"({cost / loop.full:.1%} of the full grid):"]
-    lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {c.cost:.6g}  {c.trial_key}" for c in design]
-    lines += ["then rounds of up to {} trials chosen by the refitted law, until every target reaches its "
-              "half-width or the budget is spent".format(ad.batch),
-              "on a store that already has this sweep's rounds, the command resumes them instead "
-              f"(explorer status --sweep {spec.name})",
-              "nothing run, nothing written (--dry-run)"]
-    return lines
-
-
-def adaptive_status(store: Store, sweep: str) -> list[str]:
-    """Lines for ``explorer status`` of a sweep with rounds: the current round, the targets' CIs
-    after the last done round, the budget spent (proxy and wall), why it stopped. Empty when
-    the sweep has no rounds."""
-    rounds = read_rounds(store, sweep)
-    if rounds.empty:
-        return []
-    last = rounds[rounds["round"] == rounds["round"].max()]
-    head = last.iloc[0]
-    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
-    statuses = store.trial_statuses(sweep)
-    done_points = sum(1 for k in last.loc[last["entry"] == "point", "trial_key"] if k in statuses)
-    n_last = int((last["entry"] == "point").sum())
-    wall = sum(v for v in store.trial_column(sweep, "wall_s").values() if v is not None)
-    lines = [f"adaptive: round {int(head['round'])} {head['state']} ({done_points}/{n_last} of its trials have rows); "
-             f"{len(points)} trials chosen; compute {head['spent_cost'] / head['full_cost']:.1%} of the full grid "
-             f"(budget {head['budget_cost'] / head['full_cost']:.0%}, in L*M*D*seeds), trials' wall time {wall:.1f}s"]
-    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
-    if not targets.empty:
-        at = targets[targets["round"] == targets["round"].max()]
-        lines.append(f"  targets after round {int(at['round'].iloc[0])} ({head['form']} law):")
-        lines += ["  " + line for line in target_lines(
-            {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in at.itertuples()}, float(at["halfwidth"].iloc[0]),
-            positive_parameters(str(head["form"])))]
-    stops = rounds["stop_reason"].dropna()
-    if len(stops):
-        lines.append(f"  stopped: {stops.iloc[-1]}")
-    return lines
-
-
-__all__ = ["AdaptiveResult", "adaptive_dry_run_lines", "adaptive_status", "positive_parameters", "read_rounds", "round_id", "run_adaptive",
-           "target_halfwidth"]
-
+__all__ = ["AdaptiveLoop", "run_adaptive"]

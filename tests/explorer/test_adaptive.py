@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.sweeps.adaptive import read_rounds, run_adaptive
+from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import run_adaptive
 from explorer.errors import SpecError
 from explorer.analysis.laws import resolve_form
 from explorer.sweeps.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
@@ -285,7 +286,8 @@ def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped
 def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     # Seen on a real tiny sweep (form theory, no 1/L signal): c1 = 9.236e-13 [9.236e-13,
     # 9.236e-13], every resample the same value, was printed "reached" and stopped the loop.
-    from explorer.sweeps.adaptive import AdaptiveLoop, target_lines, unmeasured
+    from explorer.sweeps.adaptive import AdaptiveLoop
+    from explorer.analysis.targets import target_lines, unmeasured
 
     assert unmeasured(9.236e-13, 9.236e-13, 9.236e-13 + 3e-26)
     assert unmeasured(-10.0, -10.0, 6.9)  # cut at the search bound: width unknown
@@ -353,7 +355,7 @@ def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display
     # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
     # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
     # factor of ~2.4; the selection ranked it in log units all along.
-    from explorer.sweeps.adaptive import target_halfwidth, target_lines
+    from explorer.analysis.targets import target_halfwidth, target_lines
 
     assert target_halfwidth("c1", 0.0029, 0.016) == pytest.approx(np.log(0.016 / 0.0029) / 2)
     assert target_halfwidth("a", 0.9, 1.1) == pytest.approx(0.1)  # exponents stay absolute
