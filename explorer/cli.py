@@ -394,7 +394,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
         diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
         click.echo(format_phase(diagram))
         if out:
-            from .report.charts import phase_chart
+            from .report.diagnostic_charts import phase_chart
             from .report.output_folder import OutputFolder
             from .report.page import save_chart
 

@@ -196,7 +196,7 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     / d log L between neighbouring L at fixed M and D (theory -1 once the sampling term is
     small). ``axis = "LM"``: d log err / d log(L M) between neighbouring M at fixed L and D
     (theory -1/2 while sampling dominates). Floor-limited points (``used`` False, or without a
-    ``used`` column ``floor_limited`` True) are left out. The table of ``charts.local_slopes``.
+    ``used`` column ``floor_limited`` True) are left out. The table of ``explorer.report.diagnostic_charts.local_slopes``.
 
     Returns:
         DataFrame with columns axis, L, M, D (the held values; the varied one NaN), x_low,

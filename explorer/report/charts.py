@@ -1,4 +1,5 @@
-"""Altair charts of a sweep's errors, fits and phase diagram: a table in, a chart out, no I/O.
+"""Altair charts of a sweep's errors and fits: a table in, a chart out, no I/O (the charts of
+other axes, slopes, draws, the phase diagram and the adaptive loop are in ``diagnostic_charts``).
 
 Every function takes the small aggregated tables of ``explorer.analysis.fit`` / ``explorer.analysis.phase``
 (one row per grid point, per step or per cell, never raw metric rows), so no chart comes near
@@ -15,12 +16,6 @@ lines show the slopes the theory predicts (docs/model.md section 6):
 - ``parity`` and ``residuals``: measured vs fitted, and log residuals vs L*M.
 - ``error_vs_step``: err along gradient descent, one line per grid point.
 - ``error_vs_params``: err vs P = L*M*D, with the best-shape frontier of a joint fit (P^-1/6).
-- ``error_vs_axis``: err vs any other swept axis (alpha, D, lr, ...), one line per (L, M, D).
-- ``local_slopes`` / ``local_slopes_chart``: d log err / d log L between neighbouring L at each
-  M, and d log err / d log(L*M) between neighbouring M at each L, against the theory's -1 and -1/2
-  (the table of ``explorer.analysis.diagnostics.local_slopes``).
-- ``per_draw_chart``: one fit's estimates per problem draw, with the pooled estimate's CI band.
-- ``phase_chart``: the phase diagram (mlu, lazy, trivial, diverged, failed).
 """
 from __future__ import annotations
 
@@ -30,13 +25,12 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..analysis import diagnostics as _diagnostics
 from ..analysis.fit_result import FitResult
 
 WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points
 PHASE_COLORS = {"mlu": "#1b9e77", "lazy": "#7570b3", "trivial": "#bdbdbd", "diverged": "#d95f02", "failed": "#444444"}
-_LOG = alt.Scale(type="log", nice=False, padding=12)
+LOG_SCALE = alt.Scale(type="log", nice=False, padding=12)
 
 
 def _guide(x_values: np.ndarray, anchor_x: float, anchor_y: float, slope: float) -> pd.DataFrame:
@@ -52,7 +46,7 @@ def _guide_layer(data: pd.DataFrame, label: str) -> alt.Chart:
         x="x:Q", y="y:Q", detail="guide:N", tooltip=alt.Tooltip("guide:N", title="guide"))
 
 
-def _panels(charts: list, columns: int = 3):
+def panel_grid(charts: list, columns: int = 3):
     """One chart, or a grid of panels (e.g. one per D), each with its own data."""
     if len(charts) == 1:
         return charts[0]
@@ -100,7 +94,7 @@ def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
             continue
         color = alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M")
         layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
-            x=alt.X("L:Q", scale=_LOG, title="depth L"), y=alt.Y("bias:Q", scale=_LOG, title="bias"),
+            x=alt.X("L:Q", scale=LOG_SCALE, title="depth L"), y=alt.Y("bias:Q", scale=LOG_SCALE, title="bias"),
             color=color, shape=alt.Shape("point:N", title="point"),
             tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("bias:Q", format=".3g"), "point:N"])]
         Ls = np.geomspace(points["L"].min(), points["L"].max(), 20)
@@ -110,7 +104,7 @@ def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
         anchor = points.sort_values(["M", "L"], ascending=[False, True]).iloc[0]
         layers.append(_guide_layer(_guide(points["L"].to_numpy(), anchor["L"], anchor["bias"] * 1.3, -1.0), "slope -1"))
         panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
-    return _panels(panels) if panels else None
+    return panel_grid(panels) if panels else None
 
 
 def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
@@ -124,7 +118,7 @@ def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
             continue
         color = alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M")
         layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
-            x=alt.X("LM:Q", scale=_LOG, title="units L*M"), y=alt.Y("fluct:Q", scale=_LOG, title="fluctuation"),
+            x=alt.X("LM:Q", scale=LOG_SCALE, title="units L*M"), y=alt.Y("fluct:Q", scale=LOG_SCALE, title="fluctuation"),
             color=color, tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("fluct:Q", format=".3g"), "point:N"])]
         LM = np.geomspace(points["LM"].min(), points["LM"].max(), 20)
         if np.isfinite(fit.estimate.get("b", math.nan)):
@@ -134,7 +128,7 @@ def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
         layers.append(_guide_layer(_guide(points["LM"].to_numpy(), anchor["LM"], anchor["fluct"] * 1.3, -0.5),
                                    "slope -1/2"))
         panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
-    return _panels(panels) if panels else None
+    return panel_grid(panels) if panels else None
 
 
 def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str = "error vs depth L"):
@@ -151,8 +145,8 @@ def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
         points = _points(sub)
         color = alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M")
         layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
-            x=alt.X("L:Q", scale=_LOG, title="depth L"),
-            y=alt.Y("err:Q", scale=_LOG, title="error"),
+            x=alt.X("L:Q", scale=LOG_SCALE, title="depth L"),
+            y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
             color=color, shape=alt.Shape("point:N", title="point"),
             tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("err:Q", format=".3g"), "n_seeds:Q", "point:N"])]
         if fit is not None:
@@ -164,7 +158,7 @@ def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
         anchor = sub.loc[sub["M"] == sub["M"].max()].sort_values("L").iloc[0]
         layers.append(_guide_layer(_guide(sub["L"].to_numpy(), anchor["L"], anchor["err"] * 1.3, -1.0), "slope -1"))
         panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
-    return _panels(panels)
+    return panel_grid(panels)
 
 
 def error_vs_units(grid: pd.DataFrame, fit: FitResult | None = None, title: str = "error vs L*M (hidden width)"):
@@ -177,8 +171,8 @@ def error_vs_units(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
         sub = grid[grid["D"] == D]
         points = _points(sub)
         layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
-            x=alt.X("LM:Q", scale=_LOG, title="units L*M"),
-            y=alt.Y("err:Q", scale=_LOG, title="error"),
+            x=alt.X("LM:Q", scale=LOG_SCALE, title="units L*M"),
+            y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
             color=alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M"),
             shape=alt.Shape("L:N", title="L", sort="ascending"),
             tooltip=["L:Q", "M:Q", "LM:Q", alt.Tooltip("err:Q", format=".3g"), "point:N"])]
@@ -190,7 +184,7 @@ def error_vs_units(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
         anchor = points.loc[points["LM"].idxmin()]
         layers.append(_guide_layer(_guide(LM, anchor["LM"], anchor["err"] * 1.3, -0.5), "slope -1/2"))
         panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
-    return _panels(panels)
+    return panel_grid(panels)
 
 
 def _edges(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +276,7 @@ def error_heatmap(grid: pd.DataFrame, fit: FitResult | None = None, title: str =
                 layers.append(alt.Chart(labels).mark_text(color="white", fontSize=10, dy=-6).encode(
                     x=alt.X("x:Q", scale=x_scale), y=alt.Y("y:Q", scale=y_scale), text=alt.Text("level:Q", format=".2g")))
         panels.append(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=f"{title} (D={D})"))
-    return _panels(panels)
+    return panel_grid(panels)
 
 
 def parity(fit: FitResult, title: str = "measured vs fitted"):
@@ -293,8 +287,8 @@ def parity(fit: FitResult, title: str = "measured vs fitted"):
     hi = float(max(data["err"].max(), data["fitted"].max()))
     diagonal = pd.DataFrame({"x": [lo, hi], "y": [lo, hi]})
     points = alt.Chart(data).mark_point(filled=True, size=50).encode(
-        x=alt.X("fitted:Q", scale=_LOG, title="fitted error"),
-        y=alt.Y("err:Q", scale=_LOG, title="measured error"),
+        x=alt.X("fitted:Q", scale=LOG_SCALE, title="fitted error"),
+        y=alt.Y("err:Q", scale=LOG_SCALE, title="measured error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M"),
         shape=alt.Shape("point:N", title="point"),
         tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("err:Q", format=".3g"), alt.Tooltip("fitted:Q", format=".3g")])
@@ -308,7 +302,7 @@ def residuals(fit: FitResult, title: str = "log residuals"):
     data = data[np.isfinite(data["residual"])]
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="black", opacity=0.6).encode(y="zero:Q")
     points = alt.Chart(data).mark_point(filled=True, size=50).encode(
-        x=alt.X("LM:Q", scale=_LOG, title="units L*M"),
+        x=alt.X("LM:Q", scale=LOG_SCALE, title="units L*M"),
         y=alt.Y("residual:Q", title="log(measured / fitted)"),
         color=alt.Color("M:O", scale=alt.Scale(scheme="viridis"), title="M"),
         shape=alt.Shape("L:N", title="L", sort="ascending"),
@@ -332,7 +326,7 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
     data["grid_point"] = "L=" + data["L"].astype(str) + " M=" + data["M"].astype(str) + " D=" + data["D"].astype(str)
     return alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("step:Q", title="gradient step k"),
-        y=alt.Y("err:Q", scale=_LOG, title="error"),
+        y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
                         legend=alt.Legend(type="gradient")),
         detail="grid_point:N",
@@ -345,8 +339,8 @@ def error_vs_params(grid: pd.DataFrame, frontier: pd.DataFrame | None = None, ti
     the best error a joint fit predicts at each P and a slope -1/6 guide."""
     points = _points(grid)
     layers = [alt.Chart(points).mark_point(filled=True, size=50).encode(
-        x=alt.X("P:Q", scale=_LOG, title="parameters P = L*M*D"),
-        y=alt.Y("err:Q", scale=_LOG, title="error"),
+        x=alt.X("P:Q", scale=LOG_SCALE, title="parameters P = L*M*D"),
+        y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
         color=alt.Color("D:O", scale=alt.Scale(scheme="plasma"), title="D"),
         tooltip=["L:Q", "M:Q", "D:Q", "P:Q", alt.Tooltip("err:Q", format=".3g")])]
     if frontier is not None and len(frontier):
@@ -361,199 +355,3 @@ def error_vs_params(grid: pd.DataFrame, frontier: pd.DataFrame | None = None, ti
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT, title=title)
 
 
-def phase_chart(diagram, title: str = "phase diagram"):
-    """The phase diagram: one coloured cell per (x, y), its local_ratio printed in it, a cross on
-    cells with initial output noise (alpha >~ sqrt(L M))."""
-    cells = diagram.cells.copy()
-    x, y = diagram.x, diagram.y
-    cells["ratio_text"] = cells["local_ratio"].map(lambda r: f"{r:.2g}" if np.isfinite(r) else "")
-    cells["note"] = np.where(cells["init_noise_flag"], "init noise", "")
-    domain = list(PHASE_COLORS)
-    base = alt.Chart(cells).encode(
-        x=alt.X(f"{x}:O", title=x, sort="ascending", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y(f"{y}:O", title=y, sort="descending"))
-    rect = base.mark_rect(stroke="white").encode(
-        color=alt.Color("phase:N", scale=alt.Scale(domain=domain, range=[PHASE_COLORS[p] for p in domain]), title="phase"),
-        tooltip=[f"{x}:O", f"{y}:O", "phase:N", alt.Tooltip("feature_update:Q", format=".3g"),
-                 alt.Tooltip("lin_ratio:Q", format=".3g"), alt.Tooltip("output_change:Q", format=".3g"),
-                 alt.Tooltip("local_ratio:Q", format=".3g"), alt.Tooltip("init_noise:Q", format=".2g"),
-                 "n_seeds:Q", "n_diverged:Q", "n_failed:Q"])
-    text = base.mark_text(color="white", fontSize=11).encode(text="ratio_text:N")
-    noise = base.transform_filter(alt.datum.init_noise_flag).mark_point(
-        shape="cross", color="black", size=120, filled=True, yOffset=12).encode(tooltip=["note:N"])
-    fixed = ", ".join(f"{k}={v}" for k, v in diagram.fixed.items())
-    full_title = alt.TitleParams(title, subtitle=[
-        "cell text: max(feature_update, lin_ratio) / output_change; cross: init noise alpha/sqrt(LM) large"]
-        + ([f"held at {fixed}"] if fixed else []))
-    return alt.layer(rect, text, noise).properties(width=WIDTH, height=HEIGHT, title=full_title)
-
-
-def _is_log_axis(values: np.ndarray) -> bool:
-    """A log scale suits positive values spread over at least a factor 4."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    return len(v) > 0 and bool(np.all(v > 0)) and v.max() >= 4 * v.min()
-
-
-def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
-    """err (log) vs one swept axis (alpha, D, lr, ...), one line per remaining (L, M, D) point.
-
-    Args:
-        grid: a ``grid_errors`` table over L, M, D and ``axis`` (other axes held).
-        axis: the column on x (log scale when positive and spread over a factor 4 or more).
-    Returns:
-        An Altair chart; at most ``MAX_CURVES`` lines, evenly spread over L*M.
-    """
-    series_cols = [c for c in ("L", "M", "D") if c != axis]
-    if "problem_seed" in grid and grid["problem_seed"].nunique() > 1:
-        series_cols.append("problem_seed")  # one line per draw, not a zigzag through them
-    data = grid[[c for c in dict.fromkeys(["L", "M", "D", axis, "err", "n_seeds"] + series_cols) if c in grid]].copy()
-    data = data[np.isfinite(data["err"].astype(float)) & (data["err"] > 0)]
-    data["LM"] = data["L"] * data["M"]
-    keys = data[series_cols].drop_duplicates()
-    if len(keys) > MAX_CURVES:
-        keys = keys.assign(LM=keys["L"] * keys["M"]).sort_values(["LM"] + series_cols)
-        keys = keys.iloc[np.unique(np.linspace(0, len(keys) - 1, MAX_CURVES).round().astype(int))][series_cols]
-    data = data.merge(keys, on=series_cols)
-    data["series"] = data[series_cols].astype(str).apply(
-        lambda r: " ".join(f"{c}={v}" for c, v in zip(series_cols, r)), axis=1) if len(data) else []
-    x_scale = _LOG if _is_log_axis(data[axis].to_numpy(float)) else alt.Scale(zero=False, padding=12)
-    values = sorted(data[axis].unique().tolist())
-    x_axis = alt.Axis(values=values) if len(values) <= 12 else alt.Axis()  # label every swept value
-    return alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis),
-        y=alt.Y("err:Q", scale=_LOG, title="error"),
-        color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",
-                        legend=alt.Legend(type="gradient")),
-        detail="series:N",
-        tooltip=["series:N", f"{axis}:Q", alt.Tooltip("err:Q", format=".3g"), "n_seeds:Q"],
-    ).properties(width=WIDTH, height=HEIGHT, title=title or f"error vs {axis}")
-
-
-SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d log(L*M) (sampling term)
-
-
-def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
-    """The local log-log slopes of ``explorer.analysis.diagnostics.local_slopes`` (one computation for the
-    fit's diagnostics and this chart), its ``axis`` column named ``along``.
-
-    - ``along = "L"``: d log err / d log L between neighbouring L at each (M, D);
-    - ``along = "LM"``: d log err / d log(L*M) between neighbouring M at each (L, D).
-
-    Args:
-        grid: a ``grid_errors`` table (L, M, D, err; optionally floor_limited / used).
-    Returns:
-        Columns along, L, M, D (the held values; the varied one NaN), x_low, x_high, x (their
-        geometric mean), slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
-    """
-    return _diagnostics.local_slopes(grid).rename(columns={"axis": "along"})
-
-
-def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
-    """Two panels from ``local_slopes``: d log err / d log L vs L (one colour per M) with a -1
-    guide, and d log err / d log(L*M) vs L*M (one colour per L) with a -1/2 guide."""
-    panels = []
-    for along, x_title, color in (("L", "depth L (geometric mid of neighbours)", "M:O"),
-                                  ("LM", "units L*M (geometric mid of neighbours)", "L:O")):
-        data = slopes[slopes["along"] == along]
-        if not len(data):
-            continue
-        guide = pd.DataFrame({"theory": [SLOPE_THEORY[along]],
-                              "guide": [f"theory {'-1' if along == 'L' else '-1/2'}"]})
-        y_title = "d log err / d log L" if along == "L" else "d log err / d log(L*M)"
-        points = alt.Chart(data).mark_line(point=True).encode(
-            x=alt.X("x:Q", scale=_LOG, title=x_title),
-            y=alt.Y("slope:Q", title=y_title),
-            color=alt.Color(color, scale=alt.Scale(scheme="viridis")),
-            detail="D:O",
-            tooltip=["D:Q", "L:Q" if along == "LM" else "M:Q", "x_low:Q", "x_high:Q", alt.Tooltip("slope:Q", format=".3f")])
-        rule = alt.Chart(guide).mark_rule(strokeDash=[6, 4], color="black", opacity=0.6).encode(
-            y="theory:Q", tooltip=["guide:N"])
-        panels.append(alt.layer(points, rule).properties(width=WIDTH, height=HEIGHT,
-                                                         title=f"{title}: {y_title}"))
-    if not panels:
-        return None
-    chart = _panels(panels)
-    return chart.resolve_scale(color="independent") if len(panels) > 1 else chart
-
-
-def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "estimates per problem draw"):
-    """One panel per parameter: each problem draw's estimate with its CI (points and bars), and
-    the pooled estimate (line) with its CI (band).
-
-    Args:
-        per_draw: columns problem_seed, parameter, estimate, ci_low, ci_high.
-        pooled: ``FitResult.table()`` (parameter, estimate, ci_low, ci_high).
-    """
-    panels = []
-    for parameter in pd.unique(per_draw["parameter"]):
-        draws = per_draw[per_draw["parameter"] == parameter]
-        band = pooled[pooled["parameter"] == parameter]
-        x = alt.X("problem_seed:O", title="problem seed", axis=alt.Axis(labelAngle=0))
-        layers = []
-        if len(band):
-            layers.append(alt.Chart(band).mark_rect(opacity=0.2, color="steelblue").encode(
-                y="ci_low:Q", y2="ci_high:Q", tooltip=[alt.Tooltip("ci_low:Q", format=".3g"),
-                                                       alt.Tooltip("ci_high:Q", format=".3g")]))
-            layers.append(alt.Chart(band).mark_rule(color="steelblue").encode(
-                y="estimate:Q", tooltip=[alt.Tooltip("estimate:Q", format=".3g", title="pooled")]))
-        layers.append(alt.Chart(draws).mark_rule(color="black").encode(x=x, y="ci_low:Q", y2="ci_high:Q"))
-        layers.append(alt.Chart(draws).mark_point(filled=True, size=60, color="black").encode(
-            x=x, y=alt.Y("estimate:Q", title=str(parameter), scale=alt.Scale(zero=False)),
-            tooltip=["problem_seed:O", alt.Tooltip("estimate:Q", format=".3g"),
-                     alt.Tooltip("ci_low:Q", format=".3g"), alt.Tooltip("ci_high:Q", format=".3g")]))
-        panels.append(alt.layer(*layers).properties(width=200, height=HEIGHT, title=f"{title}: {parameter}"))
-    return _panels(panels, columns=4) if panels else None
-
-
-def adaptive_points(points: pd.DataFrame, title: str = "adaptive sweep: chosen points by round"):
-    """The points an adaptive sweep chose, on the (L, M) values it chose.
-
-    Args:
-        points: the ``rounds`` point rows (columns round, L, M, problem_seed, gain_per_cost).
-    Returns:
-        Grey open squares: every (L, M) pair of the L values and the M values among the chosen
-        points (the rounds log holds only the chosen points, not the candidate grid, which may
-        be larger); filled circles sized by the number of problem draws chosen there (a legend of
-        the integer counts that occur), coloured by the round that first chose the point.
-    """
-    chosen = (points.groupby(["L", "M"], as_index=False)
-              .agg(round=("round", "min"), draws=("problem_seed", "nunique"), trials=("problem_seed", "size")))
-    grid = pd.MultiIndex.from_product([sorted(points["L"].unique()), sorted(points["M"].unique())],
-                                      names=["L", "M"]).to_frame(index=False)
-    counts = sorted(int(v) for v in chosen["draws"].unique())
-    x = alt.X("L:Q", scale=alt.Scale(type="log", base=2), title="depth L")
-    y = alt.Y("M:Q", scale=alt.Scale(type="log", base=2), title="width M")
-    back = alt.Chart(grid).mark_square(size=220, filled=False, color="lightgray").encode(x=x, y=y)
-    front = alt.Chart(chosen).mark_circle(opacity=0.9).encode(
-        x=x, y=y, color=alt.Color("round:O", title="first round", scale=alt.Scale(scheme="viridis")),
-        size=alt.Size("draws:Q", title="problem draws", legend=alt.Legend(values=counts, format="d"),
-                      scale=alt.Scale(domain=[min(counts), max(counts)] if len(counts) > 1 else [0, counts[0]],
-                                      range=[40, 220])),
-        tooltip=["L:Q", "M:Q", "round:O", "draws:Q", "trials:Q"])
-    return alt.layer(back, front).properties(width=WIDTH, height=HEIGHT, title=title)
-
-
-def ci_vs_compute(targets: pd.DataFrame, title: str = "adaptive sweep: CI half-width vs compute spent"):
-    """Each target's 95% CI half-width after every round against the compute spent.
-
-    Args:
-        targets: the ``rounds`` target rows of done rounds (columns round, parameter, ci_low,
-            ci_high, halfwidth, spent_cost, full_cost; optional half_width, the half-width in the
-            stopping rule's units, relative for positive constants, else (ci_high - ci_low) / 2).
-    Returns:
-        One line per parameter over the fraction of the full grid's cost (L*M*D*seeds), log
-        half-width, and a dashed rule at the target half-width.
-    """
-    half = targets["half_width"] if "half_width" in targets else (targets["ci_high"] - targets["ci_low"]) / 2
-    frame = targets.assign(half_width=half, spent=targets["spent_cost"] / targets["full_cost"])
-    frame = frame[np.isfinite(frame["half_width"]) & (frame["half_width"] > 0)]
-    x = alt.X("spent:Q", title="compute spent (fraction of the full grid, L*M*D*seeds)", axis=alt.Axis(format="%"))
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=alt.Y("half_width:Q", scale=alt.Scale(type="log"),
-                     title="95% CI half-width (constants: relative)" if "half_width" in targets else "95% CI half-width"),
-        color=alt.Color("parameter:N"),
-        tooltip=["round:O", "parameter:N", alt.Tooltip("half_width:Q", format=".3g"), alt.Tooltip("spent:Q", format=".1%")])
-    goal = alt.Chart(pd.DataFrame({"halfwidth": [float(targets["halfwidth"].iloc[0])]})).mark_rule(
-        strokeDash=[4, 4], color="black").encode(y="halfwidth:Q")
-    return alt.layer(lines, goal).properties(width=WIDTH, height=HEIGHT, title=title)

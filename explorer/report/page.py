@@ -34,6 +34,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from . import charts as _charts
+from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.diagnostics import compare_laws
@@ -44,10 +45,12 @@ from ..formatting import fmt
 
 from ..store_access import open_sweep
 from .output_folder import OutputFolder
+from .summary import result_field, summary_sentences
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice
 from ..analysis.fit_decomposed import fit_decomposed
-from ..analysis.queries import FLOOR_FACTOR, GRID_COLUMNS, REFERENCE_ERROR, column_values, held_where, query_cache, query_frame, require_sweep_rows, sweep_is, table_columns
+from ..analysis.queries import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_where, query_cache, query_frame,
+                                require_sweep_rows, sweep_is, table_columns)
 from ..analysis.sweep_data import grid_errors, held_axes, seed_grams, status_counts, step_errors
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
@@ -94,7 +97,7 @@ class Report:
         advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
         summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
         fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
-        table (or None). slopes: ``charts.local_slopes`` table.
+        table (or None). slopes: ``diagnostic_charts.local_slopes`` table.
     """
 
     path: Path
@@ -160,144 +163,6 @@ def _phase_axes(varying: list[str]) -> tuple[str, str] | None:
     return None
 
 
-# ----------------------------------------------------------------------------- the summary
-
-
-def _span(value: float, text: str, **data) -> Markup:
-    """A number the page's readers (and tests) can check: ``data-*`` attributes name its fit."""
-    attrs = Markup(" ").join(Markup('data-{}="{}"').format(k.replace("_", "-"), v) for k, v in data.items())
-    return Markup('<span class="num" {} data-value="{}">{}</span>').format(attrs, repr(value), text)
-
-
-def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: str) -> Markup:
-    """'slope in L: -0.98, 95% CI [-1.05, -0.91], theory -1' from an exponent (slope = -exponent)."""
-    est, lo, hi = result.estimate[parameter], result.ci_low[parameter], result.ci_high[parameter]
-    common = {"fit_id": result.fit_id, "parameter": parameter}
-    return Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
-        label, _span(-est, fmt(-est, ".3f"), field="slope", **common),
-        _span(-hi, fmt(-hi, ".3f"), field="slope_low", **common),
-        _span(-lo, fmt(-lo, ".3f"), field="slope_high", **common), theory)
-
-
-def _field(result, name: str, default):
-    """A FitResult field that newer versions of explorer.analysis.fit add (older ones lack it)."""
-    value = getattr(result, name, default)
-    return default if value is None else value
-
-
-def _summary(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
-    M_ = Markup
-    # Grid points measured against several references are read against their newest (the note says which).
-    lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
-    fits = report.fits
-    lines.extend(_decomposed_sentences(report))
-    if "theory" in fits:
-        t = fits["theory"]
-        lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
-                        "({} floor-limited left out); a fit without the largest L&middot;M predicts it within {}%.")
-                     .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
-                             _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
-                             t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
-    if "output" in fits and "theory" in fits:
-        better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
-        lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
-                        "form: the {} form describes this grid better.")
-                     .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
-    for name, result in fits.items():
-        warnings = len(result.notes) + len([w for w in _field(result, "warnings", []) if w not in result.notes])
-        if warnings:
-            lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
-                         .format(name, warnings, "s" if warnings > 1 else ""))
-    if report.advice is not None:
-        lines.append(_advice_sentence(report.advice))
-    for form, why in report.fit_errors.items():
-        if form != "decomposed":  # said in the first line
-            lines.append(M_("The {} form was not fitted: {}").format(form, why))
-    lines.extend(_skipped_sentences(report))
-    if report.phase is not None:
-        counts = report.phase.counts()
-        shown = ", ".join(f"{n} {p}" for p, n in counts.items() if n)
-        lines.append(M_("Phase diagram over {} and {}: {} cells.").format(report.phase.x, report.phase.y, shown))
-    ref = grid["ref_err"].to_numpy(float)
-    floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
-    most = max(fits.values(), key=lambda r: int(_field(r, "n_flagged", 0)), default=None)
-    flagged = int(_field(most, "n_flagged", 0)) if most is not None else 0
-    lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
-                    "out of the fits{}.").format(
-        REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
-        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, flag_summary(most)) if flagged else ""))
-    c = report.counts
-    lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
-        c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
-    return lines
-
-
-def _decomposed_sentences(report: Report) -> list[Markup]:
-    """The summary's first lines: a and b of the decomposed fit with their intervals, or why
-    they are not measured on this grid, then its two surfaces."""
-    result = report.fits.get("decomposed")
-    out = []
-    if result is None:
-        why = report.fit_errors.get("decomposed")
-        if why is None:
-            return []  # the sweep does not vary L and M: said with the other laws not fitted
-        out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
-                          "{}.").format(why))
-        result = report.fits.get(RSS_FALLBACK)
-        if result is None:
-            return out
-        source = Markup("free_rss fit to the RMS errors")
-    else:
-        source = Markup("decomposed fit")
-    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
-                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
-                                 .format(source), "1/2")):
-        if name in result.unidentified:
-            out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
-            continue
-        common = {"fit_id": result.fit_id, "parameter": name}
-        out.append(Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
-            label, _span(result.estimate[name], fmt(result.estimate[name], ".3f"), field="estimate", **common),
-            _span(result.ci_low[name], fmt(result.ci_low[name], ".3f"), field="ci_low", **common),
-            _span(result.ci_high[name], fmt(result.ci_high[name], ".3f"), field="ci_high", **common), theory))
-    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in _field(result, "surfaces", []))
-    return out
-
-
-def _advice_sentence(advice: dict) -> Markup:
-    """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
-    beyond the measured budgets (a CI of zero width is that algebra, not a measurement)."""
-    last = advice["frontier"].iloc[-1]
-    lo_p, hi_p = advice["exponent_range"]
-    degenerate = not (np.isfinite(advice["ci_low"]) and advice["ci_high"] - advice["ci_low"] > 1e-3)
-    ci = (Markup("the bootstrap CI [{}, {}] has no width: the exponent restates the law's algebra, not a "
-                 "measurement").format(fmt(advice["ci_low"], ".3f"), fmt(advice["ci_high"], ".3f")) if degenerate
-          else Markup("95% CI [{}, {}] from the fit's bootstrap").format(fmt(advice["ci_low"], ".3f"),
-                                                                       fmt(advice["ci_high"], ".3f")))
-    return Markup('<span class="warn">Extrapolation:</span> the joint law, read at budgets P = {} to {} beyond the '
-                  "largest measured model, gives a best-error exponent in P of {} ({}; theory -1/6); at P = {} its "
-                  "best shape is L = {}, M = {}, D = {}.").format(
-        fmt(lo_p, ".3g"), fmt(hi_p, ".3g"), fmt(advice["exponent"], ".3f"), ci, fmt(float(last["P"]), ".3g"),
-        int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
-
-
-def _and(items) -> str:
-    """'L', 'L and M', 'L, M and D'."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _skipped_sentences(report: Report) -> list[Markup]:
-    """One sentence for the laws the sweep cannot determine, grouped by the axes they miss."""
-    by_reason: dict = {}
-    for form, missing in report.skipped.items():
-        by_reason.setdefault(missing, []).append(form)
-    varies = ", ".join(report.varying) or "nothing"
-    return [Markup("Not fitted ({}): {} {} to vary; this sweep varies {}.").format(
-        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", _and(missing), varies)
-        for missing, forms in by_reason.items()]
-
-
 # ----------------------------------------------------------------------------- the page's tables
 
 
@@ -308,7 +173,7 @@ def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
 
 
 def _per_draw(result) -> pd.DataFrame | None:
-    frame = _field(result, "per_draw", None)
+    frame = result_field(result, "per_draw", None)
     if not isinstance(frame, pd.DataFrame) or not len(frame):
         return None
     return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
@@ -316,7 +181,7 @@ def _per_draw(result) -> pd.DataFrame | None:
 
 def _fit_block(result: FitResult) -> dict:
     """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
-    unidentified = _field(result, "unidentified", {})
+    unidentified = result_field(result, "unidentified", {})
     per_draw = _per_draw(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
@@ -324,13 +189,13 @@ def _fit_block(result: FitResult) -> dict:
                                                             zip(t["ci_low"], t["ci_high"])])
                         [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
         "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
-        "n_flagged": int(_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
+        "n_flagged": int(result_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
         else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
         "n_boot": result.n_boot,
-        "ci_covers": BOOTSTRAP_COVERS.get(_field(result, "bootstrap", "seeds"), _field(result, "bootstrap", "seeds")),
-        "warnings": list(result.notes) + [w for w in _field(result, "warnings", []) if w not in result.notes],
-        "unidentified": dict(unidentified), "pre_asymptotic": list(_field(result, "pre_asymptotic", [])),
+        "ci_covers": BOOTSTRAP_COVERS.get(result_field(result, "bootstrap", "seeds"), result_field(result, "bootstrap", "seeds")),
+        "warnings": list(result.notes) + [w for w in result_field(result, "warnings", []) if w not in result.notes],
+        "unidentified": dict(unidentified), "pre_asymptotic": list(result_field(result, "pre_asymptotic", [])),
         "per_draw": _table(per_draw, "per-draw-table") if per_draw is not None else None,
     }
 
@@ -404,20 +269,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         fit_where = held_where(report.fixed, where)
         grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
 
-        forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
-        for name in forms:
-            missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
-            if missing:
-                report.skipped[name] = missing
-                continue
-            try:
-                if name == "decomposed":
-                    frame = seed_grams(con, sweep, metric=metric, step=step, where=fit_where)
-                    report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=fit_where)
-                else:
-                    report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=fit_where)
-            except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
-                report.fit_errors[name] = str(exc)
+        _fit_forms(report, con, sweep, grid, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
         if report.fits:
             try:
                 report.comparison = pd.DataFrame(compare_laws(grid))
@@ -437,9 +289,9 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
                 report.fit_errors["phase diagram"] = str(exc)
 
         points = main.grid if main is not None else grid
-        report.slopes = _charts.local_slopes(points)
+        report.slopes = diagnostic_charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
-        report.summary = _summary(report, grid, metric)
+        report.summary = summary_sentences(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():
             save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name],
@@ -450,6 +302,26 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where)
         folder.write("index.html", page)
         return report
+
+
+def _fit_forms(report: Report, con, sweep: str, grid: pd.DataFrame, form: str, *, metric: str, step: int | None,
+               where: str | None, n_boot: int, seed: int) -> None:
+    """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
+    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
+    forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
+    for name in forms:
+        missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
+        if missing:
+            report.skipped[name] = missing
+            continue
+        try:
+            if name == "decomposed":
+                frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
+                report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where)
+            else:
+                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=where)
+        except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
+            report.fit_errors[name] = str(exc)
 
 
 def save_fits(store, results) -> str | None:
@@ -488,24 +360,24 @@ def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, poin
         c["parity"] = _charts.parity(main)
         c["residuals"] = _charts.residuals(main)
     if len(report.slopes):
-        c["local_slopes"] = _charts.local_slopes_chart(report.slopes)
+        c["local_slopes"] = diagnostic_charts.local_slopes_chart(report.slopes)
     c["error_vs_step"] = _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where))
     if vary_l or vary_m or "D" in varying:
         c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
     if "D" in varying:
-        c["error_vs_D"] = _charts.error_vs_axis(points, "D")
+        c["error_vs_D"] = diagnostic_charts.error_vs_axis(points, "D")
     for axis in (a for a in varying if a not in SCALE_AXES):
         held = {k: v for k, v in report.fixed.items() if k != axis}
         grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
-        c[f"error_vs_{axis}"] = _charts.error_vs_axis(grid, axis)
+        c[f"error_vs_{axis}"] = diagnostic_charts.error_vs_axis(grid, axis)
     # the decomposed fit's estimates first: their spread over draws is what the interval rests on
     per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]
-        c["per_draw"] = _charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
+        c["per_draw"] = diagnostic_charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
     if report.phase is not None:
-        c["phase"] = _charts.phase_chart(report.phase)
+        c["phase"] = diagnostic_charts.phase_chart(report.phase)
     _add_adaptive_charts(c, con, sweep)
 
 
@@ -520,7 +392,7 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         return
     points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
     if len(points):
-        c["adaptive_points"] = _charts.adaptive_points(points)
+        c["adaptive_points"] = diagnostic_charts.adaptive_points(points)
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if len(targets):
         from ..analysis.targets import positive_parameters, target_halfwidth
@@ -529,8 +401,7 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)
                                              for r in targets.itertuples()],
                                  relative=[r.parameter in positive for r in targets.itertuples()])
-        c["adaptive_ci"] = _charts.ci_vs_compute(targets)
-
+        c["adaptive_ci"] = diagnostic_charts.ci_vs_compute(targets)
 
 
 def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:

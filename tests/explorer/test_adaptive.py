@@ -411,7 +411,7 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
     # candidate grid (they are every pairing of the chosen L and M values).
     import pandas as pd
 
-    from explorer.report.charts import adaptive_points
+    from explorer.report.diagnostic_charts import adaptive_points
     from explorer.report.page import CHART_TITLES
 
     points = pd.DataFrame({"round": [0, 0, 0, 1, 1], "L": [4, 4, 16, 16, 64], "M": [1, 1, 16, 4, 1],
