@@ -6,6 +6,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
+from ..config.estimate import trial_seconds
 from ..config.planning import PlannedTrial
 
 PACK_TARGET_S = 2.0  # aim for Tune trials of about this much estimated compute
@@ -13,16 +14,10 @@ PACKS_PER_SLOT = 4  # at least this many Tune trials per concurrent slot, for ba
 
 
 def estimated_seconds(trial: PlannedTrial) -> float:
-    """Rough single-core compute time of one grid point (all seeds), for packing only.
-
-    Fitted to ``train_trial`` timings on a 2-core CPU in float64 (within about 2x from
-    L, M, D = 2, 1, 4 to 256, 1024, 64): a fixed cost, the Python loop over layers and steps
-    (~50 us per layer-step) and the batched tensor work (~12 ns per unit coordinate, sample,
-    seed and step; memory-bound at these sizes).
-    """
-    c = trial.config
-    steps = c.steps + 1
-    return 3e-3 + 5e-5 * c.L * steps + 1.2e-8 * c.L * c.M * c.D * c.problem.samples * len(c.seeds) * steps
+    """Estimated single-core seconds of one grid point (all seeds): the dry run's cost model
+    (``config.estimate.trial_seconds``), so that the packs, the progress line's ETA and the dry
+    run price a trial the same way."""
+    return trial_seconds(trial.config)
 
 
 def pack(trials: Sequence[PlannedTrial], slots: int, points_per_trial: int | str = "auto") -> list[list[PlannedTrial]]:

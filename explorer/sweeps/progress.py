@@ -31,7 +31,7 @@ def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, t
                 slots: int = 1) -> float:
     """Seconds left, from what the finished trials cost.
 
-    With estimated costs (``estimated_seconds`` of each trial: L*M*D*steps*seeds scaled), the
+    With estimated costs (``packing.estimated_seconds`` of each trial, the dry run's cost model), the
     measured wall time per unit of estimated cost so far, times the estimated cost left: trials
     of very different sizes (longest first) do not make it jump. Before any trial finished: NaN
     (shown ``?``): the first trials also pay for starting the workers, which no cost model
