@@ -1,5 +1,6 @@
 """The explorer's one formatter of values for text: numbers in fits, diagnostics, phase and report
-text (``fmt``), spec values in error messages (``spec_value``)."""
+text (``fmt``), spec values in error messages (``spec_value``), sizes and durations in estimates
+(``format_bytes``, ``format_seconds``)."""
 from __future__ import annotations
 
 import json
@@ -39,4 +40,25 @@ def spec_value(value: Any) -> str:
     return repr(value)
 
 
-__all__ = ["fmt", "spec_value"]
+
+def format_bytes(n: float) -> str:
+    """A size in bytes with a binary unit (``31 GiB``), three significant digits."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+
+def format_seconds(s: float) -> str:
+    """A duration in s, min, h or days, two or three significant digits."""
+    if s < 60:
+        return f"{s:.2g} s"
+    if s < 3600:
+        return f"{s / 60:.3g} min"
+    if s < 86400 * 2:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 86400:.3g} days"
+
+
+__all__ = ["fmt", "format_bytes", "format_seconds", "spec_value"]

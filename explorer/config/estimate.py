@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Union
 from trials import METRICS_BLOCK, UNIT_BLOCK
 
 from ..errors import spec_error
+from ..formatting import format_bytes, format_seconds
 
 if TYPE_CHECKING:
     from trials import JointLimitConfig, ReferenceConfig, TrialConfig
@@ -163,23 +164,6 @@ def reference_seconds(config: "ReferenceConfig | TrialConfig | JointLimitConfig"
 def physical_memory_bytes() -> int:
     """This machine's physical memory (what an embedded Ray's trials share)."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{int(n)} B"
-
-
-def format_seconds(s: float) -> str:
-    if s < 60:
-        return f"{s:.2g} s"
-    if s < 3600:
-        return f"{s / 60:.3g} min"
-    if s < 86400 * 2:
-        return f"{s / 3600:.3g} h"
-    return f"{s / 86400:.3g} days"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, largest_point, measure,
                      nonlinear_hidden, nonlinear_output, pooled)
+from ..formatting import fmt
 from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, finite, headline
 
 
@@ -118,7 +119,7 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
 
 
 def _num(x) -> str:
-    return "" if not finite(x) else f"{x:.3g}"
+    return fmt(float(x), ".3g") if finite(x) else ""
 
 
 def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
@@ -198,7 +199,7 @@ def scale_cost(exp: Experiment, scale: str):
 def list_lines() -> list[str]:
     """``explorer reproduce --list``: per experiment and scale, its trials (and trained seeds),
     references and estimated single-core compute."""
-    from ..config.estimate import format_seconds
+    from ..formatting import format_seconds
 
     lines = []
     for exp in EXPERIMENTS.values():
