@@ -316,13 +316,13 @@ class Store:
         return maintenance.remove_sweep(self._files, sweep)
 
     # -- claims of concurrent drivers -----------------------------------------------------------
-    def claim(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+    def claim(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = leases.DEFAULT_TTL_S) -> set[str]:
         """Claim trial keys for ``owner`` (e.g. ``host:pid``) for ``ttl_s`` seconds; returns the
         keys now held: unclaimed, lapsed, or already this owner's. Exclusive on local disk (O_EXCL),
         best effort on object storage (see ``store/leases.py``)."""
         return leases.claim(self._files, sweep, keys, owner, ttl_s)
 
-    def renew(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+    def renew(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = leases.DEFAULT_TTL_S) -> set[str]:
         """Refresh ``owner``'s leases on ``keys``; returns those still held."""
         return leases.renew(self._files, sweep, keys, owner, ttl_s)
 
