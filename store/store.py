@@ -335,7 +335,7 @@ class Store:
         return leases.leases(self._files, sweep)
 
     def remove_dead_reference_locks(self, ref_keys: Iterable[str], holder_dead: Callable[[str], bool]) -> tuple[int, int]:
-        """Remove the reference locks of ``ref_keys`` whose holder (the lock's text, ``pid@host``)
+        """Remove the reference locks of ``ref_keys`` whose holder (the lock's text, ``host:pid``)
         ``holder_dead`` says is gone, e.g. a worker of a driver that was interrupted: they need not
         wait ``references.STALE_AFTER_S``. Local stores only (object storage has no locks).
 

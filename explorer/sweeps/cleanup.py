@@ -5,13 +5,12 @@ instead of one per trial; metrics stay as they are: ``explorer compact`` merges 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 
-from store import Store, StoreError
+from store import Store, StoreError, owner_dead_here
 
 from ..config.planning import Plan
-from .leases import Leases, process_alive
+from .leases import Leases
 from .progress import Progress
 
 LOCK_WAIT_S = 5.0  # after an interruption: how long the holders of reference locks get to exit
@@ -25,12 +24,6 @@ def remove_leftovers(store: Store, sweep: str) -> int:
             + store.remove_temporaries(sweep, references=True))
 
 
-def holder_dead(holder: str) -> bool:
-    """A lock holder ``pid@host`` that is a process of this machine no longer running."""
-    pid, _, host = holder.partition("@")
-    return host == os.uname().nodename and pid.isdigit() and not process_alive(int(pid))
-
-
 def release_dead_locks(store: Store, the_plan: Plan, wait_s: float = 0.0) -> int:
     """Remove the reference locks of this plan whose holder, a process of this machine, is dead
     (a worker of this driver's Ray, stopped by an interruption), waiting up to ``wait_s`` for
@@ -38,10 +31,10 @@ def release_dead_locks(store: Store, the_plan: Plan, wait_s: float = 0.0) -> int
     worker); those of other machines lapse after the store's stale-lock age without a heartbeat."""
     keys = [r.ref_key for r in the_plan.references]
     deadline = time.monotonic() + wait_s
-    removed, kept = store.remove_dead_reference_locks(keys, holder_dead)
+    removed, kept = store.remove_dead_reference_locks(keys, owner_dead_here)
     while kept and time.monotonic() < deadline:
         time.sleep(0.2)
-        more, kept = store.remove_dead_reference_locks(keys, holder_dead)
+        more, kept = store.remove_dead_reference_locks(keys, owner_dead_here)
         removed += more
     return removed
 

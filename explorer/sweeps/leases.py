@@ -4,13 +4,11 @@ driver died. Trials a live driver of the same sweep holds are left to it and wai
 claims of a dead driver of this machine are taken over at once."""
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-from store import Store
+from store import Store, owner_dead_here, owner_identity
 
 from .interrupts import SIGNAL_POLL_S
 from .progress import Progress
@@ -20,24 +18,13 @@ LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trial
 WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process of this machine with this id runs (one we may not signal counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Leases:
     """This driver's claims on the trials it runs: claimed before, renewed by a daemon thread
     while they run, released at the end (or lapsing after ``ttl_s`` if the driver dies)."""
 
     def __init__(self, store: Store, sweep: str, ttl_s: float):
         self.store, self.sweep, self.ttl_s = store, sweep, ttl_s
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = owner_identity()
         self.held: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -75,11 +62,9 @@ class Leases:
     def reap_dead(self, keys: set[str]) -> int:
         """Release the claims of drivers of this machine that no longer run (killed with SIGKILL):
         no need to wait for their TTL. Returns how many were released."""
-        host = socket.gethostname()
         dead: dict[str, set[str]] = {}
         for key, owner in self.others(keys).items():
-            name, _, pid = owner.rpartition(":")
-            if name == host and pid.isdigit() and not process_alive(int(pid)):
+            if owner_dead_here(owner):
                 dead.setdefault(owner, set()).add(key)
         return sum(self.store.release(self.sweep, held, owner) for owner, held in dead.items())
 

@@ -118,6 +118,7 @@ def test_progress_line_uses_the_calibrated_eta():
 
 def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
     import os
+    import socket
 
     from explorer.config.planning import plan
     from explorer.config.spec import parse_spec
@@ -127,9 +128,9 @@ def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
     dead_key, live_key = [r.ref_key for r in the_plan.references]
     refs = tmp_path / "references"
     refs.mkdir()
-    host = os.uname().nodename
-    (refs / f".lock.{dead_key}").write_text(f"999999999@{host}")  # an interrupted worker, gone
-    (refs / f".lock.{live_key}").write_text(f"{os.getpid()}@{host}")  # a live holder (another driver's)
+    host = socket.gethostname()
+    (refs / f".lock.{dead_key}").write_text(f"{host}:999999999")  # an interrupted worker, gone
+    (refs / f".lock.{live_key}").write_text(f"{host}:{os.getpid()}")  # a live holder (another driver's)
     assert cleanup.release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
     assert sorted(p.name for p in refs.iterdir()) == [f".lock.{live_key}"]
 
