@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.fit import fit  # noqa: E402
-from explorer.spec import load_spec  # noqa: E402
-from explorer.sweep_data import grid_errors  # noqa: E402
+from explorer.analysis.fit import fit  # noqa: E402
+from explorer.config.spec import load_spec  # noqa: E402
+from explorer.analysis.sweep_data import grid_errors  # noqa: E402
 from store import Store  # noqa: E402
 
 SPEC = ROOT / "examples" / "rates_adaptive.toml"
@@ -87,7 +87,7 @@ def synthetic(args) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "explorer"))
     from adaptive_fake import FakeRunner, free_law
 
-    from explorer.adaptive import run_adaptive
+    from explorer.sweeps.adaptive import run_adaptive
 
     spec = load_spec(SPEC, ["adaptive.halfwidth=0.05"])
     st = Store(tempfile.mkdtemp(prefix="adaptive-synthetic-"))

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import explorer.sweep_data as sweep_data  # noqa: E402
-from explorer.fit import fit  # noqa: E402
-from explorer.sweep_data import grid_errors  # noqa: E402
-from explorer.report import build_report, vega_bundle  # noqa: E402
+import explorer.analysis.sweep_data as sweep_data  # noqa: E402
+from explorer.analysis.fit import fit  # noqa: E402
+from explorer.analysis.sweep_data import grid_errors  # noqa: E402
+from explorer.report.page import build_report, vega_bundle  # noqa: E402
 from tests.explorer.analysis_data import connect, law_grid, law_rows  # noqa: E402
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731

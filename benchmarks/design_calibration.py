@@ -12,9 +12,9 @@ import argparse
 
 import numpy as np
 
-from explorer.design_model import pilot_model
-from explorer.design_search import draw_spread, grid_terms, halfwidths
-from explorer.fit import fit_sweep
+from explorer.experiment_design.design_model import pilot_model
+from explorer.experiment_design.design_search import draw_spread, grid_terms, halfwidths
+from explorer.analysis.fit import fit_sweep
 from store import Store
 
 

@@ -31,8 +31,8 @@ import time
 import pyarrow as pa
 
 import explorer
-from explorer.planning import plan
-from explorer.spec import parse_spec
+from explorer.config.planning import plan
+from explorer.config.spec import parse_spec
 from store import SCHEMA_VERSION, Store
 from store.layout import key_file
 from store.schema import to_table

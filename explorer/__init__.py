@@ -9,18 +9,18 @@ __version__ = "0.1.0"
 
 # name -> the module (of this package) that defines it under the same name.
 _LAZY = {
-    "load_spec": "spec",  # the same function as explorer.spec.load_spec
+    "load_spec": "config.spec",  # the same function as explorer.config.spec.load_spec
     "sweep": "api",
     "sweep_status": "api",
     "adaptive_sweep": "api",
     "design": "api",
     "compare": "api",
-    "grid_errors": "fit",
-    "fit_sweep": "fit",
-    "phase_diagram": "phase",
-    "shape_advice": "shapes",
-    "build_report": "report",
-    "write_report": "report",
+    "grid_errors": "analysis.fit",
+    "fit_sweep": "analysis.fit",
+    "phase_diagram": "analysis.phase",
+    "shape_advice": "analysis.shapes",
+    "build_report": "report.page",
+    "write_report": "report.page",
 }
 __all__ = ["__version__", *_LAZY]
 

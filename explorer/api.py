@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION, STATUSES, Store
 
-from .options import open_store
-from .planning import plan
-from .spec import SweepSpec, load_spec
+from .store_access import open_store, store_errors
+from .config.planning import plan
+from .config.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveResult
-    from .ray_runner import SweepResult
+    from .sweeps.adaptive_rounds import AdaptiveResult
+    from .sweeps.results import SweepResult
 
 
 def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
@@ -31,7 +31,7 @@ def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) 
     (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
     spec = load_spec(spec_or_path, overrides)
     if address is None:
-        from .estimate import check_fits_memory, physical_memory_bytes
+        from .config.estimate import check_fits_memory, physical_memory_bytes
 
         check_fits_memory(spec, physical_memory_bytes())
     return spec
@@ -70,7 +70,7 @@ def sweep(
     set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
     """
     spec = _runnable_spec(spec_or_path, overrides, address)
-    from .ray_runner import run_sweep
+    from .sweeps.ray_runner import run_sweep
 
     return run_sweep(spec, open_store(store), address=address,
                      max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
@@ -87,7 +87,7 @@ def adaptive_sweep(
 ) -> "AdaptiveResult":
     """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
     points chosen by the [adaptive] rules run as Ray Tune trials until every target's CI is
-    narrow enough or the budget is spent (``explorer.adaptive``; docs/sweeps.md).
+    narrow enough or the budget is spent (``explorer.sweeps.adaptive``; docs/sweeps.md).
 
     Args: as ``sweep``.
 
@@ -100,7 +100,7 @@ def adaptive_sweep(
     import contextlib
     import sys
 
-    from .adaptive import run_adaptive
+    from .sweeps.adaptive import run_adaptive
 
     spec = _runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
@@ -108,7 +108,8 @@ def adaptive_sweep(
         session: list = []
 
         def runner(one: SweepSpec, keys) -> "SweepResult":
-            from .ray_runner import ray_session, run_sweep
+            from .sweeps.ray_runner import run_sweep
+            from .sweeps.ray_session import ray_session
 
             if not session:  # Ray starts at the first round that has trials to run, once for every round
                 session.append(stack.enter_context(ray_session(address, num_cpus=num_cpus)))
@@ -124,8 +125,8 @@ def adaptive_sweep(
 
 def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
     """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
-    (``explorer.designer.design``: its arguments, its ``DesignResult``)."""
-    from .designer import design as designed
+    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``)."""
+    from .experiment_design.designer import design as designed
 
     return designed(sweep, targets, store=store, **options)
 
@@ -138,7 +139,7 @@ class SweepStatus:
     store: str
     counts: dict[str, int] = field(default_factory=dict)  # ok, diverged, failed (+ pending, other with a spec)
     planned: int | None = None  # trials the spec defines (None without a spec)
-    adaptive: list[str] = field(default_factory=list)  # an adaptive sweep's rounds (explorer.adaptive.adaptive_status)
+    adaptive: list[str] = field(default_factory=list)  # an adaptive sweep's rounds (explorer.sweeps.adaptive.adaptive_status)
 
     def lines(self) -> list[str]:
         head = f"sweep {self.sweep} in {self.store}"
@@ -188,7 +189,7 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
     if sweep not in st.sweeps():
         return []
-    from .adaptive import adaptive_status
+    from .sweeps.adaptive_rounds import adaptive_status
 
     return adaptive_status(st, sweep)
 
@@ -197,7 +198,7 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
             form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
             n_boot: int = 200, seed: int = 0, save: bool = True):
     """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
-    with paired bootstrap intervals of the differences (``explorer.pairing``; docs/analysis.md).
+    with paired bootstrap intervals of the differences (``explorer.analysis.pairing``; docs/analysis.md).
 
         explorer.compare("lr10", "lr08", store="results").lines()
         explorer.compare("presets", by="preset", store="results")   # two values of one sweep's axis
@@ -214,7 +215,7 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
         FitError: incomparable sides, nothing shared, an unsupported form, a bad ``by``.
         SweepDataError: an unknown sweep. QueryError: a bad ``where``.
     """
-    from .compare_sweeps import Side, compare as compare_sides, sides_by
+    from .analysis.compare_sweeps import Side, compare as compare_sides, sides_by
     from .errors import FitError
 
     if (sweep_b is None) == (by is None):
@@ -232,3 +233,19 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
     if save:
         st.write_comparison(sweep_a, result.comparison_id, result.store_rows())
     return result
+
+
+def every_sweep_status_lines(store) -> list[str]:
+    """``explorer status`` alone: a header and one row per sweep of the store, trials by status.
+
+    Raises:
+        StoreAccessError: nothing was written to ``store`` yet.
+    """
+    st = open_store(store, must_exist=True)
+    with store_errors():
+        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+    lines = [f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}"]
+    for name, statuses in rows:
+        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
+        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+    return lines

@@ -14,14 +14,15 @@ import click
 from . import __version__
 from .bounds import MAX_RESAMPLES
 from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
-from .env_settings import check_environment
+from .config.env_settings import check_environment
 from .errors import UsageError
-from .options import open_store, open_sweep, store_errors, store_option, sweep_filter_option
+from .cli_options import metric_option, step_option, store_option, sweep_filter_option, sweep_required_option, where_option
+from .store_access import open_store, open_sweep, store_errors
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
 DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
-FORMATS = ("table", "csv", "json")  # explorer.tables.FORMATS (a test keeps them equal)
+FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
 
 
 class _CleanErrors(click.Group):
@@ -118,7 +119,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
     for warning in caught:
         if issubclass(warning.category, LeftOutFilesWarning):
             click.echo(f"warning: {warning.message}", err=True)
-    from .tables import render
+    from .report.tables import render
 
     click.echo(render(table, fmt), nl=False)
 
@@ -226,11 +227,14 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     Example: explorer sweep examples/quick.toml --store results
     (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
-    from .spec import load_spec
+    from .config.spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
-        _dry_run(loaded, embedded=address is None, adaptive=adaptive)
+        from .sweeps.dry_run import dry_run_lines
+
+        for line in dry_run_lines(loaded, embedded=address is None, adaptive=adaptive):
+            click.echo(line)
         return
     from . import api
 
@@ -249,51 +253,6 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     sys.exit(result.exit_code)
 
 
-def _status_of_every_sweep(store_uri: str) -> None:
-    """``explorer status`` alone: one row per sweep of the store, trials by status."""
-    from store import STATUSES
-
-    st = open_store(store_uri, must_exist=True)
-    with store_errors():
-        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
-    click.echo(f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}")
-    for name, statuses in rows:
-        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
-        click.echo(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
-
-
-def _dry_run(spec, embedded: bool, adaptive: bool = False) -> None:
-    """``sweep --dry-run``: the plan and its estimates (``--adaptive``: the candidates, budget and
-    initial design instead). A point that cannot fit here is flagged, not refused: a dry run
-    prices a grid for a larger machine too (exit 0; only an invalid spec exits 2)."""
-    import os
-
-    from .estimate import dry_run_lines, physical_memory_bytes
-    from .planning import plan
-
-    memory = physical_memory_bytes() if embedded else None
-    if adaptive:
-        from .adaptive import adaptive_dry_run_lines
-
-        lines = adaptive_dry_run_lines(spec)
-        if memory is not None:
-            lines[-1:-1] = _adaptive_fit_lines(spec, memory)
-    else:
-        lines = dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
-    for line in lines:
-        click.echo(line)
-
-
-def _adaptive_fit_lines(spec, memory: int) -> list[str]:
-    """The candidates an adaptive dry run could choose that would not fit here (flagged)."""
-    from .estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
-    from .planning import plan
-
-    the_plan = plan(spec)
-    return too_large_lines(the_plan, [trial_memory_bytes(t.config) for t in the_plan.trials],
-                           [reference_memory_bytes(r.config) for r in the_plan.references], memory)
-
-
 @main.command("status")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -308,11 +267,14 @@ def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str,
     if spec is not None and sweep_name is not None:
         raise click.UsageError("give a SPEC file or --sweep NAME, not both")
     if spec is None and sweep_name is None:
-        _status_of_every_sweep(store_uri)
+        from . import api
+
+        for line in api.every_sweep_status_lines(store_uri):
+            click.echo(line)
         return
     loaded = None
     if spec is not None:
-        from .spec import load_spec
+        from .config.spec import load_spec
 
         loaded = load_spec(spec, overrides)  # a spec error before the store is imported
     from . import api
@@ -333,30 +295,21 @@ def demo_command(store_uri: str, out: str) -> None:
     from . import demo
 
     with store_errors():
-        code = demo.run_demo(store=store_uri, out=out)
+        code = demo.run_demo(store=store_uri, out=out, echo=click.echo)
     sys.exit(code)
 
 
-_sweep_required = click.option("--sweep", "sweep", required=True, metavar="NAME", help="The sweep to analyse.")
-_metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME",
-                              help="Error metric: err_out (outputs) or err_hidden (last hidden state).")
-_step_option = click.option("--step", type=int, default=None, metavar="K",
-                            help="GD step to read (default: each trial's final step).")
-_where_option = click.option("--where", default=None, metavar="SQL",
-                             help="Only metric rows matching this SQL condition, e.g. \"alpha = 1\".")
-
-
 @main.command("fit")
-@_sweep_required
+@sweep_required_option
 @store_option
-@_metric_option
-@_step_option
+@metric_option
+@step_option
 @click.option("--form", default="decomposed", show_default=True, metavar="F",
               help="decomposed (c1 L^-a on the seeds' bias, c2 (D/(LM))^b on their fluctuation), free_rss "
               "(sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2)), theory_rss, theory (c1/L + c2 sqrt(D/(LM))), free "
               "(c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), output (c1/L + c2 D/(LM)), or an expression over "
               "L, M, D, P, e.g. \"c1*L**-a + c2\".")
-@_where_option
+@where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
@@ -377,11 +330,12 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
-    from . import fit as fitting
+    from .analysis import fit as fitting
+    from .analysis.laws import RSS_FALLBACK, resolve_form
     from .errors import FitError, NoDecompositionError
 
     with store_errors():
-        label, _ = fitting.resolve_form(form)
+        label, _ = resolve_form(form)
         st, con = open_sweep(store_uri, sweep)
         try:
             result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot,
@@ -389,17 +343,17 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
         except (NoDecompositionError, FitError) as exc:
             if label != "decomposed" or not isinstance(exc, NoDecompositionError) and "decomposed" not in str(exc):
                 raise
-            raise type(exc)(f"{exc}; --form {fitting.RSS_FALLBACK} fits the RMS errors instead") from None
+            raise type(exc)(f"{exc}; --form {RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
-            from .diagnostics import additive_warning, compare_laws, format_comparison
+            from .analysis.diagnostics import additive_warning, compare_laws, format_comparison
 
             table = compare_laws(result.grid, floor=floor, seed=seed)
             click.echo(format_comparison(table))
             for line in additive_warning(table, label):
                 click.echo(f"warning: {line}")
         if budgets:
-            from .shapes import format_advice, shape_advice
+            from .analysis.shapes import format_advice, shape_advice
 
             click.echo(format_advice(shape_advice(result, budgets)))
         if save:
@@ -407,90 +361,13 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
             click.echo(f"wrote fit {result.fit_id} ({len(result.parameters)} rows, kind fits) to {st.uri}")
 
 
-@main.command("design")
-@_sweep_required
-@store_option
-@click.option("--target", "targets", multiple=True, required=True, metavar="NAME=HALFWIDTH",
-              help="An exponent of the decomposed law (a or b) and the 95% CI half-width to reach (repeatable).")
-@click.option("--budget", type=float, default=None, metavar="CPU_HOURS",
-              help="The most single-core CPU-hours the designed sweep may cost (default: no limit).")
-@click.option("--out", default=None, type=click.Path(dir_okay=False), metavar="SPEC",
-              help="Write the designed sweep there, a spec with comments that `explorer sweep` runs as it is.")
-@click.option("--name", default=None, metavar="NAME", help="The designed sweep's name (default: <pilot>_design).")
-@click.option("--max-lm", type=click.IntRange(min=1), default=None, metavar="N",
-              help="The largest L*M a designed trial may have (default 131072).")
-@click.option("--min-draws", type=click.IntRange(min=1, max=16), default=1, show_default=True, metavar="G",
-              help="At least G problem draws, each with its own reference (the interval then spans the draws).")
-def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget: float | None, out: str | None,
-                   name: str | None, max_lm: int | None, min_draws: int) -> None:
-    """From a pilot sweep, the cheapest sweep predicted to measure each target exponent.
-
-    The pilot's decomposed fit gives the bias and fluctuation laws and their noise per seed, its
-    reference the reference's error per particle; the design's grid (L, M, D, within memory and
-    --max-lm), seeds, problem draws and reference are searched for the cheapest whose predicted
-    95% half-widths meet every target. Prints the design, the predicted half-widths, the
-    estimated compute and memory, and the assumptions; a target out of reach is refused with the
-    best half-width reachable and what blocks it (exit 2).
-
-    Example: explorer design --sweep demo --target a=0.2 --target b=0.05 --out d.toml
-    """
-    from . import api
-
-    with store_errors():
-        result = api.design(sweep, list(targets), store=store_uri, budget=budget, out=out, max_lm=max_lm,
-                            min_draws=min_draws, name=name)
-    for line in result.lines():
-        click.echo(line)
-
-
-@main.command("compare")
-@click.option("--sweep", "sweeps", multiple=True, required=True, metavar="NAME",
-              help="Sweep A, then sweep B (B - A is reported); once with --by.")
-@click.option("--by", default=None, metavar="COLUMN",
-              help="Compare the two values of this column within one sweep, e.g. preset or activation.")
-@store_option
-@click.option("--form", default="decomposed", show_default=True, metavar="F",
-              help="The law both sweeps are fitted with (decomposed: the only one compare fits today).")
-@_metric_option
-@_step_option
-@_where_option
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
-              metavar="N", help="Paired bootstrap resamples.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-@click.option("--save/--no-save", default=True, show_default=True,
-              help="Write the rows to the store (kind comparisons, under sweep A).")
-def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, form: str, metric: str,
-                    step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
-    """Compare two sweeps' fitted laws: per parameter A, B, the difference B - A (the ratio B/A
-    for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
-
-    Both are fitted on the grid points, problem draws and seeds they share (what is left out is
-    listed); the paired bootstrap applies each resample of draws and seed indices to both, so
-    the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
-    their references or problems differ; warns when they differ in more than one setting.
-    Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
-    """
-    from . import api
-
-    expected = 1 if by else 2
-    if len(sweeps) != expected:
-        raise click.UsageError(f"give --sweep {'once with --by' if by else 'twice (A, then B)'}; got {len(sweeps)}")
-    with store_errors():
-        result = api.compare(sweeps[0], None if by else sweeps[1], by=by, store=store_uri, form=form, metric=metric,
-                             step=step, where=where, n_boot=n_boot, seed=seed, save=save)
-    for line in result.lines():
-        click.echo(line)
-    if save:
-        click.echo(f"wrote comparison {result.comparison_id} ({len(result.rows)} rows, kind comparisons)")
-
-
 @main.command("phase")
-@_sweep_required
+@sweep_required_option
 @store_option
 @click.option("--x", "x", default="alpha", show_default=True, help="Axis across (a swept column: alpha, lr, L, M, D, ...).")
 @click.option("--y", "y", default="D", show_default=True, help="Axis down.")
-@_step_option
-@_where_option
+@step_option
+@where_option
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
@@ -501,29 +378,29 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
     The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
     lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
-    from .phase import format_phase, phase_diagram
+    from .analysis.phase import format_phase, phase_diagram
 
     with store_errors():
         _, con = open_sweep(store_uri, sweep)
         diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
         click.echo(format_phase(diagram))
         if out:
-            from .charts import phase_chart
-            from .output_folder import OutputFolder
-            from .report import save_chart
+            from .report.diagnostic_charts import phase_chart
+            from .report.output_folder import OutputFolder
+            from .report.page import save_chart
 
             paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
             click.echo("chart: " + ", ".join(str(p) for p in paths))
 
 
 @main.command("report")
-@_sweep_required
+@sweep_required_option
 @store_option
 @click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the report (index.html, charts as PNG/SVG/HTML, fits.csv).")
-@_metric_option
-@_step_option
-@_where_option
+@metric_option
+@step_option
+@where_option
 @click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
@@ -539,8 +416,8 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
-    from .options import open_sweep
-    from .report import build_report
+    from .store_access import open_sweep
+    from .report.page import build_report
 
     with store_errors():
         st, con = open_sweep(store_uri, sweep)
@@ -579,7 +456,7 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool, force: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under explorer/paper/) and write
+    """Run the sweeps of one of the papers' experiments (specs under explorer/reproduce/paper/) and write
     a reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
     and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
@@ -587,7 +464,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
-    from . import reproduce as rep
+    from .reproduce import run as rep
 
     if list_:
         with store_errors():
@@ -599,7 +476,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     if dry_run:
         import os
 
-        from .estimate import physical_memory_bytes
+        from .config.estimate import physical_memory_bytes
 
         embedded = address is None
         for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
@@ -611,3 +488,11 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     click.echo(rep.markdown_table(table), nl=False)
     click.echo(f"report: {folder.resolve() / 'index.html'}")
     sys.exit(code)
+
+
+# Commands defined in their own modules (each module one command's options and output).
+from .cli_compare import compare_command  # noqa: E402  (registered on main, which they do not import)
+from .cli_design import design_command  # noqa: E402
+
+main.add_command(design_command)
+main.add_command(compare_command)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 import os
-
-import click
+from collections.abc import Callable
 
 from . import api
-from .options import open_store
-from .report import write_report
+from .store_access import open_store
+from .report.page import write_report
 
 DEMO_SPEC = {
     "name": "demo",
@@ -34,11 +33,12 @@ DEMO_SPEC = {
 def error_table(store, sweep: str = "demo") -> list[str]:
     """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across.
 
-    The numbers are ``explorer.sweep_data.grid_errors``'s (the errors the fits use); axes other than
+    The numbers are ``explorer.analysis.sweep_data.grid_errors``'s (the errors the fits use); axes other than
     L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
     """
     from .errors import MixedReferencesError, SweepDataError
-    from .sweep_data import grid_errors, held_axes, held_where
+    from .analysis.sweep_data import grid_errors, held_axes
+    from .analysis.queries import held_where
 
     con = store.connect(sweep=sweep, read_only=True)
     try:
@@ -67,7 +67,7 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
     constants with 95% CIs, warnings), or one line saying why there is none."""
     from .errors import UsageError
-    from .fit import fit_sweep, format_table
+    from .analysis.fit import fit_sweep, format_table
 
     con = store.connect(sweep=sweep, read_only=True)
     try:
@@ -79,22 +79,23 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     return format_table(result).rstrip("\n").splitlines()
 
 
-def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None) -> int:
+def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None,
+             echo: Callable[[str], object] = print) -> int:
     """Run the demo sweep, print its summary and error table, write its report, then print the
-    fit (law, constants with CIs, warnings) and where the report is.
+    fit (law, constants with CIs, warnings) and where the report is, each line through ``echo``.
 
     Returns:
         The sweep's exit code (0 when every trial ended ok or diverged; 130/143 when interrupted).
     """
     st = open_store(store)
     result = api.sweep(DEMO_SPEC, store=st, address=address)
-    click.echo(result.summary())
+    echo(result.summary())
     if result.interrupted is not None:
         return result.exit_code
     for line in error_table(st, DEMO_SPEC["name"]):
-        click.echo(line)
+        echo(line)
     where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
     for line in fit_lines(st, DEMO_SPEC["name"]):
-        click.echo(line)
-    click.echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
+        echo(line)
+    echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
     return result.exit_code

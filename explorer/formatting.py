@@ -1,7 +1,11 @@
-"""The analysis's one number formatter (fit, diagnostics, phase and report text)."""
+"""The explorer's one formatter of values for text: numbers in fits, diagnostics, phase and report
+text (``fmt``), spec values in error messages (``spec_value``), sizes and durations in estimates
+(``format_bytes``, ``format_seconds``)."""
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import numpy as np
 
@@ -22,4 +26,39 @@ def fmt(value, spec: str = ".4g", missing: str = "n/a") -> str:
     return str(value)
 
 
-__all__ = ["fmt"]
+def spec_value(value: Any) -> str:
+    """A spec value as TOML writes it, for error messages: strings quoted (control characters
+    escaped), booleans as true/false, lists item by item, a table as "a table"."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string: control characters escaped
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(spec_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+
+def format_bytes(n: float) -> str:
+    """A size in bytes with a binary unit (``31 GiB``), three significant digits."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+
+def format_seconds(s: float) -> str:
+    """A duration in s, min, h or days, two or three significant digits."""
+    if s < 60:
+        return f"{s:.2g} s"
+    if s < 3600:
+        return f"{s / 60:.3g} min"
+    if s < 86400 * 2:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 86400:.3g} days"
+
+
+__all__ = ["fmt", "format_bytes", "format_seconds", "spec_value"]

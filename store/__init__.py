@@ -8,6 +8,7 @@ from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
+from .owners import owner_dead_here, owner_identity
 from .printable import printable
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
@@ -35,6 +36,8 @@ __all__ = [
     "UnreadableFileError",
     "check_read_only",
     "check_sweep",
+    "owner_dead_here",
+    "owner_identity",
     "printable",
     "run_query",
     "schema",

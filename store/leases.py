@@ -147,7 +147,7 @@ def _claim_remote(files: Files, path: str, owner: str, ttl_s: float) -> bool:
     return back is not None and back[0].get("token") == token
 
 
-def claim(files: Files, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+def claim(files: Files, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = DEFAULT_TTL_S) -> set[str]:
     """Claim trial keys for ``owner`` for ``ttl_s`` seconds; returns the keys now held.
 
     Raises:
@@ -170,7 +170,7 @@ def claim(files: Files, sweep: str, keys: Iterable[str], owner: str, ttl_s: floa
     return held
 
 
-def renew(files: Files, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+def renew(files: Files, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = DEFAULT_TTL_S) -> set[str]:
     """Refresh the heartbeat of ``owner``'s leases; returns the keys still held (a lease that
     lapsed and was claimed by another owner is lost)."""
     held = set()

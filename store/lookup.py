@@ -40,7 +40,7 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
     # file between the listing and the read: list and read again before calling it unreadable.
     for attempt in range(_READ_ATTEMPTS):
         try:
-            return _read_values(files, sweep, column, keys)
+            return read_values(files, sweep, column, keys)
         except FileNotFoundError:
             if attempt == _READ_ATTEMPTS - 1:
                 raise StoreError(f"the trials files of sweep {sweep} kept changing while being read "
@@ -48,7 +48,7 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
     return {}
 
 
-def _read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
+def read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
     listing = list_kind(files, sweep, _KIND, stat=True)
     served = servable(files, listing, _KIND)  # the views' rule: foreign files never serve rows
     if served.unreadable:

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from .errors import ForeignReferenceError, SchemaError, StoreError
 from .files import Files
+from .owners import owner_identity
 from .layout import QUARANTINE_DIR, check_key, join, reference_file, reference_lock
 from .schema import SCHEMA_VERSION, package_version, schema, to_table
 from .write import parquet_bytes
@@ -200,7 +201,7 @@ def get_or_compute(
     if not files.is_local:
         return _compute_and_store(files, ref_key, compute, recheck=cached_copy)
     lock = reference_lock(files.root, ref_key)
-    token = f"{os.getpid()}@{os.uname().nodename}".encode()
+    token = owner_identity().encode()
     while True:
         if files.create_exclusive(lock, token):
             try:

@@ -5,7 +5,7 @@ Four kinds of rows live in the store (see docs/store.md for the table):
 - ``trials``: one row per trial (a grid point with all its seeds): config, status, timing;
 - ``fits``: one row per fitted parameter of a scaling-law fit (written by the analysis);
 - ``references``: one row per array of a cached Mean ODE reference;
-- ``rounds``: the log of an adaptive sweep (``explorer.adaptive``): one file per round, a row per
+- ``rounds``: the log of an adaptive sweep (``explorer.sweeps.adaptive``): one file per round, a row per
   chosen point (what was chosen and why) and, once the round's trials are done and refitted, a row
   per target parameter (its estimate and CI then);
 - ``comparisons``: one row per parameter of a comparison of two fitted sweeps (``explorer compare``):

@@ -122,7 +122,7 @@ def _few(names: list[str], shown: int = 6) -> str:
     return ", ".join(names[:shown]) + more
 
 
-_CACHE: dict[tuple, Verdict | None] = {}
+SCREEN_CACHE: dict[tuple, Verdict | None] = {}
 # Pre-buffering coalesces reads into few large requests: a win on object storage, a loss locally.
 _LOCAL_FORMAT = ds.ParquetFileFormat()
 _REMOTE_FORMAT = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
@@ -142,13 +142,13 @@ def screen_file(files: Files, entry: Entry, kind: str, key: str | None, fragment
     cache_key = None
     if entry.size is not None and entry.mtime is not None:
         cache_key = (files.uri, entry.path, entry.size, entry.mtime, kind, key, SCHEMA_VERSION)
-        if cache_key in _CACHE:  # a file that passed is then scanned from its path
-            return _CACHE[cache_key]
+        if cache_key in SCREEN_CACHE:  # a file that passed is then scanned from its path
+            return SCREEN_CACHE[cache_key]
     verdict = _screen(files, entry, kind, key, fragments)
     if cache_key is not None and (verdict is None or verdict.category == "foreign"):
-        if len(_CACHE) > 100_000:
-            _CACHE.clear()
-        _CACHE[cache_key] = verdict
+        if len(SCREEN_CACHE) > 100_000:
+            SCREEN_CACHE.clear()
+        SCREEN_CACHE[cache_key] = verdict
     return verdict
 
 

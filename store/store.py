@@ -326,13 +326,13 @@ class Store:
         return maintenance.remove_sweep(self._files, sweep)
 
     # -- claims of concurrent drivers -----------------------------------------------------------
-    def claim(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+    def claim(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = leases.DEFAULT_TTL_S) -> set[str]:
         """Claim trial keys for ``owner`` (e.g. ``host:pid``) for ``ttl_s`` seconds; returns the
         keys now held: unclaimed, lapsed, or already this owner's. Exclusive on local disk (O_EXCL),
         best effort on object storage (see ``store/leases.py``)."""
         return leases.claim(self._files, sweep, keys, owner, ttl_s)
 
-    def renew(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = 60.0) -> set[str]:
+    def renew(self, sweep: str, keys: Iterable[str], owner: str, ttl_s: float = leases.DEFAULT_TTL_S) -> set[str]:
         """Refresh ``owner``'s leases on ``keys``; returns those still held."""
         return leases.renew(self._files, sweep, keys, owner, ttl_s)
 
@@ -345,7 +345,7 @@ class Store:
         return leases.leases(self._files, sweep)
 
     def remove_dead_reference_locks(self, ref_keys: Iterable[str], holder_dead: Callable[[str], bool]) -> tuple[int, int]:
-        """Remove the reference locks of ``ref_keys`` whose holder (the lock's text, ``pid@host``)
+        """Remove the reference locks of ``ref_keys`` whose holder (the lock's text, ``host:pid``)
         ``holder_dead`` says is gone, e.g. a worker of a driver that was interrupted: they need not
         wait ``references.STALE_AFTER_S``. Local stores only (object storage has no locks).
 

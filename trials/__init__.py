@@ -24,6 +24,7 @@ _LAZY = {
     "ReferenceConfig": "config",
     "TrialConfig": "config",
     "UNIT_BLOCK": "config",
+    "METRICS_BLOCK": "config",
     "resolve_device": "config",
     "stable_hash": "config",
     "FLAGS": "train",

@@ -33,6 +33,10 @@ REFERENCE_NUMERICS_VERSION = 4  # 4: particles drawn as the units of version 5
 # this many numbers (at least one), so the blocks, and the numbers, depend on the shape alone,
 # never on the threads. Part of the numerics: changing it changes every network.
 UNIT_BLOCK = 1 << 18
+# Elements of the (L, R, N, M) arrays the metrics take at once (trials.metrics): the per-step work
+# goes through the layers in blocks of about this size, so that a block's temporaries stay in cache
+# between the passes. Here, with no torch, so that the memory estimate of a spec reads it too.
+METRICS_BLOCK = 1 << 19
 
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch

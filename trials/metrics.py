@@ -23,12 +23,11 @@ from typing import Callable
 
 import torch
 
+from .config import METRICS_BLOCK
 from .model import Activation, Forward, ResNet, Units
 
 F64 = torch.float64
-# Elements of the (L, R, N, M) arrays taken at once: the per-step work goes through the layers in
-# blocks of about this size, so that a block's temporaries stay in cache between the passes.
-BLOCK = 1 << 19
+BLOCK = METRICS_BLOCK  # elements taken at once (trials.config)
 TANH_SERIES = 0.1  # |dp| below which the float32 tanh path takes tanh(dp) - dp from its series
 
 

@@ -75,7 +75,7 @@ def halve(units: Units) -> Units:
     return Units(merge(units.u), merge(units.v))
 
 
-def _trajectory(config: TrialConfig, units: Units | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+def trajectory(config: TrialConfig, units: Units | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """Run one batch of seeds (from ``units`` when given); return outputs (K+1, R, N, d_out) and
     last hidden states (K+1, R, N, D) as float64 numpy arrays, and the device it ran on."""
     net = ResNet(config, units=units)
@@ -149,10 +149,10 @@ def compute_reference(config: ReferenceConfig) -> Reference:
     device_ = resolve_device(full_cfg.device)
     units = init_units(full_cfg, full_cfg.seeds, device_, torch_dtype(full_cfg.dtype))
     half_units = halve(units)  # before training: the engine updates ``units`` in place
-    out, hidden, device = _trajectory(full_cfg, units)
+    out, hidden, device = trajectory(full_cfg, units)
     _check_finite(key, out)
     half_cfg = full_cfg.replace(L=config.depth // 2, M=2 * config.width)
-    half_out, half_hidden, _ = _trajectory(half_cfg, half_units)
+    half_out, half_hidden, _ = trajectory(half_cfg, half_units)
     _check_finite(key, half_out)
     arrays = _seed_mean(out, hidden, _targets(full_cfg))
     for name, full, half in (("out", out, half_out), ("hidden", hidden, half_hidden)):
@@ -174,7 +174,7 @@ def reference_from_trial(config: TrialConfig) -> Reference:
     (the planner gives it seeds no trial uses: ``largest_reference_config``). Its error estimate is the seeds' spread / sqrt(seeds), NaN with one seed."""
     started = time.perf_counter()
     key = largest_reference_key(config)
-    out, hidden, device = _trajectory(config)
+    out, hidden, device = trajectory(config)
     _check_finite(key, out)
     arrays = _seed_mean(out, hidden, _targets(config))
     arrays["err_out"], arrays["err_hidden"] = arrays["err_out_sampling"], arrays["err_hidden_sampling"]

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from explorer.decomposition import gram_of
-from explorer.planted_runner import PlantedRunner, TermsLaw
-from explorer.planning import plan
-from explorer.spec import load_spec
+from explorer.analysis.decomposition import gram_of
+from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec
 
 
 def planted_pair(regime, rng, c1_factor: float = 1.2) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.adaptive import read_rounds, run_adaptive
+from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import run_adaptive
 from explorer.errors import SpecError
-from explorer.fit import resolve_form
-from explorer.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
-from explorer.spec import adaptive_targets, parse_spec
+from explorer.analysis.laws import resolve_form
+from explorer.sweeps.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
+from explorer.config.spec_rules import adaptive_targets
+from explorer.config.spec import parse_spec
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law
@@ -228,7 +230,7 @@ def _stopped_copy(stopped, tmp_path):
 
 def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path, stopped):
     from explorer.api import sweep_status
-    from explorer.report import build_report
+    from explorer.report.page import build_report
 
     st, _ = _stopped_copy(stopped, tmp_path)  # a loop's rounds, run once for the module
     report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
@@ -284,7 +286,8 @@ def test_raising_the_halfwidth_of_a_stopped_loop_decides_again(tmp_path, stopped
 def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     # Seen on a real tiny sweep (form theory, no 1/L signal): c1 = 9.236e-13 [9.236e-13,
     # 9.236e-13], every resample the same value, was printed "reached" and stopped the loop.
-    from explorer.adaptive import _Loop, target_lines, unmeasured
+    from explorer.sweeps.adaptive import AdaptiveLoop
+    from explorer.analysis.targets import target_lines, unmeasured
 
     assert unmeasured(9.236e-13, 9.236e-13, 9.236e-13 + 3e-26)
     assert unmeasured(-10.0, -10.0, 6.9)  # cut at the search bound: width unknown
@@ -292,7 +295,7 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     assert "not reached" in target_lines({"c1": (9.236e-13, 9.236e-13, 9.236e-13)}, 0.1)[0]
     st = Store(tmp_path / "s")
     spec = adaptive_spec(form="theory", halfwidth=0.25, batch=3, initial=6)  # t intervals over the draws: 0.15 here
-    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    loop = AdaptiveLoop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands[::2]]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
@@ -324,12 +327,12 @@ def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs
 def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_path):
     # A first design that holds L fixed (a cap that admits only L = 4): the fit cannot measure a
     # yet, although the grid can; the loop must choose points at other L, not fail.
-    from explorer.adaptive import _Loop
-    from explorer.fit import fit as fit_law
+    from explorer.sweeps.adaptive import AdaptiveLoop
+    from explorer.analysis.fit import fit as fit_law
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
-    loop = _Loop(spec, st, FakeRunner(st, free_law()), lambda line: None)
+    loop = AdaptiveLoop(spec, st, FakeRunner(st, free_law()), lambda line: None)
     keys = [c.trial_key for c in loop.cands if c.L == 4]
     loop.runner(spec, frozenset(keys))
     fitted = loop.fit()
@@ -352,7 +355,7 @@ def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display
     # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
     # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
     # factor of ~2.4; the selection ranked it in log units all along.
-    from explorer.adaptive import target_halfwidth, target_lines
+    from explorer.analysis.targets import target_halfwidth, target_lines
 
     assert target_halfwidth("c1", 0.0029, 0.016) == pytest.approx(np.log(0.016 / 0.0029) / 2)
     assert target_halfwidth("a", 0.9, 1.1) == pytest.approx(0.1)  # exponents stay absolute
@@ -380,7 +383,7 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     # `sweep SPEC --adaptive --dry-run` described the whole grid as if it would all run.
     from click.testing import CliRunner
 
-    from explorer.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
     from explorer.cli import main
 
     spec = tmp_path / "spec.toml"
@@ -392,9 +395,9 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     text = out.output
     assert text.startswith("adaptive sweep ad: the [grid] is a candidate set of 32 trials")
     assert "form theory, targets c1, c2" in text and "<= 0.2" in text and "relative" in text
-    from explorer.spec import load_spec
+    from explorer.config.spec import load_spec
 
-    loop = _Loop(load_spec(str(spec)), None, None, lambda line: None)
+    loop = AdaptiveLoop(load_spec(str(spec)), None, None, lambda line: None)
     assert f"at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds (25%)" in text
     design = loop.initial_plan()
     assert f"round 0 (initial space-filling design): {len(design)} trials" in text
@@ -408,8 +411,8 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
     # candidate grid (they are every pairing of the chosen L and M values).
     import pandas as pd
 
-    from explorer.charts import adaptive_points
-    from explorer.report import CHART_TITLES
+    from explorer.report.diagnostic_charts import adaptive_points
+    from explorer.report.page import CHART_TITLES
 
     points = pd.DataFrame({"round": [0, 0, 0, 1, 1], "L": [4, 4, 16, 16, 64], "M": [1, 1, 16, 4, 1],
                            "problem_seed": [1, 2, 1, 2, 3], "gain_per_cost": [np.nan] * 3 + [1.0, 2.0]})
@@ -425,11 +428,11 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
 
 def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp_path):
     # A plain sweep of the same name ran first: its trials enter the fit, so they were spent.
-    from explorer.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)
-    loop = _Loop(spec, st, None, lambda line: None)
+    loop = AdaptiveLoop(spec, st, None, lambda line: None)
     earlier = [c.trial_key for c in loop.cands if c.L == 4]
     FakeRunner(st, free_law())(spec, frozenset(earlier))
     result = run_adaptive(spec, st, FakeRunner(st, free_law()))
@@ -441,9 +444,9 @@ def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp
 
 
 def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp_path):
-    from explorer.adaptive import _Loop
+    from explorer.sweeps.adaptive import AdaptiveLoop
 
-    loop = _Loop(adaptive_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
+    loop = AdaptiveLoop(adaptive_spec(initial=500), Store(tmp_path / "s"), None, lambda line: None)
     assert loop.initial == len(loop.cands) == 50
 
 
@@ -474,9 +477,9 @@ def test_the_adaptive_loop_covers_at_its_stopping_point(tmp_path):
 
     from scipy import stats
 
-    from explorer.planted import REGIMES
-    from explorer.planted_runner import PlantedRunner, TermsLaw
-    from explorer.spec import load_spec
+    from explorer.analysis.planted import REGIMES
+    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+    from explorer.config.spec import load_spec
 
     planted = REGIMES["rates"]
     spec = load_spec(Path(__file__).parents[2] / "examples" / "rates_adaptive.toml", ["adaptive.resamples=50"])

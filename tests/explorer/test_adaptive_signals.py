@@ -8,7 +8,8 @@ import signal
 
 import pytest
 
-from explorer.adaptive import read_rounds, run_adaptive
+from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import run_adaptive
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law

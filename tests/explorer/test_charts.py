@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import charts, diagnostics
-from explorer.fit import fit
-from explorer.sweep_data import grid_errors, step_errors
-from explorer.phase import phase_diagram
-from explorer.shapes import shape_advice
+from explorer.report import charts, diagnostic_charts
+from explorer.analysis import diagnostics
+from explorer.analysis.fit import fit
+from explorer.analysis.sweep_data import grid_errors, step_errors
+from explorer.analysis.phase import phase_diagram
+from explorer.analysis.shapes import shape_advice
 
 from .analysis_data import connect, law_rows
 from .conftest import spec_values
@@ -38,7 +39,7 @@ def _all_charts(s):
         "residuals": charts.residuals(s["fit"]),
         "error_vs_step": charts.error_vs_step(s["steps"]),
         "error_vs_params": charts.error_vs_params(s["grid"], s["advice"]["frontier"]),
-        "phase": charts.phase_chart(s["phase"]),
+        "phase": diagnostic_charts.phase_chart(s["phase"]),
     }
 
 
@@ -109,7 +110,7 @@ def test_step_chart_draws_at_most_max_curves():
 
 
 def test_phase_chart_colours_each_phase_the_same_way(sweep):
-    spec = charts.phase_chart(sweep["phase"]).to_dict()
+    spec = diagnostic_charts.phase_chart(sweep["phase"]).to_dict()
     color = next(c for c in spec_values(spec, "color") if isinstance(c, dict) and c.get("field") == "phase")
     assert color["scale"]["domain"] == list(charts.PHASE_COLORS)
     assert color["scale"]["range"] == list(charts.PHASE_COLORS.values())
@@ -120,7 +121,7 @@ def test_local_slopes_match_a_hand_computation():
     grid = pd.DataFrame([(L, M, 8, 1 / L + 1 / math.sqrt(L * M)) for M in (1, 4) for L in (2, 4, 8)],
                         columns=["L", "M", "D", "err"])
     grid["floor_limited"] = (grid["L"] == 8) & (grid["M"] == 4)
-    slopes = charts.local_slopes(grid)
+    slopes = diagnostic_charts.local_slopes(grid)
     e = {(L, M): 1 / L + 1 / math.sqrt(L * M) for L in (2, 4, 8) for M in (1, 4)}
     along_l = slopes[slopes["along"] == "L"].reset_index(drop=True)
     assert along_l[["M", "x_low", "x_high"]].values.tolist() == [[1, 2, 4], [1, 4, 8], [4, 2, 4]]
@@ -140,20 +141,20 @@ def test_the_chart_slopes_are_the_diagnostics_slopes():
     grid = pd.DataFrame([(L, M, D, seed, LAW(L, M, D) * (1 + 0.1 * seed)) for L in (2, 4, 8, 16) for M in (1, 4, 16)
                          for D in (2, 8) for seed in (0, 1)], columns=["L", "M", "D", "problem_seed", "err"])
     grid["floor_limited"] = (grid["L"] == 16) & (grid["M"] == 16)
-    ours, theirs = charts.local_slopes(grid), diagnostics.local_slopes(grid)
+    ours, theirs = diagnostic_charts.local_slopes(grid), diagnostics.local_slopes(grid)
     assert len(ours) == len(theirs) > 0 and set(ours["along"]) == {"L", "LM"}
     pd.testing.assert_frame_equal(ours.rename(columns={"along": "axis"}), theirs)
 
 
 def test_local_slopes_of_a_pure_power_law_are_its_exponents():
     grid = pd.DataFrame([(L, M, 4, (L * M) ** -0.5) for L in (2, 4, 8) for M in (1, 2, 4)], columns=["L", "M", "D", "err"])
-    slopes = charts.local_slopes(grid)
+    slopes = diagnostic_charts.local_slopes(grid)
     np.testing.assert_allclose(slopes.loc[slopes["along"] == "L", "slope"], -0.5, rtol=1e-12)
     np.testing.assert_allclose(slopes.loc[slopes["along"] == "LM", "slope"], -0.5, rtol=1e-12)
 
 
 def test_local_slopes_chart_has_both_panels_and_the_theory_guides(sweep):
-    spec = charts.local_slopes_chart(charts.local_slopes(sweep["grid"])).to_dict()
+    spec = diagnostic_charts.local_slopes_chart(diagnostic_charts.local_slopes(sweep["grid"])).to_dict()
     assert len(spec["hconcat"]) == 2
     guides = {row["theory"] for rows in spec["datasets"].values() for row in rows if "guide" in row}
     assert guides == {-1.0, -0.5}
@@ -161,11 +162,11 @@ def test_local_slopes_chart_has_both_panels_and_the_theory_guides(sweep):
 
 def test_error_vs_axis_draws_one_line_per_grid_point_over_the_axis(sweep):
     grid = grid_errors(sweep["con"], "c", where="D = 8")
-    spec = charts.error_vs_axis(grid, "alpha").to_dict()
+    spec = diagnostic_charts.error_vs_axis(grid, "alpha").to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["alpha"] for r in rows} == {1.0, 16.0} and len({r["series"] for r in rows}) == 12
     assert "log" in [s.get("type") for s in spec_values(spec, "scale") if isinstance(s, dict)]
-    spec = charts.error_vs_axis(sweep["grid"], "D").to_dict()
+    spec = diagnostic_charts.error_vs_axis(sweep["grid"], "D").to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["D"] for r in rows} == {2, 8} and {r["series"] for r in rows} >= {"L=2 M=1", "L=16 M=16"}
 
@@ -174,7 +175,7 @@ def test_per_draw_chart_shows_each_draw_and_the_pooled_band(sweep):
     pooled = sweep["fit"].table()
     per_draw = pd.DataFrame([(seed, p, 1.0 + seed, 0.5, 2.5 + seed) for seed in (1, 2, 3) for p in pooled["parameter"]],
                             columns=["problem_seed", "parameter", "estimate", "ci_low", "ci_high"])
-    spec = charts.per_draw_chart(per_draw, pooled).to_dict()
+    spec = diagnostic_charts.per_draw_chart(per_draw, pooled).to_dict()
     assert len(spec["hconcat"]) == len(pooled)
     bands = [rows for rows in spec["datasets"].values() if len(rows) == 1 and "ci_low" in rows[0]]
     assert {r[0]["parameter"] for r in bands} == set(pooled["parameter"])
@@ -183,6 +184,6 @@ def test_per_draw_chart_shows_each_draw_and_the_pooled_band(sweep):
 def test_local_slopes_count_each_grid_point_once_over_draws():
     grid = pd.DataFrame([(L, 1, 8, seed, L ** -1.0 * (1 + 0.5 * seed)) for L in (2, 4, 8) for seed in (0, 1)],
                         columns=["L", "M", "D", "problem_seed", "err"])
-    slopes = charts.local_slopes(grid)
+    slopes = diagnostic_charts.local_slopes(grid)
     assert len(slopes[slopes["along"] == "L"]) == 2
     np.testing.assert_allclose(slopes["slope"], -1.0, rtol=1e-12)

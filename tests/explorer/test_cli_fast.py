@@ -8,20 +8,21 @@ import sys
 import pytest
 
 import store
-from explorer import cli, tables
+from explorer import cli
+from explorer.report import tables
 
 _PROBE = r"""
 import sys
 from click.testing import CliRunner
 import explorer.cli
-from explorer.spec import load_spec
+from explorer.config.spec import load_spec
 from explorer.errors import SpecError
 spec = load_spec({"name": "x", "grid": {"L": [4, 8], "M": [1], "D": [8]}, "train": {"dtype": "float32"}})
 try:
     load_spec({"name": "x", "grid": {"L": [4], "M": [1], "D": [8]}, "train": {"stepz": 3}})
 except SpecError as exc:
     assert "stepz" in str(exc)
-from explorer.planning import plan
+from explorer.config.planning import plan
 plan(spec)
 result = CliRunner().invoke(explorer.cli.main, ["sweep", sys.argv[1]])
 assert result.exit_code == 2 and "stepz" in result.output, result.output

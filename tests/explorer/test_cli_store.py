@@ -114,7 +114,7 @@ def test_compact_kind_merges_only_that_kind(results):
 def test_relative_store_paths_are_resolved_once_for_every_command(results, monkeypatch):
     monkeypatch.chdir(os.path.dirname(results.files.root))
     assert run("sql", "SELECT count(*) AS n FROM trials", "--store", "results", "--format", "csv") == (0, "n\n4\n")
-    from explorer.options import open_store
+    from explorer.store_access import open_store
 
     opened = open_store("results", must_exist=True)
     assert opened.uri == results.files.root and os.path.isabs(opened.uri)  # what Ray workers get

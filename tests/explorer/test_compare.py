@@ -7,12 +7,12 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.pairing import pair_frames, paired_fit
-from explorer.compare_sweeps import Side, check_comparable, check_references
+from explorer.analysis.pairing import pair_frames, paired_fit
+from explorer.analysis.compare_sweeps import Side, check_comparable, check_references
 from explorer.errors import FitError
-from explorer.planning import plan
-from explorer.planted import REGIMES
-from explorer.spec import load_spec
+from explorer.config.planning import plan
+from explorer.analysis.planted import REGIMES
+from explorer.config.spec import load_spec
 from store import Store
 
 from .compare_data import planted_pair, planted_store
@@ -53,7 +53,7 @@ def test_a_paired_difference_in_c1_is_found_and_the_unpaired_interval_is_wider()
 def test_the_estimates_are_close_to_each_fit_alone_and_the_difference_is_theirs():
     """estimate_a and estimate_b are each frame's decomposed fit with one set of weights for both
     (the mean of the two fits' variances): close to what each fit alone gives."""
-    from explorer.fit_decomposed import fit_decomposed
+    from explorer.analysis.fit_decomposed import fit_decomposed
 
     a, b = planted_pair(REGIMES["easy"], np.random.default_rng(5))
     rows = paired_fit(pair_frames(a, b), n_boot=20).rows().set_index("parameter")
@@ -180,7 +180,7 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     spec_path.write_text('name = "both"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
                          'L = [4, 8, 16, 32]\nM = [64, 256, 1024]\nD = [8]\npreset = ["mlu", "completep"]\n'
                          'problem_seeds = [1, 2]\nseeds = 3\n')
-    from explorer.planted_runner import PlantedRunner, TermsLaw
+    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
 
     spec = load_spec(str(spec_path))
     PlantedRunner(st, TermsLaw(), entries=400, draw_sd=0.2, term_effects=True)(spec, {t.trial_key for t in plan(spec).trials})
@@ -213,8 +213,8 @@ def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
 
 def test_each_sides_own_fit_warnings_are_carried(pair_store):
     """A side whose law leaves a term unmeasured says so, prefixed with its letter."""
-    from explorer.pairing import Paired
-    from explorer.compare_sweeps import side_warnings
+    from explorer.analysis.pairing import Paired
+    from explorer.analysis.compare_sweeps import side_warnings
 
     a, b = planted_pair(REGIMES["easy"], np.random.default_rng(8))
     paired = pair_frames(a, b)

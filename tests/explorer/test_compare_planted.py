@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.pairing import pair_frames, paired_fit
-from explorer.planted import REGIMES
+from explorer.analysis.pairing import pair_frames, paired_fit
+from explorer.analysis.planted import REGIMES
 
 from .compare_data import planted_pair
 

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from explorer.decomposed import draws_of, estimate
-from explorer.decomposition import gram_of, jackknife_se, terms
+from explorer.analysis.decomposed import draws_of, estimate
+from explorer.analysis.decomposition import gram_of, jackknife_se, terms
 from explorer.errors import FitError
-from explorer.fit import FITS_COLUMNS, format_table
-from explorer.fit_decomposed import fit_decomposed
-from explorer.planted import REGIMES, Regime, planted_grams
+from explorer.analysis.fit_result import FITS_COLUMNS
+from explorer.analysis.fit import format_table
+from explorer.analysis.fit_decomposed import fit_decomposed
+from explorer.analysis.planted import REGIMES, Regime, planted_grams
 
 
 def naive_terms(errors, pick):
@@ -111,7 +112,7 @@ def test_the_intervals_use_students_t_on_the_draws():
 
 def test_bootstrap_resamples_seed_indices_once_per_draw(monkeypatch):
     """Every point of a draw gets the same resample of seed indices."""
-    import explorer.decomposed as module
+    import explorer.analysis.decomposed as module
 
     seen = []
     original = module.terms
@@ -177,7 +178,7 @@ def test_decomposed_intervals_cover_at_their_nominal_rate():
 
 
 def test_an_additive_law_warns_when_a_quadrature_law_ranks_ahead():
-    from explorer.diagnostics import additive_warning
+    from explorer.analysis.diagnostics import additive_warning
 
     table = pd.DataFrame({"law": ["free_rss", "theory_rss", "free", "theory"], "rank": [1, 2, 3, 4]})
     (line,) = additive_warning(table, "free")

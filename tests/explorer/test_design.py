@@ -8,11 +8,11 @@ from click.testing import CliRunner
 
 import explorer
 from explorer.cli import main
-from explorer.design_model import pilot_model
+from explorer.experiment_design.design_model import pilot_model
 from explorer.errors import UsageError
-from explorer.planning import plan
-from explorer.planted_runner import PlantedRunner, TermsLaw
-from explorer.spec import load_spec, parse_spec
+from explorer.config.planning import plan
+from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.config.spec import load_spec, parse_spec
 from store import Store
 
 PILOT = {"name": "pilot", "problem": {"seed": 1}, "train": {"steps": 10},

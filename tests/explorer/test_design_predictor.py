@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer import design_search
-from explorer.decomposed import draws_of, estimate
-from explorer.decomposition import gram_of
-from explorer.design_model import PilotModel
-from explorer.design_search import grid_terms, halfwidths, shared_units, slope_variance
+from explorer.experiment_design import design_search
+from explorer.analysis.decomposed import draws_of, estimate
+from explorer.analysis.decomposition import gram_of
+from explorer.experiment_design.design_model import PilotModel
+from explorer.experiment_design.design_search import grid_terms, halfwidths, shared_units, slope_variance
 
 
 def planted_model(**changes) -> PilotModel:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import explorer.estimate
+import explorer.config.estimate
 from explorer.cli import main
-from explorer.estimate import reference_memory_bytes, reference_seconds
-from explorer.planning import plan
-from explorer.spec import load_spec
+from explorer.config.estimate import reference_memory_bytes, reference_seconds
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PAPER = Path(__file__).resolve().parents[2] / "explorer" / "paper"  # the paper specs ship with the package
+PAPER = Path(__file__).resolve().parents[2] / "explorer" / "reproduce" / "paper"  # the paper specs ship with the package
 SHIPPED = sorted([*EXAMPLES.glob("*.toml"), *PAPER.glob("*.toml")])
 
 
@@ -38,7 +38,7 @@ def test_every_shipped_spec_dry_runs_cleanly(path, tmp_path, monkeypatch):
 
 def test_a_grid_too_large_for_this_machine_is_priced_and_its_points_flagged(monkeypatch):
     # the full hidden-width grid's 8192 x 4096 references need ~31 GiB; here the machine has 8
-    monkeypatch.setattr(explorer.estimate, "physical_memory_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(explorer.config.estimate, "physical_memory_bytes", lambda: 8 * 2**30)
     done = CliRunner().invoke(main, ["sweep", str(PAPER / "hidden-width-rates.toml"), "--dry-run"])
     assert done.exit_code == 0, done.output
     assert "time: " in done.output and "memory here: 8 GiB" in done.output

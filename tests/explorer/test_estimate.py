@@ -1,4 +1,4 @@
-"""Estimates before a sweep runs (explorer.estimate): memory and time per trial and reference,
+"""Estimates before a sweep runs (explorer.config.estimate): memory and time per trial and reference,
 `explorer sweep --dry-run`, and the refusal of a sweep whose largest point cannot fit in memory
 (D = [1000000000] used to start Ray and report 12 failures `can't allocate memory` 2 minutes later)."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import SpecError
-from explorer.estimate import (PROCESS_BYTES, check_fits_memory, dry_run_lines, largest_point, physical_memory_bytes,
-                               reference_memory_bytes, trial_memory_bytes, trial_seconds)
-from explorer.planning import plan
-from explorer.spec import load_spec
+from explorer.config.estimate import (PROCESS_BYTES, check_fits_memory, dry_run_lines, largest_point, physical_memory_bytes,
+                                      reference_memory_bytes, trial_memory_bytes, trial_seconds)
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec
 
 QUICK = {"name": "quick", "grid": {"L": [4, 8], "M": [1, 4], "D": [8]}, "train": {"steps": 3},
          "reference": {"depth": 8, "width": 4}}
@@ -120,7 +120,7 @@ import json, resource, sys, time
 import torch
 torch.set_num_threads(1)
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
-from explorer.estimate import trial_memory_bytes, trial_seconds
+from explorer.config.estimate import trial_memory_bytes, trial_seconds
 L, M, D, N, R, K = map(int, sys.argv[1:7])
 cfg = TrialConfig(L=L, M=M, D=D, problem=ProblemConfig(samples=N), seeds=tuple(range(R)), steps=K,
                   dtype=sys.argv[7], device="cpu")
@@ -153,7 +153,7 @@ def test_the_memory_estimate_is_within_2x_of_the_measured_peak(shape):
 def test_the_metrics_block_mirrors_the_one_trials_uses():
     """estimate.py cannot import trials.metrics (torch) to size the metrics' scratch: its copy of the
     block size must follow the real one."""
-    from explorer import estimate
+    from explorer.config import estimate
     from trials import metrics
 
-    assert estimate._METRICS_BLOCK == metrics.BLOCK
+    assert estimate.METRICS_BLOCK == metrics.BLOCK

@@ -6,10 +6,13 @@ import pandas as pd
 import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
-from explorer.diagnostics import law_forms
-from explorer.fit import FITS_COLUMNS, FORMS, fit, fit_sweep, format_table
-from explorer.solver import Problem, solve_batch
-from explorer.sweep_data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
+from explorer.analysis.diagnostics import law_forms
+from explorer.analysis.fit_result import FITS_COLUMNS
+from explorer.analysis.laws import FORMS
+from explorer.analysis.fit import fit, fit_sweep, format_table
+from explorer.analysis.solver import Problem, solve_batch
+from explorer.analysis.queries import GRID_COLUMNS
+from explorer.analysis.sweep_data import grid_errors, held_axes, status_counts, step_errors
 from store import Store
 from store.schema import CONFIG_COLUMNS
 
@@ -29,7 +32,7 @@ MULTI_D = ("joint", "companion_hidden", "companion_output")  # laws with a D-onl
 
 
 def _law(form):
-    from explorer.fit import resolve_form
+    from explorer.analysis.laws import resolve_form
 
     expr = resolve_form(form)[1]
     return lambda L, M, D: float(expr(TRUTH[form], L, M, D))

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from explorer.errors import ExpressionError, UsageError
-from explorer.expression import parse_expression
-from explorer.fit import FORMS
+from explorer.analysis.expression import parse_expression
+from explorer.analysis.laws import FORMS
 
 
 def test_expression_evaluates_like_the_formula():

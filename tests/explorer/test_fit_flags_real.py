@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.fit import fit_sweep
-from explorer.options import open_sweep
-from explorer.phase import phase_diagram
+from explorer.analysis.fit import fit_sweep
+from explorer.store_access import open_sweep
+from explorer.analysis.phase import phase_diagram
 from store import Store, trial_row_from_metrics
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
 
@@ -37,7 +37,7 @@ def _rows() -> tuple:
 def store_uri(tmp_path_factory):
     root = tmp_path_factory.mktemp("flags") / "store"
     st = Store(str(root))
-    for cfg, rows in _rows():  # as explorer.ray_runner._run_point writes a trial
+    for cfg, rows in _rows():  # as explorer.sweeps.worker.run_point writes a trial
         for row in rows:
             row.update(node_id="test", error=None)
         trial_row = trial_row_from_metrics(rows, config_json=json.dumps(cfg.numerics(), sort_keys=True),

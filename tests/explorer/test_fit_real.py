@@ -1,11 +1,11 @@
 """The science check of docs/model.md section 6 on a real (small) sweep: trials.train_trial on a grid of
-depths and widths against a Mean ODE reference, then the fits of explorer.fit."""
+depths and widths against a Mean ODE reference, then the fits of explorer.analysis.fit."""
 import functools
 
 import pytest
 
-from explorer.fit import fit
-from explorer.sweep_data import grid_errors
+from explorer.analysis.fit import fit
+from explorer.analysis.sweep_data import grid_errors
 from trials import TrialConfig
 
 from .analysis_data import connect, grid_configs, run_trials

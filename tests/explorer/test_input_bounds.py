@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from explorer.bounds import INT64_MAX, MAX_NESTING, MAX_REPLICAS, MAX_RESAMPLES, MAX_SEEDS, toml_nesting
-from explorer.env_settings import SettingError, check_environment, setting
+from explorer.config.env_settings import SettingError, check_environment, setting
 from explorer.errors import FitError, SpecError
-from explorer.spec import load_spec
+from explorer.config.spec import load_spec
 
 TINY = {"name": "b", "grid": {"L": [2, 4], "M": [1, 2], "D": [4]}}
 HUGE_SEED = "99999999999999999999999"
@@ -116,7 +116,7 @@ def _grid() -> pd.DataFrame:
 
 @pytest.mark.parametrize("law", ["c1/0*L", "c1*sqrt(-L)"])
 def test_a_law_undefined_on_the_grid_is_refused_before_fitting(law):
-    from explorer.fit import fit
+    from explorer.analysis.fit import fit
 
     with pytest.raises(FitError, match=r"is not a finite positive number at 12 of 12 grid points .* no fit saved"):
         fit(_grid(), law, n_boot=0)
@@ -126,7 +126,7 @@ def test_the_bootstrap_count_is_bounded_before_its_array_exists():
     from click.testing import CliRunner
 
     from explorer.cli import main
-    from explorer.fit import fit
+    from explorer.analysis.fit import fit
 
     with pytest.raises(FitError, match=f"n_boot must be from 0 to {MAX_RESAMPLES:,}"):
         fit(_grid(), "free", n_boot=1_000_000_000_000)

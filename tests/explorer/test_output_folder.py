@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.output_folder import MANIFEST, OutputError, OutputFolder
+from explorer.report.output_folder import MANIFEST, OutputError, OutputFolder
 from store import Store
 
 from .analysis_data import law_rows, write_to_store

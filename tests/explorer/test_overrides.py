@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import SpecError
-from explorer.planning import plan
-from explorer.spec import load_spec
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec
 
 QUICK = Path(__file__).resolve().parents[2] / "examples" / "quick.toml"
 

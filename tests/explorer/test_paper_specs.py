@@ -1,4 +1,4 @@
-"""explorer/paper/*.toml (package data): every spec parses with the spec layer's keys (no NEW markers left),
+"""explorer/reproduce/paper/*.toml (package data): every spec parses with the spec layer's keys (no NEW markers left),
 plans, and uses the protocol keys docs/reproduce.md maps."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from explorer.planning import plan
-from explorer.spec import load_spec
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec
 
-PAPER = sorted((Path(__file__).resolve().parents[2] / "explorer" / "paper").glob("*.toml"))
+PAPER = sorted((Path(__file__).resolve().parents[2] / "explorer" / "reproduce" / "paper").glob("*.toml"))
 
 
 def test_every_experiment_has_a_full_and_a_laptop_spec():

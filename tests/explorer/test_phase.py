@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from explorer.errors import MixedReferencesError, SweepDataError
-from explorer.phase import PHASES, PhaseRule, classify, format_phase, phase_diagram
+from explorer.analysis.phase import PHASES, PhaseRule, classify, format_phase, phase_diagram
 from trials import TrialConfig
 
 from .analysis_data import connect, grid_configs, law_rows, mark_trial, rerun_with_new_reference, run_trials

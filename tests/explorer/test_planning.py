@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.planning import plan, trial_key
-from explorer.spec import parse_spec
+from explorer.config.planning import plan, trial_key
+from explorer.config.spec import parse_spec
 from trials import LARGEST_REFERENCE_SEED, PRESETS, ReferenceConfig, largest_reference_key
 
-from .test_spec import _DROP, BASE, with_changes
+from .test_spec import DROP, BASE, with_changes
 
 
 def test_grid_expands_to_product_with_batched_seeds():
@@ -33,7 +33,7 @@ def test_mean_ode_reference_shared_by_all_L_and_M_and_split_by_alpha_and_D():
 
 
 def test_largest_reference_is_the_largest_point_with_embeddings_coupled_at_largest_D():
-    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+    raw = with_changes(reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP},
                        grid={"D": [4, 8, 16], "alpha": [1.0, 4.0]})
     spec = parse_spec(raw)
     assert spec.coupled_embeddings is True
@@ -54,7 +54,7 @@ def test_largest_reference_never_shares_a_unit_with_a_trial():
 
     from trials.model import init_units
 
-    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+    raw = with_changes(reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP},
                        grid={"L": [2], "M": [512, 1024], "D": [512]}, model={"antithetic": False})
     p = plan(parse_spec(raw), schema_version=1)
     (ref,) = p.references
@@ -97,7 +97,7 @@ def test_grid_axis_replaces_scalar_setting():
 
 
 def test_each_problem_seed_has_its_own_reference_and_trials():
-    raw = with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, 2]})
+    raw = with_changes(problem={"seed": DROP}, grid={"problem_seeds": [1, 2]})
     spec = parse_spec(raw)
     assert spec.grid_points() == 24
     p = plan(spec, schema_version=1)
@@ -108,14 +108,14 @@ def test_each_problem_seed_has_its_own_reference_and_trials():
     assert [r.config.limit.problem.seed for r in p.references] == [1, 2]
     assert len({t.trial_key for t in p.trials}) == 24
     # One draw listed is the same sweep as [problem] seed: the same keys.
-    one = with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1]})
+    one = with_changes(problem={"seed": DROP}, grid={"problem_seeds": [1]})
     assert [t.trial_key for t in plan(parse_spec(one), schema_version=1).trials] == \
         [t.trial_key for t in plan(parse_spec(BASE), schema_version=1).trials]
 
 
 def test_problem_seeds_split_the_largest_reference_too():
-    raw = with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
-                       problem={"seed": _DROP}, grid={"problem_seeds": [3, 4], "D": [4, 8]})
+    raw = with_changes(reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP},
+                       problem={"seed": DROP}, grid={"problem_seeds": [3, 4], "D": [4, 8]})
     p = plan(parse_spec(raw), schema_version=1)
     assert [r.config.problem.seed for r in p.references] == [3, 4]
     assert {r.ref_key for r in p.references} == {largest_reference_key(r.config) for r in p.references}
@@ -167,11 +167,11 @@ def _specs_over_presets():
         if preset in ("mlu", "lazy"):
             kinds.append("joint_limit")
         for kind in kinds:
-            reference = {"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP}
+            reference = {"kind": kind, "depth": DROP, "width": DROP, "replicas": DROP}
             if kind == "mean_ode":
                 reference = {"depth": 64, "width": 16}
             model = {"preset": preset, "activation": "identity" if kind == "joint_limit" else "tanh"}
-            problem = {"seed": _DROP}
+            problem = {"seed": DROP}
             if kind == "largest":
                 problem["coupled_embeddings"] = True
             raw = with_changes(model=model, reference=reference, problem=problem,

@@ -1,4 +1,4 @@
-"""explorer.pooled_fit: the law of the mean error over every run, with a bootstrap over draws."""
+"""explorer.analysis.pooled_fit: the law of the mean error over every run, with a bootstrap over draws."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import FitError
-from explorer.fit import fit
-from explorer.pooled_fit import fit_pooled, pooled_mean
+from explorer.analysis.fit import fit
+from explorer.analysis.pooled_fit import fit_pooled, pooled_mean
 
 L, M, D = [53, 123, 285], [17, 40, 93, 216], [17, 40, 93, 216]
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.report import CHART_FORMATS
+from explorer.report.page import CHART_FORMATS
 from store import Store
 
 from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_reference, write_to_store
@@ -90,7 +90,7 @@ def test_report_states_floor_counts_config_and_phase(made):
 
 
 def test_a_grid_under_the_reference_floor_still_gets_a_report_that_says_why(tmp_path):
-    from explorer.report import build_report
+    from explorer.report.page import build_report
 
     rows = law_rows(LAW, Ls=(2, 4), Ms=(1, 4), seeds=2, ref_err=10.0, sweep="floor")
     report = build_report(connect(rows), "floor", tmp_path, n_boot=10, formats=("svg",))
@@ -173,7 +173,7 @@ def test_analysis_commands_have_help(command):
 
 
 def test_a_report_of_a_rerun_against_a_new_reference_says_which_reference_it_reads(tmp_path):
-    from explorer.report import build_report
+    from explorer.report.page import build_report
 
     rows = rerun_with_new_reference(lambda L, M, D: 3 * LAW(L, M, D), LAW, Ls=(2, 4, 8), Ms=(1, 4, 16), seeds=2,
                                     sweep="mix")
@@ -225,7 +225,7 @@ def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(made, tmp_p
 
 def test_demo_error_table_prints_the_fits_errors(made):
     from explorer.demo import error_table
-    from explorer.sweep_data import grid_errors
+    from explorer.analysis.sweep_data import grid_errors
 
     lines = error_table(made["store"], "rep")
     assert lines[0] == "err_out at the last step (RMS over seeds); rows L, columns M, D = 8, alpha = 1.0"
@@ -254,7 +254,7 @@ def _chromium_dom(page, tmp_path) -> tuple[str, list[str]]:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A report whose sweep name, a configuration value and the --where filter carry a script."""
-    from explorer.report import build_report
+    from explorer.report.page import build_report
 
     rows = law_rows(LAW, Ls=(2, 4, 8), Ms=(1, 4), seeds=2, sweep=PAYLOAD)
     rows["activation"] = PAYLOAD
@@ -286,7 +286,7 @@ def test_a_report_of_hostile_strings_runs_no_script_in_chromium(hostile, tmp_pat
 def test_chart_json_is_safe_inside_a_script_element(tmp_path):
     import altair as alt
 
-    from explorer.report import save_chart
+    from explorer.report.page import save_chart
 
     chart = alt.Chart(pd.DataFrame({"x": [1, 2], "s": ["</script><!--", "a & b"]})).mark_point().encode(
         x="x:Q", tooltip="s:N")
@@ -299,7 +299,7 @@ def test_the_vega_bundle_is_the_vega_lite_version_of_altairs_schema():
     import altair as alt
     import vl_convert as vlc
 
-    from explorer.chart_files import vega_lite_version, vega_bundle
+    from explorer.report.chart_files import vega_lite_version, vega_bundle
 
     assert alt.SCHEMA_VERSION.lstrip("v").startswith(vega_lite_version() + ".")
     assert vega_lite_version() in vlc.get_vegalite_versions()
@@ -309,7 +309,7 @@ def test_the_vega_bundle_is_the_vega_lite_version_of_altairs_schema():
 def test_one_number_formatter():
     import numpy as np
 
-    from explorer.report import fmt
+    from explorer.report.page import fmt
 
     assert [fmt(0.123456), fmt(np.float64(2.0), "g"), fmt(None), fmt(float("nan")), fmt(np.int64(3)), fmt("a")] == [
         "0.1235", "2", "n/a", "n/a", "3", "a"]
@@ -319,7 +319,7 @@ def test_one_number_formatter():
 
 
 def _adapted(tmp_path, **grid):
-    from explorer.report import build_report
+    from explorer.report.page import build_report
 
     rows = law_rows(LAW, seeds=2, sweep="s", **grid)
     return build_report(connect(rows), "s", tmp_path, n_boot=10, formats=())  # the tests read the page and charts, no files
@@ -363,7 +363,7 @@ def test_a_d_sweep_gets_charts_over_d(tmp_path):
 
 
 def test_needed_axes_of_the_laws():
-    from explorer.report import needed_axes
+    from explorer.report.page import needed_axes
 
     assert needed_axes("theory") == {"L", "M"} and needed_axes("joint") == {"L", "M", "D"}
     assert needed_axes("c1/L + c2") == {"L"} and needed_axes("c1/sqrt(D) + c2") == {"D"}
@@ -373,7 +373,7 @@ def test_needed_axes_of_the_laws():
 
 
 def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_path, monkeypatch):
-    import explorer.report as report_module
+    import explorer.report.page as report_module
 
     real_fit = report_module.fit
 
@@ -424,7 +424,7 @@ def test_the_page_template_is_packaged():
     import tomllib
 
     root = pathlib.Path(__file__).parents[2]
-    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["explorer"]
-    templates = sorted((root / "explorer" / "templates").iterdir())
-    assert templates and all(any(t.match(f"explorer/{p}") for p in patterns) for t in templates)
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["explorer.report"]
+    templates = sorted((root / "explorer" / "report" / "templates").iterdir())
+    assert templates and all(any(t.match(f"explorer/report/{p}") for p in patterns) for t in templates)
     assert "jinja2" in " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from explorer import claims as cl
-from explorer import reproduce as rep
+from explorer.reproduce import claims as cl
+from explorer.reproduce import run as rep
 from explorer.cli import main
-from explorer.planning import plan
-from explorer.reproduce import EXPERIMENTS
-from explorer.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
+from explorer.config.planning import plan
+from explorer.reproduce.run import EXPERIMENTS
+from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
 
 
 def test_list_names_every_experiment_with_its_grid_sizes():
@@ -233,7 +233,7 @@ def test_the_frontier_claims_measure_the_exponent_over_draws_and_grade_it(monkey
 
 
 def test_every_curve_and_frontier_claim_has_its_left_out_points_in_its_spec():
-    from explorer.leave_out import read_leave_out
+    from explorer.reproduce.leave_out import read_leave_out
 
     for exp in EXPERIMENTS.values():
         for scale in ("laptop", "full"):
@@ -247,8 +247,8 @@ def test_every_curve_and_frontier_claim_has_its_left_out_points_in_its_spec():
 
 def test_a_spec_with_a_reproduce_table_still_runs_alone_and_a_bad_entry_is_one_line(tmp_path):
     from explorer.errors import UsageError
-    from explorer.leave_out import read_leave_out
-    from explorer.spec import load_spec
+    from explorer.reproduce.leave_out import read_leave_out
+    from explorer.config.spec import load_spec
 
     path = cl.paper_spec("companion-nonlinear-coupled-laptop.toml")
     assert load_spec(path).name == "companion-nonlinear-coupled-laptop"
@@ -306,9 +306,9 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
     """sampling-rate (b) and bias-rate (a) go through fit_sweep's decomposed law; on a planted
     law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
     told apart."""
-    from explorer import fit as fitting
-    from explorer.fit_decomposed import fit_decomposed
-    from explorer.planted import REGIMES, as_grid, planted_grams
+    from explorer.analysis import fit as fitting
+    from explorer.analysis.fit_decomposed import fit_decomposed
+    from explorer.analysis.planted import REGIMES, as_grid, planted_grams
 
     exp = EXPERIMENTS["hidden-width-rates"]
     sampling, bias = (c for c in exp.claims if c.id in ("sampling-rate", "bias-rate"))
@@ -338,7 +338,7 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
 
 
 def test_a_frontier_claims_exponent_is_stored_as_a_fit_that_sql_sees(tmp_path):
-    from explorer.options import open_store
+    from explorer.store_access import open_store
 
     exp = EXPERIMENTS["companion-nonlinear"]
     claim = next(c for c in exp.claims if c.id == "uncoupled-output-P")

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 import explorer.api
 from explorer.cli import main
-from explorer.ray_runner import SweepResult
+from explorer.sweeps.results import SweepResult
 
 
 def test_a_sweep_stopped_by_sigint_ends_reproduce_with_one_line_and_no_report(tmp_path, monkeypatch):

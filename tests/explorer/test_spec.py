@@ -6,8 +6,8 @@ import copy
 import pytest
 
 from explorer.errors import SpecError
-from explorer.planning import plan
-from explorer.spec import load_spec, parse_spec
+from explorer.config.planning import plan
+from explorer.config.spec import load_spec, parse_spec
 from trials import REFERENCE_KINDS, ConfigError
 
 BASE = {
@@ -28,14 +28,14 @@ def with_changes(**sections) -> dict:
             raw.update(changes)
             continue
         for key, value in changes.items():
-            if value is _DROP:
+            if value is DROP:
                 raw[section].pop(key, None)
             else:
                 raw[section][key] = value
     return raw
 
 
-_DROP = object()
+DROP = object()
 
 
 def test_issue_example_spec_loads_with_its_values():
@@ -59,7 +59,7 @@ SPEC_ERRORS = {
     "missing_name": (with_changes(top={"name": None}), "name: missing"),
     "bad_name": (with_changes(top={"name": "a/b"}), "name: expected 1-128 letters"),
     "dotdot_name": (with_changes(top={"name": "a..b"}), "name: expected 1-128 letters"),
-    "missing_grid_axis": (with_changes(grid={"D": _DROP}), "[grid] D: missing"),
+    "missing_grid_axis": (with_changes(grid={"D": DROP}), "[grid] D: missing"),
     "section_not_table": (with_changes(top={"train": 5}), "[train]: expected a table"),
     "negative_depth": (with_changes(grid={"L": [4, -1]}), "[grid] L: expected a list of positive integers, got [4, -1]"),
     "zero_width": (with_changes(grid={"M": [0]}), "[grid] M: expected a list of positive integers"),
@@ -90,7 +90,7 @@ SPEC_ERRORS = {
     "problem_seeds_and_seed_both": (
         with_changes(grid={"problem_seeds": [1, 2]}), "[grid] problem_seeds: also set as [problem] seed; keep one"),
     "negative_problem_seeds": (
-        with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, -2]}),
+        with_changes(problem={"seed": DROP}, grid={"problem_seeds": [1, -2]}),
         "[grid] problem_seeds: expected a list of non-negative integers"),
     "bad_reference_kind": (with_changes(reference={"kind": "exact"}), '[reference] kind: expected one of "mean_ode", "largest"'),
     "odd_reference_width": (with_changes(reference={"width": 511}), "[reference] width: reference.width must be even (antithetic pairs), got 511"),
@@ -100,7 +100,7 @@ SPEC_ERRORS = {
     "largest_with_resolution": (
         with_changes(reference={"kind": "largest"}), '[reference] depth: not used with kind = "largest"'),
     "largest_uncoupled_over_D": (
-        with_changes(reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP},
+        with_changes(reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP},
                      problem={"coupled_embeddings": False}, grid={"D": [4, 8]}),
         "[problem] coupled_embeddings: kind = \"largest\" over several D"),
     "axis_and_scalar_both": (
@@ -158,7 +158,7 @@ def test_every_spec_key_is_documented_in_its_section_of_docs_sweeps():
     import dataclasses
     from pathlib import Path
 
-    from explorer.spec import SECTIONS
+    from explorer.config.spec import SECTIONS
 
     docs = (Path(__file__).parents[2] / "docs" / "sweeps.md").read_text()
     for section, cls in SECTIONS.items():
@@ -191,7 +191,7 @@ def test_every_reference_kind_of_trials_is_a_valid_spec_value():
     for kind in REFERENCE_KINDS:
         # joint_limit is exact for identity activation only (trials/joint_limit.py)
         model = {"activation": "identity"} if kind == "joint_limit" else {}
-        raw = with_changes(reference={"kind": kind, "depth": _DROP, "width": _DROP, "replicas": _DROP}, model=model)
+        raw = with_changes(reference={"kind": kind, "depth": DROP, "width": DROP, "replicas": DROP}, model=model)
         assert {r.kind for r in plan(parse_spec(raw)).references} == {kind}
 
 
@@ -211,7 +211,7 @@ def test_the_trials_rules_judge_the_spec_with_the_key_named():
     ("activation", "[model] activation"), ("seeds", "[grid] seeds"), ("L", "[grid] L"), ("lr", "[train] lr"),
 ])
 def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkeypatch, field, key):
-    from explorer import spec as spec_module
+    from explorer.config import spec as spec_module
 
     def refuse(*args, **kwargs):
         raise ConfigError(field, "reworded: no field name in here")
@@ -223,14 +223,14 @@ def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkey
 
 
 def test_a_refused_swept_setting_names_its_grid_axis():
-    from explorer.spec import _key_of
+    from explorer.config.spec_rules import key_of
 
-    swept = parse_spec(with_changes(grid={"lr": [0.5, 1.0]}, train={"lr": _DROP}))
-    assert _key_of(ConfigError("lr", "x"), swept) == "[grid] lr"
-    assert _key_of(ConfigError("lr", "x"), parse_spec(BASE)) == "[train] lr"
-    draws = parse_spec(with_changes(problem={"seed": _DROP}, grid={"problem_seeds": [1, 2]}))
-    assert _key_of(ConfigError("problem.seed", "x"), draws) == "[grid] problem_seeds"
-    assert _key_of(ConfigError("divergence_threshold", "x"), draws) is None  # not a spec key
+    swept = parse_spec(with_changes(grid={"lr": [0.5, 1.0]}, train={"lr": DROP}))
+    assert key_of(ConfigError("lr", "x"), swept) == "[grid] lr"
+    assert key_of(ConfigError("lr", "x"), parse_spec(BASE)) == "[train] lr"
+    draws = parse_spec(with_changes(problem={"seed": DROP}, grid={"problem_seeds": [1, 2]}))
+    assert key_of(ConfigError("problem.seed", "x"), draws) == "[grid] problem_seeds"
+    assert key_of(ConfigError("divergence_threshold", "x"), draws) is None  # not a spec key
 
 
 def test_load_spec_takes_a_dict_or_a_spec_and_overrides_keep_defaults_as_defaults(tmp_path):
@@ -247,7 +247,7 @@ def test_load_spec_takes_a_dict_or_a_spec_and_overrides_keep_defaults_as_default
 
 
 _LINEAR = {"model": {"activation": "identity"},
-           "reference": {"kind": "joint_limit", "depth": _DROP, "width": _DROP, "replicas": _DROP}}
+           "reference": {"kind": "joint_limit", "depth": DROP, "width": DROP, "replicas": DROP}}
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -274,5 +274,5 @@ def test_the_protocol_keys_reach_the_problem_and_the_joint_limit_reference():
     assert the_plan.trials[0].config.problem.data_seed == 42
     uncoupled = parse_spec(with_changes(
         problem={"coupled_embeddings": False, "independent_embeddings": True},
-        reference={"kind": "largest", "depth": _DROP, "width": _DROP, "replicas": _DROP}, grid={"D": [4, 8]}))
+        reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP}, grid={"D": [4, 8]}))
     assert uncoupled.problem_config(1).independent_embeddings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.errors import SpecError
-from explorer.spec import MAX_POINTS, MAX_SPEC_BYTES, load_spec
+from explorer.config.spec import MAX_POINTS, MAX_SPEC_BYTES, load_spec
 
 
 def _raw(**grid):

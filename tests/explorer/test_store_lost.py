@@ -93,12 +93,12 @@ def test_the_s3_endpoint_killed_mid_sweep_stops_the_driver_with_one_clear_line(t
 
 
 def test_a_cleanup_error_after_the_store_was_lost_still_reads_as_the_loss():
-    from explorer.progress import Progress
-    from explorer.ray_runner import _stop_when_store_lost
+    from explorer.sweeps.progress import Progress
+    from explorer.sweeps.store_lost import stop_when_store_lost
 
     bar = Progress(total=1, enabled=False)
     with pytest.raises(StoreUnreachable) as caught:
-        with _stop_when_store_lost(bar):
+        with stop_when_store_lost(bar):
             try:
                 raise StoreUnreachable("store s3://b/p cannot be written: cannot write s3://b/p/x:\n  refused")
             finally:  # run_sweep's cleanup: releasing the claims fails too
@@ -110,21 +110,22 @@ def test_a_cleanup_error_after_the_store_was_lost_still_reads_as_the_loss():
 
 
 def test_any_other_store_error_passes_through_unchanged():
-    from explorer.progress import Progress
-    from explorer.ray_runner import _stop_when_store_lost
+    from explorer.sweeps.progress import Progress
+    from explorer.sweeps.store_lost import stop_when_store_lost
 
     error = StoreError("cannot list s3://b/p/sweep=x: slow down")
     with pytest.raises(StoreError) as caught:
-        with _stop_when_store_lost(Progress(total=1, enabled=False)):
+        with stop_when_store_lost(Progress(total=1, enabled=False)):
             raise error
     assert caught.value is error
 
 
 def test_one_report_of_a_lost_store_stops_every_tune_trial():
-    from explorer.ray_runner import _STORE_LOST, _StopWhenStoreLost
+    from explorer.sweeps.store_lost import STORE_LOST
+    from explorer.sweeps.tune_glue import StopWhenStoreLost
 
-    stopper = _StopWhenStoreLost()
+    stopper = StopWhenStoreLost()
     assert not stopper("t1", {"keys": "a", "statuses": "ok"}) and not stopper.stop_all()
-    assert stopper("t2", {"keys": "", "statuses": "", _STORE_LOST: "store s3://b/p cannot be listed: refused"})
+    assert stopper("t2", {"keys": "", "statuses": "", STORE_LOST: "store s3://b/p cannot be listed: refused"})
     assert stopper.stop_all() and stopper("t1", {"keys": "b", "statuses": "ok"})
     assert stopper.lost == "store s3://b/p cannot be listed: refused"

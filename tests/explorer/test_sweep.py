@@ -8,11 +8,11 @@ import pytest
 import ray
 
 import explorer
-from explorer import ray_runner
+from explorer.sweeps import packing, reference_cache, resources, threads, worker
 from explorer.errors import SpecError
-from explorer.progress import Progress
-from explorer.planning import plan
-from explorer.spec import parse_spec
+from explorer.sweeps.progress import Progress
+from explorer.config.planning import plan
+from explorer.config.spec import parse_spec
 from store import SCHEMA_VERSION, Store
 from store.catalog import list_kind
 from trials import compute_reference, train_trial
@@ -83,9 +83,9 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, 
 _EMBEDDED = """
 import json, os, warnings
 warnings.simplefilter("error")  # the not-on-loopback warning fails the run
-from explorer import ray_runner
+from explorer.sweeps.ray_session import ray_session
 import ray
-with ray_runner.ray_session(None, num_cpus=1) as kind:
+with ray_session(None, num_cpus=1) as kind:
     seen = {"kind": kind, "nodes": sorted({n["NodeManagerAddress"] for n in ray.nodes()}),
             "gcs": ray.get_runtime_context().gcs_address}
 seen["up_after"] = ray.is_initialized()
@@ -180,23 +180,23 @@ def test_gpu_request_on_a_cluster_without_gpus_is_a_clear_error(tmp_path, local_
 def test_packing_balances_cost_and_keeps_every_point_once():
     the_plan = plan(parse_spec(spec_with(grid={"L": [2, 4, 8, 16, 32, 64, 128], "M": [1, 4, 16, 64], "D": [8]})),
                     SCHEMA_VERSION)
-    packs = ray_runner.pack(list(the_plan.trials), slots=2)
+    packs = packing.pack(list(the_plan.trials), slots=2)
     keys = [t.trial_key for p in packs for t in p]
     assert sorted(keys) == sorted(t.trial_key for t in the_plan.trials)
     assert len(packs) >= 8  # at least 4 per slot
-    loads = [sum(map(ray_runner.estimated_seconds, p)) for p in packs]
+    loads = [sum(map(packing.estimated_seconds, p)) for p in packs]
     assert loads == sorted(loads, reverse=True)  # longest first
-    biggest = max(map(ray_runner.estimated_seconds, the_plan.trials))
+    biggest = max(map(packing.estimated_seconds, the_plan.trials))
     assert max(loads) - min(loads) <= biggest  # longest-first greedy: within one point
-    assert [len(p) for p in ray_runner.pack(list(the_plan.trials), slots=2, points_per_trial=5)][:2] == [5, 5]
+    assert [len(p) for p in packing.pack(list(the_plan.trials), slots=2, points_per_trial=5)][:2] == [5, 5]
     tiny = plan(parse_spec(spec_with(grid={"L": [2, 4, 8], "M": [1, 2, 4, 8], "D": [4], "seeds": 1},
                                      train={"steps": 5})), SCHEMA_VERSION)
     many = [t for _ in range(50) for t in tiny.trials]  # 600 tiny points
-    assert len(ray_runner.pack(many, slots=2)) == 8  # tiny points share Tune trials
+    assert len(packing.pack(many, slots=2)) == 8  # tiny points share Tune trials
 
 
 def _job(store, the_plan, retries=2):
-    return ray_runner._Job(sweep="tiny", store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
+    return worker.Job(sweep="tiny", store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
                              reference_errors={}, rerun=frozenset(), retries=retries, ledger=None)
 
 
@@ -204,7 +204,7 @@ def test_a_point_that_raises_is_retried_then_recorded_failed(tmp_path, monkeypat
     the_plan = plan(parse_spec(spec_with(grid={"L": [2], "M": [1], "D": [4]})), SCHEMA_VERSION)
     trial = the_plan.trials[0]
     store = Store(tmp_path)
-    real = ray_runner.train_trial
+    real = worker.train_trial
     calls = []
 
     def flaky(config, reference):
@@ -213,13 +213,13 @@ def test_a_point_that_raises_is_retried_then_recorded_failed(tmp_path, monkeypat
             raise RuntimeError("transient worker trouble")
         return real(config, reference)
 
-    monkeypatch.setattr(ray_runner, "train_trial", flaky)
-    status = ray_runner._run_point(_job(store, the_plan, retries=2), trial, node_id="node-a")
+    monkeypatch.setattr(worker, "train_trial", flaky)
+    status = worker.run_point(_job(store, the_plan, retries=2), trial, node_id="node-a")
     assert (status, len(calls)) == ("ok", 3)
 
     calls.clear()
-    monkeypatch.setattr(ray_runner, "train_trial", lambda c, r: calls.append(1) or 1 / 0)
-    status = ray_runner._run_point(_job(store, the_plan, retries=1), trial, node_id="node-a")
+    monkeypatch.setattr(worker, "train_trial", lambda c, r: calls.append(1) or 1 / 0)
+    status = worker.run_point(_job(store, the_plan, retries=1), trial, node_id="node-a")
     assert (status, len(calls)) == ("failed", 2)
     rows = store.query("SELECT status, error, node_id FROM trials", sweep="tiny").to_pylist()
     assert rows == [{"status": "failed", "error": "ZeroDivisionError: division by zero", "node_id": "node-a"}]
@@ -249,11 +249,11 @@ def test_progress_redraws_in_place_on_a_terminal_and_prints_lines_otherwise():
 def test_worker_tasks_run_torch_with_the_cpus_ray_gave_them(tmp_path, local_ray):
     the_plan = plan(parse_spec(spec_with(grid={"L": [2], "M": [1], "D": [4]})), SCHEMA_VERSION)
     store = Store(tmp_path)
-    task = ray.remote(ray_runner._reference_task)
+    task = ray.remote(reference_cache.reference_task)
     _, one, _ = ray.get(task.options(num_cpus=1).remote(store, the_plan.references[0]))
     _, two, _ = ray.get(task.options(num_cpus=2).remote(store, the_plan.references[0]))
     assert (one, two) == (1, 2)
-    override = task.options(num_cpus=1, runtime_env={"env_vars": {ray_runner.THREADS_ENV: "3"}})
+    override = task.options(num_cpus=1, runtime_env={"env_vars": {threads.THREADS_ENV: "3"}})
     assert ray.get(override.remote(store, the_plan.references[0]))[1] == 3
 
 
@@ -272,10 +272,10 @@ def test_a_reference_that_raises_stops_its_group_and_the_summary_shows_its_error
 @pytest.mark.slow
 def test_points_that_ask_ray_for_memory_are_scheduled_and_run(tmp_path, local_ray, monkeypatch):
     # Every point asks for memory here (the floor at 0), as the large points of a real grid do.
-    monkeypatch.setattr(ray_runner, "MEMORY_REQUEST_FLOOR", 0)
+    monkeypatch.setattr(resources, "MEMORY_REQUEST_FLOOR", 0)
     asked = []
-    real = ray_runner.memory_request
-    monkeypatch.setattr(ray_runner, "memory_request", lambda need, node: asked.append(real(need, node)) or asked[-1])
+    real = resources.memory_request
+    monkeypatch.setattr(resources, "memory_request", lambda need, node: asked.append(real(need, node)) or asked[-1])
     # D = 32: a reference no other test of this module computed, so its task asks for memory too.
     result = explorer.sweep(spec_with(grid={"L": [2, 4], "M": [1, 2], "D": [32]}), store=tmp_path, progress=False)
     assert (result.ok, result.failed, result.missing) == (4, 0, 0), result.summary()

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import QueryError
-from explorer.sweep_data import (GRID_COLUMNS, column_values, grid_errors, held_axes, plain_value, query_cache, query_frame,
-                                 sweep_is, table_columns, where_clause)
+from explorer.analysis.queries import GRID_COLUMNS, column_values, plain_value, query_cache, query_frame, sweep_is, table_columns, where_clause
+from explorer.analysis.sweep_data import grid_errors, held_axes
 
 from .analysis_data import connect, law_rows
 
@@ -103,7 +103,7 @@ def test_a_failed_query_is_not_kept(con):
 
 def test_sweep_config_single_scan_matches_one_query_per_column(con):
     from explorer.formatting import fmt
-    from explorer.report import sweep_config
+    from explorer.report.page import sweep_config
 
     got = sweep_config(con, "s")
     expected = []

@@ -11,9 +11,10 @@ import ray
 from click.testing import CliRunner
 
 import explorer
-from explorer import ray_runner
+from explorer.sweeps import cleanup, failures, ray_runner, ray_session, results
+from explorer.sweeps.leases import Leases
 from explorer.cli import main
-from explorer.progress import Progress, eta_seconds
+from explorer.sweeps.progress import Progress, eta_seconds
 from store import StoreError
 
 from .test_cli_sweep import GOOD
@@ -30,8 +31,8 @@ def test_ray_that_times_out_at_start_is_one_line_with_what_to_do(tmp_path, monke
         raise Exception("The current node timed out during startup. This could happen because some of the Ray "
                         "processes failed to startup.\nmore lines\nof traceback")
 
-    monkeypatch.setattr(ray_runner.ray, "init", timed_out)
-    monkeypatch.setattr(ray_runner.ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray_session.ray, "init", timed_out)
+    monkeypatch.setattr(ray_session.ray, "shutdown", lambda: None)
     done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(tmp_path / "results")])
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
@@ -65,14 +66,14 @@ SPEC_DICT = {"name": "fails", "train": {"steps": 5}, "reference": {"depth": 16, 
 def test_a_ray_wrapped_store_error_is_reported_by_its_own_message():
     cause = StoreError("cannot write s3://bucket/results/references/abc.parquet: AWS Error ACCESS_DENIED")
     wrapped = ray.exceptions.RayTaskError("ImplicitFunc.train", "Traceback (most recent call last):\n  ...", cause)
-    text = ray_runner._error_text(wrapped)
+    text = failures.error_text(wrapped)
     assert text == "cannot write s3://bucket/results/references/abc.parquet: AWS Error ACCESS_DENIED"
     assert "RayTaskError" not in text and "ray::" not in text
-    assert ray_runner._error_text(ValueError("bad")) == "ValueError: bad"
+    assert failures.error_text(ValueError("bad")) == "ValueError: bad"
 
 
 def test_summary_of_an_interrupted_run_says_what_ran_and_how_to_resume():
-    result = ray_runner.SweepResult(name="big", store="/r", total=90000, skipped=0, ran=120, ok=120, missing=89880,
+    result = results.SweepResult(name="big", store="/r", total=90000, skipped=0, ran=120, ok=120, missing=89880,
                                     interrupted=signal.SIGINT, resume="explorer sweep big.toml --store /r",
                                     elsewhere={"host:42": 3})
     text = result.summary()
@@ -117,19 +118,20 @@ def test_progress_line_uses_the_calibrated_eta():
 
 def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
     import os
+    import socket
 
-    from explorer.planning import plan
-    from explorer.spec import parse_spec
+    from explorer.config.planning import plan
+    from explorer.config.spec import parse_spec
     from store import SCHEMA_VERSION, Store
 
     the_plan = plan(parse_spec(dict(SPEC_DICT, grid={"L": [2], "M": [1], "D": [4, 8], "seeds": 2})), SCHEMA_VERSION)
     dead_key, live_key = [r.ref_key for r in the_plan.references]
     refs = tmp_path / "references"
     refs.mkdir()
-    host = os.uname().nodename
-    (refs / f".lock.{dead_key}").write_text(f"999999999@{host}")  # an interrupted worker, gone
-    (refs / f".lock.{live_key}").write_text(f"{os.getpid()}@{host}")  # a live holder (another driver's)
-    assert ray_runner._release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
+    host = socket.gethostname()
+    (refs / f".lock.{dead_key}").write_text(f"{host}:999999999")  # an interrupted worker, gone
+    (refs / f".lock.{live_key}").write_text(f"{host}:{os.getpid()}")  # a live holder (another driver's)
+    assert cleanup.release_dead_locks(Store(tmp_path), the_plan, wait_s=0.3) == 1
     assert sorted(p.name for p in refs.iterdir()) == [f".lock.{live_key}"]
 
 
@@ -142,7 +144,7 @@ def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path
     ghost = f"{socket.gethostname()}:999999999"  # this machine, a pid that does not run
     assert store.claim("s", ["k1", "k2"], ghost, ttl_s=600) == {"k1", "k2"}
     assert store.claim("s", ["k3"], "elsewhere:1", ttl_s=600) == {"k3"}
-    leases = ray_runner._Leases(store, "s", ttl_s=600)
+    leases = Leases(store, "s", ttl_s=600)
     try:
         assert leases.claim(["k1", "k2", "k3"]) == {"k1", "k2"}  # k3: a live claim of another machine
         assert leases.others({"k1", "k2", "k3"}) == {"k3": "elsewhere:1"}
@@ -152,7 +154,7 @@ def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path
 
 
 def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_node():
-    from explorer.ray_runner import MEMORY_REQUEST_FLOOR, memory_request
+    from explorer.sweeps.resources import MEMORY_REQUEST_FLOOR, memory_request
 
     node = 12 * 2**30
     assert memory_request(MEMORY_REQUEST_FLOOR - 1, node) == 0  # small points schedule by CPUs alone
@@ -163,9 +165,9 @@ def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_no
 
 
 def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monkeypatch):
-    import explorer.ray_runner as runner
+    import explorer.sweeps.resources as runner
     from explorer.errors import SpecError
-    from explorer.spec import load_spec
+    from explorer.config.spec import load_spec
 
     nodes = [{"Alive": True, "Resources": {"CPU": 8.0, "memory": 4 * 2**30}}]
     monkeypatch.setattr(runner.ray, "nodes", lambda: nodes)
@@ -179,7 +181,7 @@ def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monke
 def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     import types
 
-    import explorer.ray_runner as runner
+    import explorer.sweeps.trial_phase as runner
 
     points = [types.SimpleNamespace(trial_key=k) for k in ("a", "b", "c")]
     landed: dict[str, str] = {}
@@ -193,11 +195,11 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
         landed.update({t.trial_key: "ok" for t in todo})
         return []
 
-    monkeypatch.setattr(runner, "_run_trials", run_trials)
+    monkeypatch.setattr(runner, "run_trials", run_trials)
     store = types.SimpleNamespace(trial_statuses=lambda sweep: dict(landed))
     spec = types.SimpleNamespace(name="s")
     bar = types.SimpleNamespace(message=lambda text: None)
-    causes = runner._run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar, lambda: None)
+    causes = runner.run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar, lambda: None)
     assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
     assert landed == {"a": "ok", "b": "failed", "c": "ok"}
     assert causes == ["ActorDiedError: The actor died unexpectedly"]

@@ -92,7 +92,7 @@ def _files_with(root: Path, needles: tuple[str, ...]) -> list[str]:
 def test_credentials_reach_no_log_runtime_env_store_file_or_terminal(tmp_path, s3_endpoint):
     import pyarrow.fs as pafs
 
-    from explorer.ray_runner import private_temp_dir
+    from explorer.sweeps.ray_session import private_temp_dir
 
     bucket = f"b-{uuid.uuid4().hex[:12]}"
     fs = pafs.S3FileSystem(endpoint_override=s3_endpoint, scheme="http", access_key="x", secret_key="y",
@@ -198,8 +198,8 @@ def test_a_dead_drivers_claims_lapse_and_are_taken_over(tmp_path):
 
     spec_dict = {"name": "orphan", "train": {"steps": 5}, "reference": {"depth": 16, "width": 8},
                  "grid": {"L": [2], "M": [1], "D": [4], "seeds": 2}}
-    from explorer.planning import plan
-    from explorer.spec import parse_spec
+    from explorer.config.planning import plan
+    from explorer.config.spec import parse_spec
     from store import SCHEMA_VERSION
 
     key = plan(parse_spec(spec_dict), SCHEMA_VERSION).trials[0].trial_key

@@ -3,7 +3,7 @@ adaptive round), to the driver alone and to its process group as a terminal's Ct
 driver exits 128 + the signal with the command that resumes it and no traceback; the rerun
 completes and `explorer check` finds the store clean.
 
-The handler only records the signal (explorer/interrupts.py): raised inside ``ray.wait`` it came
+The handler only records the signal (explorer/sweeps/interrupts.py): raised inside ``ray.wait`` it came
 out as ``SystemError: <cyfunction CoreWorker.wait ...> returned a result with an exception set``
 and exit 1."""
 from __future__ import annotations
@@ -179,8 +179,8 @@ def test_a_signal_during_an_adaptive_round_stops_the_loop_and_the_rerun_complete
 def test_a_signal_during_compaction_lets_it_finish_then_says_how_to_resume(tmp_path, monkeypatch, signum):
     # Compaction takes a fraction of a second: the signal is sent from inside it (in-process),
     # the way it lands when a user presses Ctrl-C just then.
-    from explorer.ray_runner import run_sweep
-    from explorer.spec import load_spec
+    from explorer.sweeps.ray_runner import run_sweep
+    from explorer.config.spec import load_spec
 
     spec = load_spec({"name": "compactsignal", "train": {"steps": 3}, "reference": {"depth": 16, "width": 8},
                       "grid": {"L": [2, 4], "M": [1, 2], "D": [4], "seeds": 2}})

@@ -1,4 +1,4 @@
-"""explorer.verdicts: the four grades of a reproduction, each with its reason."""
+"""explorer.reproduce.verdicts: the four grades of a reproduction, each with its reason."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from explorer.verdicts import (CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, bounds_verdict, constant_verdict,
-                               exponent_verdict, headline, negligible_verdict)
+from explorer.reproduce.verdicts import (CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, bounds_verdict, constant_verdict, exponent_verdict, headline,
+                                         negligible_verdict)
 
 
 def test_a_constant_gets_each_of_the_four_grades():

@@ -122,7 +122,7 @@ def test_remove_temporaries_spares_recent_writes_and_the_references_unless_asked
 
 
 def test_a_sweeps_end_spares_a_live_reference_write_of_another_sweep(local_store):
-    from explorer.ray_runner import remove_leftovers
+    from explorer.sweeps.cleanup import remove_leftovers
 
     _fill(local_store)
     root = local_store.files.root
@@ -140,7 +140,7 @@ def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(loc
 
     _fill(local_store)
     expected = local_store.trial_statuses("s")
-    real, calls = lookup._read_values, []
+    real, calls = lookup.read_values, []
 
     def flaky(*args):
         calls.append(1)
@@ -148,7 +148,7 @@ def test_trial_lookup_reads_again_when_a_compaction_removes_a_file_meanwhile(loc
             raise FileNotFoundError("a compacted file went away")
         return real(*args)
 
-    monkeypatch.setattr(lookup, "_read_values", flaky)
+    monkeypatch.setattr(lookup, "read_values", flaky)
     assert local_store.trial_statuses("s") == expected and len(calls) == 2
 
 

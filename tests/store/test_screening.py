@@ -144,7 +144,7 @@ def test_a_query_screens_only_the_views_it_names_and_falls_back_to_all(local_sto
         return real(files, entry, kind, key, fragments)
 
     monkeypatch.setattr(screen, "screen_file", counting)
-    screen._CACHE.clear()
+    screen.SCREEN_CACHE.clear()
     assert local_store.query("SELECT count(*) AS n FROM metrics").to_pylist() == [{"n": 32}]
     assert set(screened) == {"metrics"}
     # A view the parser cannot see (named in a string): the query is run again with every view.

@@ -11,7 +11,7 @@ import torch
 from trials import ConfigError, ProblemConfig, Reference, TrialConfig, train_trial
 from trials.joint_limit import JointLimitConfig, compute_joint_limit, depth_max_mean_abs, hidden_along_depth, solve_linear_limit
 from trials.model import ResNet
-from trials.reference import ReferenceDiverged, _trajectory
+from trials.reference import ReferenceDiverged, trajectory
 
 LINEAR = ProblemConfig(d_in=3, d_out=3, samples=1, data="linear_target", data_seed=42, seed=1)  # the authors' sample
 
@@ -252,7 +252,7 @@ def test_finite_network_converges_to_its_fixed_D_limit():
     ref = compute_joint_limit(JointLimitConfig(cfg, gram="empirical", grid=64)).arrays
     errs = []
     for L, M in ((8, 8), (32, 32)):
-        out, hidden, _ = _trajectory(cfg.replace(L=L, M=M, seeds=(0, 1, 2, 3)))
+        out, hidden, _ = trajectory(cfg.replace(L=L, M=M, seeds=(0, 1, 2, 3)))
         errs.append((_rms_steps(out, ref["out"][:, None]).mean(), _rms_steps(hidden, ref["hidden"][:, None]).mean()))
     for small, large in zip(*errs):
         assert 2.5 < small / large < 7.0, errs
@@ -267,6 +267,6 @@ def test_finite_network_approaches_the_joint_limit_as_D_grows():
     for D in (4, 64):
         cfg = _limit_config(L=64, M=64, D=D, steps=5)
         ref = compute_joint_limit(JointLimitConfig(cfg, grid=64)).arrays
-        out, hidden, _ = _trajectory(cfg.replace(seeds=(0, 1, 2, 3)))
+        out, hidden, _ = trajectory(cfg.replace(seeds=(0, 1, 2, 3)))
         errs.append((_rms_steps(out, ref["out"][:, None])[5], _rms_steps(hidden, ref["hidden"][:, None])[5]))
     assert errs[1][0] < errs[0][0] / 2.5 and errs[1][1] < errs[0][1] / 1.8, errs

@@ -1,0 +1,257 @@
+"""``explorer compare``: two sweeps (or two values of one categorical axis of a sweep) read from
+the store, checked for comparability, fitted on what they share and compared with a paired
+bootstrap (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
+
+Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
+``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
+the two sides' errors are not comparable: different reference kinds, or different problems
+(input and output dimensions, samples, coupled embeddings: the same problem seed would not draw
+the same data), or stored references of another numerics version or problem. It warns when the
+sides differ in more configuration columns than the one being compared, naming them, and when
+their references were computed at another resolution.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+
+import pandas as pd
+
+from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
+from ..errors import FitError, QueryError, SweepDataError
+from .laws import DEFAULT_FORM, resolve_form
+from .solver import check_single_slice
+from .queries import (GRID_COLUMNS, column_is, column_values, held_where, plain_value, query_frame, sql_literal, sweep_is,
+                      table_columns, where_clause)
+from .sweep_data import held_axes, seed_grams
+
+# Columns that define the data a problem seed draws: sides that differ in them share no draws.
+PROBLEM_COLUMNS = ("d_in", "d_out", "samples", "coupled_dim")
+CATEGORICAL_AXES = ("preset", "activation")  # the axes `--by` is meant for (any grid column works)
+COMPARED_FORMS = ("decomposed",)
+# Settings of a reference's computation (its stored metadata): a different resolution changes the
+# floor the fit removes, not what is measured (a warning); other numerics are not comparable.
+REFERENCE_RESOLUTION = ("depth", "width", "replicas")
+REFERENCE_NUMERICS = ("numerics_version",)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a sweep, and the condition selecting its rows (``--by``)."""
+
+    sweep: str
+    where: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.sweep if self.where is None else f"{self.sweep} [{self.where}]"
+
+
+@dataclass
+class Comparison:
+    """The result of ``compare``: rows (one per parameter, the ``comparisons`` columns), the
+    paired frames and fit, and what was left out, warned and noted."""
+
+    a: Side
+    b: Side
+    form: str
+    metric: str
+    step: int | None
+    rows: pd.DataFrame
+    paired: Paired
+    fit: PairedFit
+    differing: dict = field(default_factory=dict)  # column -> (A's values, B's values)
+    held: tuple = ({}, {})
+    warnings: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    seed: int = 0
+
+    @property
+    def comparison_id(self) -> str:
+        payload = {"a": [self.a.sweep, self.a.where], "b": [self.b.sweep, self.b.where], "form": self.form,
+                   "metric": self.metric, "step": self.step, "n_boot": self.fit.n_boot, "seed": self.seed,
+                   "held": [sorted(h.items()) for h in self.held]}
+        text = json.dumps(payload, sort_keys=True, default=str)
+        return f"compare-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+    def store_rows(self) -> list[dict]:
+        """The rows of kind ``comparisons`` (``store.schema``)."""
+        now = _dt.datetime.now(_dt.timezone.utc)
+        common = {"sweep_a": self.a.sweep, "sweep_b": self.b.sweep, "where_a": self.a.where,
+                  "where_b": self.b.where, "form": self.form, "metric": self.metric, "step": self.step,
+                  "n_draws": self.fit.n_draws, "n_points": len(self.paired.a), "n_seeds": self.paired.n_seeds,
+                  "n_boot": self.fit.n_boot, "differing_keys": ", ".join(self.differing), "created_at": now}
+        return [{**common, **row} for row in self.rows.to_dict("records")]
+
+    def lines(self) -> list[str]:
+        """The printed comparison: what was compared, a line per parameter, then left out, warnings, notes."""
+        shared = (f"{self.fit.n_draws} problem draw{'s' if self.fit.n_draws != 1 else ''}, {len(self.paired.a)} "
+                  f"(draw, point) rows, {self.paired.n_seeds}+ seeds per point shared")
+        out = [f"compare {self.form} fits: A = {self.a.label}, B = {self.b.label} ({self.metric}; {shared})"]
+        if self.fit.identical:
+            out.append("the runs are identical: A's and B's errors are bit-identical on every shared point, "
+                       "so every difference is exactly 0 (ratio 1)")
+        else:
+            out.append(f"95% intervals: difference +- t({self.fit.dof}) x sd; paired: each resample of draws and "
+                       f"seed indices applied to both sweeps ({self.fit.n_boot} resamples); unpaired: as if the "
+                       "sweeps shared no randomness")
+        out += [verdict_line(row) for _, row in self.rows.iterrows()]
+        out += [f"left out: {line}" for line in self.paired.left_out]
+        out += [f"warning: {line}" for line in self.warnings]
+        out += [f"note: {line}" for line in self.notes]
+        return out
+
+
+def sides_by(con, sweep: str, column: str, where: str | None = None) -> tuple[Side, Side]:
+    """The two sides of a comparison within one sweep: its two values of ``column`` (``--by``).
+
+    Raises:
+        FitError: not a column of the store, or the sweep does not hold exactly two values of it.
+    """
+    if column not in GRID_COLUMNS or column not in table_columns(con):
+        raise FitError(f"--by {column}: not a configuration column to split by; try one of "
+                       f"{', '.join(CATEGORICAL_AXES)} (or another swept column: {', '.join(GRID_COLUMNS)})")
+    values = column_values(con, [column], f"{sweep_is(sweep)}{where_clause(where)}")[column]["v"]
+    values = [plain_value(v) for v in values]
+    if len(values) != 2:
+        raise FitError(f"--by {column}: sweep {sweep!r} holds {len(values)} value(s) of {column} "
+                       f"({', '.join(map(str, values)) or 'none'}); compare needs exactly two (narrow with --where)")
+    return tuple(Side(sweep, column_is(column, v).replace('"', "")) for v in values)
+
+
+def _side_where(side: Side, where: str | None) -> str | None:
+    parts = [f"({p})" for p in (side.where, where) if p]
+    return " AND ".join(parts) if parts else None
+
+
+def _configuration(con, side: Side, where: str | None) -> dict:
+    """column -> sorted distinct values of the side's selected rows (configuration columns and ref_kind)."""
+    columns = table_columns(con)
+    wanted = [c for c in (*GRID_COLUMNS, "ref_kind") if c in columns]
+    found = column_values(con, wanted, f"{sweep_is(side.sweep)}{where_clause(where)}")
+    return {c: sorted((plain_value(v) for v in frame["v"]), key=str) for c, frame in found.items()}
+
+
+def check_comparable(config_a: dict, config_b: dict, a: Side, b: Side) -> dict:
+    """The columns whose values differ between the sides; refuses incomparable references or problems.
+
+    Raises:
+        FitError: the reference kinds differ, or a column of the problem (``PROBLEM_COLUMNS``) does.
+    """
+    differing = {c: (config_a[c], config_b.get(c)) for c in config_a if c in config_b and config_a[c] != config_b[c]}
+    if "ref_kind" in differing:
+        va, vb = differing["ref_kind"]
+        raise FitError(f"{a.label} and {b.label} are measured against different kinds of reference "
+                       f"({', '.join(map(str, va))} against {', '.join(map(str, vb))}): their errors are not "
+                       "comparable")
+    problem = [c for c in PROBLEM_COLUMNS if c in differing]
+    if problem:
+        detail = "; ".join(f"{c}: {differing[c][0]} against {differing[c][1]}" for c in problem)
+        raise FitError(f"{a.label} and {b.label} solve different problems ({detail}): the same problem seed does "
+                       "not draw the same data, so nothing can be paired")
+    return differing
+
+
+def reference_settings(con, frame) -> dict:
+    """setting -> sorted distinct values over the references of ``frame``'s rows (their stored
+    metadata: resolution, numerics version, the problem without its seed); {} when the
+    connection has no ``references`` view or the references are not stored."""
+    keys = sorted({str(k) for k in frame["ref_key"]}) if "ref_key" in frame else []
+    if not keys:
+        return {}
+    try:
+        metas = query_frame(con, 'SELECT ref_key, any_value(meta_json) AS meta FROM "references" WHERE ref_key IN ('
+                                 + ", ".join(sql_literal(k) for k in keys) + ") GROUP BY ref_key")
+    except (QueryError, SweepDataError):
+        return {}
+    found: dict = {}
+    for text in metas["meta"]:
+        meta = json.loads(text)
+        problem = {k: v for k, v in (meta.get("limit", {}).get("problem") or {}).items() if k != "seed"}
+        for name in REFERENCE_RESOLUTION + REFERENCE_NUMERICS:
+            found.setdefault(name, set()).add(json.dumps(meta.get(name)))
+        found.setdefault("problem", set()).add(json.dumps(problem, sort_keys=True))
+    return {name: sorted(values) for name, values in found.items()}
+
+
+def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> list[str]:
+    """Warnings for references computed at different resolutions; refuses other numerics or problems.
+
+    Raises:
+        FitError: the references' numerics versions or problems (seed aside) differ.
+    """
+    differing = [n for n in settings_a if n in settings_b and settings_a[n] != settings_b[n]]
+    refused = [n for n in differing if n in REFERENCE_NUMERICS + ("problem",)]
+    if refused:
+        detail = "; ".join(f"{n}: {', '.join(settings_a[n])} against {', '.join(settings_b[n])}" for n in refused)
+        raise FitError(f"the references of {a.label} and {b.label} are not comparable ({detail})")
+    if not differing:
+        return []
+    detail = "; ".join(f"{n}: {', '.join(settings_a[n])} against {', '.join(settings_b[n])}" for n in differing)
+    return [f"the references of A and B were computed at different resolutions ({detail}): the floor each fit "
+            "removes differs"]
+
+
+def side_warnings(paired, floor: str) -> list[str]:
+    """Each side's own fit warnings on the shared selection (a law that does not explain a grid,
+    a term not measured), as ``explorer fit`` gives them, prefixed A: or B:."""
+    from .fit_decomposed import fit_decomposed
+
+    out = []
+    for name, frame in (("A", paired.a), ("B", paired.b)):
+        try:
+            result = fit_decomposed(frame, n_boot=0, floor=floor, per_draw=False, range_check=False)
+        except FitError as exc:
+            out.append(f"{name}: {exc}")
+            continue
+        out += [f"{name}: {w}" for w in result.warnings]
+    return out
+
+
+def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None,
+            where: str | None = None, n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Comparison:
+    """Compare two sides fitted with ``form`` on their shared points, draws and seeds.
+
+    Raises:
+        FitError: a form other than decomposed, incomparable sides (``check_comparable``), no
+            shared draw or point (``pair_frames``). SweepDataError, QueryError: as ``seed_grams``.
+    """
+    label, _ = resolve_form(form)
+    if label not in COMPARED_FORMS:
+        raise FitError(f"compare fits the {', '.join(COMPARED_FORMS)} law only (its intervals resample the shared "
+                       f"draws and seeds); --form {form} is not supported")
+    held, frames, configs = [], [], []
+    for side in (a, b):
+        condition = _side_where(side, where)
+        fixed = held_axes(con, side.sweep, ("L", "M", "D"), condition)
+        selected = held_where(fixed, condition)
+        frame = seed_grams(con, side.sweep, metric=metric, step=step, where=selected)
+        check_single_slice(frame)
+        held.append(fixed)
+        frames.append(frame)
+        configs.append(_configuration(con, side, selected))
+    differing = check_comparable(configs[0], configs[1], a, b)
+    warnings = check_references(reference_settings(con, frames[0]), reference_settings(con, frames[1]), a, b)
+    paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
+    fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
+    warnings += side_warnings(paired, floor)
+    if len(differing) > 1:
+        detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"
+                           for c, (va, vb) in differing.items())
+        warnings.append(f"A and B differ in {len(differing)} configuration columns, not one ({detail}): "
+                        "a difference mixes their effects")
+    notes = [f"slice of {side.label}: " + ", ".join(f"{k} = {v}" for k, v in h.items())
+             for side, h in zip((a, b), held) if h]
+    notes += [f"paired on {', '.join(PAIR_COLUMNS)} and the seed indices"]
+    for frame in frames:
+        notes += list(frame.attrs.get("notes", ()))
+    return Comparison(a, b, label, metric, step, fit.rows(), paired, fit, differing, tuple(held), warnings,
+                      notes, seed)
+
+
+__all__ = ["CATEGORICAL_AXES", "COMPARED_FORMS", "Comparison", "PROBLEM_COLUMNS", "REFERENCE_NUMERICS",
+           "REFERENCE_RESOLUTION", "Side", "check_comparable", "check_references", "compare", "reference_settings",
+           "side_warnings", "sides_by"]

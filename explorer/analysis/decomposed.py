@@ -1,0 +1,379 @@
+"""The ``decomposed`` fit: each term of the law fitted on the term it describes.
+
+A point's RMS error over seeds splits into bias^2 + fluct^2 (``explorer.analysis.decomposition``): the
+seed-mean's distance from the reference and the seeds' spread around it. The law
+err^2 ~ (c1 L^-a)^2 + (c2 (D/(LM))^b)^2 is fitted term by term from the Gram rows of
+``explorer.analysis.sweep_data.seed_grams``:
+
+- Bias: the reference's own error, common to every seed, sits in the bias; it is removed in
+  quadrature (bias^2 - ref_err^2) and points with bias < ``FLOOR_FACTOR`` x ref_err are left out
+  and counted. A point whose bias is not resolved (below) is left out too, the same points in
+  every draw and resample.
+  log bias = alpha(draw, M, D) - a log L, weighted least squares with one intercept per draw
+  and (M, D) column: any factor of the bias that depends on M only, such as the second-order
+  sampling part of order D/(LM) = (D/M)/L, moves a column's level and not its slope, so a does
+  not feel it. c1 is the level of the column with the smallest D/M measured at >= 2 depths
+  (geometric mean over draws); the notes compare the column levels to say how large the
+  second-order part is.
+- Fluctuation: log fluct = alpha(draw) + b log(D/(LM)), weighted least squares; the reference
+  does not enter. c2 is the geometric mean of exp(alpha(draw)).
+- Standard errors: a model of the Gram entries as Gaussian errors with n_eff independent
+  entries (n_eff one number for the sweep, ``effective_entries``), evaluated at the draw-pooled
+  terms with the bias smoothed by a first fit. A point is neither chosen nor weighted by its
+  own noise: choosing points whose bias happened to come out high at large depths would flatten
+  the slope. Weights are 1 / (var of the log term + 0.02^2); log terms are corrected for the
+  -var/2 bias of a log. A bias is "resolved" where it exceeds ``RESOLVED_SE`` of one draw's
+  standard errors.
+- Intervals: a two-level bootstrap that respects the shared seeds (unit streams depend on the
+  seed index only): draws with replacement, then within each chosen draw one resample of seed
+  indices applied to every point of that draw, the decomposition recomputed from the resampled
+  Gram rows (a seed drawn twice is not its own pair). The replicate variance V2 holds the seed
+  noise twice (once inside the draws' spread, once from the inner resample); the seed-only
+  replicates (draws as observed) measure that inner part, Vs. The variance used is
+  G/(G-1) (V2 - Vs), where that is positive, else the jackknife variance over seed indices
+  (``within_variance``), and the 95% interval is estimate +- t(G-1) sd in the
+  fit's parametrization (log for c1, c2): Student's t because G, the number of draws, is small.
+  With one draw: the jackknife variance and t(R-1). Coverage is measured by ``benchmarks/coverage.py``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .decomposition import terms
+from ..errors import FitError
+from .queries import DRAW_COLUMN, FLOOR_FACTOR, plain_value
+
+RESOLVED_SE = 3.0  # a bias is measured where it exceeds this many of one draw's standard errors
+WEIGHT_FLOOR = 0.02  # log units added in quadrature to every point's standard error
+NAMES = ("c1", "a", "c2", "b")
+
+
+def one_seed_reason(n_seeds: int) -> str:
+    return (f"the decomposed law needs at least 2 seeds per point to tell the bias from the fluctuation; "
+            f"this grid has {n_seeds}")
+
+
+@dataclass
+class Draw:
+    """One problem draw's points: (P, R, R) Gram rows sharing one seed list, and the point data."""
+
+    label: object
+    grams: np.ndarray
+    rows: np.ndarray  # row indices into the frame
+    L: np.ndarray
+    M: np.ndarray
+    D: np.ndarray
+    ref2: np.ndarray  # reference error squared (0 where unknown)
+
+    @property
+    def R(self) -> int:
+        return self.grams.shape[-1]
+
+
+def draws_of(frame: pd.DataFrame) -> list[Draw]:
+    """Group a ``seed_grams`` frame by draw; points of a draw must share their seed list (the
+    seeds' streams are common random numbers across the grid). Raises FitError otherwise."""
+    labels = frame[DRAW_COLUMN].map(plain_value) if DRAW_COLUMN in frame else pd.Series([None] * len(frame))
+    out = []
+    for label in sorted(labels.dropna().unique().tolist()) + ([None] if labels.isna().any() else []):
+        rows = np.flatnonzero((labels == label).to_numpy() if label is not None else labels.isna().to_numpy())
+        seeds = {tuple(frame["seeds"].iloc[i]) for i in rows}
+        if len(seeds) > 1:  # some point lost a seed (flag or failure): keep the seeds every point has
+            common = sorted(set.intersection(*(set(s) for s in seeds)))
+            if len(common) < 2:
+                raise FitError(f"problem draw {label}: its points share fewer than 2 seeds; the decomposed law "
+                               "needs the same seeds at every point of a draw")
+        else:
+            common = list(next(iter(seeds)))
+        grams = []
+        for i in rows:
+            own = list(frame["seeds"].iloc[i])
+            keep = [own.index(s) for s in common]
+            grams.append(np.asarray(frame["gram"].iloc[i], float)[np.ix_(keep, keep)])
+        ref = frame["ref_err"].to_numpy(float)[rows] if "ref_err" in frame else np.zeros(len(rows))
+        out.append(Draw(label, np.stack(grams), rows, *(frame[c].to_numpy(float)[rows] for c in ("L", "M", "D")),
+                        np.where(np.isfinite(ref), ref, 0.0) ** 2))
+    return out
+
+
+@dataclass
+class Design:
+    """What stays fixed across resamples: which rows each term uses and their weights."""
+
+    bias_used: list  # per draw (P,) bool
+    bias_w: list
+    bias_corr: list  # per draw (P,) log-bias correction (+var/2 of log bias^2)
+    fluct_used: list
+    fluct_w: list
+    fluct_corr: list
+    c1_column: tuple  # (M, D) of the column that gives c1
+    n_floor: int  # rows below FLOOR_FACTOR x ref_err
+    n_unresolved: int  # rows whose point's bias is not resolved
+    n_eff: float = math.nan  # independent entries the errors behave as (``effective_entries``)
+    column: list = field(default_factory=list)  # per draw (P,) int code of the point's (M, D) column
+    in_c1_column: list = field(default_factory=list)  # per draw (P,) bool: the column that gives c1
+
+
+def effective_entries(draws: list[Draw]) -> float:
+    """How many independent entries a point's error vectors behave as (n_eff), one number for
+    the sweep: the median over points of (2 b^2 f^2 + f^4) / var(off-diagonal Gram entries),
+    what Gaussian errors with n_eff independent entries give (the diagonal with two seeds)."""
+    ratios = []
+    for d in draws:
+        b2, f2 = terms(d.grams)
+        R = d.R
+        if R >= 3:
+            upper = np.triu_indices(R, 1)
+            spread = d.grams[:, upper[0], upper[1]].var(axis=1, ddof=1)
+            model = 2 * np.maximum(b2, 0) * f2 + f2**2
+        else:
+            spread = np.einsum("pii->pi", d.grams).var(axis=1, ddof=1)
+            model = 4 * np.maximum(b2, 0) * f2 + 2 * f2**2
+        ok = (spread > 0) & (model > 0)
+        ratios.extend(model[ok] / spread[ok])
+    return float(np.median(ratios)) if ratios else 1.0
+
+
+def standard_errors(b2, f2, R, n_eff):
+    """Model standard errors of one draw's bias^2 and fluct^2 estimates at a point (Gaussian
+    errors with n_eff independent entries): smooth in the point's true terms, not noisy."""
+    b2 = np.maximum(b2, 0.0)
+    se_b2 = np.sqrt((4 * f2 * b2 / R + 2 * f2**2 / (R * (R - 1))) / n_eff)
+    se_f2 = f2 * np.sqrt(2.0 / ((R - 1) * n_eff))
+    return se_b2, se_f2
+
+
+def design(draws: list[Draw], floor: str = "quadrature") -> Design:
+    """Choose the points and weights of both terms (module docstring). Standard errors come from
+    a model of the Gram entries with the sweep's n_eff (``effective_entries``), evaluated at the
+    draw-pooled terms, the bias smoothed by a first fit: a point is neither chosen nor weighted
+    by its own noise."""
+    est = [terms(d.grams) for d in draws]
+    n_eff = effective_entries(draws)
+    R = float(np.mean([d.R for d in draws]))
+    keys = {}
+    for g, d in enumerate(draws):
+        ref2 = d.ref2 if floor == "quadrature" else np.zeros_like(d.ref2)
+        for i in range(len(d.L)):
+            acc = keys.setdefault((d.L[i], d.M[i], d.D[i]), [[], []])
+            acc[0].append(est[g][0][i] - ref2[i])
+            acc[1].append(est[g][1][i])
+
+    def pooled_of(b2_of):
+        out = {}
+        for k, (b2, f2) in keys.items():
+            mean_b2, mean_f2 = b2_of.get(k, np.mean(b2)), max(np.mean(f2), 0.0)
+            se_b, se_f = standard_errors(mean_b2, mean_f2, R, n_eff)
+            out[k] = (mean_b2, se_b / np.sqrt(len(b2)), se_b, mean_f2, se_f)
+        return out
+
+    pooled = pooled_of({})
+    pooled = pooled_of(_smoothed_bias(pooled))
+    out = Design([], [], [], [], [], [], (math.nan, math.nan), 0, 0, n_eff)
+    for g, d in enumerate(draws):
+        b2_raw = est[g][0]
+
+        p = [pooled[(d.L[i], d.M[i], d.D[i])] for i in range(len(d.L))]
+        mean_b2 = np.array([q[0] for q in p])
+        se_mean = np.array([q[1] for q in p])
+        se_row_b = np.array([q[2] for q in p])
+        mean_f2 = np.array([q[3] for q in p])
+        se_row_f = np.array([q[4] for q in p])
+        resolved = (mean_b2 > 0) & (~np.isfinite(se_row_b) | (mean_b2 > RESOLVED_SE * se_row_b))
+        floor_limited = resolved & (b2_raw < (FLOOR_FACTOR**2) * d.ref2) if floor == "quadrature" \
+            else np.zeros(len(d.L), bool)
+        out.n_floor += int(floor_limited.sum())
+        out.n_unresolved += int((~resolved & ~floor_limited).sum())
+        with np.errstate(all="ignore"):
+            var_b = np.where(np.isfinite(se_row_b), (se_row_b / np.maximum(mean_b2, 1e-300)) ** 2, 0.0)
+            var_f = np.where(np.isfinite(se_row_f), (se_row_f / np.maximum(mean_f2, 1e-300)) ** 2, 0.0)
+        # log b = log(b^2) / 2: variance var_b / 4, and E log(x) ~ log E x - var / 2.
+        out.bias_used.append(resolved & ~floor_limited)
+        out.bias_w.append(1.0 / (np.minimum(var_b, 4.0) / 4.0 + WEIGHT_FLOOR**2))
+        out.bias_corr.append(np.minimum(var_b, 1.0) / 4.0)
+        out.fluct_used.append(mean_f2 > 0)
+        out.fluct_w.append(1.0 / (np.minimum(var_f, 4.0) / 4.0 + WEIGHT_FLOOR**2))
+        out.fluct_corr.append(np.minimum(var_f, 1.0) / 4.0)
+    columns = {}
+    for g, d in enumerate(draws):
+        for i in np.flatnonzero(out.bias_used[g]):
+            columns.setdefault((d.M[i], d.D[i]), set()).add(d.L[i])
+    measured = [c for c, Ls in columns.items() if len(Ls) >= 2]
+    if measured:
+        out.c1_column = min(measured, key=lambda c: (c[1] / c[0], -c[0]))
+    codes = {c: i for i, c in enumerate(sorted({(m, dd) for d in draws for m, dd in zip(d.M, d.D)}))}
+    out.column = [np.array([codes[(m, dd)] for m, dd in zip(d.M, d.D)], dtype=int) for d in draws]
+    out.in_c1_column = [(d.M == out.c1_column[0]) & (d.D == out.c1_column[1]) for d in draws]
+    return out
+
+
+def _smoothed_bias(pooled: dict) -> dict:
+    """Each point's draw-pooled bias^2 as predicted by a first fit (common slope in L, one level
+    per (M, D) column) over the points resolved by their own estimate. Choosing and weighting
+    points by the prediction, not by their own noisy value, keeps a lucky high value at a
+    large depth from being chosen and weighted for being high (which would flatten the slope)."""
+    keys = [k for k, v in pooled.items() if v[0] > 0 and (not np.isfinite(v[1]) or v[0] > RESOLVED_SE * v[1])]
+    if not keys:
+        return {}
+    columns = {c: i for i, c in enumerate(dict.fromkeys((k[1], k[2]) for k in keys))}
+    x = np.log([k[0] for k in keys])
+    y = 0.5 * np.log([pooled[k][0] for k in keys])
+    with np.errstate(all="ignore"):
+        w = np.array([1.0 / ((pooled[k][1] / pooled[k][0]) ** 2 / 4 + WEIGHT_FLOOR**2) if np.isfinite(pooled[k][1])
+                      else 1.0 for k in keys])
+    s, alpha = _within_slope(x, y, w, np.array([columns[(k[1], k[2])] for k in keys]))
+    if not np.isfinite(s):
+        return {}
+    return {k: float(np.exp(2 * (alpha[columns[(k[1], k[2])]] + s * np.log(k[0]))))
+            for k in pooled if (k[1], k[2]) in columns and columns[(k[1], k[2])] in alpha}
+
+
+def _within_slope(x, y, w, group) -> tuple[float, dict]:
+    """Weighted least squares y = alpha[group] + s x: (s, {group: alpha}); NaN slope without
+    any group holding two distinct x. ``group``: non-negative integers."""
+    group = np.asarray(group, dtype=int)
+    sw = np.bincount(group, w)
+    present = sw > 0
+    safe = np.where(present, sw, 1.0)
+    mx, my = np.bincount(group, w * x) / safe, np.bincount(group, w * y) / safe
+    # a group with one distinct x carries no slope; its weighted mean can differ from x by a
+    # rounding error, which must not pass for a spread (it gave a slope of exactly 0, CI width 0).
+    # Distinct x here are logs of distinct depths or L*M, far apart next to 1e-9.
+    dx = x - mx[group]
+    dx = np.where(np.abs(dx) > 1e-9 * (1.0 + np.abs(x)), dx, 0.0)
+    den = float(np.sum(w * dx**2))
+    if den <= 0:
+        return math.nan, {}
+    slope = float(np.sum(w * dx * (y - my[group]))) / den
+    alpha = my - slope * mx
+    return slope, {int(k): float(alpha[k]) for k in np.flatnonzero(present)}
+
+
+def solve(draws: list[Draw], des: Design, chosen, picks, keep=None) -> np.ndarray:
+    """The four parameters (log c1, a, log c2, b) from draws ``chosen`` (indices, repeats
+    allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed).
+    ``keep``: per chosen draw, (bias rows, fluct rows) masks a row must also pass (a paired
+    comparison keeps a row in both sweeps' replicate or in neither)."""
+    parts_b, parts_f = [], []
+    width = 1 + max(int(c.max()) for c in des.column) if des.column else 1
+    for copy, (g, pick) in enumerate(zip(chosen, picks)):
+        d = draws[g]
+        b2, f2 = terms(d.grams, pick)
+        with np.errstate(all="ignore"):
+            yb_g = 0.5 * np.log(b2 - d.ref2) + des.bias_corr[g]
+            yf_g = 0.5 * np.log(f2) + des.fluct_corr[g]
+        ub = des.bias_used[g] & np.isfinite(yb_g)
+        uf = des.fluct_used[g] & np.isfinite(yf_g)
+        if keep is not None:
+            ub, uf = ub & keep[copy][0], uf & keep[copy][1]
+        parts_b.append((np.log(d.L[ub]), yb_g[ub], des.bias_w[g][ub], copy * width + des.column[g][ub],
+                        des.in_c1_column[g][ub]))
+        parts_f.append((np.log(d.D[uf] / (d.L[uf] * d.M[uf])), yf_g[uf], des.fluct_w[g][uf],
+                        np.full(int(uf.sum()), copy)))
+    out = np.full(4, np.nan)
+    xb, yb, wb, gb, c1b = (np.concatenate(p) for p in zip(*parts_b))
+    if len(xb):
+        s, alpha = _within_slope(xb, yb, wb, gb)
+        levels = [alpha[int(k)] for k in np.unique(gb[c1b]) if int(k) in alpha]
+        out[1] = -s
+        out[0] = float(np.mean(levels)) if levels else math.nan
+    xf, yf, wf, gf = (np.concatenate(p) for p in zip(*parts_f))
+    if len(xf):
+        s, alpha = _within_slope(xf, yf, wf, gf)
+        out[3] = s
+        out[2] = float(np.mean(list(alpha.values()))) if alpha else math.nan
+    return out
+
+
+def within_variance(draws: list[Draw], des: Design, theta: np.ndarray) -> np.ndarray:
+    """The seeds' part of the estimate's variance: a jackknife deleting one seed index at a time
+    from every point of a draw, summed over draws."""
+    G = len(draws)
+    total = np.zeros(4)
+    for g, d in enumerate(draws):
+        if d.R < 3:
+            return np.full(4, np.nan)
+        picks = [None] * G
+        deleted = []
+        for k in range(d.R):
+            picks[g] = np.delete(np.arange(d.R), k)
+            deleted.append(solve(draws, des, list(range(G)), picks))
+        deleted = np.array(deleted)
+        with np.errstate(all="ignore"):
+            total += (d.R - 1) / d.R * np.nansum((deleted - np.nanmean(deleted, axis=0)) ** 2, axis=0)
+    return total
+
+
+@dataclass
+class Decomposed:
+    """Estimates (log c1, a, log c2, b), their interval sd, quantile and the replicates."""
+
+    theta: np.ndarray
+    sd: np.ndarray
+    quantile: float
+    samples: np.ndarray  # (B, 4) replicates rescaled to the interval's sd, fit parametrization
+    method: str
+    design: Design
+    dof: int = 0  # degrees of freedom of the t quantile
+
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.theta - self.quantile * self.sd, self.theta + self.quantile * self.sd
+
+
+def estimate(draws: list[Draw], n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Decomposed:
+    """Point estimate and the shared-seed two-level bootstrap interval (module docstring)."""
+    with warnings.catch_warnings():  # a term the grid cannot measure is NaN in every replicate
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _estimate(draws, n_boot, seed, floor)
+
+
+def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decomposed:
+    if min(d.R for d in draws) < 2:
+        raise FitError(one_seed_reason(min(d.R for d in draws)))
+    des = design(draws, floor)
+    G = len(draws)
+    everything = list(range(G))
+    theta = solve(draws, des, everything, [None] * G)
+    if n_boot <= 0:
+        return Decomposed(theta, np.full(4, np.nan), math.nan, np.empty((0, 4)), "none", des, 0)
+    rng = np.random.default_rng(seed)
+
+    def seeds_of(g):
+        return rng.integers(0, draws[g].R, draws[g].R)
+
+    inner = np.array([solve(draws, des, everything, [seeds_of(g) for g in everything]) for _ in range(n_boot)])
+    v_within = within_variance(draws, des, theta)
+    if G > 1:
+        outer = []
+        for _ in range(n_boot):
+            chosen = rng.integers(0, G, G)
+            outer.append(solve(draws, des, list(chosen), [seeds_of(g) for g in chosen]))
+        outer = np.array(outer)
+        with np.errstate(all="ignore"):
+            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
+        var = np.where(between > 0, between, v_within)
+        dof = G - 1
+        quantile = float(stats.t.ppf(0.975, dof))
+        replicates, method = outer, "draws, then seed indices shared by a draw's points"
+    else:
+        R = draws[0].R
+        dof = max(R - 1, 1)
+        var, quantile = v_within, float(stats.t.ppf(0.975, dof))
+        replicates, method = inner, "seed indices shared by the draw's points"
+    sd = np.sqrt(var)
+    with np.errstate(all="ignore"):
+        spread = np.nanstd(replicates, axis=0, ddof=1)
+        scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
+    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
+    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
+    return Decomposed(theta, sd, quantile, scaled, method, des, dof)
+
+
+__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate",
+           "one_seed_reason", "solve", "standard_errors"]

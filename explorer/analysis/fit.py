@@ -1,0 +1,323 @@
+"""Scaling-law fits of a sweep's errors: the fit of one law to a grid, and of one sweep slice
+(``fit_sweep``) (the least-squares solver and the data
+preparation it reads live in ``explorer.analysis.solver``).
+
+The laws are the registry of ``explorer.analysis.laws``; any other text is parsed as a user
+expression by ``explorer.analysis.expression``.
+
+Procedure (docs/analysis.md): per grid point and problem draw the seeds' errors at one GD step
+are aggregated by RMS (``explorer.analysis.sweep_data.grid_errors``); the reference's own error is
+removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); points within
+``FLOOR_FACTOR`` times the reference error, and seeds with a stability flag, are left out and
+counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
+is fitted to log errors with a soft-L1 loss from several starts, constants positive through
+their logarithm, the draws pooled. The bootstrap resamples draws, then seeds within each draw
+(points when there is one seed) and refits; CIs are estimate +- q sd in the fit's
+parametrization (log for constants): with one draw q = 1.96 and sd the refits' spread; with G
+draws q is Student's t with G - 1 degrees of freedom and sd the draws' part of the spread
+(``explorer.analysis.bootstrap``). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..bounds import MAX_RESAMPLES
+from ..errors import FitError
+from ..formatting import fmt
+from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
+from .expression import Expression
+from .fit_result import FitResult, fit_warnings
+from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
+from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
+                     prepare, start_points)
+from .queries import DRAW_COLUMN, format_flag_counts, held_where
+from .sweep_data import grid_errors, held_axes
+
+
+def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts: int = 8, seed: int = 0,
+        loss_scale: float = LOSS_SCALE, where: str | None = None, floor: str = "quadrature",
+        per_draw: bool = True, range_check: bool = True) -> FitResult:
+    """Fit a scaling law to a grid of errors (from ``grid_errors``) with bootstrap CIs.
+
+    Args:
+        grid: columns L, M, D, err, optionally seed_errs, ref_err, floor_limited, problem_seed
+            (one row per point and draw; draws are pooled), n_flagged, sweep, metric, step and
+            grid columns (which must each hold one value: one slice).
+        form: a name of ``FORMS`` or an expression over L, M, D, P (see explorer.analysis.expression).
+        n_boot: bootstrap resamples: draws, then seeds within each draw (points within the draw
+            when every point has one seed). 0 skips the bootstrap (CIs are NaN).
+        n_starts: starts of the point fit (the first from the theory's values).
+        seed: seeds the starts and the bootstrap: the result is deterministic.
+        loss_scale: soft-L1 scale of the log residuals.
+        where: recorded in the result (the filter that produced ``grid``).
+        floor: "quadrature" removes the reference's error: err_corr = sqrt(max(err^2 -
+            ref_err^2, 0)); "none" fits err as measured. Points below FLOOR_FACTOR x ref_err
+            are left out either way.
+        per_draw: also fit each draw alone (``FitResult.per_draw``) when there are several.
+        range_check: refit without the smallest L and without the smallest L*M
+            (``FitResult.pre_asymptotic``).
+    Returns:
+        A :class:`FitResult`.
+    Raises:
+        FitError: unknown form, several slices, fewer points than parameters + 1, no convergence.
+        ExpressionError: an invalid user expression.
+    """
+    label, asked = resolve_form(form)
+    _check_request(label, n_boot, grid)
+    counts = _flag_counts(grid)
+    grid, used, ref = prepare(grid, floor)
+    expr, unidentified = _law_to_fit(asked, grid, used, label)
+    n_params = len(expr.parameters)
+    data = fit_data(grid[used].reset_index(drop=True), ref[used])
+    problem = Problem(expr, data.L, data.M, data.D, loss_scale)
+    rng = np.random.default_rng(seed)
+    theta, converged, jac, r2 = _point_fit(problem, data, label, n_starts, rng)
+    thetas, method, lo_t, hi_t = _intervals(problem, data, theta, n_boot, rng)
+    names = expr.parameters
+    estimate = {n: math.nan for n in asked.parameters}
+    ci_low, ci_high = dict(estimate), dict(estimate)
+    estimate.update({n: float(v) for n, v in zip(names, problem.values(theta))})
+    ci_low.update({n: float(v) for n, v in zip(names, problem.values(lo_t))})
+    ci_high.update({n: float(v) for n, v in zip(names, problem.values(hi_t))})
+    samples = problem.values(thetas) if len(thetas) else np.empty((0, n_params))
+    extrapolation = _extrapolation_error(problem, data, theta, n_params)
+    _add_fitted_columns(grid, expr, estimate, used)
+    step = _slice_value(grid, "step")
+    result = FitResult(
+        form=label, expression=asked, estimate=estimate, ci_low=ci_low, ci_high=ci_high,
+        r2_log=r2, n_points=int(used.sum()), n_excluded=int((~used).sum()), extrapolation_error=extrapolation,
+        converged=converged, n_boot=len(samples), bootstrap=method, grid=grid, samples=samples,
+        sweep=_slice_value(grid, "sweep"), metric=_slice_value(grid, "metric"), step=None if step is None else int(step),
+        where=where, seed=seed, n_draws=len(data.draws), unidentified=unidentified, n_flagged=counts["n_flagged"],
+        flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"],
+        fitted_expression=expr if expr is not asked else None, floor=floor,
+    )
+    if per_draw and len(data.draws) > 1:
+        result.per_draw = per_draw_fits(problem, data, theta, n_boot, rng)
+    if range_check:
+        from .diagnostics import range_check as check_range  # diagnostics builds on this module
+
+        result.pre_asymptotic = check_range(problem, data, theta, result)
+    notes = list(counts["notes"])
+    if counts["n_flagged"]:
+        notes.append(f"{counts['n_flagged']} seeds left out for stability flags (the flags column){flag_summary(result)}")
+    result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
+    result.warnings = fit_warnings(result, converged, jac)
+    return result
+
+
+def _check_request(label: str, n_boot: int, grid: pd.DataFrame | None) -> None:
+    """Refuse what ``fit`` cannot do before any work: too many resamples, the decomposed law
+    (fitted from Gram rows, not RMS errors), no points, several slices."""
+    if not 0 <= n_boot <= MAX_RESAMPLES:  # before the (n_boot, parameters) array of the bootstrap
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
+    if label in FORMS and FORMS[label].method == "decomposed":
+        raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
+                       "explorer.analysis.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
+    if grid is None or len(grid) == 0:
+        raise FitError("no grid points to fit")
+    check_single_slice(grid)
+
+
+def _flag_counts(grid: pd.DataFrame) -> dict:
+    """What ``grid_errors`` left out and noted (in the frame's attrs): flagged seeds by flag,
+    points whose every seed was flagged, notes on several references."""
+    return {"notes": list(grid.attrs.get("notes", ())),  # from grid_errors: several references
+            "n_flagged": int(grid.attrs.get("n_flagged", grid["n_flagged"].sum() if "n_flagged" in grid else 0)),
+            "flag_counts": dict(grid.attrs.get("flag_counts", {})),
+            "n_flagged_points": int(grid.attrs.get("n_flagged_points", 0))}
+
+
+def _law_to_fit(asked: Expression, grid: pd.DataFrame, used: np.ndarray, label: str) -> tuple[Expression, dict]:
+    """The part of the law the used points can measure (and why the rest is not fitted);
+    refuses a grid with fewer points than parameters + 1."""
+    try:
+        expr, unidentified = unidentified_terms(asked, grid[used] if used.any() else grid)
+    except FitError:
+        if used.sum() > len(asked.parameters):
+            raise
+        expr, unidentified = asked, {}  # too few points for anything: say so below
+    n_params = len(expr.parameters)
+    if used.sum() < n_params + 1:
+        raise FitError(f"only {int(used.sum())} grid points above the reference floor (of {len(grid)}); "
+                       f"form {label!r} has {n_params} parameters and needs at least {n_params + 1}")
+    return expr, unidentified
+
+
+def _point_fit(problem: Problem, data: FitData, label: str, n_starts: int, rng) -> tuple[np.ndarray, bool, object, float]:
+    """The point estimate from several starts: (theta, converged, Jacobian, R^2 of the log errors)."""
+    hints = FORMS[label].start if label in FORMS else {}
+    starts = start_points(problem, hints, data.log_err, max(1, n_starts), rng)
+    refuse_undefined_law(problem, starts, label)
+    best, agree = best_fit(problem, data.log_err, starts)
+    theta = best.x
+    converged = bool(best.success and (agree >= 2 or n_starts <= 1))
+    fitted_log = problem.log_model(theta)
+    refuse_undefined_law(problem, [theta], label, fitted=True)
+    ss_res = float(np.sum((data.log_err - fitted_log) ** 2))
+    ss_tot = float(np.sum((data.log_err - data.log_err.mean()) ** 2))
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+    return theta, converged, best.jac, r2
+
+
+def _intervals(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng):
+    """The bootstrap: (replicates, what was resampled, CI low, CI high), in the fit's
+    parametrization. With several draws the replicates are rescaled to carry the interval's
+    spread (the adaptive loop reads their covariance)."""
+    thetas, method = bootstrap(problem, data, theta, n_boot, rng)
+    inner = bootstrap(problem, data, theta, n_boot, rng, resample_draws=False)[0] if len(data.draws) > 1 else None
+    lo_t, hi_t = interval(thetas, theta, problem.bounds, inner, len(data.draws))
+    if inner is not None and len(thetas) > 1:  # the samples carry the interval's spread (adaptive covariance)
+        sd, _ = spread(thetas, inner, len(data.draws))
+        width = thetas.std(axis=0, ddof=1)
+        thetas = np.clip(theta + (thetas - thetas.mean(axis=0)) * np.where(width > 0, sd / np.where(width > 0, width, 1), 0),
+                         *problem.bounds)
+    return thetas, method, lo_t, hi_t
+
+
+def _add_fitted_columns(grid: pd.DataFrame, expr: Expression, estimate: dict, used: np.ndarray) -> None:
+    """``fitted``, ``residual_log`` (NaN where not used) and ``used`` on the grid table."""
+    with np.errstate(all="ignore"):
+        grid["fitted"] = expr({n: estimate[n] for n in expr.parameters}, grid["L"].to_numpy(float),
+                              grid["M"].to_numpy(float), grid["D"].to_numpy(float))
+        grid["residual_log"] = np.where(used, np.log(grid["err_fit"].to_numpy(float)) - np.log(grid["fitted"]), np.nan)
+    grid["used"] = used
+
+
+def _slice_value(grid: pd.DataFrame, column: str):
+    """The one value of ``column`` on the grid, or None (absent or several)."""
+    vals = grid[column].unique() if column in grid else []
+    return vals[0] if len(vals) == 1 else None
+
+
+def refuse_undefined_law(problem: Problem, thetas: list[np.ndarray], label: str, fitted: bool = False) -> None:
+    """A law whose prediction is not a finite positive number at every grid point for any of
+    ``thetas`` (``c1/0*L``, ``c1*sqrt(-L)``) is refused: its fit would be saved with an R^2 of
+    -inf or NaN. Checked on the starts before fitting, and on the fitted parameters.
+
+    Raises:
+        FitError: naming the law and a grid point where it is undefined.
+    """
+    bad = None
+    for theta in thetas:
+        undefined = ~np.isfinite(problem.log_model(theta))
+        if not undefined.any():
+            return
+        bad = undefined
+    at = int(np.argmax(bad))
+    where = f"L={problem.L[at]:g}, M={problem.M[at]:g}, D={problem.D[at]:g}"
+    which = "the fitted law" if fitted else "it"
+    raise FitError(f"law {label!r}: {which} is not a finite positive number at {int(bad.sum())} of {bad.size} grid "
+                   f"points (e.g. {where}){'' if fitted else ' from every start of the fit'}; no fit saved")
+
+
+def _notes(expr: Expression, estimate: dict, err_max: float) -> list[str]:
+    notes = []
+    for name, value in estimate.items():
+        if name in expr.positive and value < 1e-6 * err_max:
+            notes.append(f"{name} ~ 0: the grid gives no evidence for its term")
+        elif name not in expr.positive and abs(abs(value) - FREE_BOUND) < 1e-6:
+            notes.append(f"{name} stopped at its search bound {value:+g}: the grid does not determine it")
+    return notes
+
+
+def _extrapolation_error(problem: Problem, data: FitData, theta: np.ndarray, n_params: int) -> float:
+    """Fit without the largest-L*M points, then the RMS relative error of predicting them."""
+    held = largest_lm(data)
+    train = ~held
+    if held.all() or train.sum() < n_params + 1:
+        return float("nan")
+    sub = Problem(problem.expr, problem.L[train], problem.M[train], problem.D[train], problem.loss_scale)
+    result = sub.solve(data.log_err[train], theta)
+    predicted = np.exp(problem.log_model(result.x, problem.L[held], problem.M[held], problem.D[held]))
+    relative = predicted / np.exp(data.log_err[held]) - 1.0
+    return float(np.sqrt(np.mean(relative**2)))
+
+
+# ----------------------------------------------------------------------------- sweeps and output
+
+
+def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
+              where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
+              floor: str = "quadrature") -> FitResult:
+    """``grid_errors`` then ``fit``: the whole analysis of one sweep slice (see both).
+
+    Args:
+        hold: when the sweep varies axes besides L, M, D (alpha, lr, ...), fit the slice at
+            ``held_axes`` (their most common values) instead of failing; the slice is recorded
+            in the result's ``where`` and ``held``. Problem draws are pooled, not held: select
+            one with ``where="problem_seed = 2"``.
+    """
+    label, _ = resolve_form(form)  # a bad form fails before any query
+    if not 0 <= n_boot <= MAX_RESAMPLES:
+        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
+    held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
+    where = held_where(held, where)
+    if label in FORMS and FORMS[label].method == "decomposed":
+        from .fit_decomposed import fit_decomposed
+        from .sweep_data import seed_grams
+
+        frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
+        check_single_slice(frame)
+        result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)
+        result.held = held
+        return result
+    grid = grid_errors(con, sweep, metric=metric, step=step, where=where)
+    result = fit(grid, form, n_boot=n_boot, seed=seed, where=where, floor=floor)
+    result.held = held
+    return result
+
+
+def save_fit(store, result: FitResult) -> str:
+    """Write a fit's rows into a store (``store.write_fit``); returns the fit_id."""
+    if result.sweep is None:
+        raise FitError("this fit has no sweep name; fit a grid from grid_errors to save it")
+    store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+    return result.fit_id
+
+
+def format_table(result: FitResult) -> str:
+    """Plain text: the law, each parameter with its 95% CI, the quality numbers, per-draw
+    estimates, then the warnings and notes."""
+    held = ", ".join(f"{k} = {v}" for k, v in result.held.items())
+    lines = [f"form {result.form}: err ~ {result.expression.text}"
+             + (f"  (slice {held}: the sweep varies these too; choose with --where)" if held else ""),
+             f"{'parameter':<10} {'estimate':>12} {'95% CI':>27}"]
+    for row in result.table().itertuples():
+        if row.parameter in result.unidentified:
+            shown = "not measured" if result.unidentified[row.parameter].startswith("not measured") else "not fitted"
+            lines.append(f"{row.parameter:<10} {shown:>12}")
+            continue
+        lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
+    extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
+    flagged = f", {result.n_flagged} flagged seeds left out{flag_summary(result)}" if result.n_flagged else ""
+    draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
+    lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
+                 f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
+                 f"bootstrap: {result.n_boot} resamples of {result.bootstrap}")
+    lines.extend(result.surfaces)
+    if len(result.per_draw):
+        wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
+        names = [p for p in result.law.parameters if p in wide.columns]
+        lines.append("per draw (each draw fitted alone): " + " ".join(f"{n:>10}" for n in names))
+        for label, row in wide.iterrows():
+            lines.append(f"  problem_seed {str(label):<6} " + " ".join(f"{fmt(row[n], missing='nan'):>10}" for n in names))
+    lines.extend(f"warning: {w}" for w in result.warnings)
+    lines.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(lines)
+
+
+def flag_summary(result: FitResult) -> str:
+    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)``: the seeds a fit
+    left out for stability flags by flag name, and the points dropped whole ('' when none)."""
+    parts = [format_flag_counts(result.flag_counts)] if getattr(result, "flag_counts", None) else []
+    if getattr(result, "n_flagged_points", 0):
+        parts.append(f"{result.n_flagged_points} point{'s' if result.n_flagged_points != 1 else ''} "
+                     "with every seed flagged not fitted")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+__all__ = ["fit", "fit_sweep", "flag_summary", "format_table", "refuse_undefined_law", "save_fit"]

@@ -1,0 +1,133 @@
+"""The law registry: the named scaling laws a fit, a spec or the report may ask for, and which
+part of a law a grid can measure. No scipy: a spec reads the registry without the fitting stack.
+
+Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.analysis.expression``):
+
+- ``theory``: err ~ c1/L + c2 sqrt(D/(L M)). Chizat, "The Hidden Width of Deep ResNets"
+  (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
+  sampling over the L*M units O(sqrt(D/(L M))) (docs/model.md section 3).
+- ``free``: err ~ c1 L^-a + c2 (D/(L M))^b. The same two terms with free exponents; theory says
+  a = 1 and b = 1/2.
+- ``theory_rss``, ``free_rss``: the same terms in quadrature, sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2):
+  the RMS over seeds of a point is sqrt(bias^2 + fluct^2), so this is the form the errors are
+  measured in (an additive law fitted to them biases a upwards).
+- ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
+  each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
+  (``explorer.analysis.fit_decomposed``, ``explorer.analysis.decomposed``).
+- ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
+  Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
+- ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
+  rather than its square root.
+- ``companion_hidden``: err^2 ~ a D/(L M) + b/D + c/L^2, and ``companion_output``:
+  err^2 ~ a (D/(L M))^2 + b/D + c/L^2: the companion paper's bounds as a root sum of squares
+  (hidden state, output); a, b, c are positive constants.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..errors import FitError
+from ..formatting import fmt
+from .expression import Expression, constant_terms, parse_expression
+
+DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
+
+DECOMPOSED_METRICS = ("err_out", "err_hidden")
+
+RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
+
+
+@dataclass(frozen=True)
+class Form:
+    """A named scaling law of the registry."""
+
+    name: str
+    expression: str  # parsed by explorer.analysis.expression
+    source: str  # where the law comes from
+    start: dict = field(default_factory=dict)  # first start of the free parameters
+    theory: dict = field(default_factory=dict)  # exponents the theory predicts
+    positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
+    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.analysis.fit_decomposed)
+
+
+FORMS: dict[str, Form] = {
+    f.name: f
+    for f in (
+        Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound"),
+        Form("free", "c1*L**(-a) + c2*(D/(L*M))**b", "theory's two terms with free exponents",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("theory_rss", "sqrt((c1/L)**2 + c2**2*D/(L*M))",
+             "theory's two terms as the RMS over seeds combines them (bias and fluctuation in quadrature)"),
+        Form("free_rss", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "free's two terms in quadrature, as the RMS over seeds combines them",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+        Form("decomposed", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
+             "each term on its own: c1, a on the seeds' bias, c2, b on their fluctuation (docs/analysis.md)",
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed"),
+        Form("joint", "c1/L + c2*sqrt(D/(L*M)) + c3/sqrt(D)",
+             "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D"),
+        Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)"),
+        Form("companion_hidden", "sqrt(a*D/(L*M) + b/D + c/L**2)",
+             "Chaintron, Chizat, Maass 2026: hidden-state error^2 ~ D/(LM) + 1/D + 1/L^2", positive=("a", "b", "c")),
+        Form("companion_output", "sqrt(a*(D/(L*M))**2 + b/D + c/L**2)",
+             "Chaintron, Chizat, Maass 2026: output error^2 ~ (D/(LM))^2 + 1/D + 1/L^2", positive=("a", "b", "c")),
+    )
+}
+
+
+def resolve_form(form: str) -> tuple[str, Expression]:
+    """A registry name or a user expression -> (label, parsed expression).
+
+    Raises:
+        FitError: an identifier that is not a registry name.
+        ExpressionError: the text is neither a registry name nor a valid expression.
+    """
+    if form in FORMS:
+        return form, parse_expression(FORMS[form].expression, FORMS[form].positive)
+    if form.strip().isidentifier():
+        raise FitError(f"unknown fit form {form!r}; expected one of: {', '.join(FORMS)}, or an expression over L, M, D")
+    expr = parse_expression(form)
+    return expr.text, expr
+
+
+
+def _fixed_variables(grid: pd.DataFrame) -> set[str]:
+    """Which of L, M, D, P hold a single value on the grid."""
+    fixed = {v for v in ("L", "M", "D") if grid[v].nunique() <= 1}
+    if (grid["L"] * grid["M"] * grid["D"]).nunique() <= 1:
+        fixed.add("P")
+    return fixed
+
+
+
+def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression, dict[str, str]]:
+    """The part of a law a grid can measure, and why the rest is not fitted.
+
+    Args:
+        expr: a parsed law. grid: a table with columns L, M, D (the points to fit).
+    Returns:
+        (the law to fit: ``expr`` itself or it without the unmeasurable summands, see
+        ``explorer.analysis.expression.constant_terms``; parameter -> reason it is not fitted).
+    Raises:
+        FitError: no summand of the law varies on the grid.
+    """
+    fixed = _fixed_variables(grid)
+    reduced, dropped = constant_terms(expr, fixed)
+    if not dropped:
+        return expr, {}
+
+    def held(term):
+        names = sorted(v for v in fixed if v in term and v != "P")
+        values = ", ".join(f"{v} = {fmt(grid[v].iloc[0], 'g')}" for v in names)
+        return f"its term {term} varies only with {', '.join(names)}, which this grid holds at {values}"
+
+    reasons = {p: "not fitted: " + held(t) for p, t in dropped.items()}
+    if reduced is None:
+        raise FitError(f"no term of {expr.text!r} varies on this grid ({'; '.join(reasons.values())})")
+    positive = tuple(n for n in expr.positive)
+    return parse_expression(reduced, positive), reasons
+
+
+__all__ = ["DECOMPOSED_METRICS", "DEFAULT_FORM", "FORMS", "Form", "RSS_FALLBACK", "resolve_form", "unidentified_terms"]

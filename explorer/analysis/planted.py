@@ -1,0 +1,96 @@
+"""Planted laws shaped like ``explorer.analysis.sweep_data.seed_grams`` frames, for the coverage harness
+(``benchmarks/coverage.py``) and the tests of the decomposed fit.
+
+Each draw g has its own bias direction u_g and reference-error direction v_g (n entries, unit
+RMS) and a log effect on each term (sd ``draw_sd``). Seed s at point (L, M, D) has the error
+
+    e_s = c1 exp(eps_b,g) L^-a u_g + ref_err v_g + c2 exp(eps_f,g) (D/(LM))^b xi_s
+
+with xi_s standard Gaussian; with ``shared`` = rho > 0 the seed's noise is a common random
+number across the grid, xi_s = rho z_{g,s} + sqrt(1 - rho^2) w_{g,s,point} (the engine's unit
+streams depend on the seed index only). The RMS over seeds then estimates bias^2 + fluct^2 with
+bias = c1 L^-a (draw effect included) and fluct = c2 (D/(LM))^b.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .decomposition import gram_of
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A planted law and the design it is measured on."""
+
+    name: str
+    c1: float
+    c2: float
+    a: float = 1.0
+    b: float = 0.5
+    Ls: tuple = (4, 8, 16, 32, 64, 128)
+    Ms: tuple = (1, 4, 16, 64, 256, 1024)
+    D: int = 8
+    draws: int = 4
+    seeds: int = 4
+    entries: int = 50
+    draw_sd: float = 0.2
+    shared: float = 0.0
+    ref_err: float = 1e-5
+
+    @property
+    def truth(self) -> dict:
+        return {"c1": self.c1, "a": self.a, "c2": self.c2, "b": self.b}
+
+
+REGIMES = {
+    "easy": Regime("easy", c1=0.8, c2=0.3, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), seeds=5, draw_sd=0.0),
+    "rates": Regime("rates", c1=0.065, c2=0.205),
+    "shared": Regime("shared", c1=0.065, c2=0.205, shared=0.8),
+}
+
+
+def planted_grams(regime: Regime, rng) -> pd.DataFrame:
+    """One synthetic sweep as a ``seed_grams`` frame (columns problem_seed, L, M, D, ref_err,
+    n_seeds, seeds, gram, err)."""
+    rows = []
+    n, R = regime.entries, regime.seeds
+    for g in range(regime.draws):
+        u = rng.standard_normal(n)
+        u /= np.sqrt(np.mean(u**2))
+        v = rng.standard_normal(n)
+        v /= np.sqrt(np.mean(v**2))
+        eff_b, eff_f = np.exp(regime.draw_sd * rng.standard_normal(2))
+        common = rng.standard_normal((R, n))
+        for L, M in itertools.product(regime.Ls, regime.Ms):
+            D = regime.D
+            bias = regime.c1 * eff_b * L ** (-regime.a)
+            fluct = regime.c2 * eff_f * (D / (L * M)) ** regime.b
+            xi = regime.shared * common + np.sqrt(1 - regime.shared**2) * rng.standard_normal((R, n))
+            errors = bias * u + regime.ref_err * v + fluct * xi
+            gram = gram_of(errors)
+            rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err, "n_seeds": R,
+                         "seeds": tuple(range(R)), "gram": gram, "err": float(np.sqrt(np.trace(gram) / R))})
+    return pd.DataFrame(rows)
+
+
+def seed_errors(frame: pd.DataFrame) -> pd.Series:
+    """Per-seed RMS errors of a gram frame (sqrt of the Gram diagonal), as ``grid_errors``'s seed_errs."""
+    return frame["gram"].map(lambda g: np.sqrt(np.clip(np.diag(g), 0, None)))
+
+
+def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame in ``grid_errors``'s shape (err, seed_errs, ref_err, floor_limited) for the
+    laws fitted to RMS errors."""
+    from .queries import FLOOR_FACTOR
+
+    out = frame[["problem_seed", "L", "M", "D", "ref_err", "err"]].copy()
+    out["seed_errs"] = seed_errors(frame)
+    out["floor_limited"] = out["err"] < FLOOR_FACTOR * out["ref_err"]
+    return out
+
+
+__all__ = ["REGIMES", "Regime", "as_grid", "planted_grams", "seed_errors"]

@@ -1,0 +1,309 @@
+"""The SQL of the analysis over a store's views: the columns it reads (metrics, references,
+flags, the grid), the query cache (``query_cache``: each distinct query of a block runs once),
+``query_frame`` (the one place a store query error becomes the explorer's one-line
+``QueryError``), and the pieces every query is built from (``sweep_is``, ``where_clause``,
+``final_step_clause``, ``column_is``, ``sql_literal``, ``held_where``)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from store import CONFIG_COLUMNS, run_query, validate_filter
+
+from ..errors import FitError, QueryError, SweepDataError
+from ..store_access import store_errors
+
+# err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
+FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
+
+REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden", "err_hidden_depthmax": "ref_err_hidden"}
+
+GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed's row of the error Gram matrix
+
+NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
+                    "rerun the sweep to get the bias and fluctuation")
+
+FLOOR_FACTOR = 3.0  # a point whose error is < 3x the reference's own error is floor-limited
+
+DRAW_COLUMN = "problem_seed"  # the problem draw: data and embeddings (docs/model.md section 4)
+
+FLAGS_COLUMN = "flags"  # stability flags of a metric row: comma-separated names, '' or NULL = clean
+
+# The store's hyperparameter columns that define a grid point besides L, M, D (those present are
+# used): problem_seed is the draw (its own key, see DRAW_COLUMN); residual_scale is a function of
+# L, M, D, alpha. A point's reference (ref_key) is resolved by choose_references, not an axis.
+NOT_GRID_COLUMNS = ("L", "M", "D", DRAW_COLUMN, "residual_scale")
+
+GRID_COLUMNS = tuple(c.name for c in CONFIG_COLUMNS if c.name not in NOT_GRID_COLUMNS)
+
+REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D")
+
+
+_CACHES: dict[int, dict[str, pa.Table]] = {}  # id(con) -> SQL -> result, while a query_cache block is open
+
+
+
+@contextlib.contextmanager
+def query_cache(con) -> Iterator[None]:
+    """Run each distinct query on ``con`` once inside the block and serve repeats from memory.
+
+    A report asks the same questions many times (the columns of ``metrics``, the sweep's rows,
+    the reference choice, ...); inside the block an identical SQL string is answered from the
+    first result, so the block must not span a change of the store (a new trial, a new round):
+    open it around one read, e.g. one ``build_report``, never around a sweep's rounds. Results
+    are kept as Arrow tables (immutable) and converted afresh on each call, so a caller that
+    edits its frame never changes what the next caller gets. Nested blocks share the outer one;
+    a failed query is not kept.
+    """
+    if id(con) in _CACHES:
+        yield
+        return
+    _CACHES[id(con)] = {}
+    try:
+        yield
+    finally:
+        del _CACHES[id(con)]
+
+
+
+def cached(function):
+    """Run ``function(con, ...)`` inside ``query_cache(con)``: its repeated queries run once."""
+    @functools.wraps(function)
+    def wrapper(con, *args, **kwargs):
+        with query_cache(con):
+            return function(con, *args, **kwargs)
+    return wrapper
+
+
+
+def query_table(con, sql: str) -> pa.Table:
+    """``query_frame``'s Arrow result (from the open ``query_cache`` when it has run there)."""
+    cache = _CACHES.get(id(con))
+    if cache is not None and sql in cache:
+        return cache[sql]
+    with store_errors():
+        table = run_query(con, sql)
+    if cache is not None:
+        cache[sql] = table
+    return table
+
+
+
+def query_frame(con, sql: str) -> pd.DataFrame:
+    """Run one analysis query through the store's query helper and return it as pandas.
+
+    Every query of the analysis (fit, phase, report) goes through here, and its error goes
+    through ``explorer.store_access.store_errors`` (the explorer's one conversion of store errors), so
+    a DuckDB error, a corrupt store file included, is the same one line as ``explorer sql``
+    prints (with its ``explorer check`` hint) and never a traceback. Inside ``query_cache(con)``
+    a query already run there is not run again (a new DataFrame of the same result).
+
+    Raises:
+        QueryError: DuckDB rejected the query or could not read a store file.
+    """
+    return query_table(con, sql).to_pandas()
+
+
+
+def table_columns(con, table: str = "metrics") -> list[str]:
+    """Column names of a view or table on a DuckDB connection."""
+    try:
+        described = query_frame(con, f'DESCRIBE "{table}"')
+    except QueryError as exc:  # a catalog error: no such view
+        raise SweepDataError(f"the store has no {table!r} table: {exc}") from None
+    return [str(name) for name in described["column_name"]]
+
+
+
+def sweep_is(sweep: str) -> str:
+    """The SQL condition selecting one sweep's rows (the name as a quoted literal)."""
+    return f"sweep = {sql_literal(str(sweep))}"
+
+
+
+def require_sweep_rows(con, sweep: str) -> None:
+    """Raise SweepDataError naming the known sweeps when ``sweep`` has no metric rows.
+
+    (``store.layout.check_sweep`` is the store's name validator; this checks for rows.)"""
+    known = query_frame(con, "SELECT DISTINCT sweep FROM metrics ORDER BY sweep")["sweep"].tolist()
+    if sweep not in known:
+        shown = ", ".join(map(str, known)) if known else "none"
+        raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
+
+
+
+def check_metric(metric: str) -> None:
+    if metric not in FIT_METRICS:
+        raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(FIT_METRICS)}")
+
+
+
+def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
+    """The SQL condition selecting one GD step: ``step`` or, when None, each trial's final step
+    (its ``steps`` column when present, else the sweep's last step)."""
+    if step is not None:
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise SweepDataError(f"step must be a non-negative integer, got {step!r}")
+        return f"step = {int(step)}"
+    return "step = steps" if "steps" in columns else f"step = (SELECT max(step) FROM metrics WHERE {sweep_is(sweep)})"
+
+
+
+def where_clause(where: str | None) -> str:
+    """`` AND (where)`` to append to a query's conditions ('' for no filter), once ``where`` is known to be one condition: ``1=1) OR (1=1`` would
+    otherwise close the parenthesis and lift the sweep and status guards around it."""
+    if not where:
+        return ""
+    with store_errors():
+        return f" AND ({validate_filter(where)})"
+
+
+
+def grid_columns(con) -> list[str]:
+    """The grid-defining hyperparameter columns (besides L, M, D) present in ``metrics``."""
+    columns = table_columns(con)
+    return [c for c in GRID_COLUMNS if c in columns]
+
+
+
+def point_columns(columns) -> list[str]:
+    """The columns naming one measured point: grid columns present, the draw (when the view has
+    ``problem_seed``), then L, M, D."""
+    return [c for c in GRID_COLUMNS if c in columns] + ([DRAW_COLUMN] if DRAW_COLUMN in columns else []) + ["L", "M", "D"]
+
+
+
+def flagged_expr(columns) -> str:
+    """SQL boolean: the row carries a stability flag (FALSE when the view has no ``flags`` column)."""
+    if FLAGS_COLUMN not in columns:
+        return "FALSE"
+    return f"coalesce(trim(\"{FLAGS_COLUMN}\") <> '', FALSE)"
+
+
+
+def flag_names_expr(columns) -> str:
+    """SQL string: the row's flags column ('' when the view has none or the value is NULL)."""
+    if FLAGS_COLUMN not in columns:
+        return "''"
+    return f'coalesce("{FLAGS_COLUMN}", \'\')'
+
+
+
+def count_flags(values) -> dict:
+    """Flag name -> how many of ``values`` (flags column strings, comma-separated names) carry it,
+    in first-seen order; a row with two flags counts once under each."""
+    counts: dict = {}
+    for value in values:
+        for name in str(value or "").split(","):
+            name = name.strip()
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+
+def format_flag_counts(counts: dict) -> str:
+    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+
+def quoted(columns) -> str:
+    return ", ".join(f'"{c}"' for c in columns)
+
+
+
+def column_values(con, columns, condition: str, count: str | None = None,
+                  limit: int | None = None) -> dict[str, pd.DataFrame]:
+    """Each column's distinct values in the ``metrics`` rows matching ``condition``, in one scan.
+
+    The same tables as one ``SELECT DISTINCT "col" AS v[, count AS n] ... ORDER BY 1 LIMIT
+    limit`` per column, from a single ``GROUPING SETS`` query: a report asks this of every
+    grid column, and each such query would read the whole store again.
+
+    Args:
+        con: a DuckDB connection with a ``metrics`` view. columns: its columns to read.
+        condition: the SQL condition on the rows (e.g. ``sweep_is(sweep)`` + ``where_clause``).
+        count: an aggregate per value, returned as column ``n`` (e.g. ``count(DISTINCT trial_key)``).
+        limit: at most this many values per column (the smallest; NULL sorts last).
+    Returns:
+        column -> DataFrame with ``v`` (the column's type, as if queried alone) and ``n`` when
+        ``count`` is given, sorted by ``v``.
+    Raises:
+        QueryError: DuckDB rejected the query (e.g. a bad ``condition``).
+    """
+    columns = list(columns)
+    if not columns:
+        return {}
+    flags = ", ".join(f'GROUPING("{c}") AS "g{i}"' for i, c in enumerate(columns))
+    sets = ", ".join(f'("{c}")' for c in columns)
+    # Within column i's grouping set every other column is NULL, so ordering by all columns in
+    # turn orders that set's rows by column i (ascending, NULL last: DuckDB's ORDER BY 1).
+    both = query_table(con, f"SELECT {quoted(columns)}, {flags}" + (f", {count} AS n" if count else "")
+                        + f" FROM metrics WHERE {condition} GROUP BY GROUPING SETS ({sets})"
+                        + f" ORDER BY {quoted(columns)}")
+    out = {}
+    for i, col in enumerate(columns):
+        rows = both.filter(pc.equal(both[f"g{i}"], 0))
+        if limit is not None:
+            rows = rows.slice(0, limit)
+        # converted per column in Arrow: its own type and nulls, e.g. int64 when it has none
+        out[col] = pa.table({"v": rows[col], **({"n": rows["n"]} if count else {})}).to_pandas()
+    return out
+
+
+
+def plain_value(value):
+    """A numpy or pandas scalar as a plain Python value (None for a null: None, NaN, NA, NaT).
+
+    Used where a value read from a query goes into a dict, a note or ``sql_literal``."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+
+def sql_literal(value) -> str:
+    """A Python or numpy scalar as a DuckDB SQL literal: NULL for None and NaN, a quoted string
+    (quotes doubled), TRUE/FALSE, a float's repr, else an integer. Builds the conditions of
+    ``column_is`` and ``choose_references``; never pass user SQL through it."""
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, (bool, np.bool_)):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    return str(int(value))
+
+
+
+def column_is(column: str, value) -> str:
+    """The SQL condition ``column = value`` (``IS NULL`` for a null value)."""
+    if plain_value(value) is None:
+        return f'"{column}" IS NULL'
+    return f'"{column}" = {sql_literal(value)}'
+
+
+
+def held_where(fixed: dict, where: str | None = None) -> str | None:
+    """A SQL condition selecting ``fixed`` (from ``held_axes``), and-ed with ``where``."""
+    parts = [column_is(c, v) for c, v in fixed.items()] + ([f"({where})"] if where else [])
+    return " AND ".join(parts) if parts else None
+
+
+__all__ = [
+    "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRAM_COLUMN", "GRID_COLUMNS", "NO_DECOMPOSITION",
+    "NOT_GRID_COLUMNS", "REFERENCE_ERROR", "REQUIRED_COLUMNS", "cached", "check_metric", "column_is", "column_values",
+    "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns",
+    "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
+    "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
+]

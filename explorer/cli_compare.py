@@ -1,0 +1,49 @@
+"""`explorer compare`: two sweeps' fitted laws, their differences with paired intervals."""
+from __future__ import annotations
+
+import click
+
+from .bounds import MAX_RESAMPLES
+from .cli_options import metric_option, step_option, store_option, where_option
+from .store_access import store_errors
+
+
+@click.command("compare")
+@click.option("--sweep", "sweeps", multiple=True, required=True, metavar="NAME",
+              help="Sweep A, then sweep B (B - A is reported); once with --by.")
+@click.option("--by", default=None, metavar="COLUMN",
+              help="Compare the two values of this column within one sweep, e.g. preset or activation.")
+@store_option
+@click.option("--form", default="decomposed", show_default=True, metavar="F",
+              help="The law both sweeps are fitted with (decomposed: the only one compare fits today).")
+@metric_option
+@step_option
+@where_option
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
+              metavar="N", help="Paired bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--save/--no-save", default=True, show_default=True,
+              help="Write the rows to the store (kind comparisons, under sweep A).")
+def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, form: str, metric: str,
+                    step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
+    """Compare two sweeps' fitted laws: per parameter A, B, the difference B - A (the ratio B/A
+    for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
+
+    Both are fitted on the grid points, problem draws and seeds they share (what is left out is
+    listed); the paired bootstrap applies each resample of draws and seed indices to both, so
+    the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
+    their references or problems differ; warns when they differ in more than one setting.
+    Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
+    """
+    from . import api
+
+    expected = 1 if by else 2
+    if len(sweeps) != expected:
+        raise click.UsageError(f"give --sweep {'once with --by' if by else 'twice (A, then B)'}; got {len(sweeps)}")
+    with store_errors():
+        result = api.compare(sweeps[0], None if by else sweeps[1], by=by, store=store_uri, form=form, metric=metric,
+                             step=step, where=where, n_boot=n_boot, seed=seed, save=save)
+    for line in result.lines():
+        click.echo(line)
+    if save:
+        click.echo(f"wrote comparison {result.comparison_id} ({len(result.rows)} rows, kind comparisons)")

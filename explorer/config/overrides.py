@@ -1,0 +1,85 @@
+"""Command-line overrides of a spec (``KEY=VALUE``, ``SECTION.KEY=`` or ``~SECTION.KEY`` to remove a
+key), applied to the spec's TOML data before it is parsed; and a parsed spec back as the data the
+user gave, so that overrides apply to a loaded spec too."""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..bounds import MAX_NESTING, toml_nesting
+from ..errors import spec_error
+from ..formatting import spec_value
+
+if TYPE_CHECKING:
+    from .spec import SweepSpec
+
+
+def given_data(spec: SweepSpec) -> dict:
+    """A spec back as TOML data, with only the keys the user gave (so defaults stay defaults)."""
+    raw = spec.to_dict()
+    for section, keys in raw.items():
+        if isinstance(keys, dict):
+            raw[section] = {k: v for k, v in keys.items() if f"{section}.{k}" in spec.given}
+    return raw
+
+
+
+def parse_override_value(text: str) -> Any:
+    """An override's value as TOML reads it; a bare word (relu, float32) as text."""
+    if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
+        raise spec_error(f"override value {text[:40]!r}...", f"nested more than {MAX_NESTING} deep")
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text  # a bare word such as relu or float32
+
+
+
+def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) -> None:
+    """``SECTION.KEY=`` (nothing after ``=``) or ``~SECTION.KEY``: remove that key from the spec,
+    so that it takes its default, or leaves room for the [grid] list that replaces it
+    (``problem.seed= grid.problem_seeds=[1,2]``)."""
+    path = key.strip().split(".")
+    if len(path) != 2 or path[0] not in sections:
+        raise spec_error(f"override {item!r}", "expected SECTION.KEY= or ~SECTION.KEY (removes that key: it takes "
+                         "its default), e.g. problem.seed=")
+    known = [f.name for f in dataclasses.fields(sections[path[0]])]
+    if path[1] not in known:
+        raise spec_error(f"override {item!r}", f"unknown key; expected one of: {', '.join(known)}")
+    section = data.get(path[0])
+    if isinstance(section, dict):
+        section.pop(path[1], None)  # a key the file does not set is already at its default
+
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides, sections: Mapping[str, type]) -> dict:
+    """``raw`` with the overrides applied (``sections``: section name -> its dataclass, for the
+    keys it knows)."""
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for item in overrides:
+        text = item.lstrip("-")
+        if text.startswith("~") and "=" not in text:
+            remove_key(data, item, text[1:], sections)
+            continue
+        key, sep, value = text.partition("=")
+        if sep and key and not value.strip():
+            remove_key(data, item, key, sections)
+            continue
+        if not sep or not key:
+            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8], "
+                             "or SECTION.KEY= to remove a key")
+        path = key.strip().split(".")
+        if len(path) == 1 and path[0] == "name":
+            data["name"] = parse_override_value(value.strip())
+        elif len(path) == 2 and path[0] in sections:
+            section = data.setdefault(path[0], {})
+            if not isinstance(section, dict):
+                raise spec_error(f"[{path[0]}]", f"expected a table, got {spec_value(section)}")
+            section[path[1]] = parse_override_value(value.strip())
+        else:
+            raise spec_error(f"override {item!r}", f"unknown key {key!r}; expected name or SECTION.KEY with SECTION one of "
+                + ", ".join(sections)
+            )
+    return data

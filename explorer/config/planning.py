@@ -1,0 +1,153 @@
+"""Planning: a validated spec expanded into its trials, their keys and their references.
+
+``plan`` turns a spec into trial configurations (``trials.TrialConfig``, one per grid point and
+problem draw, all its seeds batched), each with a ``trial_key`` (a hash of the config, its
+reference and the store's schema version), grouped by the reference they are compared with:
+the one each trial's own configuration defines. ``mean_ode`` and ``joint_limit``: the limit of
+the trial's limit-defining fields (``ReferenceConfig.limit_fields``; completep's effective alpha
+grows with sqrt(M), so each M has its own); ``largest``: the trial's config at the grid's largest
+L, M and D (same seeds, embeddings coupled across D, as in the companion paper,
+arXiv:2603.18168). A reference is defined by the problem draw too, so each of
+``[grid] problem_seeds`` gets its own.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from store import SCHEMA_VERSION
+from trials import (ConfigError, ReferenceConfig, TrialConfig, largest_reference_config, largest_reference_key,
+                    stable_hash)
+
+if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
+    from trials import JointLimitConfig
+
+from ..errors import spec_error
+from .spec import SweepSpec
+
+
+CHECK_EVERY = 1000  # trials planned between two calls of plan's ``check`` (a few ms)
+# The fields of a trial config that its largest reference keeps (L, M and D become the grid's maxima).
+_ALL_BUT_SHAPE = tuple(f.name for f in dataclasses.fields(TrialConfig) if f.name not in ("L", "M", "D"))
+
+
+@dataclass(frozen=True)
+class PlannedReference:
+    """One reference: computed once, cached in the store under ``ref_key``, shared by its group."""
+
+    ref_key: str
+    kind: str  # mean_ode | largest | joint_limit
+    config: ReferenceConfig | TrialConfig | JointLimitConfig  # the largest kind: the largest grid point's config
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    """One grid point (all its seeds): what a worker trains and writes under ``trial_key``."""
+
+    trial_key: str
+    ref_key: str
+    config: TrialConfig
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A spec expanded: references first, then the trials that use them."""
+
+    spec: SweepSpec
+    references: tuple[PlannedReference, ...]
+    trials: tuple[PlannedTrial, ...]
+
+    def trials_by_reference(self) -> dict[str, list[PlannedTrial]]:
+        """ref_key -> the trials compared with it, in plan order."""
+        groups: dict[str, list[PlannedTrial]] = {r.ref_key: [] for r in self.references}
+        for t in self.trials:
+            groups[t.ref_key].append(t)
+        return groups
+
+
+def trial_key(config: TrialConfig, ref_key: str, schema_version: int = SCHEMA_VERSION) -> str:
+    """A trial's identity in the store: its numbers depend on the config, on the reference it is
+    compared with, and on the row schema, so all three are hashed."""
+    return stable_hash({"trial": config.key(), "reference": ref_key, "schema_version": schema_version})
+
+
+def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION, check: Callable[[], None] | None = None) -> Plan:
+    """Expand a spec into its references and trials, in a stable order.
+
+    Args:
+        spec: a validated spec.
+        schema_version: the store's row schema version (default: ``store.SCHEMA_VERSION``).
+        check: called every ``CHECK_EVERY`` trials; it may raise to stop planning (a driver's
+            signal: ``interrupts.SignalGuard.check``).
+
+    Returns:
+        A ``Plan``: one ``PlannedReference`` per reference key, one ``PlannedTrial`` per grid
+        point and problem draw (seeds 0..seeds-1 batched in its config), ordered by reference
+        then grid order (problem draws outermost).
+
+    Raises:
+        SpecError: a grid point that the trial configuration refuses.
+    """
+    axes = spec.axes()
+    reference_of = _reference_finder(spec)
+    references: dict[str, PlannedReference] = {}
+    trials = []
+    for problem_seed in spec.problem_seeds():
+        problem = spec.problem_config(problem_seed)
+        for values in itertools.product(*axes.values()):
+            point = dict(zip(axes, values))
+            try:
+                cfg = spec.trial_config(problem, point)
+            except ConfigError as exc:
+                where = ", ".join(f"{k}={v}" for k, v in point.items())
+                raise spec_error(f"[grid] point {where}, problem_seed={problem_seed}", str(exc)) from None
+            ref = reference_of(cfg)
+            if check is not None and len(trials) % CHECK_EVERY == 0:
+                check()
+            references.setdefault(ref.ref_key, ref)
+            trials.append(PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg))
+    unique = list(references.values())
+    order = {r.ref_key: i for i, r in enumerate(unique)}
+    trials.sort(key=lambda t: order[t.ref_key])  # stable: grid order within a group
+    return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))
+
+
+def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReference]:
+    """The reference a trial's own configuration defines, as a function of that configuration.
+
+    A trial is compared with the reference its config defines, never with a group's: mean_ode and
+    joint_limit with the limit of its ``limit_fields`` (completep's effective alpha depends on M,
+    so each M has its own), largest with the largest grid point made from its config (L, M and D
+    at the grid's maxima, seeds no trial uses, everything else its own). Hashing a key costs a JSON dump and a SHA-256,
+    so the references are cached by the (hashable) values their key is made of: planning 10^5 trials
+    computes one key per distinct reference.
+    """
+    cache: dict[object, PlannedReference] = {}
+    kind = spec.reference.kind
+    if kind == "largest":
+        largest = {"L": max(spec.grid.L), "M": max(spec.grid.M), "D": max(spec.grid.D)}
+
+        def largest_of(cfg: TrialConfig) -> PlannedReference:
+            # the largest point is the trial's config with L, M and D replaced: every other field
+            # (the values of a frozen dataclass, typed alike within a spec) identifies it
+            identity = tuple(getattr(cfg, name) for name in _ALL_BUT_SHAPE)
+            found = cache.get(identity)
+            if found is None:
+                top = largest_reference_config(cfg, **largest)
+                found = cache[identity] = PlannedReference(largest_reference_key(top), kind, top)
+            return found
+
+        return largest_of
+
+    def limit_of(cfg: TrialConfig) -> PlannedReference:
+        rc = spec.reference_config(cfg)
+        identity = rc.limit_identity()  # the resolution (depth, width, ...) is the spec's: the same for all
+        found = cache.get(identity)
+        if found is None:
+            found = cache[identity] = PlannedReference(rc.key(), kind, rc)
+        return found
+
+    return limit_of

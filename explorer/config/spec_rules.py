@@ -1,0 +1,161 @@
+"""The rules across a spec's keys, checked once its sections are parsed: a key set twice (a grid
+list and a scalar), a reference key its kind does not use, the adaptive section's law and
+targets, the resources against the device, and the trials package's own rules of a
+configuration (``CONFIG_KEYS`` names the spec key behind each trials field). Each refusal names
+the key the user should change."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trials import ConfigError
+
+from ..errors import spec_error
+from ..formatting import spec_value
+
+if TYPE_CHECKING:
+    from .spec import AdaptiveSpec, SweepSpec
+
+# A [grid] list that replaces a scalar key of another section: setting both is refused.
+AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
+               "preset": ("model", "preset"), "activation": ("model", "activation"),
+               "problem_seeds": ("problem", "seed")}
+
+
+def check_consistency(spec: SweepSpec) -> None:
+    """Cross-key rules: each refusal names the key the user should change."""
+    for axis, (section, key) in AXIS_SCALAR.items():
+        if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
+            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
+                             f"on the command line, {section}.{key}= removes the file's)")
+    ref = spec.reference
+    unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
+              "mean_ode": ("grid",)}[ref.kind]
+    for key in unused:
+        if f"reference.{key}" in spec.given:
+            raise spec_error(f"[reference] {key}", f'not used with kind = "{ref.kind}"; remove it')
+    if spec.problem.independent_embeddings and spec.coupled_embeddings:
+        raise spec_error("[problem] independent_embeddings",
+                         "true needs coupled_embeddings = false (each D draws its own W_E, W_U)")
+    if ref.kind == "largest":
+        if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1 and not spec.problem.independent_embeddings:
+            raise spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
+                             "coordinates, so it needs coupled embeddings; set it to true (or set "
+                             "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)")
+    check_trial_rules(spec)
+    if any(key.startswith("adaptive.") for key in spec.given):
+        check_adaptive(spec.adaptive)
+    res = spec.resources
+    gpus = res.gpus_per_trial
+    if gpus > 1 and gpus != int(gpus):
+        raise spec_error("[resources] gpus_per_trial", f"a fraction must be below 1 (several trials share a GPU); above 1 give a whole number, got {gpus:g}")
+    if gpus > 0 and spec.train.device == "cpu":
+        raise spec_error("[resources] gpus_per_trial", f'{gpus:g} GPU per trial but [train] device = "cpu"; set gpus_per_trial = 0 or device = "auto"')
+    if gpus == 0 and spec.train.device == "cuda":
+        raise spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
+
+
+
+def check_adaptive(adaptive: AdaptiveSpec) -> None:
+    """[adaptive] form must be a registry law and its targets parameters of that law (checked
+    only when the section is given: it imports the fits, pandas and scipy)."""
+    from ..analysis.laws import FORMS
+
+    if adaptive.form not in FORMS:
+        raise spec_error("[adaptive] form", f"expected one of {', '.join(spec_value(f) for f in FORMS)}; got {spec_value(adaptive.form)}")
+    parameters = adaptive_parameters(adaptive.form)
+    for name in adaptive.targets or ():
+        if name not in parameters:
+            raise spec_error("[adaptive] targets", f"{spec_value(name)} is not a parameter of the {adaptive.form} law; "
+                             f"expected some of {', '.join(spec_value(p) for p in parameters)}")
+
+
+
+def adaptive_parameters(form: str) -> tuple[str, ...]:
+    """The parameters of a registry law, in the law's order."""
+    from ..analysis.laws import resolve_form
+
+    return resolve_form(form)[1].parameters
+
+
+
+def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
+    """The targets of an [adaptive] section: as given, else the law's exponents (its parameters
+    that are not positive constants), else all its parameters."""
+    if adaptive.targets:
+        return adaptive.targets
+    from ..analysis.laws import resolve_form
+
+    expr = resolve_form(adaptive.form)[1]
+    exponents = tuple(p for p in expr.parameters if p not in expr.positive)
+    return exponents or expr.parameters
+
+
+
+# The trials package owns the rules of a configuration (antithetic M even, lazy alpha > 1, an
+# even reference width ...): validation builds the configurations the spec implies and lets
+# those rules judge it. A refusal (trials.ConfigError) names the config field; these tables name
+# the spec key behind it.
+CONFIG_KEYS = {
+    "L": "[grid] L", "M": "[grid] M", "D": "[grid] D", "alpha": "[grid] alpha",
+    "sigma_u": "[model] sigma_u", "sigma_v": "[model] sigma_v", "lr": "[train] lr",
+    "activation": "[model] activation", "block": "[model] block", "preset": "[model] preset",
+    "antithetic": "[model] antithetic", "steps": "[train] steps", "dtype": "[train] dtype",
+    "device": "[train] device", "seeds": "[grid] seeds",
+    "divergence_factor": "[train] divergence_factor", "divergence_bound": "[train] divergence_bound",
+    "init_noise_limit": "[train] init_noise_limit", "chaos_check": "[train] chaos_check",
+    "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
+    "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
+    "problem.data": "[problem] data", "problem.data_seed": "[problem] data_seed",
+    "problem.independent_embeddings": "[problem] independent_embeddings", "reference.grid": "[reference] grid",
+    "reference.depth": "[reference] depth", "reference.width": "[reference] width",
+    "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
+}
+
+
+# Fields an optional [grid] list replaces: when it is given, the error is the axis's.
+FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds",
+              "preset": "preset", "activation": "activation"}
+
+
+
+def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
+    """The spec key (``[section] key``) a trials ConfigError is about, or None."""
+    axis = FIELD_AXIS.get(error.field)
+    if axis is not None and getattr(spec.grid, axis) is not None:
+        return f"[grid] {axis}"
+    return CONFIG_KEYS.get(error.field)
+
+
+
+def check_trial_rules(spec: SweepSpec) -> None:
+    """Build the trials configurations the spec implies, so that the trials package's own rules
+    judge it: the first grid point, each other value of each axis (the rest held at the first
+    point: every rule involves at most one axis), and the reference configuration.
+
+    Raises:
+        SpecError: the first refusal, naming the key (an axis value that breaks a rule names
+            its [grid] axis).
+    """
+    axes = spec.axes()
+    first = {axis: values[0] for axis, values in axes.items()}
+    seeds = spec.problem_seeds()
+    try:
+        problem = spec.problem_config(seeds[0])
+        limit = spec.trial_config(problem, first)
+    except ConfigError as exc:
+        where = ", ".join(f"{k}={v}" for k, v in first.items())
+        raise spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)) from None
+    for axis, values in (*axes.items(), ("problem_seeds", seeds)):
+        for value in values[1:]:
+            try:
+                if axis == "problem_seeds":
+                    spec.problem_config(value)
+                else:
+                    spec.trial_config(problem, {**first, axis: value})
+            except ConfigError as exc:
+                raise spec_error(f"[grid] {axis}", str(exc)) from None
+    if spec.reference.kind in ("mean_ode", "joint_limit"):
+        try:
+            spec.reference_config(limit)
+        except ConfigError as exc:
+            raise spec_error(key_of(exc, spec) or "[reference]", str(exc)) from None

@@ -1,0 +1,483 @@
+"""The shareable report of a sweep: fits with confidence intervals, every chart, the phase
+diagram, shape advice and data quality, as one ``index.html`` that opens with no network.
+
+``build_report(con, sweep, out_dir)`` reads only the store's DuckDB views, runs the fits of
+``explorer.analysis.fit`` (theory, free, output, and joint when D varies), the phase diagram of
+``explorer.analysis.phase`` and the charts of ``explorer.report.charts``, then writes into ``out_dir``:
+
+- ``index.html``: the Vega, Vega-Lite and Vega-Embed libraries inline (once), every chart's
+  spec inline, the fit tables, a summary written from the numbers, the sweep's configuration,
+  the reference's error floor and what it excluded, and the counts of diverged / failed trials;
+- ``<chart>.png``, ``<chart>.svg`` and ``<chart>.html`` (standalone, inline libraries) for
+  every chart (``explorer.report.chart_files``);
+- ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
+
+The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
+sweep names, filters, laws and configuration values included, is HTML-escaped, and each chart
+spec sits in a ``<script type="application/json">`` through Jinja's ``tojson`` (``<``, ``>``,
+``&`` and ``'`` escaped, so no ``</script>`` or ``<!--`` can end it). Summary sentences are
+``markupsafe.Markup`` built with ``Markup.format``, which escapes their arguments.
+
+The report adapts to what the sweep varies: a law is fitted only when the axes it uses vary
+(``needed_axes``), the L-M charts need L and M, and every other swept axis (alpha, D, lr, ...)
+gets an error chart of its own.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from . import charts as _charts
+from . import diagnostic_charts
+from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
+from ..errors import FitError, QueryError, SweepDataError
+from ..analysis.diagnostics import compare_laws
+from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
+from ..analysis.fit_result import FITS_COLUMNS, FitResult
+from ..analysis.fit import fit, flag_summary
+from ..formatting import fmt
+
+from ..store_access import open_sweep
+from .output_folder import OutputFolder
+from .summary import result_field, summary_sentences
+from ..analysis.phase import PhaseDiagram, phase_diagram
+from ..analysis.shapes import shape_advice
+from ..analysis.fit_decomposed import fit_decomposed
+from ..analysis.queries import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_where, query_cache, query_frame,
+                                require_sweep_rows, sweep_is, table_columns)
+from ..analysis.sweep_data import grid_errors, held_axes, seed_grams, status_counts, step_errors
+
+PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
+REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
+SCALE_AXES = ("L", "M", "D")
+COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
+PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
+BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
+    "seeds": "seeds resampled within grid points: seed noise only, not the draw of data and embeddings",
+    "points": "grid points resampled (one seed per point): seed noise only, not the draw of data and embeddings",
+    "draws, then seeds": "problem draws resampled, then seeds within each: the draw of data and embeddings "
+                         "and seed noise",
+    "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
+                          "embeddings and seed noise",
+    "draws, then seed indices shared by a draw's points": "problem draws resampled, then one resample of seed "
+                                                          "indices per draw applied to all its points (the seeds "
+                                                          "are common across the grid): the draw of data and "
+                                                          "embeddings and seed noise",
+    "seed indices shared by the draw's points": "one resample of seed indices applied to all points (the seeds are "
+                                                "common across the grid): seed noise only, not the draw of data "
+                                                "and embeddings",
+    "none": "no bootstrap, so no interval",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """The Jinja2 environment of the page: autoescaped, strict about undefined names."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("explorer.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": json_default}
+    env.filters["num"] = fmt
+    return env
+
+
+@dataclass
+class Report:
+    """What ``build_report`` made.
+
+    Attributes:
+        path: the index.html. fits: form -> FitResult (forms that could be fitted).
+        fit_errors: form -> why its fit failed. skipped: form -> the axes it uses that the sweep
+        does not vary (so it was not tried). phase: the PhaseDiagram (or None).
+        advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
+        summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
+        fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
+        table (or None). slopes: ``diagnostic_charts.local_slopes`` table.
+    """
+
+    path: Path
+    fits: dict = field(default_factory=dict)
+    fit_errors: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
+    phase: PhaseDiagram | None = None
+    advice: dict | None = None
+    charts: dict = field(default_factory=dict)
+    summary: list = field(default_factory=list)
+    counts: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)
+    varying: list = field(default_factory=list)
+    comparison: pd.DataFrame | None = None
+    slopes: pd.DataFrame | None = None
+    fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
+
+    def fit_rows(self) -> pd.DataFrame:
+        """All fit rows (FITS_COLUMNS) of the report."""
+        frames = [f.rows() for f in self.fits.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(FITS_COLUMNS))
+
+
+def sweep_config(con, sweep: str) -> pd.DataFrame:
+    """The sweep's hyperparameters from its metric rows: column, distinct values (up to 12)."""
+    columns = table_columns(con)
+    extra = ("seed", "problem_seed", "ref_kind", "ref_key", "device", "package_version", "schema_version")
+    wanted = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS + extra) if c in columns]
+    rows = []
+    for col, distinct in column_values(con, wanted, sweep_is(sweep), limit=13).items():
+        values = distinct["v"].tolist()
+        shown = ", ".join(fmt(v, "g") for v in values[:12]) + (", ..." if len(values) > 12 else "")
+        rows.append({"column": col, "values": shown, "count": len(values) if len(values) <= 12 else "> 12"})
+    return pd.DataFrame(rows)
+
+
+def varying_axes(con, sweep: str, where: str | None = None) -> list[str]:
+    """The sweep's columns among L, M, D and the grid columns that take more than one value."""
+    columns = table_columns(con)
+    candidates = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS) if c in columns]
+    counts = query_frame(con, "SELECT " + ", ".join(f'count(DISTINCT "{c}") AS "{c}"' for c in candidates)
+                         + f" FROM metrics WHERE {sweep_is(sweep)}" + (f" AND ({where})" if where else ""))
+    return [c for c in candidates if int(counts[c].iloc[0]) > 1]
+
+
+def needed_axes(form: str) -> frozenset[str]:
+    """The axes a law needs to vary to be fitted: those of L and M it uses; D for ``joint`` (its
+    c3/sqrt(D) term) and for a law of D alone; one of L, M, D for a law of P alone."""
+    label, expr = resolve_form(form)
+    used = set(expr.variables)
+    needed = used & {"L", "M"}
+    if label == "joint" or (not needed and "D" in used):
+        needed.add("D")
+    return frozenset(needed)
+
+
+def _phase_axes(varying: list[str]) -> tuple[str, str] | None:
+    ordered = [c for c in PHASE_AXIS_ORDER if c in varying]
+    if len(ordered) >= 2:
+        return ordered[0], ordered[1]
+    if len(ordered) == 1:
+        return ordered[0], next(c for c in ("D", "L", "M") if c != ordered[0])
+    return None
+
+
+# ----------------------------------------------------------------------------- the page's tables
+
+
+def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
+    """A table for the template's ``table`` macro: column names and formatted cells."""
+    return {"classes": f"dataframe {classes}", "columns": [str(c) for c in frame.columns],
+            "rows": [[fmt(v, spec) for v in row] for row in frame.itertuples(index=False)]}
+
+
+def _per_draw(result) -> pd.DataFrame | None:
+    frame = result_field(result, "per_draw", None)
+    if not isinstance(frame, pd.DataFrame) or not len(frame):
+        return None
+    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
+
+
+def _fit_block(result: FitResult) -> dict:
+    """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
+    unidentified = result_field(result, "unidentified", {})
+    per_draw = _per_draw(result)
+    return {
+        "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
+        "table": _table(result.table().assign(ci=lambda t: [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
+                                                            zip(t["ci_low"], t["ci_high"])])
+                        [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
+        "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
+        "n_flagged": int(result_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
+        "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
+        else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
+        "n_boot": result.n_boot,
+        "ci_covers": BOOTSTRAP_COVERS.get(result_field(result, "bootstrap", "seeds"), result_field(result, "bootstrap", "seeds")),
+        "warnings": list(result.notes) + [w for w in result_field(result, "warnings", []) if w not in result.notes],
+        "unidentified": dict(unidentified), "pre_asymptotic": list(result_field(result, "pre_asymptotic", [])),
+        "per_draw": _table(per_draw, "per-draw-table") if per_draw is not None else None,
+    }
+
+
+CHART_TITLES = {
+    "bias_vs_depth": "Bias (the seed-mean's distance from the reference) vs depth L, one colour per M, with the "
+                     "decomposed fit's c1 L^-a and a slope -1 guide",
+    "fluct_vs_units": "Fluctuation (the seeds' spread around their mean) vs L*M, with the decomposed fit's "
+                      "c2 (D/(LM))^b and a slope -1/2 guide",
+    "error_vs_depth": "Error vs depth L (fitted law, slope -1 guide)",
+    "error_vs_units": "Error vs L*M: the hidden width (slope -1/2 guide)",
+    "error_heatmap": "Error over (L, M) with the fitted surface's contours",
+    "parity": "Measured vs fitted",
+    "residuals": "Log residuals of the fit",
+    "local_slopes": "Local slopes between neighbouring grid values (theory -1 in L, -1/2 in L*M)",
+    "error_vs_step": "Error along gradient descent",
+    "error_vs_params": "Error vs parameters P = L*M*D",
+    "per_draw": "Estimates per problem draw, with the pooled CI band",
+    "phase": "Phase diagram",
+    "adaptive_points": "Adaptive sweep: the points chosen, coloured by the round that first chose them, sized by "
+                       "the number of problem draws chosen there (grey squares: every pairing of the L values and "
+                       "the M values chosen, not the candidate grid, which the rounds log does not hold)",
+    "adaptive_ci": "Adaptive sweep: each target's CI half-width after each round against the compute spent "
+                   "(exponents: absolute; positive constants: relative, half the width of the CI of log c)",
+}
+
+
+def _chart_title(name: str) -> str:
+    if name.startswith("compare_"):
+        from .compare_report import TITLES
+
+        return TITLES.get(name, name)
+    if name.startswith("error_vs_") and name not in CHART_TITLES:
+        return f"Error vs {name[len('error_vs_'):]} (the other swept axes held, one line per L, M, D)"
+    return CHART_TITLES.get(name, name)
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
+                 where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
+                 store=None, formats=CHART_FORMATS, force: bool = False, comparison=None) -> Report:
+    """Fit, chart and write the report of a sweep into ``out_dir``.
+
+    Args:
+        con: DuckDB connection with the store's views. sweep: its name.
+        out_dir: the folder to write (created; files of the same names are replaced).
+        metric, step, where: which errors (see ``grid_errors``); axes other than L, M, D that
+            vary are held at ``held_axes`` values for the fits (said in the report).
+        form: the fit drawn in the charts (decomposed by default, free_rss where it cannot be
+            fitted; any form or expression).
+        n_boot, seed: bootstrap resamples and seed of every fit.
+        store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
+        formats: which files to write per chart besides index.html.
+        force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
+            without it such a file is refused before any work; no file is written through a link).
+        comparison: an ``explorer.analysis.compare_sweeps.Comparison`` of this sweep with another: adds
+            its table and charts (``explorer.report.compare_report``).
+    Returns:
+        A :class:`Report`.
+    Raises:
+        SweepDataError, FitError, QueryError: no data to report (unknown sweep, metric, filter).
+        A form that cannot be fitted (too few points above the floor) is reported, not raised;
+        one whose axes the sweep does not vary is not tried (``Report.skipped``).
+    """
+    out = Path(out_dir)
+    resolve_form(form)  # a bad form is a usage error, before any work
+    folder = OutputFolder(out, force=force)
+    for name in ("index.html", "fits.csv"):
+        folder.check(name)  # someone else's file, or a linked folder: refused before any work
+    with query_cache(con):  # one read of the store: each distinct query runs once
+        require_sweep_rows(con, sweep)
+        report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
+        report.varying = varying_axes(con, sweep, where)
+        report.fixed = held_axes(con, sweep, SCALE_AXES, where)
+        fit_where = held_where(report.fixed, where)
+        grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
+
+        _fit_forms(report, con, sweep, grid, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
+        if report.fits:
+            try:
+                report.comparison = pd.DataFrame(compare_laws(grid))
+            except (FitError, ValueError) as exc:
+                report.fit_errors["model comparison"] = str(exc)
+        main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+        if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
+            main = report.fits.get(RSS_FALLBACK)
+        if "joint" in report.fits:
+            report.advice = shape_advice(report.fits["joint"])
+
+        axes = _phase_axes(report.varying)
+        if axes is not None:
+            try:
+                report.phase = phase_diagram(con, sweep, *axes, where=where)
+            except SweepDataError as exc:
+                report.fit_errors["phase diagram"] = str(exc)
+
+        points = main.grid if main is not None else grid
+        report.slopes = diagnostic_charts.local_slopes(points)
+        _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+        report.charts.update(_comparison_charts(comparison))
+        report.summary = summary_sentences(report, grid, metric)
+        specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
+        for name, chart in report.charts.items():
+            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name],
+                       output=folder)
+        folder.write("fits.csv", report.fit_rows().to_csv(index=False))
+        if store is not None:
+            report.fits_not_saved = save_fits(store, report.fits.values())
+        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison)
+        folder.write("index.html", page)
+        return report
+
+
+def _fit_forms(report: Report, con, sweep: str, grid: pd.DataFrame, form: str, *, metric: str, step: int | None,
+               where: str | None, n_boot: int, seed: int) -> None:
+    """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
+    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
+    forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
+    for name in forms:
+        missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
+        if missing:
+            report.skipped[name] = missing
+            continue
+        try:
+            if name == "decomposed":
+                frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
+                report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where)
+            else:
+                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=where)
+        except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
+            report.fit_errors[name] = str(exc)
+
+
+def save_fits(store, results) -> str | None:
+    """Write each fit's rows to the store; None, or why they could not be written (a read-only
+    store: the report is still written, the fits are in its fits.csv)."""
+    from store import StoreError, StoreUnreachable
+
+    try:
+        for result in results:
+            store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+    except (StoreUnreachable, StoreError) as exc:
+        if isinstance(exc, StoreUnreachable) or "cannot write" in str(exc):
+            return " ".join(str(exc).split())
+        raise
+    return None
+
+
+def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
+    """The charts the sweep's varying axes support: L-M charts need L (and M), every other
+    swept axis gets an error chart over it."""
+    c, varying = report.charts, report.varying
+    vary_l, vary_m = "L" in varying, "M" in varying
+    decomposed = report.fits.get("decomposed")
+    if decomposed is not None:
+        for name, chart in (("bias_vs_depth", _charts.bias_vs_depth(decomposed)),
+                            ("fluct_vs_units", _charts.fluct_vs_units(decomposed))):
+            if chart is not None:
+                c[name] = chart
+    if vary_l:
+        c["error_vs_depth"] = _charts.error_vs_depth(points, main)
+    if vary_l or vary_m:
+        c["error_vs_units"] = _charts.error_vs_units(points, main)
+    if vary_l and vary_m:
+        c["error_heatmap"] = _charts.error_heatmap(points, main)
+    if main is not None:
+        c["parity"] = _charts.parity(main)
+        c["residuals"] = _charts.residuals(main)
+    if len(report.slopes):
+        c["local_slopes"] = diagnostic_charts.local_slopes_chart(report.slopes)
+    c["error_vs_step"] = _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where))
+    if vary_l or vary_m or "D" in varying:
+        c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
+    if "D" in varying:
+        c["error_vs_D"] = diagnostic_charts.error_vs_axis(points, "D")
+    for axis in (a for a in varying if a not in SCALE_AXES):
+        held = {k: v for k, v in report.fixed.items() if k != axis}
+        grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
+        c[f"error_vs_{axis}"] = diagnostic_charts.error_vs_axis(grid, axis)
+    # the decomposed fit's estimates first: their spread over draws is what the interval rests on
+    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
+    per_draw = [(r, p) for r, p in per_draw if p is not None]
+    if per_draw:
+        result, frame = per_draw[0]
+        c["per_draw"] = diagnostic_charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
+    if report.phase is not None:
+        c["phase"] = diagnostic_charts.phase_chart(report.phase)
+    _add_adaptive_charts(c, con, sweep)
+
+
+def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
+    """An adaptive sweep's two charts (its ``rounds`` log): the chosen points over the grid, and
+    the targets' CI half-widths against the compute spent."""
+    try:
+        rounds = query_frame(con, f"SELECT * FROM rounds WHERE {sweep_is(sweep)}")
+    except (QueryError, SweepDataError):  # a connection without the rounds view
+        return
+    if rounds.empty:
+        return
+    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
+    if len(points):
+        c["adaptive_points"] = diagnostic_charts.adaptive_points(points)
+    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
+    if len(targets):
+        from ..analysis.targets import positive_parameters, target_halfwidth
+
+        positive = positive_parameters(str(targets["form"].iloc[-1]))
+        targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)
+                                             for r in targets.itertuples()],
+                                 relative=[r.parameter in positive for r in targets.itertuples()])
+        c["adaptive_ci"] = diagnostic_charts.ci_vs_compute(targets)
+
+
+def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:
+    """``build_report`` on a store: fits are also written to the store (unless ``save`` is
+    False, or the store cannot be written: then the report is still written). Returns ``out``.
+
+    Args:
+        sweep: the sweep name. store: a ``store.Store`` or a URI. out: the report folder.
+        save: write the fits to the store (``explorer report --no-save``: False).
+        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force).
+    """
+    st, con = open_sweep(store, sweep)
+    build_report(con, sweep, out, store=st if save else None, **options)
+    return Path(out)
+
+
+def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where,
+          sweeps=None) -> str:
+    """index.html from templates/report.html.j2 (every value escaped by the template)."""
+    advice = None
+    if report.advice is not None:
+        frontier = report.advice["frontier"]
+        measured = float((grid["L"] * grid["M"] * grid["D"]).max())
+        table = frontier[["P", "L_int", "M_int", "D_int", "err_int", "best_err"]].rename(columns={
+            "L_int": "L", "M_int": "M", "D_int": "D", "err_int": "fitted error", "best_err": "continuous optimum error"})
+        table["extrapolated"] = np.where(frontier["P"] > measured * (1 + 1e-9), "yes", "no")
+        advice = {"table": _table(table, "advice-table"), "measured": fmt(measured, ".3g")}
+    phase = None
+    if report.phase is not None:
+        cells = report.phase.cells
+        cols = [report.phase.x, report.phase.y, "phase", "feature_update", "lin_ratio", "output_change",
+                "local_ratio", "init_noise", "n_seeds", "n_diverged", "n_failed"]
+        phase = {"rule": report.phase.rule, "table": _table(cells[[c for c in cols if c in cells.columns]], "phase-table")}
+    comparison = None
+    if report.comparison is not None and len(report.comparison):
+        frame = report.comparison
+        comparison = _table(frame[[c for c in COMPARE_COLUMNS + ("note",) if c in frame.columns]], "comparison-table")
+    excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]]
+    slopes = report.slopes
+    return _environment().get_template("report.html.j2").render(
+        sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
+        summary=report.summary, fixed=", ".join(f"{k} = {fmt(v, 'g')}" for k, v in report.fixed.items()),
+        fits=[_fit_block(r) for r in report.fits.values()], comparison=comparison,
+        charts=[{"name": name, "title": _chart_title(name), "spec": spec} for name, spec in specs.items()],
+        chart_formats=CHART_FORMATS, phase=phase, advice=advice,
+        slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
+        floor_factor=fmt(FLOOR_FACTOR, "g"),
+        excluded=_table(excluded, "excluded-table") if len(excluded) else None,
+        counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
+        sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def _comparison_charts(comparison) -> dict:
+    """The charts of a comparison with another sweep (none without one)."""
+    if comparison is None:
+        return {}
+    from .compare_report import comparison_charts
+
+    return comparison_charts(comparison)
+
+
+def _comparison_block(comparison) -> dict:
+    """What the template shows of a comparison with another sweep (``explorer.report.compare_report``)."""
+    from .compare_report import comparison_table
+
+    lines = comparison.lines()
+    return {"b": comparison.b.label, "head": lines[:2], "table": _table(comparison_table(comparison), "sweeps-table"),
+            "lines": [line for line in lines[2:] if line.startswith(("left out", "warning", "note"))]}
+
+
+__all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "fmt", "needed_axes", "save_chart",
+           "sweep_config", "varying_axes", "vega_bundle", "write_report"]

@@ -1,0 +1,164 @@
+"""The report's summary in words: what the fit says about each term (with its theory), the
+decomposed law's two terms, the shape advice, and what was left out. Each sentence is escaped
+markup (numbers wrapped in spans the page can style)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from ..analysis.fit import flag_summary
+from ..analysis.fit_result import FitResult
+from ..analysis.laws import RSS_FALLBACK
+from ..analysis.queries import FLOOR_FACTOR, REFERENCE_ERROR
+from ..formatting import fmt
+
+if TYPE_CHECKING:
+    from .page import Report
+
+
+def _span(value: float, text: str, **data) -> Markup:
+    """A number the page's readers (and tests) can check: ``data-*`` attributes name its fit."""
+    attrs = Markup(" ").join(Markup('data-{}="{}"').format(k.replace("_", "-"), v) for k, v in data.items())
+    return Markup('<span class="num" {} data-value="{}">{}</span>').format(attrs, repr(value), text)
+
+
+
+def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: str) -> Markup:
+    """'slope in L: -0.98, 95% CI [-1.05, -0.91], theory -1' from an exponent (slope = -exponent)."""
+    est, lo, hi = result.estimate[parameter], result.ci_low[parameter], result.ci_high[parameter]
+    common = {"fit_id": result.fit_id, "parameter": parameter}
+    return Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
+        label, _span(-est, fmt(-est, ".3f"), field="slope", **common),
+        _span(-hi, fmt(-hi, ".3f"), field="slope_low", **common),
+        _span(-lo, fmt(-lo, ".3f"), field="slope_high", **common), theory)
+
+
+
+def result_field(result, name: str, default):
+    """A FitResult field that newer versions of explorer.analysis.fit add (older ones lack it)."""
+    value = getattr(result, name, default)
+    return default if value is None else value
+
+
+
+def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
+    M_ = Markup
+    # Grid points measured against several references are read against their newest (the note says which).
+    lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
+    fits = report.fits
+    lines.extend(_decomposed_sentences(report))
+    if "theory" in fits:
+        t = fits["theory"]
+        lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
+                        "({} floor-limited left out); a fit without the largest L&middot;M predicts it within {}%.")
+                     .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
+                             _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
+                             t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
+    if "output" in fits and "theory" in fits:
+        better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
+        lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
+                        "form: the {} form describes this grid better.")
+                     .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
+    for name, result in fits.items():
+        warnings = len(result.notes) + len([w for w in result_field(result, "warnings", []) if w not in result.notes])
+        if warnings:
+            lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
+                         .format(name, warnings, "s" if warnings > 1 else ""))
+    if report.advice is not None:
+        lines.append(_advice_sentence(report.advice))
+    for form, why in report.fit_errors.items():
+        if form != "decomposed":  # said in the first line
+            lines.append(M_("The {} form was not fitted: {}").format(form, why))
+    lines.extend(_skipped_sentences(report))
+    if report.phase is not None:
+        counts = report.phase.counts()
+        shown = ", ".join(f"{n} {p}" for p, n in counts.items() if n)
+        lines.append(M_("Phase diagram over {} and {}: {} cells.").format(report.phase.x, report.phase.y, shown))
+    ref = grid["ref_err"].to_numpy(float)
+    floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
+    most = max(fits.values(), key=lambda r: int(result_field(r, "n_flagged", 0)), default=None)
+    flagged = int(result_field(most, "n_flagged", 0)) if most is not None else 0
+    lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
+                    "out of the fits{}.").format(
+        REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
+        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, flag_summary(most)) if flagged else ""))
+    c = report.counts
+    lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
+        c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
+    return lines
+
+
+
+def _decomposed_sentences(report: Report) -> list[Markup]:
+    """The summary's first lines: a and b of the decomposed fit with their intervals, or why
+    they are not measured on this grid, then its two surfaces."""
+    result = report.fits.get("decomposed")
+    out = []
+    if result is None:
+        why = report.fit_errors.get("decomposed")
+        if why is None:
+            return []  # the sweep does not vary L and M: said with the other laws not fitted
+        out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
+                          "{}.").format(why))
+        result = report.fits.get(RSS_FALLBACK)
+        if result is None:
+            return out
+        source = Markup("free_rss fit to the RMS errors")
+    else:
+        source = Markup("decomposed fit")
+    for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
+                                ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
+                                 .format(source), "1/2")):
+        if name in result.unidentified:
+            out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
+            continue
+        common = {"fit_id": result.fit_id, "parameter": name}
+        out.append(Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
+            label, _span(result.estimate[name], fmt(result.estimate[name], ".3f"), field="estimate", **common),
+            _span(result.ci_low[name], fmt(result.ci_low[name], ".3f"), field="ci_low", **common),
+            _span(result.ci_high[name], fmt(result.ci_high[name], ".3f"), field="ci_high", **common), theory))
+    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in result_field(result, "surfaces", []))
+    return out
+
+
+
+def _advice_sentence(advice: dict) -> Markup:
+    """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
+    beyond the measured budgets (a CI of zero width is that algebra, not a measurement)."""
+    last = advice["frontier"].iloc[-1]
+    lo_p, hi_p = advice["exponent_range"]
+    degenerate = not (np.isfinite(advice["ci_low"]) and advice["ci_high"] - advice["ci_low"] > 1e-3)
+    ci = (Markup("the bootstrap CI [{}, {}] has no width: the exponent restates the law's algebra, not a "
+                 "measurement").format(fmt(advice["ci_low"], ".3f"), fmt(advice["ci_high"], ".3f")) if degenerate
+          else Markup("95% CI [{}, {}] from the fit's bootstrap").format(fmt(advice["ci_low"], ".3f"),
+                                                                       fmt(advice["ci_high"], ".3f")))
+    return Markup('<span class="warn">Extrapolation:</span> the joint law, read at budgets P = {} to {} beyond the '
+                  "largest measured model, gives a best-error exponent in P of {} ({}; theory -1/6); at P = {} its "
+                  "best shape is L = {}, M = {}, D = {}.").format(
+        fmt(lo_p, ".3g"), fmt(hi_p, ".3g"), fmt(advice["exponent"], ".3f"), ci, fmt(float(last["P"]), ".3g"),
+        int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
+
+
+
+def _and(items) -> str:
+    """'L', 'L and M', 'L, M and D'."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+
+def _skipped_sentences(report: Report) -> list[Markup]:
+    """One sentence for the laws the sweep cannot determine, grouped by the axes they miss."""
+    by_reason: dict = {}
+    for form, missing in report.skipped.items():
+        by_reason.setdefault(missing, []).append(form)
+    varies = ", ".join(report.varying) or "nothing"
+    return [Markup("Not fitted ({}): {} {} to vary; this sweep varies {}.").format(
+        ", ".join(forms), "it needs" if len(forms) == 1 else "they need", _and(missing), varies)
+        for missing, forms in by_reason.items()]
+
+
+__all__ = ["result_field", "summary_sentences"]

@@ -1,0 +1,155 @@
+"""The grades of ``explorer reproduce``: how one measured number compares with one paper's claim.
+
+Four grades, each with a reason that is always printed:
+
+- **consistent**: the paper's value (in our units, after the claim's documented conversion) lies
+  inside our 95 % interval, and that interval is informative: for a constant, ci_high / ci_low
+  <= ``INFORMATIVE_RATIO``; for an exponent, half-width <= ``INFORMATIVE_HALFWIDTH``.
+- **close, CI excludes**: the estimate is within the claim's stated factor of the paper's value
+  (a constant) or within ``factor`` of it additively (an exponent), but the informative interval
+  leaves the paper's value out. The reason gives the ratio and the distance in standard errors.
+- **not measured**: nothing to compare: no estimate, no interval, an interval of width zero
+  (every resample gave the same value: a parameter at its bound), an uninformative interval, or a
+  fit whose own R^2 says the law does not explain the grid.
+- **disagrees**: everything else.
+
+A *negligible* claim (a term the paper finds ~0) is consistent only when the interval's upper end
+shows the term below a stated share of err^2 at every fitted point (``negligible_verdict``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..analysis.fit_result import Z95
+
+CONSISTENT = "consistent"
+CLOSE = "close, CI excludes"
+NOT_MEASURED = "not measured"
+DISAGREES = "disagrees"
+GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES)
+
+INFORMATIVE_RATIO = 3.0  # a constant's CI wider than ci_high / ci_low = 3 does not measure it
+INFORMATIVE_HALFWIDTH = 0.15  # an exponent's CI wider than +-0.15 does not measure it
+ZERO_WIDTH = 1e-9  # relative width below which an interval is "zero width"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    grade: str
+    reason: str
+
+
+def finite(x) -> bool:
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _interval_problem(estimate, ci_low, ci_high) -> str | None:
+    """Why an interval measures nothing, or None."""
+    if not finite(estimate):
+        return "no estimate (the fit or measurement failed)"
+    if not (finite(ci_low) and finite(ci_high)):
+        return "no interval (the bootstrap gave none)"
+    if ci_high - ci_low <= ZERO_WIDTH * max(abs(estimate), abs(ci_low), abs(ci_high), 1e-300):
+        return (f"the interval [{ci_low:.3g}, {ci_high:.3g}] has width zero: every resample gave the same value "
+                "(a parameter at its bound), not a measurement")
+    return None
+
+
+def constant_verdict(paper: float, estimate, ci_low, ci_high, *, factor: float | None = None,
+                     unexplained: str | None = None) -> Verdict:
+    """A positive constant against the paper's (both in the paper's units). ``unexplained``: the
+    fit's own sentence that its law does not explain the grid (then not measured)."""
+    problem = _interval_problem(estimate, ci_low, ci_high)
+    if problem:
+        return Verdict(NOT_MEASURED, problem)
+    if unexplained:
+        return Verdict(NOT_MEASURED, unexplained)
+    if not (ci_low > 0 and ci_high / ci_low <= INFORMATIVE_RATIO):
+        spread = f"{ci_high / ci_low:.3g}x" if ci_low > 0 else "to zero or below"
+        return Verdict(NOT_MEASURED, f"the 95 % interval [{ci_low:.3g}, {ci_high:.3g}] spans {spread} (informative: "
+                                     f"<= {INFORMATIVE_RATIO:g}x): this grid does not determine the constant")
+    ratio = estimate / paper
+    if ci_low <= paper <= ci_high:
+        return Verdict(CONSISTENT, f"the paper's {paper:.3g} lies in [{ci_low:.3g}, {ci_high:.3g}] "
+                                   f"(ratio ours / paper {ratio:.3g})")
+    se_log = math.log(ci_high / ci_low) / (2 * Z95)
+    n_se = abs(math.log(estimate / paper)) / se_log if estimate > 0 and se_log > 0 else math.inf
+    where = f"ratio ours / paper {ratio:.3g}, {n_se:.1f} standard errors (in log) from the paper's {paper:.3g}"
+    if factor is not None and estimate > 0 and 1 / factor <= ratio <= factor:
+        return Verdict(CLOSE, f"{where}; within the stated factor {factor:g}")
+    return Verdict(DISAGREES, where + (f"; outside the stated factor {factor:g}" if factor else ""))
+
+
+def exponent_verdict(paper: float, estimate, ci_low, ci_high, *, tolerance: float | None = None,
+                     unexplained: str | None = None) -> Verdict:
+    """An exponent against the paper's: informative when the half-width is <= 0.15; close when
+    |ours - paper| <= ``tolerance`` but outside the interval."""
+    problem = _interval_problem(estimate, ci_low, ci_high)
+    if problem:
+        return Verdict(NOT_MEASURED, problem)
+    if unexplained:
+        return Verdict(NOT_MEASURED, unexplained)
+    half = (ci_high - ci_low) / 2
+    if half > INFORMATIVE_HALFWIDTH:
+        return Verdict(NOT_MEASURED, f"the 95 % interval [{ci_low:.3g}, {ci_high:.3g}] has half-width {half:.3g} "
+                                     f"(informative: <= {INFORMATIVE_HALFWIDTH:g}): this grid does not determine the exponent")
+    if ci_low <= paper <= ci_high:
+        return Verdict(CONSISTENT, f"the paper's {paper:.3g} lies in [{ci_low:.3g}, {ci_high:.3g}]")
+    n_se = abs(estimate - paper) / (half / Z95)
+    where = f"ours - paper = {estimate - paper:+.3g}, {n_se:.1f} standard errors"
+    if tolerance is not None and abs(estimate - paper) <= tolerance:
+        return Verdict(CLOSE, f"{where}; within the stated tolerance {tolerance:g}")
+    return Verdict(DISAGREES, where)
+
+
+def negligible_verdict(share_estimate, share_low, share_high, share_limit: float, *, estimate=None, ci_low=None,
+                       ci_high=None, unexplained: str | None = None) -> Verdict:
+    """A term the paper finds negligible: ``share_*`` are the largest share of err^2 the term
+    takes at any fitted point, at the estimate and at the interval's ends. Consistent when even
+    the upper end stays below ``share_limit``; disagrees when even the lower end is above it;
+    else (the interval straddles the limit) not measured."""
+    problem = _interval_problem(estimate, ci_low, ci_high)
+    if problem:
+        return Verdict(NOT_MEASURED, problem)
+    if unexplained:
+        return Verdict(NOT_MEASURED, unexplained)
+    shares = (f"the term's largest share of err^2 over the fitted points: {share_estimate:.2%} at the estimate, "
+              f"{share_high:.2%} at the interval's upper end (limit {share_limit:.0%})")
+    if share_high <= share_limit:
+        return Verdict(CONSISTENT, shares)
+    if share_low > share_limit:
+        return Verdict(DISAGREES, shares + f"; {share_low:.2%} even at the lower end")
+    return Verdict(NOT_MEASURED, shares + ": the interval allows both a negligible and a sizeable term")
+
+
+def bounds_verdict(values, low: float, high: float, what: str) -> Verdict:
+    """Every value in [low, high] (a hand-set curve's ratios, a threshold): consistent, else
+    disagrees; none: not measured."""
+    values = [float(v) for v in values if finite(v)]
+    if not values:
+        return Verdict(NOT_MEASURED, f"no {what} measured")
+    outside = [v for v in values if not low <= v <= high]
+    if len(values) == 1:
+        inside = "in" if not outside else "outside"
+        return Verdict(DISAGREES if outside else CONSISTENT, f"{what} {values[0]:.3g} {inside} [{low:.3g}, {high:.3g}]")
+    if not outside:
+        return Verdict(CONSISTENT, f"every {what} ({len(values)}) in [{low:.3g}, {high:.3g}]")
+    return Verdict(DISAGREES, f"{len(outside)} of {len(values)} {what}s outside [{low:.3g}, {high:.3g}] "
+                              f"(from {min(values):.3g} to {max(values):.3g})")
+
+
+def headline(grades) -> str:
+    """``2 consistent, 1 close (CI excludes), 1 not measured, 0 disagree``: each grade counted."""
+    grades = list(grades)
+    n = {g: grades.count(g) for g in GRADES}
+    return (f"{n[CONSISTENT]} consistent, {n[CLOSE]} close (CI excludes), {n[NOT_MEASURED]} not measured, "
+            f"{n[DISAGREES]} disagree{'s' if n[DISAGREES] == 1 else ''}")
+
+
+__all__ = ["CLOSE", "CONSISTENT", "DISAGREES", "GRADES", "INFORMATIVE_HALFWIDTH", "INFORMATIVE_RATIO", "NOT_MEASURED",
+           "Verdict", "bounds_verdict", "constant_verdict", "exponent_verdict", "finite", "headline",
+           "negligible_verdict"]

@@ -1,0 +1,97 @@
+"""Opening the results store: the one way the explorer reaches a store, and its errors as the
+explorer's one-line errors.
+
+    with store_errors():
+        st = open_store(store_uri, must_exist=True)      # or open_store(uri, sweep=name)
+        ...
+
+``open_store`` is the one way the explorer (CLI, Python API, sweeps, analysis) opens a store,
+and ``open_sweep`` the one way a command reads one sweep of it.
+``store_errors`` turns the store's exceptions (which know nothing of the CLI) into the
+explorer's one-line ``UsageError``s: ``StoreQueryError`` -> ``QueryError``, any other
+``StoreError`` -> ``StoreAccessError`` (both exit 2).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import QueryError, StoreAccessError, SweepDataError
+
+if TYPE_CHECKING:  # the store (pyarrow, duckdb) is imported by the commands that open one
+    from store import Store
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """Re-raise store exceptions as one-line CLI errors."""
+    try:
+        yield
+    except Exception as exc:
+        store = sys.modules.get("store")  # not imported: the exception cannot be one of its errors
+        if store is None or not isinstance(exc, store.StoreError):
+            raise
+        if isinstance(exc, store.StoreQueryError):
+            raise QueryError(str(exc)) from exc
+        raise StoreAccessError(str(exc)) from exc
+
+
+def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep: str | None = None) -> Store:
+    """The Store at ``store``: a ``Store`` (returned as is), a directory or ``s3://bucket/prefix``.
+
+    A relative directory is made absolute (``~`` expanded): a Store travels to Ray workers by its
+    URI, and they run elsewhere.
+
+    Args:
+        must_exist: refuse a store nothing has been written to yet.
+        sweep: refuse a store without this sweep (for commands that read one sweep).
+
+    Raises:
+        StoreAccessError: the URI cannot be resolved, or (must_exist) the store is empty, or
+            (sweep) the name cannot be a sweep's.
+        SweepDataError: (sweep) the store has no such sweep; the message lists those it has.
+    """
+    from store import Store, check_sweep
+
+    with store_errors():
+        if isinstance(store, Store):
+            opened = store
+        else:
+            text = os.fspath(store)
+            if not text.strip():
+                raise StoreAccessError("empty store URI: pass --store DIR or --store s3://bucket/prefix")
+            opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
+        if sweep is not None:
+            check_sweep(sweep)  # a name no sweep can have ("../etc") says so, not "unknown"
+            if not opened.exists():
+                raise SweepDataError(f"unknown sweep {sweep!r}: there is no results store at {opened.uri!r} "
+                                     "(nothing written there yet); pass --store URI")
+            sweeps = opened.sweeps()
+            if sweep not in sweeps:
+                raise SweepDataError(f"unknown sweep {sweep!r}; the store {opened.uri!r} has: {', '.join(sweeps) or 'none'}")
+        elif must_exist and not opened.exists():
+            given = store.uri if isinstance(store, Store) else os.fspath(store)
+            raise StoreAccessError(f"no results store at {given!r} (nothing written there yet); pass --store URI")
+    return opened
+
+
+def open_sweep(store: Store | str | os.PathLike, sweep: str):
+    """The store and a read-only DuckDB connection on its views for one sweep (as ``explorer
+    sql``'s: a ``--where`` filter cannot read or write files).
+
+    Args:
+        store: a ``Store`` or a store URI.
+
+    Returns:
+        ``(Store, duckdb connection)``; close the connection when done.
+
+    Raises:
+        SweepDataError: nothing is stored at ``store``, or it has no sweep of that name (the
+            message lists those it has).
+    """
+    st = open_store(store, sweep=sweep)
+    with store_errors():
+        return st, st.connect(sweep=sweep, read_only=True)

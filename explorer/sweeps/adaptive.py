@@ -1,0 +1,469 @@
+"""Adaptive sweeps (``explorer sweep SPEC --adaptive``): run the [grid] as a candidate set, a round
+at a time, until the targets' CIs are narrow enough or the budget is spent.
+
+The loop (docs/sweeps.md, "Adaptive sweeps"):
+
+0. Round 0 is a space-filling initial design over the candidates (``selection.initial_design``)
+   spread over the problem draws, costing at most 40% of the budget.
+1. A round is first written to the store's ``rounds`` log as *planned* (its chosen points, each
+   with its expected CI gain per predicted second), then its trials are run by the runner (one
+   ``run_sweep`` restricted to their keys, as Ray Tune trials like any sweep).
+2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
+   (``explorer.analysis.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
+   rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
+   every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
+   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
+   in two consecutive rounds with each estimate inside the previous round's interval
+   (``unconfirmed``: one lucky round does not stop the loop), the budget spent, or no candidate
+   left that is expected to help. With the ``decomposed`` law the fit reads the seeds' Gram
+   rows and keeps its per-draw fits and pre-asymptotic guard on. A round is never recorded done before its trials are all in the store.
+3. Rerunning the same command resumes: a planned round is completed first (its finished trials
+   are not rerun), a done round without a stop reason is followed by the next, a stopped loop
+   only reports.
+
+Compute is counted in proxy units, L*M*D*seeds per trial, against ``budget`` times the full
+grid's: a choice never takes the spending past the budget. Wall time (sum of the trials'
+``wall_s``) is reported beside it and drives the cost model of the selection.
+"""
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Collection
+
+import numpy as np
+import pandas as pd
+
+from store import FINAL_STATUSES, SCHEMA_VERSION, Store
+
+from ..analysis.targets import (halfwidth_of, positive_parameters, target_halfwidth, target_lines, targets_of,
+                                unmeasured_in)
+from ..config.planning import plan
+from ..config.spec import SweepSpec
+from ..config.spec_rules import adaptive_targets
+from ..errors import FitError, SweepDataError, spec_error
+from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
+from .interrupts import SignalGuard, resume_command
+from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
+
+INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
+MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
+FIT_SEED = 0  # every round's bootstrap uses the same seed: a resumed loop makes the same choices
+
+# The runner runs the trials of ``keys`` (a SweepSpec's, a subset of its plan) and may return a
+# ray_runner.SweepResult; its ``interrupted`` (a signal) stops the loop with that exit code.
+Runner = Callable[[SweepSpec, frozenset], object]
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+class AdaptiveLoop:
+    """One run of the loop over a store: the spec's candidates, what is spent, the log."""
+
+    def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
+        self.spec, self.store, self.runner, self.log = spec, store, runner, log
+        self.guard: SignalGuard | None = None  # run_adaptive's: a signal stops the loop between its steps
+        self.ad = spec.adaptive
+        self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
+        self._walls: dict | None = None
+        varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
+        if varying:
+            raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
+                             "and problem_seeds (run one adaptive sweep per value)")
+        self.targets = adaptive_targets(self.ad)
+        self.positive = positive_parameters(self.ad.form)
+        self.cands = candidates_of(plan(spec, SCHEMA_VERSION).trials)
+        self.by_key = {c.trial_key: c for c in self.cands}
+        self.full = sum(c.cost for c in self.cands)
+        self.budget = self.ad.budget * self.full
+        # never more points than candidates: each point's cap is the design's cap / initial
+        self.initial = min(self.ad.initial or max(MIN_INITIAL, 2 * self.ad.batch), len(self.cands))
+        self._check_identifiable()
+
+    def _check_identifiable(self) -> None:
+        """Refuse a grid on which the law, or one of the targets, cannot be fitted at all: no
+        subset of it could ever reach the targets (a single L for the free law's ``a``)."""
+        from ..analysis.laws import resolve_form, unidentified_terms
+
+        law = resolve_form(self.ad.form)[1]
+        frame = pd.DataFrame({"L": [c.L for c in self.cands], "M": [c.M for c in self.cands],
+                              "D": [c.D for c in self.cands]})
+        try:
+            fitted, dropped = unidentified_terms(law, frame)
+        except FitError:
+            held = ", ".join(f"{v} = {frame[v].iloc[0]}" for v in ("L", "M", "D") if frame[v].nunique() == 1)
+            raise spec_error("[grid]", f"no term of the {self.ad.form} law varies on this grid ({held}); an adaptive "
+                             "sweep needs a grid that varies the law's variables (or run it as a plain sweep)") from None
+        for name in self.targets:
+            if name in dropped:
+                raise spec_error("[adaptive] targets", f"{name} is {dropped[name]}, so no point of this grid measures "
+                                 f"it; sweep more values there, or choose targets among "
+                                 f"{', '.join(p for p in fitted.parameters)}")
+        need = len(fitted.parameters) + 1
+        if len(self.cands) < need:
+            raise spec_error("[grid]", f"{len(self.cands)} candidate trial(s), but the {self.ad.form} law has "
+                             f"{len(fitted.parameters)} parameters on this grid and its fit needs at least {need} "
+                             "points; sweep more values (or run it as a plain sweep)")
+
+    def initial_plan(self, prior: Collection[str] = ()) -> list[Candidate]:
+        """Round 0's points on a store without rounds: the space-filling design within its cap
+        (``prior``: candidate trials already in the store, taken as chosen and paid for).
+
+        Raises:
+            SpecError: the budget pays for no initial point.
+        """
+        prior_cost = float(sum(self.by_key[k].cost for k in prior))
+        cap = min(INITIAL_SHARE * self.budget, self.budget - prior_cost)
+        counts: dict = {}
+        for k in prior:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        design = initial_design(self.cands, self.initial, cap, set(prior), counts)
+        if not design and prior_cost:
+            raise spec_error("[adaptive] budget", f"the {len(prior)} trial(s) of this sweep already in the store "
+                             f"cost {prior_cost / self.full:.1%} of the full grid, so a budget of "
+                             f"{self.ad.budget:.0%} pays for no initial point; raise budget, or use another sweep name")
+        if not design:
+            raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
+                             f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
+                             f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                             f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
+                             "budget (at most 1), lower initial, or sweep more small points")
+        return design
+
+    # -- reading the store
+    # The trials' statuses and wall times change only when the runner runs a round: they are read
+    # once per loop step and kept until ``forget`` (before and after each runner call, at each step),
+    # not re-read by every decision that needs them (a dozen reads a round, each a store query).
+    def forget(self) -> None:
+        """Drop the cached statuses and wall times: the next use reads the store again."""
+        self._statuses = self._walls = None
+
+    def statuses(self) -> dict[str, str]:
+        if self._statuses is None:
+            self._statuses = (self.store.trial_statuses(self.spec.name) if self.spec.name in self.store.sweeps()
+                              else {})
+        return dict(self._statuses)
+
+    def walls(self) -> dict:
+        if self._walls is None:
+            self._walls = (self.store.trial_column(self.spec.name, "wall_s") if self.spec.name in self.store.sweeps()
+                           else {})
+        return dict(self._walls)
+
+    def chosen(self, rounds: pd.DataFrame) -> list[str]:
+        if rounds.empty:
+            return []
+        points = rounds[rounds["entry"] == "point"]
+        return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
+
+    def spent(self, keys: Collection[str]) -> float:
+        """Proxy cost of the chosen ``keys`` and of every candidate trial already in the store
+        (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
+        return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
+
+    def prior(self, keys: Collection[str]) -> list[str]:
+        """Candidate trials in the store that no round chose (from an earlier plain sweep)."""
+        return [k for k in self.statuses() if k in self.by_key and k not in set(keys)]
+
+    def failed(self) -> list[str]:
+        """Candidate trials recorded failed: spent, in no fit, never retried by the loop."""
+        return [k for k, v in self.statuses().items() if v == "failed" and k in self.by_key]
+
+    def wall(self) -> tuple[float, WallModel]:
+        walls = {k: v for k, v in self.walls().items() if k in self.by_key and v is not None}
+        model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
+        return float(sum(walls.values())), model
+
+    def fit(self):
+        """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
+        from ..analysis.laws import FORMS
+        from ..analysis.fit import fit
+        from ..analysis.sweep_data import grid_errors
+
+        con = self.store.connect(sweep=self.spec.name, views=("metrics",))
+        try:
+            if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
+                from ..analysis.fit_decomposed import fit_decomposed
+                from ..analysis.sweep_data import seed_grams
+
+                # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
+                return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)
+            grid = grid_errors(con, self.spec.name)
+            return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
+                       range_check=False)
+        except (FitError, SweepDataError) as exc:
+            return str(exc)
+        except (np.linalg.LinAlgError, ValueError) as exc:  # a degenerate early design: more points first
+            return f"the fit failed ({type(exc).__name__}: {exc})"
+        finally:
+            con.close()
+
+    # -- writing the log
+    def write(self, number: int, state: str, rows: list[dict], keys: list[str], stop: str | None = None) -> None:
+        wall_s, _ = self.wall()
+        common = {"round": number, "state": state, "form": self.ad.form, "spent_cost": self.spent(keys),
+                  "budget_cost": self.budget, "full_cost": self.full, "spent_wall_s": wall_s, "stop_reason": stop}
+        self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
+
+    # -- deciding
+    def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
+        """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
+        left = self.budget - self.spent(keys)
+        have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
+        remaining = [c for c in self.cands if c.trial_key not in have]
+        counts: dict = {}
+        for k in keys:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        if not remaining:
+            return [], "", "every candidate has run"
+        if isinstance(result, str):  # no fit yet: more of the space-filling design
+            more = initial_design(self.cands, self.ad.batch, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
+            if not more:
+                return [], "", f"budget spent before the law could be fitted ({result})"
+            return more, f"space-filling design (no fit yet: {result})", None
+        hw = {t: halfwidth_of(result, t) for t in self.targets}  # relative for constants, as the selection
+        why = {t: unmeasured_in(result, t) for t in self.targets}
+        unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
+        if not unmet:
+            unconfirmed = self.unconfirmed(result, number)
+            if not unconfirmed:
+                warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
+                consts = [t for t in self.targets if t in self.positive]
+                rel = f" (relative for {', '.join(consts)})" if consts else ""
+                return [], "", (f"every target reached its half-width {self.ad.halfwidth:g}{rel} in two consecutive "
+                                f"rounds, each estimate inside the previous round's interval{warns}")
+            model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
+            _, wall_model = self.wall()
+            choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, draw_counts=counts)
+            if choices:
+                return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
+            return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
+                            f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
+        dropped = [t for t in unmet if t not in result.law.parameters]
+        if dropped:  # the points so far cannot measure a target the grid can: spread them first
+            more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
+            if more:
+                return more, (f"space-filling design ({', '.join(dropped)} not measurable from the points so far: "
+                              f"{'; '.join(result.unidentified.get(t, '') for t in dropped)})"), None
+        model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
+        _, wall_model = self.wall()
+        ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
+        choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, ref_err, draw_counts=counts)
+        if choices:
+            return choices, "greedy: expected CI gain per predicted second (linearised)", None
+        cheapest = min(c.cost for c in remaining)
+        best = model.predicted_halfwidths_with(remaining)
+        names = model.law.parameters
+
+        def unmet_detail(t: str) -> str:
+            if t not in names:
+                return f"{t} {result.unidentified.get(t, 'not fitted')}"
+            if why[t]:
+                return f"{t} {'relative half-width' if t in self.positive else 'half-width'} {hw[t]:.3g}: {why[t]}"
+            more = (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
+                    "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
+            kind = "relative half-width" if t in self.positive else "half-width"
+            return f"{t} {kind} {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
+
+        detail = "; ".join(unmet_detail(t) for t in unmet)
+        if cheapest > left:
+            why = f"budget spent ({self.spent(keys) / self.full:.1%} of the full grid's cost, budget {self.ad.budget:.0%})"
+        else:
+            why = "no remaining candidate within the budget is expected to shrink the unmet targets"
+        return [], "", f"{why}; not reached: {detail}"
+
+    def unconfirmed(self, result, number: int) -> str:
+        """Why the targets met after round ``number`` are not yet confirmed ('' when they are): the
+        previous done round must have met them too, and each estimate must lie in that round's
+        interval (one lucky round does not stop the loop)."""
+        rounds = read_rounds(self.store, self.spec.name)
+        if rounds.empty:
+            return "the first fit"
+        before = rounds[(rounds["round"] < number) & (rounds["state"] == "done") & (rounds["entry"] == "target")]
+        if before.empty:
+            return "the first fit"
+        last = before[before["round"] == before["round"].max()].set_index("parameter")
+        out = []
+        for t in self.targets:
+            if t not in last.index:
+                out.append(f"{t} not fitted in the previous round")
+                continue
+            row = last.loc[t]
+            lo, hi = float(row["ci_low"]), float(row["ci_high"])
+            if not target_halfwidth(t, lo, hi, self.positive) <= self.ad.halfwidth:
+                out.append(f"{t} was not reached in the previous round")
+            elif not lo <= float(result.estimate[t]) <= hi:
+                out.append(f"{t} = {result.estimate[t]:.4g} moved outside the previous round's [{lo:.4g}, {hi:.4g}]")
+        return "; ".join(out)
+
+    def rules_changed(self, last: pd.DataFrame) -> str:
+        """What of the stopping rules (budget, halfwidth, targets, form) differs between the
+        spec and the round ``last`` was decided under; empty when nothing does."""
+        out = []
+        budget = float(last["budget_cost"].iloc[0])
+        if not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
+            full = float(last["full_cost"].iloc[0])
+            out.append(f"budget {budget / full:.0%} -> {self.ad.budget:.0%}" if full == self.full
+                       else "budget or grid")
+        if str(last["form"].iloc[0]) != self.ad.form:
+            out.append(f"form {last['form'].iloc[0]} -> {self.ad.form}")
+        targets = last[last["entry"] == "target"]
+        if not targets.empty:
+            if set(targets["parameter"]) != set(self.targets):
+                out.append(f"targets {', '.join(sorted(targets['parameter']))} -> {', '.join(sorted(self.targets))}")
+            halfwidth = float(targets["halfwidth"].iloc[0])
+            if not np.isclose(halfwidth, self.ad.halfwidth, rtol=1e-9, atol=0.0):
+                out.append(f"halfwidth {halfwidth:g} -> {self.ad.halfwidth:g}")
+        return ", ".join(out)
+
+    def recorded_points(self, point_rows: pd.DataFrame) -> list[dict]:
+        """A round's point rows as read back, ready to be written again (the done record)."""
+        out = []
+        for r in point_rows.itertuples():
+            if r.trial_key not in self.by_key:  # the spec no longer defines it
+                continue
+            row = point_log_rows([self.by_key[r.trial_key]], r.reason)[0]
+            row.update(gain_per_cost=float(r.gain_per_cost), predicted_wall_s=float(r.predicted_wall_s))
+            out.append(row)
+        return out
+
+    def run_round(self, number: int, keys_round: list[str]) -> tuple[int | None, int]:
+        """Run the trials of a round; returns (signal that interrupted it, trials still missing)."""
+        self.forget()
+        statuses = self.statuses()
+        todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
+        signum = None
+        if todo:
+            self.log(f"round {number}: running {len(todo)} trial(s)")
+            try:
+                outcome = self.runner(self.spec, frozenset(keys_round))
+            finally:
+                self.forget()  # the round's trials are in the store now: read them again
+            signum = getattr(outcome, "interrupted", None)
+        statuses = self.statuses()
+        missing = sum(1 for k in keys_round if k not in statuses)
+        return signum, missing
+
+    def run(self) -> AdaptiveResult:
+        self.forget()
+        rounds = read_rounds(self.store, self.spec.name)
+        result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
+                                budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
+                                positive=self.positive)
+        keys = self.chosen(rounds)
+        if rounds.empty:
+            number, state = 0, None
+        else:
+            last = rounds[rounds["round"] == rounds["round"].max()]
+            number, state = int(last["round"].iloc[0]), str(last["state"].iloc[0])
+            stop = last["stop_reason"].dropna()
+            if state == "done" and len(stop):
+                changed = self.rules_changed(last)
+                if not changed:
+                    self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
+                    return self.finish(result, rounds)
+                # the stop was decided under other rules: decide again under these (the last
+                # round is rewritten with the new decision; its trials are not rerun)
+                self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
+                         f"({changed}): deciding again")
+        if state is None:
+            prior = self.prior([])
+            if prior:
+                self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
+            design = self.initial_plan(prior)
+            keys = [c.trial_key for c in design]
+            self.write(0, "planned", point_log_rows(design, "initial space-filling design"), keys)
+            state = "planned"
+        while True:
+            self.forget()  # each step reads the store afresh
+            rounds = read_rounds(self.store, self.spec.name)
+            if self.signalled(result):
+                return self.finish(result, rounds)
+            this = rounds[rounds["round"] == number]
+            point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
+                                                                      "package_version"], errors="ignore")
+            round_keys = list(point_rows["trial_key"])
+            if state == "planned":
+                signum, missing = self.run_round(number, round_keys)
+                if signum is not None or missing:
+                    result.interrupted, result.missing = signum, missing
+                    return self.finish(result, rounds)
+            fitted = self.fit()
+            choices, reason, stop = self.next_choice(fitted, keys, number)
+            if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
+                return self.finish(result, rounds)
+            targets = {} if isinstance(fitted, str) else targets_of(fitted, self.targets)
+            old = self.recorded_points(point_rows)
+            self.write(number, "done", old + target_log_rows(targets, self.ad.halfwidth, "fit after the round"),
+                       keys, stop)
+            now = self.statuses()
+            failed = [k for k in round_keys if now.get(k) == "failed"]
+            if failed:
+                self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
+                         "fit and are not retried")
+            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
+                                                                                                 self.positive))
+                                                 or str(fitted)))
+            if stop is not None:
+                self.log(f"stopping: {stop}")
+                return self.finish(result, read_rounds(self.store, self.spec.name))
+            number += 1
+            keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
+            self.write(number, "planned", point_log_rows(choices, reason), keys)
+            state = "planned"
+
+    def signalled(self, result: AdaptiveResult) -> bool:
+        """Whether SIGINT or SIGTERM came (recorded by ``run_adaptive``'s guard; never raised
+        inside a fit or a Ray call); it is then ``result.interrupted``."""
+        if self.guard is None or self.guard.signum is None:
+            return False
+        result.interrupted = self.guard.signum
+        return True
+
+    def finish(self, result: AdaptiveResult, rounds: pd.DataFrame) -> AdaptiveResult:
+        result.rounds = int(rounds["round"].nunique()) if not rounds.empty else 0
+        result.done = int(rounds.loc[rounds["state"] == "done", "round"].nunique()) if not rounds.empty else 0
+        keys = self.chosen(rounds)
+        result.trials = len(keys)
+        result.spent_cost = self.spent(keys)
+        result.prior = len(self.prior(keys))
+        result.failed = len(self.failed())
+        result.wall_s, _ = self.wall()
+        if not rounds.empty:
+            done = rounds[(rounds["state"] == "done") & (rounds["entry"] == "target")]
+            if not done.empty:
+                last = done[done["round"] == done["round"].max()]
+                result.targets = {r.parameter: (r.estimate, r.ci_low, r.ci_high) for r in last.itertuples()}
+            stops = rounds["stop_reason"].dropna()
+            result.stop_reason = str(stops.iloc[-1]) if len(stops) else None
+        return result
+
+
+def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None] = lambda line: None
+                 ) -> AdaptiveResult:
+    """Run (or resume) the adaptive loop of ``spec`` over ``store`` (see the module docstring).
+
+    Args:
+        spec: a validated spec; its [grid] is the candidate set, its [adaptive] the rules.
+        store: the results store (rounds are logged in its ``rounds`` kind).
+        runner: ``runner(spec, keys)`` runs the trials with those keys (``run_sweep(...,
+            only_keys=keys)``; tests pass a fake that writes rows).
+        log: receives one line per event (round chosen, done, stop).
+
+    Returns:
+        An ``AdaptiveResult`` (``summary()``, ``exit_code``).
+
+    Raises:
+        SpecError: a grid that varies axes besides L, M, D and problem_seeds, or a budget that
+            pays for no point.
+    """
+    with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
+        loop = AdaptiveLoop(spec, store, runner, log)
+        loop.guard = guard
+        result = loop.run()
+    if result.interrupted is not None or result.missing:
+        result.resume = resume_command()
+    return result
+
+
+__all__ = ["AdaptiveLoop", "run_adaptive"]

@@ -1,0 +1,164 @@
+"""Progress of a running sweep on the terminal: one line updated in place, or plain lines.
+
+On a terminal the line is redrawn in place (carriage return) a few times a second; when the
+output is a file or a pipe (CI logs, ``nohup``), a plain line is printed every ``plain_every_s``
+seconds and at the end, so logs stay short and readable. The counts come from the sweep driver;
+this module only formats and throttles.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+
+def _duration(seconds: float) -> str:
+    """3.2s, 4m05s, 2h03m."""
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, total_cost: float = 0.0,
+                slots: int = 1) -> float:
+    """Seconds left, from what the finished trials cost.
+
+    With estimated costs (``packing.estimated_seconds`` of each trial, the dry run's cost model), the
+    measured wall time per unit of estimated cost so far, times the estimated cost left: trials
+    of very different sizes (longest first) do not make it jump. Before any trial finished: NaN
+    (shown ``?``): the first trials also pay for starting the workers, which no cost model
+    knows. Without costs: the mean time per trial so far.
+    """
+    if done >= total:
+        return 0.0
+    if total_cost > 0:
+        left = max(total_cost - done_cost, 0.0)
+        if done_cost > 0 and elapsed > 0:
+            return elapsed * left / done_cost
+        return float("nan")
+    if done > 0 and elapsed > 0:
+        return elapsed * (total - done) / done
+    return float("nan")
+
+
+@dataclass
+class Counts:
+    """Where a sweep stands: trials of this run (already complete ones are not counted)."""
+
+    total: int  # trials this run has to do
+    done: int = 0  # ended ok, diverged or failed
+    running: int = 0  # grid points being trained right now (one per running Tune trial)
+    failed: int = 0  # of ``done``, ended failed
+    done_cost: float = 0.0  # estimated cost (seconds of one core) of the done trials
+    total_cost: float = 0.0  # estimated cost of all of them (0: unknown)
+    slots: int = 1  # trials at once
+
+
+class Progress:
+    """Formats ``Counts`` with throughput and ETA and writes them, throttled.
+
+    Args:
+        total: number of trials this run has to do.
+        stream: where to write (default: standard error, so standard output keeps the summary).
+        interactive: redraw one line in place; default: whether ``stream`` is a terminal.
+        plain_every_s: seconds between plain lines when not interactive.
+        enabled: False prints nothing at all (the Python API's ``progress=False``).
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None, interactive: bool | None = None,
+                 plain_every_s: float = 10.0, enabled: bool = True):
+        self.stream = stream if stream is not None else sys.stderr
+        self.interactive = _isatty(self.stream) if interactive is None else interactive
+        self.counts = Counts(total=total)
+        self.enabled = enabled
+        self.plain_every_s = plain_every_s
+        self.started = time.monotonic()
+        self._last_draw = -float("inf")
+        self._last_text = ""
+        self._width = 0
+
+    def __getstate__(self):  # a stream does not pickle (Ray client ships Tune callbacks to the cluster)
+        elapsed = time.monotonic() - self.started  # monotonic clocks differ between machines
+        return dict(self.__dict__, stream=None, interactive=False, _width=0, started=elapsed,
+                    _last_draw=-float("inf"))
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.stream = sys.stderr
+        self.started = time.monotonic() - state["started"]
+
+    def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
+        """The trials start now: elapsed time and ETA count from here (not from the references)."""
+        self.started = time.monotonic()
+        self.counts.total_cost, self.counts.slots = total_cost, max(1, slots)
+
+    def line(self, now: float | None = None) -> str:
+        """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``."""
+        c = self.counts
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        rate = c.done / elapsed if elapsed > 0 else 0.0
+        eta = eta_seconds(elapsed, c.done, c.total, c.done_cost, c.total_cost, c.slots)
+        rate_text = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{rate * 60:.1f}/min"
+        parts = [f"trials {c.done}/{c.total}", f"running {c.running}", f"failed {c.failed}", rate_text,
+                 f"elapsed {_duration(elapsed)}"]
+        if c.done < c.total:
+            parts.append(f"ETA {_duration(eta)}")
+        return " | ".join(parts)
+
+    def update(self, force: bool = False, **changes: float) -> None:
+        """Set counts (``done=``, ``running=``, ``failed=``) and redraw if it is time to."""
+        for name, value in changes.items():
+            setattr(self.counts, name, value)
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        every = 0.2 if self.interactive else self.plain_every_s
+        if not force and now - self._last_draw < every:
+            return
+        text = self.line(now)
+        if text == self._last_text and not force:
+            return
+        self._last_draw, self._last_text = now, text
+        if self.interactive:
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self._width = len(text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def message(self, text: str) -> None:
+        """A line of its own (e.g. "references 2/2 ready"), not overwritten by the progress line."""
+        if not self.enabled:
+            return
+        if self.interactive and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self._width = 0
+            self._last_text = ""
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        """Draw the final state and end the line."""
+        if not self.enabled:
+            return
+        self.update(force=True)
+        if self.interactive:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._width = 0
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

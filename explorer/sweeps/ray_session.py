@@ -1,0 +1,157 @@
+"""The Ray a sweep runs on: this process's own, an embedded one started for the duration
+(dashboard off, loopback only, session files in a private 0700 folder, ``ray.init`` called from
+an empty folder so that no ``./store`` shadows the packages in the workers, shut down on exit),
+or a cluster joined by address."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import tempfile
+import warnings
+from collections.abc import Iterator
+
+from ..errors import ClusterError
+from .ray_import import RAY_IMPORTED_BEFORE, SINGLE_MACHINE, environment, ray, single_machine_switch
+
+# Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
+# is unset (it generates ~/.ray/auth_token) and logs a WARNING saying so from this logger, on
+# every sweep. The embedded Ray keeps the authentication; only that one notice is dropped (a user
+# read it as trouble). RAY_AUTH_MODE, when set, is Ray's to honour as it is.
+TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
+              "(`ray start --head`, then --address auto)")
+OBJECT_STORE_BYTES = 256 * 1024**2  # of an embedded Ray: workers exchange keys and statuses, not rows
+
+
+def private_temp_dir() -> str:
+    """This user's private folder for the embedded Ray: ``<tempdir>/explorer-ray-<uid>``, mode
+    0700, owned by this user. Ray keeps its session files (logs, sockets, spilled objects) in its
+    ``ray`` subfolder (``ray.init(_temp_dir=...)``), instead of the world-readable ``/tmp/ray``;
+    Ray makes the folders it creates world-writable (0777), so the privacy comes from this
+    parent, which nobody else can enter. A folder of that name that is not this user's own (another
+    user made it, or it is a link) is not used: a fresh ``mkdtemp`` folder is.
+    """
+    base = os.path.join(tempfile.gettempdir(), f"explorer-ray-{os.getuid()}")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return tempfile.mkdtemp(prefix="explorer-ray-")
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return tempfile.mkdtemp(prefix="explorer-ray-")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(base, 0o700)
+    return base
+
+
+@contextlib.contextmanager
+def neutral_directory(temp_dir: str) -> Iterator[None]:
+    """Run ``ray.init`` from an empty folder of our own.
+
+    ``ray.init`` puts the driver's working directory (and its script's folder) on every worker's
+    ``sys.path``, first (``JobConfig.py_driver_sys_path``, inserted at position 0 by each worker):
+    a folder named ``store``, ``trials`` or ``explorer`` where the user runs ``explorer sweep``
+    then shadows the installed package in every worker (``cannot import name 'COLUMNS' from
+    'store' (unknown location)``). From an empty folder, that entry holds nothing to import.
+    """
+    here = os.getcwd()
+    empty = os.path.join(temp_dir, "driver-cwd")
+    os.makedirs(empty, mode=0o700, exist_ok=True)
+    os.chdir(empty)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+class DropTokenNotice(logging.Filter):
+    """Drops Ray's notice that token authentication is on (``TOKEN_NOTICE``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(TOKEN_NOTICE)
+
+
+@contextlib.contextmanager
+def token_notice_dropped() -> Iterator[None]:
+    """While an embedded Ray starts: Ray's notice that token authentication is on is not logged."""
+    drop = DropTokenNotice()
+    logger = logging.getLogger(TOKEN_LOGGER)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _start(address: str | None, num_cpus: int | None) -> str:
+    """``ray.init`` for an embedded Ray (address None) or a cluster; returns the session's kind.
+    Any failure is one ``ClusterError`` line with what to do, and leaves no half-started Ray."""
+    quiet = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
+    temp_dir = private_temp_dir()
+    try:
+        with neutral_directory(temp_dir):
+            if address is None:
+                # The processes ray.init starts read the single-machine switch too.
+                with environment(single_machine_switch()), token_notice_dropped():
+                    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                             object_store_memory=OBJECT_STORE_BYTES, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
+                return "embedded"
+            ray.init(address=address, **quiet)
+            return "joined"
+    except Exception as exc:  # noqa: BLE001 - Ray raises plain Exception too ("node timed out during startup")
+        with contextlib.suppress(Exception):
+            ray.shutdown()  # a half-started Ray
+        first = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if address is None:
+            raise ClusterError(f"cannot start an embedded Ray: {first}; {START_HINT}") from None
+        raise ClusterError(f"cannot reach the Ray cluster at {address!r}: {first}; check the address and that "
+                           "the cluster is up (`ray status` on its head node)") from None
+    except BaseException:  # interrupted while Ray was starting: leave no Ray processes behind
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        raise
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[str]:
+    """Use the Ray this process already has, or start/join one for the duration.
+
+    Args:
+        address: None: an embedded local Ray (dashboard off, loopback only, session files in
+            ``private_temp_dir()``, shut down on exit); ``"auto"`` or ``"ray://host:port"`` (or
+            ``host:port``): join that cluster.
+        num_cpus: CPUs of the embedded Ray (default: all of this machine's).
+
+    Yields:
+        ``"existing"``, ``"embedded"`` or ``"joined"``.
+
+    Raises:
+        ClusterError: Ray cannot be started or the cluster cannot be reached (one line, with what
+            to do).
+    """
+    if ray.is_initialized():
+        yield "existing"
+        return
+    kind = _start(address, num_cpus)
+    try:
+        if kind == "embedded":
+            warn_if_not_loopback()
+        yield kind
+    finally:
+        ray.shutdown()
+
+
+def warn_if_not_loopback() -> None:
+    """Say so when the embedded Ray is reachable from other machines: Ray was imported before
+    this module, with the single-machine switch unset, so its address was already chosen."""
+    address = ray.util.get_node_ip_address()
+    if address not in ("127.0.0.1", "::1"):
+        why = ("Ray was imported before explorer" if RAY_IMPORTED_BEFORE
+               else f"{SINGLE_MACHINE}={os.environ.get(SINGLE_MACHINE)}")
+        warnings.warn(f"the embedded Ray listens on {address}, not on loopback only ({why}); set "
+                      f"{SINGLE_MACHINE}=0 before importing Ray to keep it on this machine", stacklevel=3)

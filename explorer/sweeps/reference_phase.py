@@ -1,0 +1,90 @@
+"""The reference phase: one Ray task per reference key the remaining trials need; each worker
+computes it or finds it through ``Store.get_or_compute_reference`` (the store caches it for every
+later trial). A reference that raises stops its group (its trials are not scheduled)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from store import StoreUnreachable
+
+from ..config.planning import Plan, PlannedTrial
+from ..config.spec import SweepSpec
+from . import resources
+from .failures import error_text, root_cause
+from .interrupts import SIGNAL_POLL_S
+from .progress import Progress
+from .ray_import import ray
+from .reference_cache import reference_task
+
+REFERENCE_TASK_RETRIES = 3  # Ray reruns a reference task whose worker died this many times
+
+
+def _submit(spec: SweepSpec, store, refs) -> dict:
+    """Start one task per reference; returns future -> planned reference."""
+    res = spec.resources
+    task = ray.remote(reference_task)
+    options = dict(num_cpus=res.cpus_per_trial, num_gpus=res.gpus_per_trial, max_retries=REFERENCE_TASK_RETRIES,
+                   retry_exceptions=False)
+    futures = {}
+    node_memory = resources.largest_node_memory()
+    for r in refs:
+        memory = resources.memory_request(resources.reference_need(r), node_memory)
+        futures[task.options(**options, **({"memory": memory} if memory else {})).remote(store, r)] = r
+    return futures
+
+
+def _summary(n_refs: int, diverged: dict[str, str], broken: dict[str, str], seconds: float) -> str:
+    ready_n = n_refs - len(diverged) - len(broken)
+    text = f"references: {ready_n}/{n_refs} ready in {seconds:.1f}s"
+    if diverged:
+        text += (f"; {len(diverged)} diverged, their trials are recorded failed "
+                 f"(first: {next(iter(diverged.values()))})")
+    if broken:
+        text += f"; {len(broken)} failed, their trials are not run (first: {next(iter(broken.values()))})"
+    return text
+
+
+def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTrial],
+                   bar: Progress, check: Callable[[], None]) -> tuple[dict[str, str], dict[str, str]]:
+    """Compute the references the remaining trials need, one Ray task each, a line per reference
+    as it is ready; ``check`` (a signal) is called between polls of ``ray.wait``.
+
+    Returns:
+        ``(diverged, broken)``: ref_key -> why. The trials of a diverged reference are recorded
+        failed with that message; those of a broken one (it raised: a store error, a bug) are not
+        scheduled at all: they stay missing, and the summary names the reference and its error.
+    """
+    needed = {t.ref_key for t in todo}
+    refs = [r for r in the_plan.references if r.ref_key in needed]
+    if not refs:
+        return {}, {}
+    t0 = time.monotonic()
+    bar.message(f"references: {len(refs)} to compute or find in the store")
+    futures = _submit(spec, store, refs)
+    diverged: dict[str, str] = {}
+    broken: dict[str, str] = {}
+    pending = list(futures)
+    done = 0
+    while pending:
+        check()
+        ready, pending = ray.wait(pending, num_returns=1, timeout=SIGNAL_POLL_S)
+        if not ready:
+            continue
+        ref = futures[ready[0]]
+        done += 1
+        try:
+            message, _threads, seconds = ray.get(ready[0])
+        except Exception as exc:  # noqa: BLE001 - a reference that raised stops its group, not the sweep
+            if isinstance(root_cause(exc), StoreUnreachable):  # ... unless the store is gone: every group stops
+                raise StoreUnreachable(error_text(exc)) from None
+            broken[ref.ref_key] = error_text(exc)
+            bar.message(f"reference {done}/{len(refs)} {ref.ref_key} failed: {broken[ref.ref_key]}")
+            continue
+        if message is not None:
+            diverged[ref.ref_key] = message
+        state = "diverged" if message is not None else "ready"
+        bar.message(f"reference {done}/{len(refs)} {ref.ref_key} {state} in {seconds:.1f}s "
+                    f"(elapsed {time.monotonic() - t0:.1f}s)")
+    bar.message(_summary(len(refs), diverged, broken, time.monotonic() - t0))
+    return diverged, broken
