@@ -141,6 +141,7 @@ def test_initial_design_spans_the_grid_and_the_draws_within_its_cap():
 # --- the loop --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_loop_reaches_the_targets_of_an_identifiable_law_with_a_fraction_of_the_grid(tmp_path):
     st = Store(tmp_path / "s")
     spec = adaptive_spec(grid={**GRID, "problem_seeds": [1, 2, 3, 4]}, halfwidth=0.1, budget=0.5, batch=4, initial=8)
@@ -154,6 +155,7 @@ def test_the_loop_reaches_the_targets_of_an_identifiable_law_with_a_fraction_of_
     assert st.check().ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [0.02, 0.1, 0.3])
 def test_the_budget_is_never_exceeded(tmp_path, budget):
     st = Store(tmp_path / "s")
@@ -177,6 +179,7 @@ def test_a_round_is_not_recorded_done_while_its_trials_are_missing(tmp_path):
     assert set(rounds["state"]) == {"planned"} and set(rounds["round"]) == {0}
 
 
+@pytest.mark.slow
 def test_resume_after_a_crash_mid_round_completes_the_round_then_goes_on(tmp_path):
     st = Store(tmp_path / "s")
     spec = adaptive_spec(halfwidth=0.1, budget=0.5, batch=4, initial=8)
@@ -228,6 +231,7 @@ def _stopped_copy(stopped, tmp_path):
     return Store(tmp_path / "s"), first
 
 
+@pytest.mark.slow
 def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path, stopped):
     from explorer.api import sweep_status
     from explorer.report.page import build_report
@@ -257,6 +261,7 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
 # --- review: defects found by using it -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_raising_the_budget_of_a_stopped_loop_goes_on_and_reports_the_new_rules(tmp_path, stopped):
     st, first = _stopped_copy(stopped, tmp_path)
     assert "budget spent" in first.stop_reason
@@ -351,6 +356,7 @@ def test_resamples_too_few_for_a_ci_is_a_spec_error(resamples):
 # --- review 2: fixes -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display(tmp_path):
     # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
     # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
@@ -426,6 +432,7 @@ def test_the_adaptive_points_chart_has_integer_draw_counts_and_a_caption_of_what
     assert "not the candidate grid" in caption and "every pairing of the L values and the M values chosen" in caption
 
 
+@pytest.mark.slow
 def test_trials_already_in_the_store_count_as_spent_and_are_not_chosen_again(tmp_path):
     # A plain sweep of the same name ran first: its trials enter the fit, so they were spent.
     from explorer.sweeps.adaptive import AdaptiveLoop
@@ -450,6 +457,7 @@ def test_an_initial_design_larger_than_the_grid_is_clamped_to_the_candidates(tmp
     assert loop.initial == len(loop.cands) == 50
 
 
+@pytest.mark.slow
 def test_the_decomposed_loop_stops_after_two_rounds_that_agree(tmp_path):
     from .adaptive_fake import TermsLaw
 

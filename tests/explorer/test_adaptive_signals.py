@@ -16,6 +16,7 @@ from .adaptive_fake import FakeRunner, free_law
 from .test_adaptive import adaptive_spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_after_a_rounds_trials_stops_the_loop_and_the_rerun_goes_on(tmp_path, signum):
     st = Store(tmp_path / "s")

@@ -173,6 +173,7 @@ def test_preset_and_activation_are_grid_axes_with_their_own_references(tmp_path)
     assert code == 2 and "[grid] preset" in out
 
 
+@pytest.mark.slow
 def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     """--by: a sweep holding two presets is compared within itself (planted rows, one per preset)."""
     st = Store(tmp_path / "results")
@@ -197,6 +198,7 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     assert (tmp_path / "report" / "error_vs_preset.png").exists()  # a categorical axis gets its chart too
 
 
+@pytest.mark.slow
 def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
     out = tmp_path / "report"
     code, text = run("report", "--sweep", "base", "--compare", "more_c1", "--store", pair_store.uri, "--out", out,

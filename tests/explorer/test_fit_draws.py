@@ -156,6 +156,7 @@ def test_compare_ranks_the_law_the_data_were_drawn_from_first(form):
     assert table.iloc[0]["law"] == form, table
 
 
+@pytest.mark.slow
 def test_fit_command_pools_draws_prints_per_draw_estimates_warnings_and_the_comparison(tmp_path):
     from click.testing import CliRunner
 

@@ -29,6 +29,7 @@ def _report(store, out, *extra):
                                      "--bootstrap", "20", *extra])
 
 
+@pytest.mark.slow
 def test_a_link_at_index_html_is_replaced_and_its_target_unchanged(tmp_path, law_store):
     precious = tmp_path / "precious.txt"
     precious.write_text("keep me")

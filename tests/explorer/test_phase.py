@@ -21,6 +21,7 @@ def alpha_sweep() -> pd.DataFrame:
     return run_trials(configs, sweep="alpha", ref_depth=8, ref_width=4)
 
 
+@pytest.mark.slow
 def test_alpha_one_is_mlu_and_alpha_sixteen_and_more_is_lazy_on_real_trials():
     diagram = phase_diagram(connect(alpha_sweep()), "alpha", "alpha", "D")
     cells = diagram.cells.set_index(["alpha", "D"])

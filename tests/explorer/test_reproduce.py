@@ -115,6 +115,7 @@ def test_a_fit_claim_recovers_the_papers_constants_on_their_law(monkeypatch):
     assert rep.markdown_table(table).startswith("Claims: 2 consistent, 0 close (CI excludes), 0 not measured, 0 disagree\n")
 
 
+@pytest.mark.slow
 def test_constructed_fits_cover_the_four_grades_and_none_is_consistent_outside_its_interval(monkeypatch):
     """The law at the paper's constants (consistent), at 1.1x (close: a narrow interval excludes the
     paper's value, within 1.15x), at 2x (disagrees), and a grid where the output's D/(LM) term is

@@ -108,6 +108,7 @@ def test_init_noise_flags_the_alpha_256_point_and_spares_the_paper_regime():
         assert TrialConfig(L=L, M=M, D=8).init_noise <= 1.0
 
 
+@pytest.mark.slow
 def test_chaos_check_flags_the_chaotic_point_only():
     chaotic = TrialConfig(L=16, M=4, D=8, alpha=16.0, preset="lazy", steps=10, seeds=(0, 1, 2), device="cpu",
                           chaos_check=True, init_noise_limit=100.0)
