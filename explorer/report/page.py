@@ -452,13 +452,23 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
         summary=report.summary, fixed=", ".join(f"{k} = {fmt(v, 'g')}" for k, v in report.fixed.items()),
         fits=[_fit_block(r) for r in report.fits.values()], comparison=comparison,
-        charts=[{"name": name, "title": _chart_title(name), "spec": spec} for name, spec in specs.items()],
+        charts=[{"name": name, "title": _chart_title(name), "spec": page_spec(spec)} for name, spec in specs.items()],
         chart_formats=CHART_FORMATS, phase=phase, advice=advice,
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
         excluded=_table(excluded, "excluded-table") if len(excluded) else None,
         counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
         sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def page_spec(spec: dict) -> dict:
+    """A chart's spec as the page embeds it: a single view (one chart or layers) fills the
+    page's width (``"width": "container"``); panels side by side keep their fixed widths, which
+    Vega-Lite cannot fit to a container. The chart files keep the fixed size of ``spec``."""
+    panels = any(k in spec for k in ("hconcat", "vconcat", "concat", "facet"))
+    if isinstance(spec.get("width"), (int, float)) and not panels:
+        return {**spec, "width": "container"}
+    return spec
 
 
 def _comparison_charts(comparison) -> dict:
@@ -479,5 +489,5 @@ def _comparison_block(comparison) -> dict:
             "lines": [line for line in lines[2:] if line.startswith(("left out", "warning", "note"))]}
 
 
-__all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "fmt", "needed_axes", "save_chart",
+__all__ = ["CHART_FORMATS", "Report", "build_report", "chart_html", "fmt", "needed_axes", "page_spec", "save_chart",
            "sweep_config", "varying_axes", "vega_bundle", "write_report"]

@@ -11,6 +11,8 @@ import pytest
 
 from store import Store
 
+from .test_demo_report import MAX_LEGEND, legends, single_view, specs_of, visible_text
+
 pytestmark = pytest.mark.slow
 
 
@@ -42,6 +44,12 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     index = Path(report) if os.path.isabs(report) else tmp_path / report
     assert index.is_file() and index.stat().st_size > 10_000
     assert len(list(index.parent.glob("*.png"))) >= 6
+    # the page a reader opens: no library warning text, short legends, single charts page-wide
+    html = index.read_text(encoding="utf-8")
+    specs = specs_of(html)
+    assert "WARN" not in visible_text(html)
+    assert all(n <= MAX_LEGEND for spec in specs.values() for _, _, n in legends(spec)), specs.keys()
+    assert all(spec["width"] == "container" for spec in specs.values() if single_view(spec))
     trials = Store(str(store_dir)).query("SELECT status, count(*) AS n FROM trials WHERE sweep = 'demo' GROUP BY status")
     assert dict(zip(trials["status"].to_pylist(), trials["n"].to_pylist())) == {"ok": 25}
     # rerunning does no work: every trial is already complete
