@@ -120,21 +120,25 @@ class Design:
     in_c1_column: list = field(default_factory=list)  # per draw (P,) bool: the column that gives c1
 
 
+def gram_spread(d: Draw) -> tuple[np.ndarray, np.ndarray]:
+    """Per point of one draw: the measured variance of its Gram entries (off-diagonal with three
+    seeds or more, the diagonal with two) and what Gaussian errors with one independent entry
+    give for it, (2 b^2 f^2 + f^4) or (4 b^2 f^2 + 2 f^4). Their ratio is the point's n_eff."""
+    b2, f2 = terms(d.grams)
+    if d.R >= 3:
+        upper = np.triu_indices(d.R, 1)
+        spread = d.grams[:, upper[0], upper[1]].var(axis=1, ddof=1)
+        return spread, 2 * np.maximum(b2, 0) * f2 + f2**2
+    spread = np.einsum("pii->pi", d.grams).var(axis=1, ddof=1)
+    return spread, 4 * np.maximum(b2, 0) * f2 + 2 * f2**2
+
+
 def effective_entries(draws: list[Draw]) -> float:
     """How many independent entries a point's error vectors behave as (n_eff), one number for
-    the sweep: the median over points of (2 b^2 f^2 + f^4) / var(off-diagonal Gram entries),
-    what Gaussian errors with n_eff independent entries give (the diagonal with two seeds)."""
+    the sweep: the median over points of model / spread (``gram_spread``)."""
     ratios = []
     for d in draws:
-        b2, f2 = terms(d.grams)
-        R = d.R
-        if R >= 3:
-            upper = np.triu_indices(R, 1)
-            spread = d.grams[:, upper[0], upper[1]].var(axis=1, ddof=1)
-            model = 2 * np.maximum(b2, 0) * f2 + f2**2
-        else:
-            spread = np.einsum("pii->pi", d.grams).var(axis=1, ddof=1)
-            model = 4 * np.maximum(b2, 0) * f2 + 2 * f2**2
+        spread, model = gram_spread(d)
         ok = (spread > 0) & (model > 0)
         ratios.extend(model[ok] / spread[ok])
     return float(np.median(ratios)) if ratios else 1.0
@@ -375,5 +379,5 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 
-__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate",
+__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate", "gram_spread",
            "one_seed_reason", "solve", "standard_errors"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.decomposed import draws_of, effective_entries, standard_errors
+from ..analysis.decomposed import draws_of, effective_entries, gram_spread, standard_errors
 from ..analysis.decomposition import terms
 from ..errors import FitError
 
@@ -97,14 +97,7 @@ def entries(draws) -> float:
     ``effective_entries`` when no point has a spread."""
     inverse = []
     for d in draws:
-        b2, f2 = terms(d.grams)
-        if d.R >= 3:
-            upper = np.triu_indices(d.R, 1)
-            spread = d.grams[:, upper[0], upper[1]].var(axis=1, ddof=1)
-            model = 2 * np.maximum(b2, 0) * f2 + f2**2
-        else:
-            spread = np.einsum("pii->pi", d.grams).var(axis=1, ddof=1)
-            model = 4 * np.maximum(b2, 0) * f2 + 2 * f2**2
+        spread, model = gram_spread(d)
         ok = (spread > 0) & (model > 0)
         inverse.extend(spread[ok] / model[ok])
     return 1.0 / float(np.mean(inverse)) if inverse else effective_entries(draws)
