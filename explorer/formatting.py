@@ -7,8 +7,6 @@ import json
 import math
 from typing import Any
 
-import numpy as np
-
 
 def fmt(value, spec: str = ".4g", missing: str = "n/a") -> str:
     """A value for text output.
@@ -17,8 +15,8 @@ def fmt(value, spec: str = ".4g", missing: str = "n/a") -> str:
     ``missing``; anything else (ints, strings, booleans) as ``str``. ``fmt(x, "g")`` is an axis
     value (floats without trailing zeros), ``fmt(x)`` an estimate (4 significant digits).
     """
-    if isinstance(value, np.generic):
-        value = value.item()
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar (duck-typed: a spec error must not import numpy)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return missing
     if isinstance(value, float):
