@@ -16,7 +16,8 @@ from .bounds import MAX_RESAMPLES
 from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
 from .config.env_settings import check_environment
 from .errors import UsageError
-from .cli_options import metric_option, step_option, store_option, sweep_filter_option, sweep_required_option, where_option
+from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
+                          where_option)
 from .store_access import open_store, open_sweep, store_errors
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
