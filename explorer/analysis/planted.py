@@ -56,7 +56,15 @@ REGIMES = {
 def planted_grams(regime: Regime, rng) -> pd.DataFrame:
     """One synthetic sweep as a ``seed_grams`` frame (columns problem_seed, L, M, D, ref_err,
     n_seeds, seeds, gram, err)."""
-    rows = []
+    return planted_sweeps(regime, rng)[0]
+
+
+def planted_sweeps(regime: Regime, rng, c1_scales: tuple[float, ...] = (1.0,)) -> list[pd.DataFrame]:
+    """Synthetic sweeps that differ only in c1 (``regime.c1`` times each scale) and share every
+    random draw: each problem draw's bias and reference directions and effects, and each seed's
+    noise at each point (what shared problem seeds and seed streams give two real sweeps). One
+    ``seed_grams`` frame per scale; the random stream is used the same for any number of scales."""
+    rows: list[list[dict]] = [[] for _ in c1_scales]
     n, R = regime.entries, regime.seeds
     for g in range(regime.draws):
         u = rng.standard_normal(n)
@@ -67,14 +75,15 @@ def planted_grams(regime: Regime, rng) -> pd.DataFrame:
         common = rng.standard_normal((R, n))
         for L, M in itertools.product(regime.Ls, regime.Ms):
             D = regime.D
-            bias = regime.c1 * eff_b * L ** (-regime.a)
             fluct = regime.c2 * eff_f * (D / (L * M)) ** regime.b
             xi = regime.shared * common + np.sqrt(1 - regime.shared**2) * rng.standard_normal((R, n))
-            errors = bias * u + regime.ref_err * v + fluct * xi
-            gram = gram_of(errors)
-            rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err, "n_seeds": R,
-                         "seeds": tuple(range(R)), "gram": gram, "err": float(np.sqrt(np.trace(gram) / R))})
-    return pd.DataFrame(rows)
+            for sweep_rows, scale in zip(rows, c1_scales):
+                bias = regime.c1 * scale * eff_b * L ** (-regime.a)
+                gram = gram_of(bias * u + regime.ref_err * v + fluct * xi)
+                sweep_rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err,
+                                   "n_seeds": R, "seeds": tuple(range(R)), "gram": gram,
+                                   "err": float(np.sqrt(np.trace(gram) / R))})
+    return [pd.DataFrame(r) for r in rows]
 
 
 def seed_errors(frame: pd.DataFrame) -> pd.Series:
@@ -93,4 +102,4 @@ def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-__all__ = ["REGIMES", "Regime", "as_grid", "planted_grams", "seed_errors"]
+__all__ = ["REGIMES", "Regime", "as_grid", "planted_grams", "planted_sweeps", "seed_errors"]

@@ -2,40 +2,20 @@
 frames (``planted_pair``) and in a real store through the planted runner (``planted_store``)."""
 from __future__ import annotations
 
-import itertools
 
-import numpy as np
 import pandas as pd
 
-from explorer.analysis.decomposition import gram_of
+from explorer.analysis.planted import planted_sweeps
 from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
 from explorer.config.planning import plan
 from explorer.config.spec import load_spec
 
 
 def planted_pair(regime, rng, c1_factor: float = 1.2) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two ``seed_grams`` frames of ``explorer.planted``'s law that differ only in c1 (B's is
-    ``c1_factor`` times A's) and share every random draw: each problem draw's bias and reference
-    directions and effects, and each seed's noise at each point (what the engine's shared problem
-    seeds and seed streams give two real sweeps)."""
-    rows_a, rows_b = [], []
-    n, R = regime.entries, regime.seeds
-    for g in range(regime.draws):
-        u = rng.standard_normal(n)
-        u /= np.sqrt(np.mean(u**2))
-        v = rng.standard_normal(n)
-        v /= np.sqrt(np.mean(v**2))
-        eff_b, eff_f = np.exp(regime.draw_sd * rng.standard_normal(2))
-        common = rng.standard_normal((R, n))
-        for L, M in itertools.product(regime.Ls, regime.Ms):
-            D = regime.D
-            fluct = regime.c2 * eff_f * (D / (L * M)) ** regime.b
-            xi = regime.shared * common + np.sqrt(1 - regime.shared**2) * rng.standard_normal((R, n))
-            for rows, c1 in ((rows_a, regime.c1), (rows_b, regime.c1 * c1_factor)):
-                gram = gram_of(c1 * eff_b * L ** (-regime.a) * u + regime.ref_err * v + fluct * xi)
-                rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err,
-                             "n_seeds": R, "seeds": tuple(range(R)), "gram": gram})
-    return pd.DataFrame(rows_a), pd.DataFrame(rows_b)
+    """Two ``seed_grams`` frames of ``explorer.analysis.planted``'s law that differ only in c1
+    (B's is ``c1_factor`` times A's) and share every random draw (``planted_sweeps``)."""
+    a, b = planted_sweeps(regime, rng, (1.0, c1_factor))
+    return a, b
 
 
 PLANTED_SPEC = """
