@@ -38,14 +38,12 @@ def spec_value(value: Any) -> str:
     return repr(value)
 
 
-
 def format_bytes(n: float) -> str:
     """A size in bytes with a binary unit (``31 GiB``), three significant digits."""
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{int(n)} B"
-
 
 
 def format_seconds(s: float) -> str:

@@ -30,7 +30,6 @@ def interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray | 
     return np.clip(theta - q * sd, *bounds), np.clip(theta + q * sd, *bounds)
 
 
-
 def spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[np.ndarray, float]:
     """(sd, quantile) of the interval (``interval``)."""
     if inner is None or n_draws < 2 or len(inner) < 2:
@@ -40,7 +39,6 @@ def spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[
     between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)
     # the inner part stands in only where the draws' part came out non-positive (sampling noise)
     return np.sqrt(np.where(between > 0, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
-
 
 
 def resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +54,6 @@ def resample_log_err(data: FitData, rows: np.ndarray, rng, by_points: bool) -> t
     rms = np.sqrt(np.where(mask, chosen**2, 0.0).sum(axis=1) / counts)
     ref = np.where(np.isfinite(data.ref[rows]), data.ref[rows], 0.0)
     return rows, np.log(np.sqrt(np.maximum(rms**2 - ref**2, 1e-300)))
-
 
 
 def bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng,
@@ -98,7 +95,6 @@ def bootstrap(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, r
         n_eff = float(len(data.counts) / np.sum(1.0 / np.maximum(data.counts, 2)))
     fitted = theta + np.sqrt(n_eff / (n_eff - 1.0)) * (fitted - theta)
     return np.clip(fitted, *problem.bounds), method
-
 
 
 def per_draw(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng) -> pd.DataFrame:

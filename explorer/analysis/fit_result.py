@@ -163,7 +163,6 @@ def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     return out
 
 
-
 def _identifiability(expr: Expression, jac) -> list[str]:
     """A note when the Jacobian at the fit is (nearly) rank deficient: some combination of
     parameters leaves the fitted law unchanged, so their separate values are not determined."""

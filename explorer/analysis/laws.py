@@ -92,14 +92,12 @@ def resolve_form(form: str) -> tuple[str, Expression]:
     return expr.text, expr
 
 
-
 def _fixed_variables(grid: pd.DataFrame) -> set[str]:
     """Which of L, M, D, P hold a single value on the grid."""
     fixed = {v for v in ("L", "M", "D") if grid[v].nunique() <= 1}
     if (grid["L"] * grid["M"] * grid["D"]).nunique() <= 1:
         fixed.add("P")
     return fixed
-
 
 
 def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression, dict[str, str]]:

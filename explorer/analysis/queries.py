@@ -49,7 +49,6 @@ REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D
 _CACHES: dict[int, dict[str, pa.Table]] = {}  # id(con) -> SQL -> result, while a query_cache block is open
 
 
-
 @contextlib.contextmanager
 def query_cache(con) -> Iterator[None]:
     """Run each distinct query on ``con`` once inside the block and serve repeats from memory.
@@ -72,7 +71,6 @@ def query_cache(con) -> Iterator[None]:
         del _CACHES[id(con)]
 
 
-
 def cached(function):
     """Run ``function(con, ...)`` inside ``query_cache(con)``: its repeated queries run once."""
     @functools.wraps(function)
@@ -80,7 +78,6 @@ def cached(function):
         with query_cache(con):
             return function(con, *args, **kwargs)
     return wrapper
-
 
 
 def query_table(con, sql: str) -> pa.Table:
@@ -93,7 +90,6 @@ def query_table(con, sql: str) -> pa.Table:
     if cache is not None:
         cache[sql] = table
     return table
-
 
 
 def query_frame(con, sql: str) -> pd.DataFrame:
@@ -111,7 +107,6 @@ def query_frame(con, sql: str) -> pd.DataFrame:
     return query_table(con, sql).to_pandas()
 
 
-
 def table_columns(con, table: str = "metrics") -> list[str]:
     """Column names of a view or table on a DuckDB connection."""
     try:
@@ -121,11 +116,9 @@ def table_columns(con, table: str = "metrics") -> list[str]:
     return [str(name) for name in described["column_name"]]
 
 
-
 def sweep_is(sweep: str) -> str:
     """The SQL condition selecting one sweep's rows (the name as a quoted literal)."""
     return f"sweep = {sql_literal(str(sweep))}"
-
 
 
 def require_sweep_rows(con, sweep: str) -> None:
@@ -138,11 +131,9 @@ def require_sweep_rows(con, sweep: str) -> None:
         raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
 
 
-
 def check_metric(metric: str) -> None:
     if metric not in FIT_METRICS:
         raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(FIT_METRICS)}")
-
 
 
 def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
@@ -155,7 +146,6 @@ def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
     return "step = steps" if "steps" in columns else f"step = (SELECT max(step) FROM metrics WHERE {sweep_is(sweep)})"
 
 
-
 def where_clause(where: str | None) -> str:
     """`` AND (where)`` to append to a query's conditions ('' for no filter), once ``where`` is known to be one condition: ``1=1) OR (1=1`` would
     otherwise close the parenthesis and lift the sweep and status guards around it."""
@@ -165,19 +155,16 @@ def where_clause(where: str | None) -> str:
         return f" AND ({validate_filter(where)})"
 
 
-
 def grid_columns(con) -> list[str]:
     """The grid-defining hyperparameter columns (besides L, M, D) present in ``metrics``."""
     columns = table_columns(con)
     return [c for c in GRID_COLUMNS if c in columns]
 
 
-
 def point_columns(columns) -> list[str]:
     """The columns naming one measured point: grid columns present, the draw (when the view has
     ``problem_seed``), then L, M, D."""
     return [c for c in GRID_COLUMNS if c in columns] + ([DRAW_COLUMN] if DRAW_COLUMN in columns else []) + ["L", "M", "D"]
-
 
 
 def flagged_expr(columns) -> str:
@@ -187,13 +174,11 @@ def flagged_expr(columns) -> str:
     return f"coalesce(trim(\"{FLAGS_COLUMN}\") <> '', FALSE)"
 
 
-
 def flag_names_expr(columns) -> str:
     """SQL string: the row's flags column ('' when the view has none or the value is NULL)."""
     if FLAGS_COLUMN not in columns:
         return "''"
     return f'coalesce("{FLAGS_COLUMN}", \'\')'
-
 
 
 def count_flags(values) -> dict:
@@ -208,16 +193,13 @@ def count_flags(values) -> dict:
     return counts
 
 
-
 def format_flag_counts(counts: dict) -> str:
     """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
     return ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
-
 def quoted(columns) -> str:
     return ", ".join(f'"{c}"' for c in columns)
-
 
 
 def column_values(con, columns, condition: str, count: str | None = None,
@@ -259,7 +241,6 @@ def column_values(con, columns, condition: str, count: str | None = None,
     return out
 
 
-
 def plain_value(value):
     """A numpy or pandas scalar as a plain Python value (None for a null: None, NaN, NA, NaT).
 
@@ -267,7 +248,6 @@ def plain_value(value):
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     return value.item() if isinstance(value, np.generic) else value
-
 
 
 def sql_literal(value) -> str:
@@ -285,13 +265,11 @@ def sql_literal(value) -> str:
     return str(int(value))
 
 
-
 def column_is(column: str, value) -> str:
     """The SQL condition ``column = value`` (``IS NULL`` for a null value)."""
     if plain_value(value) is None:
         return f'"{column}" IS NULL'
     return f'"{column}" = {sql_literal(value)}'
-
 
 
 def held_where(fixed: dict, where: str | None = None) -> str | None:

@@ -33,18 +33,15 @@ class ReferenceChoice:
     left_out: tuple[str, ...] = ()
 
 
-
 def shown_keys(keys, limit: int = 4) -> str:
     keys = list(keys)
     return ", ".join(keys[:limit]) + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
-
 
 
 def mixed_references_error(sweep: str, refs: list[str], why: str) -> MixedReferencesError:
     return MixedReferencesError(
         f"sweep {sweep} mixes {len(refs)} references for the same grid points ({why}); pick one with "
         f"--where \"ref_key = '{refs[0]}'\" (keys: {', '.join(refs)})")
-
 
 
 def trial_starts(con, sweep: str) -> pd.Series | None:
@@ -57,7 +54,6 @@ def trial_starts(con, sweep: str) -> pd.Series | None:
     frame = query_frame(con, f"SELECT trial_key, max(started_at) AS started_at FROM trials "
                              f"WHERE {sweep_is(sweep)} GROUP BY trial_key")
     return frame.set_index("trial_key")["started_at"]
-
 
 
 def choose_references(con, sweep: str, where: str | None = None) -> ReferenceChoice:

@@ -19,12 +19,10 @@ def positive_parameters(form: str) -> frozenset:
         return frozenset()
 
 
-
 def is_positive(name: str, positive: Collection[str] | None) -> bool:
     from .expression import POSITIVE
 
     return name in (positive or ()) or bool(POSITIVE.match(name))
-
 
 
 def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] | None = None) -> float:
@@ -44,7 +42,6 @@ def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] 
     return (hi - lo) / 2
 
 
-
 def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | None = None) -> list[str]:
     """``  a = 0.98 [0.90, 1.06]  half-width 0.08 (target 0.1: reached)`` per target; a positive
     constant's half-width is relative (``target_halfwidth``) and says so. A CI that measures
@@ -57,7 +54,6 @@ def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | No
         state = f"not reached: {why}" if why else "reached" if hw <= halfwidth else "not reached"
         out.append(f"  {name} = {est:.4g} [{lo:.4g}, {hi:.4g}]  {kind} {hw:.3g} (target {halfwidth:g}: {state})")
     return out
-
 
 
 def unmeasured(est: float, lo: float, hi: float) -> str | None:
@@ -78,12 +74,10 @@ def unmeasured(est: float, lo: float, hi: float) -> str | None:
     return None
 
 
-
 def halfwidth_of(result, name: str) -> float:
     """``target_halfwidth`` of a fit's parameter: relative for the law's positive constants."""
     return target_halfwidth(name, result.ci_low.get(name, np.nan), result.ci_high.get(name, np.nan),
                             result.law.positive)
-
 
 
 def unmeasured_in(result, name: str) -> str | None:
@@ -92,7 +86,6 @@ def unmeasured_in(result, name: str) -> str | None:
         return result.unidentified.get(name, "not fitted")
     return unmeasured(float(result.estimate[name]), float(result.ci_low.get(name, np.nan)),
                       float(result.ci_high.get(name, np.nan)))
-
 
 
 def targets_of(result, names) -> dict:

@@ -25,7 +25,6 @@ def given_data(spec: SweepSpec) -> dict:
     return raw
 
 
-
 def parse_override_value(text: str) -> Any:
     """An override's value as TOML reads it; a bare word (relu, float32) as text."""
     if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
@@ -34,7 +33,6 @@ def parse_override_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text  # a bare word such as relu or float32
-
 
 
 def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) -> None:
@@ -51,7 +49,6 @@ def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) ->
     section = data.get(path[0])
     if isinstance(section, dict):
         section.pop(path[1], None)  # a key the file does not set is already at its default
-
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides, sections: Mapping[str, type]) -> dict:

@@ -54,7 +54,6 @@ def check_consistency(spec: SweepSpec) -> None:
         raise spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
 
 
-
 def check_adaptive(adaptive: AdaptiveSpec) -> None:
     """[adaptive] form must be a registry law and its targets parameters of that law (checked
     only when the section is given: it imports the fits, pandas and scipy)."""
@@ -69,13 +68,11 @@ def check_adaptive(adaptive: AdaptiveSpec) -> None:
                              f"expected some of {', '.join(spec_value(p) for p in parameters)}")
 
 
-
 def adaptive_parameters(form: str) -> tuple[str, ...]:
     """The parameters of a registry law, in the law's order."""
     from ..analysis.laws import resolve_form
 
     return resolve_form(form)[1].parameters
-
 
 
 def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
@@ -88,7 +85,6 @@ def adaptive_targets(adaptive: AdaptiveSpec) -> tuple[str, ...]:
     expr = resolve_form(adaptive.form)[1]
     exponents = tuple(p for p in expr.parameters if p not in expr.positive)
     return exponents or expr.parameters
-
 
 
 # The trials package owns the rules of a configuration (antithetic M even, lazy alpha > 1, an
@@ -117,14 +113,12 @@ FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.s
               "preset": "preset", "activation": "activation"}
 
 
-
 def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
     """The spec key (``[section] key``) a trials ConfigError is about, or None."""
     axis = FIELD_AXIS.get(error.field)
     if axis is not None and getattr(spec.grid, axis) is not None:
         return f"[grid] {axis}"
     return CONFIG_KEYS.get(error.field)
-
 
 
 def check_trial_rules(spec: SweepSpec) -> None:

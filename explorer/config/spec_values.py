@@ -15,15 +15,12 @@ class InvalidValue(Exception):
     """A value's problem, without the key (the caller names it)."""
 
 
-
 def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-
 def is_number(v: Any) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
-
 
 
 def positive_int(v: Any) -> int:
@@ -32,12 +29,10 @@ def positive_int(v: Any) -> int:
     return storable(v)
 
 
-
 def nonnegative_int(v: Any) -> int:
     if not is_int(v) or v < 0:
         raise InvalidValue(f"expected a non-negative integer, got {spec_value(v)}")
     return storable(v)
-
 
 
 def storable(v: int) -> int:
@@ -46,7 +41,6 @@ def storable(v: int) -> int:
     if v > INT64_MAX:
         raise InvalidValue(f"expected an integer of at most 2^63 - 1 = {INT64_MAX} (it is stored as int64), got {spec_value(v)}")
     return v
-
 
 
 def at_most(limit: int, what: str) -> Callable[[Any], int]:
@@ -60,12 +54,10 @@ def at_most(limit: int, what: str) -> Callable[[Any], int]:
     return check
 
 
-
 def positive_number(v: Any) -> float:
     if not is_number(v) or v <= 0:
         raise InvalidValue(f"expected a positive number, got {spec_value(v)}")
     return float(v)
-
 
 
 def nonnegative_number(v: Any) -> float:
@@ -74,12 +66,10 @@ def nonnegative_number(v: Any) -> float:
     return float(v)
 
 
-
 def boolean(v: Any) -> bool:
     if not isinstance(v, bool):
         raise InvalidValue(f"expected true or false, got {spec_value(v)}")
     return v
-
 
 
 def choice(*allowed: str) -> Callable[[Any], str]:
@@ -89,7 +79,6 @@ def choice(*allowed: str) -> Callable[[Any], str]:
         return v
 
     return check
-
 
 
 def list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
@@ -110,7 +99,6 @@ def list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
     return check
 
 
-
 def sweep_name(v: Any) -> str:
     # The store's own rule (the name is a folder of the store). Imported here, and checked after
     # the sections, so that a typo in a section is reported without importing the store (pyarrow).
@@ -125,7 +113,6 @@ def sweep_name(v: Any) -> str:
         ) from None
 
 
-
 def points_per_trial(v: Any) -> int | str:
     if v == "auto":
         return v
@@ -134,11 +121,9 @@ def points_per_trial(v: Any) -> int | str:
     return v
 
 
-
 def spec_field(default: Any, check: Callable[[Any], Any], doc: str, required: bool = False):
     """A dataclass field carrying its validator and a one-line description (docs/sweeps.md)."""
     return field(default=default, metadata={"check": check, "doc": doc, "required": required})
-
 
 
 def resample_count(v: Any) -> int:
@@ -150,12 +135,10 @@ def resample_count(v: Any) -> int:
     return v
 
 
-
 def budget_fraction(v: Any) -> float:
     if not is_number(v) or not 0 < v <= 1:
         raise InvalidValue(f"expected a fraction of the full grid's cost in (0, 1], got {spec_value(v)}")
     return float(v)
-
 
 
 def law_name(v: Any) -> str:

@@ -49,13 +49,11 @@ def phase_chart(diagram, title: str = "phase diagram"):
     return alt.layer(rect, text, noise).properties(width=WIDTH, height=HEIGHT, title=full_title)
 
 
-
 def _is_log_axis(values: np.ndarray) -> bool:
     """A log scale suits positive values spread over at least a factor 4."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     return len(v) > 0 and bool(np.all(v > 0)) and v.max() >= 4 * v.min()
-
 
 
 def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
@@ -97,9 +95,7 @@ def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
     ).properties(width=WIDTH, height=HEIGHT, title=title or f"error vs {axis}")
 
 
-
 SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d log(L*M) (sampling term)
-
 
 
 def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +112,6 @@ def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
         geometric mean), slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
     """
     return diagnostics.local_slopes(grid).rename(columns={"axis": "along"})
-
 
 
 def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
@@ -145,7 +140,6 @@ def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):
         return None
     chart = panel_grid(panels)
     return chart.resolve_scale(color="independent") if len(panels) > 1 else chart
-
 
 
 def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "estimates per problem draw"):
@@ -177,7 +171,6 @@ def per_draw_chart(per_draw: pd.DataFrame, pooled: pd.DataFrame, title: str = "e
     return panel_grid(panels, columns=4) if panels else None
 
 
-
 def adaptive_points(points: pd.DataFrame, title: str = "adaptive sweep: chosen points by round"):
     """The points an adaptive sweep chose, on the (L, M) values it chose.
 
@@ -204,7 +197,6 @@ def adaptive_points(points: pd.DataFrame, title: str = "adaptive sweep: chosen p
                                       range=[40, 220])),
         tooltip=["L:Q", "M:Q", "round:O", "draws:Q", "trials:Q"])
     return alt.layer(back, front).properties(width=WIDTH, height=HEIGHT, title=title)
-
 
 
 def ci_vs_compute(targets: pd.DataFrame, title: str = "adaptive sweep: CI half-width vs compute spent"):

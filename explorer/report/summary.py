@@ -25,7 +25,6 @@ def _span(value: float, text: str, **data) -> Markup:
     return Markup('<span class="num" {} data-value="{}">{}</span>').format(attrs, repr(value), text)
 
 
-
 def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: str) -> Markup:
     """'slope in L: -0.98, 95% CI [-1.05, -0.91], theory -1' from an exponent (slope = -exponent)."""
     est, lo, hi = result.estimate[parameter], result.ci_low[parameter], result.ci_high[parameter]
@@ -36,12 +35,10 @@ def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: st
         _span(-lo, fmt(-lo, ".3f"), field="slope_high", **common), theory)
 
 
-
 def result_field(result, name: str, default):
     """A FitResult field that newer versions of explorer.analysis.fit add (older ones lack it)."""
     value = getattr(result, name, default)
     return default if value is None else value
-
 
 
 def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
@@ -91,7 +88,6 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
     return lines
 
 
-
 def _decomposed_sentences(report: Report) -> list[Markup]:
     """The summary's first lines: a and b of the decomposed fit with their intervals, or why
     they are not measured on this grid, then its two surfaces."""
@@ -124,7 +120,6 @@ def _decomposed_sentences(report: Report) -> list[Markup]:
     return out
 
 
-
 def _advice_sentence(advice: dict) -> Markup:
     """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
     beyond the measured budgets (a CI of zero width is that algebra, not a measurement)."""
@@ -142,12 +137,10 @@ def _advice_sentence(advice: dict) -> Markup:
         int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
 
 
-
 def _and(items) -> str:
     """'L', 'L and M', 'L, M and D'."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
 
 
 def _skipped_sentences(report: Report) -> list[Markup]:

@@ -19,7 +19,6 @@ def round_id(number: int) -> str:
     return f"round-{number:04d}"
 
 
-
 @dataclass
 class AdaptiveResult:
     """Where an adaptive sweep stands after a run of the loop (read back from the store)."""
@@ -80,7 +79,6 @@ class AdaptiveResult:
         return "\n".join(lines)
 
 
-
 def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
     """The sweep's ``rounds`` rows (empty frame when it has none), sorted by round."""
     if sweep not in store.sweeps():
@@ -88,7 +86,6 @@ def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
     table = store.query(f"SELECT * FROM rounds WHERE sweep = '{sweep}' ORDER BY round, entry, trial_key, parameter",
                         sweep=sweep)
     return table.to_pandas()
-
 
 
 def point_log_rows(choices: list[Choice] | list[Candidate], reason: str) -> list[dict]:
@@ -105,13 +102,11 @@ def point_log_rows(choices: list[Choice] | list[Candidate], reason: str) -> list
     return rows
 
 
-
 def target_log_rows(targets: dict, halfwidth: float, reason: str) -> list[dict]:
     return [{"entry": "target", "trial_key": None, "L": None, "M": None, "D": None, "alpha": None,
              "problem_seed": None, "gain_per_cost": None, "predicted_cost": None, "predicted_wall_s": None,
              "parameter": name, "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": halfwidth,
              "reason": reason} for name, (est, lo, hi) in targets.items()]
-
 
 
 def adaptive_status(store: Store, sweep: str) -> list[str]:
