@@ -4,6 +4,7 @@ Depends on pyarrow, duckdb and numpy only (never torch or Ray). See docs/store.m
 """
 from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, SchemaError, StoreError, StoreQueryError,
                      StoreUnreachable, UnreadableFileError)
+from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
 from .query import LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
@@ -21,6 +22,7 @@ __all__ = [
     "CheckReport",
     "CompactionReport",
     "DATA_KINDS",
+    "DEFAULT_TTL_S",
     "FINAL_STATUSES",
     "ForeignReferenceError",
     "InvalidNameError",

@@ -26,10 +26,8 @@ from collections.abc import Iterable
 
 from .errors import StoreError, StoreUnreachable
 from .files import Files
+from .heartbeat import DEFAULT_TTL_S
 from .layout import LEASES_DIR, check_key, check_sweep, join, sweep_dir
-
-
-DEFAULT_TTL_S = 60.0
 
 
 def lease_dir(files: Files, sweep: str) -> str:

@@ -34,13 +34,14 @@ import pyarrow as pa
 
 from .errors import ForeignReferenceError, SchemaError, StoreError
 from .files import Files
+from .heartbeat import DEFAULT_TTL_S
 from .owners import owner_identity
 from .layout import QUARANTINE_DIR, check_key, join, reference_file, reference_lock
 from .schema import SCHEMA_VERSION, package_version, schema, to_table
 from .write import parquet_bytes
 
 META_KEY = "explorer.reference_meta"
-STALE_AFTER_S = 60.0  # a lock whose heartbeat (mtime) is older than this has lost its holder
+STALE_AFTER_S = DEFAULT_TTL_S  # a lock whose heartbeat (mtime) is older than this has lost its holder
 Arrays = dict[str, np.ndarray]
 Validate = Callable[[Arrays, dict], "str | None"]  # why a decoded reference cannot be used, or None
 

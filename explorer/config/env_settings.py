@@ -31,8 +31,9 @@ class Setting:
 SETTINGS = {
     "EXPLORER_TORCH_THREADS": Setting(None, True, 1, 1024,
                                       "torch threads per worker (default: the CPUs Ray gave the worker)"),
-    "EXPLORER_LEASE_TTL_S": Setting(60.0, False, 1.0, 86_400.0,
-                                    "seconds a driver's claim on its trials lives without renewal"),
+    "EXPLORER_LEASE_TTL_S": Setting(None, False, 1.0, 86_400.0,
+                                    "seconds a driver's claim on its trials lives without renewal "
+                                    "(default: the store's heartbeat lifetime, store.heartbeat.DEFAULT_TTL_S)"),
 }
 
 

@@ -8,7 +8,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from store import Store, owner_dead_here, owner_identity
+from store import DEFAULT_TTL_S, Store, owner_dead_here, owner_identity
+
+from ..config.env_settings import setting
 
 from .interrupts import SIGNAL_POLL_S
 from .progress import Progress
@@ -16,6 +18,12 @@ from .results import SweepResult
 
 LEASE_TTL_ENV = "EXPLORER_LEASE_TTL_S"  # how long a driver's claim on its trials lives without renewal
 WAIT_POLL_S = 2.0  # how often a driver waiting on another driver's claims looks again
+
+
+def driver_ttl_s(explicit: float | None = None) -> float:
+    """How long this driver's claims live without renewal: ``explicit`` (``run_sweep(lease_ttl_s=)``),
+    else ``$EXPLORER_LEASE_TTL_S``, else the store's heartbeat lifetime."""
+    return explicit or setting(LEASE_TTL_ENV) or DEFAULT_TTL_S
 
 
 class Leases:

@@ -38,13 +38,13 @@ from dataclasses import dataclass, replace
 
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
-from ..config.env_settings import check_environment, setting
+from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
 from ..config.spec import SweepSpec
 from ..store_access import open_store
 from .cleanup import compact_trials, release_after_run
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
-from .leases import LEASE_TTL_ENV, Leases, note_other_drivers, wait_for
+from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
 from .ray_session import ray_session
 from .reference_phase import run_references
@@ -90,8 +90,8 @@ def run_sweep(
         progress: show the progress line (on ``stream``, default standard error).
         num_cpus: CPUs of an embedded Ray (default: all).
         lease_ttl_s: how long this driver's claims live without renewal (default
-            ``$EXPLORER_LEASE_TTL_S``, else 60 s): another driver of the same sweep takes over
-            the trials of a dead driver after that long.
+            ``$EXPLORER_LEASE_TTL_S``, else ``store.heartbeat.DEFAULT_TTL_S``): another driver of the
+            same sweep takes over the trials of a dead driver after that long.
         only_keys: run (and count in the result) only the planned trials with these keys: one
             round of an adaptive sweep (``explorer.sweeps.adaptive``). None: every trial.
 
@@ -164,7 +164,7 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
                 guard: SignalGuard, launch: _Launch, result: SweepResult, bar: Progress) -> set[str]:
     """Start or join Ray, run the trials this driver can claim (waiting for those of other
     drivers), and clean up whatever happens; returns the keys this driver claimed."""
-    leases = Leases(store, spec.name, launch.lease_ttl_s or setting(LEASE_TTL_ENV))
+    leases = Leases(store, spec.name, driver_ttl_s(launch.lease_ttl_s))
     claimed: set[str] = set()
     with stop_when_store_lost(bar):
         try:

@@ -87,7 +87,18 @@ def test_good_environment_values_and_defaults(monkeypatch):
     assert (setting("EXPLORER_TORCH_THREADS"), setting("EXPLORER_LEASE_TTL_S")) == (3, 20.0)
     monkeypatch.delenv("EXPLORER_TORCH_THREADS")
     monkeypatch.delenv("EXPLORER_LEASE_TTL_S")
-    assert (setting("EXPLORER_TORCH_THREADS"), setting("EXPLORER_LEASE_TTL_S")) == (None, 60.0)
+    assert (setting("EXPLORER_TORCH_THREADS"), setting("EXPLORER_LEASE_TTL_S")) == (None, None)
+
+
+def test_a_driver_claims_for_the_variable_else_the_stores_heartbeat_lifetime(monkeypatch):
+    from explorer.sweeps.leases import driver_ttl_s
+    from store import DEFAULT_TTL_S, references
+
+    monkeypatch.delenv("EXPLORER_LEASE_TTL_S", raising=False)
+    assert driver_ttl_s() == DEFAULT_TTL_S == 60.0 and references.STALE_AFTER_S == DEFAULT_TTL_S
+    assert driver_ttl_s(5.0) == 5.0
+    monkeypatch.setenv("EXPLORER_LEASE_TTL_S", "20")
+    assert driver_ttl_s() == 20.0 and driver_ttl_s(5.0) == 5.0
 
 
 def test_every_command_refuses_a_bad_variable_first(monkeypatch, tmp_path):
