@@ -1,6 +1,6 @@
 """The explorer's one formatter of values for text: numbers in fits, diagnostics, phase and report
 text (``fmt``), spec values in error messages (``spec_value``), sizes and durations in estimates
-(``format_bytes``, ``format_seconds``)."""
+(``format_bytes``, ``format_seconds``), shares (``format_percent``)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,13 @@ def fmt(value, spec: str = ".4g", missing: str = "n/a") -> str:
     if isinstance(value, float):
         return format(value, spec)
     return str(value)
+
+
+
+def format_percent(share: float) -> str:
+    """A share as a percentage with 3 significant digits, whatever its size (0.0001 -> '0.01%',
+    2.5e12 -> '2.5e+14%')."""
+    return f"{100 * share:.3g}%" if math.isfinite(share) else fmt(share)
 
 
 def spec_value(value: Any) -> str:

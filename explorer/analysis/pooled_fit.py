@@ -13,7 +13,13 @@ as a geometric mean. This module measures the authors' quantity:
   law's against the means), and a 95 % interval from a bootstrap over the draws: resample the
   draws with replacement, pool, refit; the interval is Student's t with G - 1 degrees of freedom
   (G draws) on the replicates' spread, in log for a positive parameter (as the tool's other
-  intervals over draws). A parameter whose replicates are all equal gets a zero-width interval.
+  intervals over draws) unless resamples reach its bound 0 (then in linear space, clipped at 0).
+  A parameter whose replicates are all equal gets a zero-width interval.
+- ``residuals="err"``: the constants minimise the unweighted sum of squares of err - law, as the
+  authors' ``scipy.optimize.curve_fit`` does (bounds >= 0), started from the tool's fit (soft-L1
+  on log residuals, the default ``"log"``). Under a law that is not exact the two losses give
+  different constants (the squares weight the largest errors), so a reproduction of the authors'
+  numbers uses theirs. R^2 and warnings stay the tool's fit's.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 
 MIN_DRAWS = 3  # a bootstrap over fewer draws does not estimate their spread
 RESAMPLE_STARTS = 3  # starts of each bootstrap refit (the point fit keeps fit's default)
@@ -42,57 +48,101 @@ def pooled_mean(grid: pd.DataFrame) -> pd.DataFrame:
     return pooled.drop(columns=["total", "count"])
 
 
+AT_BOUND = 1e-9  # a resample below this fraction of the largest sits at the bound 0 (float noise)
+
+
 def _interval(point: float, replicates: np.ndarray, t: float) -> tuple[float, float]:
+    """Student's t on the replicates' spread: in log for a positive parameter, unless some
+    resamples put it at its bound 0 (a log spread would then span hundreds of decades); then in
+    linear space, the lower end clipped at 0."""
     replicates = replicates[np.isfinite(replicates)]
     if len(replicates) < 2 or not math.isfinite(point):
         return math.nan, math.nan
     if np.ptp(replicates) == 0:
         return float(replicates[0]), float(replicates[0])
-    if point > 0 and (replicates > 0).all():
+    if point > 0 and (replicates > AT_BOUND * replicates.max()).all():
         sd = float(np.log(replicates).std(ddof=1))
         return point * math.exp(-t * sd), point * math.exp(t * sd)
     sd = float(replicates.std(ddof=1))
-    return point - t * sd, point + t * sd
+    low = point - t * sd
+    return (max(low, 0.0) if (replicates >= 0).all() else low), point + t * sd
 
 
-def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, where: str | None = None):
+RESIDUALS = ("log", "err")
+
+
+def least_squares_on_err(form: str, points: pd.DataFrame, start: dict) -> dict:
+    """The law's constants that minimise sum (err - law)^2 over ``points`` (L, M, D, err),
+    unweighted, every positive constant bounded below by 0, from ``start`` (name -> value)."""
+    from .laws import resolve_form
+
+    _, expr = resolve_form(form)
+    names = list(expr.parameters)
+    L, M, D, err = (points[c].to_numpy(float) for c in ("L", "M", "D", "err"))
+    low = np.array([0.0 if n in expr.positive else -np.inf for n in names])
+    x0 = np.array([start[n] for n in names], dtype=float)
+    x0 = np.where(np.isfinite(low), np.maximum(x0, 1e-12), x0)
+    solution = optimize.least_squares(lambda theta: expr(theta, L, M, D) - err, x0, bounds=(low, np.inf),
+                                      x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12)
+    return dict(zip(names, map(float, solution.x)))
+
+
+def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options):
+    """(tool's fit of the law on ``points``, the constants under ``residuals``)."""
+    from .fit import fit
+
+    result = fit(points, form, n_boot=0, per_draw=False, range_check=False, **fit_options)
+    if residuals == "log":
+        return result, dict(result.estimate)
+    return result, least_squares_on_err(form, points, result.estimate)
+
+
+def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, where: str | None = None,
+               residuals: str = "log"):
     """The law ``form`` fitted to ``pooled_mean(grid)``, with a bootstrap over the problem draws
     (``grid``: grid_errors rows with problem_seed and seed_errs). Returns a ``FitResult`` whose
-    intervals, samples and bootstrap description are the draws'.
+    intervals, samples and bootstrap description are the draws'; ``residuals`` as in the module
+    docstring.
 
     Raises:
         FitError: as ``explorer.fit.fit``; or fewer than ``MIN_DRAWS`` draws.
     """
     from ..errors import FitError
-    from .fit import fit
 
+    if residuals not in RESIDUALS:
+        raise FitError(f"residuals {residuals!r}: expected one of {', '.join(RESIDUALS)}")
     draws = np.sort(grid["problem_seed"].unique()) if "problem_seed" in grid else np.array([None])
     if len(draws) < MIN_DRAWS:
         raise FitError(f"{len(draws)} problem draw(s): a bootstrap over draws needs at least {MIN_DRAWS}")
-    result = fit(pooled_mean(grid), form, n_boot=0, where=where, per_draw=False, range_check=False)
-    names = [p for p in result.parameters if math.isfinite(result.estimate[p])]
+    result, estimate = _estimate(pooled_mean(grid), form, residuals, where=where)
+    names = [p for p in result.parameters if math.isfinite(estimate[p])]
     by_draw = {d: grid[grid["problem_seed"] == d] for d in draws}
     rng = np.random.default_rng(seed)
     replicates = []
     for _ in range(n_boot):
         sample = pd.concat([by_draw[d] for d in rng.choice(draws, len(draws))], ignore_index=True)
         try:
-            refit = fit(pooled_mean(sample), form, n_boot=0, n_starts=RESAMPLE_STARTS, per_draw=False,
-                        range_check=False)
+            _, refit = _estimate(pooled_mean(sample), form, residuals, n_starts=RESAMPLE_STARTS)
         except FitError:
             continue
-        replicates.append([refit.estimate[p] for p in names])
+        replicates.append([refit[p] for p in names])
     samples = np.array(replicates, dtype=float).reshape(-1, len(names))
     t = float(stats.t.ppf(0.975, len(draws) - 1))
     ci_low, ci_high = dict(result.ci_low), dict(result.ci_high)
     for i, name in enumerate(names):
-        ci_low[name], ci_high[name] = _interval(result.estimate[name], samples[:, i], t)
-    note = (f"fitted to the mean error over every run ({len(draws)} draws x their seeds) at each of "
+        ci_low[name], ci_high[name] = _interval(estimate[name], samples[:, i], t)
+    loss = ("unweighted least squares on err, as the authors' curve_fit" if residuals == "err"
+            else "soft-L1 on log residuals")
+    note = (f"fitted ({loss}) to the mean error over every run ({len(draws)} draws x their seeds) at each of "
             f"{result.n_points} points; 95 % interval: {len(samples)} bootstrap resamples of the draws, "
             f"Student's t with {len(draws) - 1} degrees of freedom")
-    return dataclasses.replace(result, ci_low=ci_low, ci_high=ci_high, samples=samples, n_boot=len(samples),
+    if residuals == "err":
+        tool = ", ".join(f"{p} = {result.estimate[p]:.3g}" for p in names)
+        note += f"; the tool's log-residual fit of the same means gives {tool}"
+    return dataclasses.replace(result, estimate=estimate, ci_low=ci_low, ci_high=ci_high, samples=samples,
+                               n_boot=len(samples),
                                bootstrap="draws (pooled means refitted)", n_draws=len(draws),
                                notes=[*result.notes, note])
 
 
-__all__ = ["MIN_DRAWS", "RESAMPLE_STARTS", "fit_pooled", "pooled_mean"]
+__all__ = ["MIN_DRAWS", "RESAMPLE_STARTS", "RESIDUALS", "fit_pooled", "least_squares_on_err", "pooled_mean"]

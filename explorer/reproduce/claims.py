@@ -78,6 +78,7 @@ class Claim:
     # fit: the law of the mean error over every run of a point, with a bootstrap over the draws
     # (explorer.analysis.pooled_fit; the authors' pooling), instead of a fit to every draw's rows
     mean_of_runs: bool = False
+    residuals: str = "log"  # mean_of_runs: "err" minimises the squares of err - law, as the authors' curve_fit
     pooled: bool = True  # curve / collapse: pool problem draws as sqrt(mean err^2)
 
 
@@ -146,10 +147,12 @@ _TINY_NONLINEAR = ["grid.M=[1, 4]", "grid.D=[2, 17]", "grid.L=[4]", "grid.proble
 # The companion's hidden error is theirs exactly (err_hidden_depthmax: max over depth of the mean
 # |error|), so its constants need no conversion; err_out is sqrt(3) x theirs (our RMS over the
 # d_out = 3 outputs against their norm), so our constants of err_out^2 are 3 x theirs.
-# Both are fitted, as the authors do, to each point's mean error over every run (seeds x draws).
-_HIDDEN = dict(metric="err_hidden_depthmax", step=5, where=LINEAR_REGION, form="companion_hidden", mean_of_runs=True)
+# Both are fitted as the authors do: to each point's mean error over every run (seeds x draws), by
+# unweighted least squares on the error (their curve_fit), not the tool's log residuals.
+_HIDDEN = dict(metric="err_hidden_depthmax", step=5, where=LINEAR_REGION, form="companion_hidden", mean_of_runs=True,
+               residuals="err")
 _OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="companion_output", scale=1 / 3,
-               mean_of_runs=True)
+               mean_of_runs=True, residuals="err")
 CLOSE_FACTOR = 1.15  # a fitted constant within 1.15x of the paper's is "close" (when its CI excludes it)
 CLOSE_EXPONENT = 0.1  # an exponent within 0.1 of the paper's is "close"
 # The frontier exponents 1/6 and 1/5 differ by 1/30: "close" within 0.05 keeps them apart
@@ -332,7 +335,7 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
     if claim.mean_of_runs:
         from ..analysis.pooled_fit import fit_pooled
 
-        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where)
+        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals)
     if form is not None and form.method == "decomposed":
         return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
                                  n_boot=n_boot, hold=False)

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from ..analysis.fit_result import Z95
+from ..formatting import format_percent
 
 CONSISTENT = "consistent"
 CLOSE = "close, CI excludes"
@@ -117,12 +118,12 @@ def negligible_verdict(share_estimate, share_low, share_high, share_limit: float
         return Verdict(NOT_MEASURED, problem)
     if unexplained:
         return Verdict(NOT_MEASURED, unexplained)
-    shares = (f"the term's largest share of err^2 over the fitted points: {share_estimate:.2%} at the estimate, "
-              f"{share_high:.2%} at the interval's upper end (limit {share_limit:.0%})")
+    shares = (f"the term's largest share of err^2 over the fitted points: {format_percent(share_estimate)} at the "
+              f"estimate, {format_percent(share_high)} at the interval's upper end (limit {format_percent(share_limit)})")
     if share_high <= share_limit:
         return Verdict(CONSISTENT, shares)
     if share_low > share_limit:
-        return Verdict(DISAGREES, shares + f"; {share_low:.2%} even at the lower end")
+        return Verdict(DISAGREES, shares + f"; {format_percent(share_low)} even at the lower end")
     return Verdict(NOT_MEASURED, shares + ": the interval allows both a negligible and a sizeable term")
 
 

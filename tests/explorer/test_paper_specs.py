@@ -34,7 +34,7 @@ def test_the_protocol_keys_reach_the_trials():
     assert (problem.data, problem.data_seed, problem.coupled_dim) == ("linear_target", 42, 216)
     assert {r.kind for r in linear.references} == {"joint_limit"}
     # one joint_limit reference per problem draw and D (its hidden state is written in D's embeddings)
-    assert len(linear.references) == 13 * 4
+    assert len(linear.references) == 20 * 4
     assert {r.config.grid for r in linear.references} == {128}
     uncoupled = plan(load_spec(PAPER[0].parent / "companion-nonlinear-uncoupled-laptop.toml"))
     p = uncoupled.trials[0].config.problem

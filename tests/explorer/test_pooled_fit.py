@@ -63,3 +63,26 @@ def test_fewer_than_three_draws_is_refused_in_one_line():
     grid, _ = scattered_draws(2)
     with pytest.raises(FitError, match="2 problem draw"):
         fit_pooled(grid, "companion_hidden", n_boot=10)
+
+
+def test_the_authors_residuals_give_their_curve_fit_on_the_means():
+    """Under a law that is not exact (the means carry a 1/L term the law lacks), the squares of
+    err - law and the log residuals give different constants; residuals="err" is scipy's curve_fit
+    on the pooled means, as the authors fit them."""
+    from scipy.optimize import curve_fit
+
+    grid, _ = scattered_draws(6, seed=5)
+    grid = grid.assign(seed_errs=[e * (1 + 3.0 / row.L) for e, row in zip(grid["seed_errs"], grid.itertuples())])
+    means = pooled_mean(grid)
+    l, m, d, y = (means[c].to_numpy(float) for c in ("L", "M", "D", "err"))
+    (a, b, c), _ = curve_fit(lambda _, a, b, c: np.sqrt(a * d / (l * m) + b / d + c / l**2), None, y,
+                             p0=[0.85, 2.4, 0.001], bounds=(0, np.inf))
+    authors = fit_pooled(grid, "companion_hidden", n_boot=30, residuals="err")
+    tool = fit_pooled(grid, "companion_hidden", n_boot=30)
+    for name, theirs in (("a", a), ("b", b)):
+        assert authors.estimate[name] == pytest.approx(theirs, rel=1e-4)
+        assert authors.ci_low[name] < authors.estimate[name] < authors.ci_high[name]
+    assert abs(tool.estimate["a"] / authors.estimate["a"] - 1) > 0.01  # the losses differ here
+    assert "least squares on err" in authors.notes[-1] and "log-residual fit" in authors.notes[-1]
+    with pytest.raises(FitError, match="residuals"):
+        fit_pooled(grid, "companion_hidden", n_boot=5, residuals="linear")

@@ -22,7 +22,7 @@ def test_list_names_every_experiment_with_its_grid_sizes():
     assert result.exit_code == 0, result.output
     for name in ("companion-linear", "companion-nonlinear", "hidden-width-rates"):
         assert name in result.output
-    assert re.search(r"laptop: 624 points, 1248 runs, 52 references, ~[\d.]+ min of single-core compute; "
+    assert re.search(r"laptop: 960 points, 1920 runs, 80 references, ~[\d.]+ min of single-core compute; "
                      r"full: 43875 points, 219375 runs, 195 references, ~[\d.]+ h of single-core compute", result.output)
 
 
@@ -107,12 +107,29 @@ def _measure_on(monkeypatch, grid, claims):
 def test_a_fit_claim_recovers_the_papers_constants_on_their_law(monkeypatch):
     exp = EXPERIMENTS["companion-linear"]
     rows = _measure_on(monkeypatch, _synthetic(_hidden_law(), *LAPTOP, noise=0.05), exp.claims[:2])
-    assert [r["verdict"] for r in rows] == [CONSISTENT, CONSISTENT], [r["reason"] for r in rows]
-    assert abs(rows[0]["value"] / 0.673 - 1) < 0.1 and abs(rows[1]["value"] / 0.437 - 1) < 0.1
+    # one draw of the noise: a 95 % interval misses now and then (the coverage test below counts)
+    assert all(r["verdict"] in (CONSISTENT, CLOSE) for r in rows), [r["reason"] for r in rows]
+    assert abs(rows[0]["value"] / 0.673 - 1) < 0.05 and abs(rows[1]["value"] / 0.437 - 1) < 0.05
     table = rep.claims_table(dataclasses.replace(exp, claims=exp.claims[:2]), rows)
-    assert list(table["verdict"]) == [CONSISTENT] * 2 and table["paper"][0] == "a = 0.673 (fitted)"
-    assert all(table["reason"].str.contains("lies in"))
-    assert rep.markdown_table(table).startswith("Claims: 2 consistent, 0 close (CI excludes), 0 not measured, 0 disagree\n")
+    assert list(table["verdict"]) == [r["verdict"] for r in rows] and table["paper"][0] == "a = 0.673 (fitted)"
+    consistent = sum(r["verdict"] == CONSISTENT for r in rows)
+    assert all(table["reason"][table["verdict"] == CONSISTENT].str.contains("lies in"))
+    assert rep.markdown_table(table).startswith(
+        f"Claims: {consistent} consistent, {2 - consistent} close (CI excludes), 0 not measured, 0 disagree\n")
+
+
+@pytest.mark.slow
+def test_on_the_papers_law_the_constants_are_graded_consistent_in_most_draws(monkeypatch):
+    """The claims' 95 % intervals, over 20 draws of the seeds' noise on the law at the paper's
+    constants: each claim consistent in at least 17 (a binomial(20, 0.95) falls below that 1.6 %
+    of the time; the draws are seeded, so the test is deterministic)."""
+    exp = EXPERIMENTS["companion-linear"]
+    consistent = np.zeros(2, dtype=int)
+    for seed in range(20):
+        rows = _measure_on(monkeypatch, _synthetic(_hidden_law(), *LAPTOP, noise=0.05, seed=seed), exp.claims[:2])
+        consistent += [r["verdict"] == CONSISTENT for r in rows]
+        assert all(r["verdict"] in (CONSISTENT, CLOSE) for r in rows), (seed, [r["reason"] for r in rows])
+    assert (consistent >= 17).all(), consistent
 
 
 @pytest.mark.slow
@@ -123,8 +140,10 @@ def test_constructed_fits_cover_the_four_grades_and_none_is_consistent_outside_i
     exp = EXPERIMENTS["companion-linear"]
     hidden_a, output_a = exp.claims[0], exp.claims[3]
     seen = {}
-    for scale, noise, expected in ((1.0, 0.05, CONSISTENT), (1.1, 0.005, CLOSE), (2.0, 0.02, DISAGREES)):
-        (row,) = _measure_on(monkeypatch, _synthetic(_hidden_law(scale), *LAPTOP, noise=noise), [hidden_a])
+    # noise seed 1 for the consistent case: a draw whose interval covers the truth (seed 0's does
+    # not, as about 1 draw in 20 does not: the coverage test above counts them)
+    for scale, noise, expected, seed in ((1.0, 0.05, CONSISTENT, 1), (1.1, 0.005, CLOSE, 0), (2.0, 0.02, DISAGREES, 0)):
+        (row,) = _measure_on(monkeypatch, _synthetic(_hidden_law(scale), *LAPTOP, noise=noise, seed=seed), [hidden_a])
         seen[expected] = row
         assert row["verdict"] == expected, (scale, row["reason"])
     buried = _synthetic(lambda L, M, D: np.sqrt(3 * (1e-5 * (D / (L * M)) ** 2 + 0.25 / D)), *LAPTOP, noise=0.05)

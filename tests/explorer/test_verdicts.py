@@ -57,7 +57,7 @@ def test_an_exponent_is_informative_within_a_half_width_of_0_15():
 
 def test_a_negligible_term_needs_its_upper_end_below_the_share():
     v = negligible_verdict(1e-6, 0.0, 0.01, 0.05, estimate=1e-9, ci_low=0.0, ci_high=1e-5)
-    assert v.grade == CONSISTENT and "1.00% at the interval's upper end" in v.reason
+    assert v.grade == CONSISTENT and "1% at the interval's upper end" in v.reason
     assert negligible_verdict(0.01, 0.0, 0.2, 0.05, estimate=1e-3, ci_low=0.0, ci_high=0.02).grade == NOT_MEASURED
     assert negligible_verdict(0.3, 0.2, 0.4, 0.05, estimate=0.3, ci_low=0.2, ci_high=0.4).grade == DISAGREES
     v = negligible_verdict(0.0, 0.0, 0.0, 0.05, estimate=3.42e-13, ci_low=3.42e-13, ci_high=3.42e-13)
