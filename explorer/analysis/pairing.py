@@ -13,8 +13,9 @@ their own noises. The comparison
   (``joint_design``);
 - resamples as the fit does (``explorer.decomposed``: draws with replacement, then one resample of
   seed indices per chosen draw) and applies each resample to both sweeps, so every replicate
-  gives the difference B - A. The variance of the difference is estimated as the fit's is
-  (G/(G-1) (V_outer - V_inner), else the joint jackknife over seed indices), and the 95 %
+  gives the difference B - A. The variance of each quantity (A, B, the difference) is the larger
+  of G/(G-1) (V_outer - V_inner), the draws' spread, and the joint jackknife over seed indices,
+  the seeds' part alone (``total_variance``), and the 95 %
   interval is difference +- t(G-1) sd (t(R-1) with one draw), in log for the positive constants
   c1, c2, whose difference is reported as the ratio B / A;
 - gives the unpaired interval too: the same quantile times sqrt(sd_A^2 + sd_B^2), what two
@@ -219,11 +220,21 @@ def paired_solve(draws_a, draws_b, des_a, des_b, chosen, picks) -> tuple[np.ndar
     return solve(draws_a, des_a, chosen, picks, keep), solve(draws_b, des_b, chosen, picks, keep)
 
 
-def _variance(outer, inner, within, G):
+def total_variance(outer, inner, within, G):
+    """The variance of an estimate (A's, B's or their difference) over draws and seeds.
+
+    ``G/(G-1) (V_outer - V_inner)`` estimates the whole variance, the draws' and the seeds'
+    parts, from the spread between draws: with few draws it has few degrees of freedom (one
+    with G = 2) and carries the resamples' own noise. ``within`` (the jackknife over seed
+    indices) estimates the seeds' part alone, from every seed of every draw. The whole is at
+    least its seeds' part, so the estimate is the larger of the two: the draws' variance
+    component truncated at zero. Taking the between-draw value whenever it is positive, however
+    far below the seeds' part, let one quantity (A's) get a lucky small value while another
+    (the difference) fell back on the jackknife, and the widths compared unlike estimators."""
     if G > 1:
         with np.errstate(all="ignore"):
             between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
-        return np.where(between > 0, between, within)
+        return np.fmax(np.where(between > 0, between, np.nan), within)  # fmax: a NaN side gives the other
     return within
 
 
@@ -279,7 +290,7 @@ def paired_fit(paired: Paired, n_boot: int = 200, seed: int = 0, floor: str = "q
         sds = []
         for k, pick in enumerate((lambda p: p[0], lambda p: p[1], lambda p: p[1] - p[0])):
             o, i = np.array([pick(p) for p in outer]), np.array([pick(p) for p in inner])
-            sds.append(np.sqrt(_variance(o, i, within[k], G)))
+            sds.append(np.sqrt(total_variance(o, i, within[k], G)))
     dof = G - 1 if G > 1 else max(min(d.R for d in draws_a) - 1, 1)
     return PairedFit(theta_a, theta_b, sds[0], sds[1], sds[2], float(stats.t.ppf(0.975, dof)), dof, G, n_boot,
                      identical=same)
@@ -302,4 +313,4 @@ def verdict_line(row) -> str:
 
 
 __all__ = ["PAIR_COLUMNS", "Paired", "PairedFit", "RATIO_PARAMETERS", "VERDICTS", "identical", "joint_design",
-           "pair_frames", "paired_fit", "paired_solve", "verdict_line"]
+           "pair_frames", "paired_fit", "paired_solve", "total_variance", "verdict_line"]
