@@ -30,8 +30,8 @@ def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, for
     for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
 
     Both are fitted on the grid points, problem draws and seeds they share (what is left out is
-    listed); the paired bootstrap applies each resample of draws and seed indices to both, so
-    the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
+    listed); the paired interval leaves each problem draw (with one draw, each seed index) out
+    of both at once, so the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
     their references or problems differ; warns when they differ in more than one setting.
     Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
     """
