@@ -254,7 +254,7 @@ def total_variance(jackknife, outer, inner, within, G):
     return np.where(np.isfinite(jackknife), jackknife, fallback)
 
 
-def _joint_within(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
+def seeds_jackknife(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
     """Jackknife variances over seed indices, each index deleted from both sweeps at once:
     of A's estimate, B's and their difference."""
     G = len(draws_a)
@@ -302,7 +302,7 @@ def paired_fit(paired: Paired, n_boot: int = 200, seed: int = 0, floor: str = "q
 
         inner = [replicate(everything) for _ in range(n_boot)]
         outer = [replicate(rng.integers(0, G, G)) for _ in range(n_boot)] if G > 1 else inner
-        within = _joint_within(draws_a, draws_b, des_a, des_b)
+        within = seeds_jackknife(draws_a, draws_b, des_a, des_b)
         jackknife = draws_jackknife(draws_a, draws_b, des_a, des_b)
         sds = []
         for k, pick in enumerate((lambda p: p[0], lambda p: p[1], lambda p: p[1] - p[0])):
@@ -330,4 +330,5 @@ def verdict_line(row) -> str:
 
 
 __all__ = ["PAIR_COLUMNS", "Paired", "PairedFit", "RATIO_PARAMETERS", "VERDICTS", "identical", "joint_design",
-           "draws_jackknife", "pair_frames", "paired_fit", "paired_solve", "total_variance", "verdict_line"]
+           "draws_jackknife", "pair_frames", "paired_fit", "paired_solve", "seeds_jackknife", "total_variance",
+           "verdict_line"]

@@ -10,9 +10,9 @@ from scipy import stats
 from explorer.analysis.decomposed import draws_of
 from explorer.analysis.pairing import (draws_jackknife, joint_design, pair_frames, paired_fit, paired_solve,
                                        total_variance)
-from explorer.analysis.planted import REGIMES, Regime
+from explorer.analysis.planted import REGIMES, Regime, planted_pair_partly_shared
 
-from .compare_data import planted_pair, planted_pair_partly_shared
+from .compare_data import planted_pair
 
 NAN4 = np.full(4, np.nan)
 
