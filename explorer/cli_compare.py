@@ -20,7 +20,8 @@ from .store_access import store_errors
 @step_option
 @where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
-              metavar="N", help="Paired bootstrap resamples.")
+              metavar="N", help="Paired bootstrap resamples, used where leaving a problem draw out leaves a "
+                                "parameter unmeasured.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--save/--no-save", default=True, show_default=True,
               help="Write the rows to the store (kind comparisons, under sweep A).")

@@ -1,6 +1,6 @@
 """``explorer compare``: two sweeps (or two values of one categorical axis of a sweep) read from
-the store, checked for comparability, fitted on what they share and compared with a paired
-bootstrap (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
+the store, checked for comparability, fitted on what they share and compared with paired
+intervals (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
 
 Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
 ``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
