@@ -198,7 +198,7 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
             form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
             n_boot: int = 200, seed: int = 0, save: bool = True):
     """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
-    with paired bootstrap intervals of the differences (``explorer.analysis.pairing``; docs/analysis.md).
+    with paired intervals of the differences (``explorer.analysis.pairing``; docs/analysis.md).
 
         explorer.compare("lr10", "lr08", store="results").lines()
         explorer.compare("presets", by="preset", store="results")   # two values of one sweep's axis

@@ -20,7 +20,8 @@ from .store_access import store_errors
 @step_option
 @where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
-              metavar="N", help="Paired bootstrap resamples.")
+              metavar="N", help="Paired bootstrap resamples, used where leaving a problem draw out leaves a "
+                                "parameter unmeasured.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--save/--no-save", default=True, show_default=True,
               help="Write the rows to the store (kind comparisons, under sweep A).")
@@ -30,8 +31,8 @@ def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, for
     for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
 
     Both are fitted on the grid points, problem draws and seeds they share (what is left out is
-    listed); the paired bootstrap applies each resample of draws and seed indices to both, so
-    the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
+    listed); the paired interval leaves each problem draw (with one draw, each seed index) out
+    of both at once, so the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
     their references or problems differ; warns when they differ in more than one setting.
     Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
     """

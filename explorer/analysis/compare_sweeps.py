@@ -1,6 +1,6 @@
 """``explorer compare``: two sweeps (or two values of one categorical axis of a sweep) read from
-the store, checked for comparability, fitted on what they share and compared with a paired
-bootstrap (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
+the store, checked for comparability, fitted on what they share and compared with paired
+intervals (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
 
 Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
 ``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
@@ -95,9 +95,10 @@ class Comparison:
             out.append("the runs are identical: A's and B's errors are bit-identical on every shared point, "
                        "so every difference is exactly 0 (ratio 1)")
         else:
-            out.append(f"95% intervals: difference +- t({self.fit.dof}) x sd; paired: each resample of draws and "
-                       f"seed indices applied to both sweeps ({self.fit.n_boot} resamples); unpaired: as if the "
-                       "sweeps shared no randomness")
+            left = ("each problem draw" if self.fit.n_draws > 1 else "each seed index")
+            out.append(f"95% intervals: difference +- t({self.fit.dof}) x sd; paired: sd from leaving {left} out of "
+                       f"both sweeps at once (where that leaves a parameter unmeasured: {self.fit.n_boot} bootstrap "
+                       "resamples applied to both); unpaired: as if the sweeps shared no randomness")
         out += [verdict_line(row) for _, row in self.rows.iterrows()]
         out += [f"left out: {line}" for line in self.paired.left_out]
         out += [f"warning: {line}" for line in self.warnings]

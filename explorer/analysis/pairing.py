@@ -1,5 +1,5 @@
 """Two sweeps fitted with the decomposed law on what they share, and their difference with a
-paired bootstrap interval (numpy only: the store side is ``explorer.analysis.compare_sweeps``).
+paired interval (numpy only: the store side is ``explorer.analysis.compare_sweeps``).
 
 Sweeps share randomness by construction: a problem seed draws the same data, embeddings and
 reference direction in every sweep, and a seed index draws the same unit streams. So the two
@@ -11,12 +11,15 @@ their own noises. The comparison
   is listed);
 - fits both with one point selection: a point enters a term in both fits or in neither
   (``joint_design``);
-- resamples as the fit does (``explorer.decomposed``: draws with replacement, then one resample of
-  seed indices per chosen draw) and applies each resample to both sweeps, so every replicate
-  gives the difference B - A. The variance of the difference is estimated as the fit's is
-  (G/(G-1) (V_outer - V_inner), else the joint jackknife over seed indices), and the 95 %
-  interval is difference +- t(G-1) sd (t(R-1) with one draw), in log for the positive constants
-  c1, c2, whose difference is reported as the ratio B / A;
+- estimates the variance of A's estimate, B's and their difference B - A from the draws, the
+  sampling's first stage: each draw is left out of both sweeps at once and the rest refitted
+  (``draws_jackknife``; each draw's estimate carries its own seeds' noise, so this is the whole
+  variance). Where some draw's absence leaves a parameter unmeasured, the bootstrap of the fit
+  (``explorer.analysis.decomposed``: draws with replacement, then one resample of seed indices
+  per chosen draw), applied to both sweeps, gives G/(G-1) (V_outer - V_inner), not below the
+  joint jackknife over seed indices (``total_variance``). The 95 % interval is
+  difference +- t(G-1) sd (t(R-1) with one draw, from the seeds' jackknife), in log for the
+  positive constants c1, c2, whose difference is reported as the ratio B / A;
 - gives the unpaired interval too: the same quantile times sqrt(sd_A^2 + sd_B^2), what two
   sweeps sharing no randomness would give;
 - says "identical" when the two frames' Gram matrices are bit-identical (two names for one spec).
@@ -219,15 +222,39 @@ def paired_solve(draws_a, draws_b, des_a, des_b, chosen, picks) -> tuple[np.ndar
     return solve(draws_a, des_a, chosen, picks, keep), solve(draws_b, des_b, chosen, picks, keep)
 
 
-def _variance(outer, inner, within, G):
-    if G > 1:
-        with np.errstate(all="ignore"):
-            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
-        return np.where(between > 0, between, within)
-    return within
+def draws_jackknife(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
+    """Jackknife variances over problem draws, each draw left out of both sweeps at once and the
+    rest refitted with the same design: of A's estimate, B's and their difference. NaN for a
+    parameter that some draw's absence leaves unmeasured, and with one draw."""
+    G = len(draws_a)
+    if G < 2:
+        return tuple(np.full(4, np.nan) for _ in range(3))
+    deleted = [paired_solve(draws_a, draws_b, des_a, des_b, [h for h in range(G) if h != g], [None] * (G - 1))
+               for g in range(G)]
+    deleted_a, deleted_b = np.array([d[0] for d in deleted]), np.array([d[1] for d in deleted])
+    return tuple((G - 1) / G * np.sum((x - x.mean(axis=0)) ** 2, axis=0)
+                 for x in (deleted_a, deleted_b, deleted_b - deleted_a))
 
 
-def _joint_within(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
+def total_variance(jackknife, outer, inner, within, G):
+    """The variance of an estimate (A's, B's or their difference) over draws and seeds.
+
+    The draws are the sampling's first stage and each draw's estimate carries its own seeds'
+    noise, so the spread between draws measures the whole variance: the draws' jackknife
+    (``draws_jackknife``, G - 1 degrees of freedom, the t quantile's), exact for the pooled
+    slopes, which are means over draws, and free of resampling noise. Where some draw's absence
+    leaves a parameter unmeasured: the bootstrap's G/(G-1) (V_outer - V_inner), but not below
+    ``within``, the jackknife over seed indices (the seeds' part, which the whole cannot be
+    below). With one draw: ``within``."""
+    if G < 2:
+        return within
+    with np.errstate(all="ignore"):
+        between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
+    fallback = np.fmax(np.where(between > 0, between, np.nan), within)  # fmax: a NaN side gives the other
+    return np.where(np.isfinite(jackknife), jackknife, fallback)
+
+
+def seeds_jackknife(draws_a, draws_b, des_a, des_b) -> tuple[np.ndarray, ...]:
     """Jackknife variances over seed indices, each index deleted from both sweeps at once:
     of A's estimate, B's and their difference."""
     G = len(draws_a)
@@ -275,11 +302,12 @@ def paired_fit(paired: Paired, n_boot: int = 200, seed: int = 0, floor: str = "q
 
         inner = [replicate(everything) for _ in range(n_boot)]
         outer = [replicate(rng.integers(0, G, G)) for _ in range(n_boot)] if G > 1 else inner
-        within = _joint_within(draws_a, draws_b, des_a, des_b)
+        within = seeds_jackknife(draws_a, draws_b, des_a, des_b)
+        jackknife = draws_jackknife(draws_a, draws_b, des_a, des_b)
         sds = []
         for k, pick in enumerate((lambda p: p[0], lambda p: p[1], lambda p: p[1] - p[0])):
             o, i = np.array([pick(p) for p in outer]), np.array([pick(p) for p in inner])
-            sds.append(np.sqrt(_variance(o, i, within[k], G)))
+            sds.append(np.sqrt(total_variance(jackknife[k], o, i, within[k], G)))
     dof = G - 1 if G > 1 else max(min(d.R for d in draws_a) - 1, 1)
     return PairedFit(theta_a, theta_b, sds[0], sds[1], sds[2], float(stats.t.ppf(0.975, dof)), dof, G, n_boot,
                      identical=same)
@@ -302,4 +330,5 @@ def verdict_line(row) -> str:
 
 
 __all__ = ["PAIR_COLUMNS", "Paired", "PairedFit", "RATIO_PARAMETERS", "VERDICTS", "identical", "joint_design",
-           "pair_frames", "paired_fit", "paired_solve", "verdict_line"]
+           "draws_jackknife", "pair_frames", "paired_fit", "paired_solve", "seeds_jackknife", "total_variance",
+           "verdict_line"]

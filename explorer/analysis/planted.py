@@ -86,6 +86,33 @@ def planted_sweeps(regime: Regime, rng, c1_scales: tuple[float, ...] = (1.0,)) -
     return [pd.DataFrame(r) for r in rows]
 
 
+def planted_pair_partly_shared(regime: Regime, rng, *, shared: float, effect_sd: float,
+                               c1_factor: float = 1.2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two frames of ``regime``'s law, B's c1 ``c1_factor`` times A's, that share each draw's bias
+    and reference directions and effects, but (unlike ``planted_sweeps``) only part of the seeds'
+    noise and of the draw's fluctuation level: B's seed noise has correlation ``shared`` with
+    A's, and B's fluctuation level is A's times exp(``effect_sd`` x N(0, 1)) per draw, a
+    change that differs between draws (its mean over draws is no change). What two learning
+    rates do to one draw's seeds: the networks move apart, by a draw-dependent amount."""
+    rows: list[list[dict]] = [[], []]
+    n, R = regime.entries, regime.seeds
+    for g in range(regime.draws):
+        u, v = (x / np.sqrt(np.mean(x**2)) for x in rng.standard_normal((2, n)))
+        eff_b, eff_f = np.exp(regime.draw_sd * rng.standard_normal(2))
+        levels = (eff_f, eff_f * np.exp(effect_sd * rng.standard_normal()))
+        for L, M in itertools.product(regime.Ls, regime.Ms):
+            noise_a = rng.standard_normal((R, n))
+            noise_b = shared * noise_a + np.sqrt(1 - shared**2) * rng.standard_normal((R, n))
+            for out, scale, noise, level in zip(rows, (1.0, c1_factor), (noise_a, noise_b), levels):
+                bias = regime.c1 * scale * eff_b * L ** (-regime.a)
+                fluct = regime.c2 * level * (regime.D / (L * M)) ** regime.b
+                gram = gram_of(bias * u + regime.ref_err * v + fluct * noise)
+                out.append({"problem_seed": g + 1, "L": L, "M": M, "D": regime.D, "ref_err": regime.ref_err,
+                            "n_seeds": R, "seeds": tuple(range(R)), "gram": gram,
+                            "err": float(np.sqrt(np.trace(gram) / R))})
+    return pd.DataFrame(rows[0]), pd.DataFrame(rows[1])
+
+
 def seed_errors(frame: pd.DataFrame) -> pd.Series:
     """Per-seed RMS errors of a gram frame (sqrt of the Gram diagonal), as ``grid_errors``'s seed_errs."""
     return frame["gram"].map(lambda g: np.sqrt(np.clip(np.diag(g), 0, None)))
@@ -102,4 +129,5 @@ def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-__all__ = ["REGIMES", "Regime", "as_grid", "planted_grams", "planted_sweeps", "seed_errors"]
+__all__ = ["REGIMES", "Regime", "as_grid", "planted_grams", "planted_pair_partly_shared", "planted_sweeps",
+           "seed_errors"]
