@@ -21,9 +21,11 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    are not rerun), a done round without a stop reason is followed by the next, a stopped loop
    only reports.
 
-Compute is counted in proxy units, L*M*D*seeds per trial, against ``budget`` times the full
-grid's: a choice never takes the spending past the budget. Wall time (sum of the trials'
-``wall_s``) is reported beside it and drives the cost model of the selection.
+Compute is counted in predicted single-core seconds per trial (``config.estimate.trial_seconds``,
+the cost model of the dry run and the packer; ``selection.COST_UNIT``, recorded in the rounds log),
+against ``budget`` times the full grid's: a choice never takes the spending past the budget. Wall
+time (sum of the trials' ``wall_s``) is reported beside it and corrects the selection's wall
+predictions to this machine.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from ..config.spec_rules import adaptive_targets
 from ..errors import FitError, SweepDataError, spec_error
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
 from .interrupts import SignalGuard, resume_command
-from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
+from .selection import COST_UNIT, Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
@@ -125,7 +127,7 @@ class AdaptiveLoop:
         if not design:
             raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
                              f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
-                             f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                             f"each of its {self.initial} points at most {cap / self.initial:.4g} ({COST_UNIT}), "
                              f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
                              "budget (at most 1), lower initial, or sweep more small points")
         return design
@@ -157,7 +159,7 @@ class AdaptiveLoop:
         return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
 
     def spent(self, keys: Collection[str]) -> float:
-        """Proxy cost of the chosen ``keys`` and of every candidate trial already in the store
+        """Cost (``COST_UNIT``) of the chosen ``keys`` and of every candidate trial already in the store
         (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
         return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
 
@@ -202,7 +204,7 @@ class AdaptiveLoop:
     def write(self, number: int, state: str, rows: list[dict], keys: list[str], stop: str | None = None) -> None:
         wall_s, _ = self.wall()
         common = {"round": number, "state": state, "form": self.ad.form, "spent_cost": self.spent(keys),
-                  "budget_cost": self.budget, "full_cost": self.full, "spent_wall_s": wall_s, "stop_reason": stop}
+                  "budget_cost": self.budget, "full_cost": self.full, "cost_unit": COST_UNIT, "spent_wall_s": wall_s, "stop_reason": stop}
         self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
 
     # -- deciding
@@ -301,7 +303,10 @@ class AdaptiveLoop:
         spec and the round ``last`` was decided under; empty when nothing does."""
         out = []
         budget = float(last["budget_cost"].iloc[0])
-        if not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
+        unit = last["cost_unit"].iloc[0] if "cost_unit" in last else None
+        if pd.isna(unit) or unit != COST_UNIT:  # a log from before the one cost model: L*M*D*seeds
+            out.append(f"cost unit {'L*M*D*seeds' if pd.isna(unit) else unit} -> {COST_UNIT}")
+        elif not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
             full = float(last["full_cost"].iloc[0])
             out.append(f"budget {budget / full:.0%} -> {self.ad.budget:.0%}" if full == self.full
                        else "budget or grid")
