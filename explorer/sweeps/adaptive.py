@@ -29,23 +29,22 @@ predictions to this machine.
 """
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Collection
 
 import numpy as np
 import pandas as pd
 
-from store import FINAL_STATUSES, SCHEMA_VERSION, Store
+from store import SCHEMA_VERSION, Store
 
-from ..analysis.targets import (halfwidth_of, positive_parameters, target_halfwidth, target_lines, targets_of,
-                                unmeasured_in)
+from ..analysis.targets import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
 from ..config.spec import SweepSpec
 from ..config.spec_rules import adaptive_targets
 from ..errors import FitError, SweepDataError, spec_error
+from .adaptive_driver import BlockingRunner, RoundDriver
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
 from .interrupts import SignalGuard, resume_command
-from .selection import COST_UNIT, Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
+from .selection import COST_UNIT, Candidate, Linearised, WallModel, candidates_of, choose_batch, initial_design
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
@@ -176,12 +175,14 @@ class AdaptiveLoop:
         model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
         return float(sum(walls.values())), model
 
-    def fit(self):
-        """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
+    def fit(self, keys: Collection[str] | None = None):
+        """The law fitted to the sweep's trials so far (only those of ``keys`` when given: the
+        rounds up to one), a FitResult, or the FitError's text."""
         from ..analysis.laws import FORMS
         from ..analysis.fit import fit
         from ..analysis.sweep_data import grid_errors
 
+        where = None if keys is None else "trial_key IN ({})".format(", ".join(f"'{k}'" for k in sorted(keys)) or "''")
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
@@ -189,8 +190,8 @@ class AdaptiveLoop:
                 from ..analysis.sweep_data import seed_grams
 
                 # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
-                return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)
-            grid = grid_errors(con, self.spec.name)
+                return fit_decomposed(seed_grams(con, self.spec.name, where=where), n_boot=self.ad.resamples, seed=FIT_SEED)
+            grid = grid_errors(con, self.spec.name, where=where)
             return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
                        range_check=False)
         except (FitError, SweepDataError) as exc:
@@ -208,8 +209,11 @@ class AdaptiveLoop:
         self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
 
     # -- deciding
-    def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
-        """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
+    def next_choice(self, result, keys: list[str], number: int, count: int | None = None
+                    ) -> tuple[list, str, str | None]:
+        """(choices, reason, stop_reason) after a round: the next ``count`` points (default the
+        batch), or why the loop stops (``keys``: every point chosen so far, spent)."""
+        count = self.ad.batch if count is None else count
         left = self.budget - self.spent(keys)
         have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
         remaining = [c for c in self.cands if c.trial_key not in have]
@@ -219,7 +223,7 @@ class AdaptiveLoop:
         if not remaining:
             return [], "", "every candidate has run"
         if isinstance(result, str):  # no fit yet: more of the space-filling design
-            more = initial_design(self.cands, self.ad.batch, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
+            more = initial_design(self.cands, count, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
             if not more:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
@@ -236,21 +240,21 @@ class AdaptiveLoop:
                                 f"rounds, each estimate inside the previous round's interval{warns}")
             model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
             _, wall_model = self.wall()
-            choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, draw_counts=counts)
+            choices = choose_batch(model, remaining, count, left, wall_model, draw_counts=counts)
             if choices:
                 return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
             return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
                             f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
-            more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
+            more = initial_design(self.cands, count, left, set(keys), counts)
             if more:
                 return more, (f"space-filling design ({', '.join(dropped)} not measurable from the points so far: "
                               f"{'; '.join(result.unidentified.get(t, '') for t in dropped)})"), None
         model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
         _, wall_model = self.wall()
         ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
-        choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, ref_err, draw_counts=counts)
+        choices = choose_batch(model, remaining, count, left, wall_model, ref_err, draw_counts=counts)
         if choices:
             return choices, "greedy: expected CI gain per predicted second (linearised)", None
         cheapest = min(c.cost for c in remaining)
@@ -332,90 +336,25 @@ class AdaptiveLoop:
             out.append(row)
         return out
 
-    def run_round(self, number: int, keys_round: list[str]) -> tuple[int | None, int]:
-        """Run the trials of a round; returns (signal that interrupted it, trials still missing)."""
-        self.forget()
-        statuses = self.statuses()
-        todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
-        signum = None
-        if todo:
-            self.log(f"round {number}: running {len(todo)} trial(s)")
-            try:
-                outcome = self.runner(self.spec, frozenset(keys_round))
-            finally:
-                self.forget()  # the round's trials are in the store now: read them again
-            signum = getattr(outcome, "interrupted", None)
-        statuses = self.statuses()
-        missing = sum(1 for k in keys_round if k not in statuses)
-        return signum, missing
+    def target_rows(self, targets: dict, reason: str) -> list[dict]:
+        return target_log_rows(targets, self.ad.halfwidth, reason)
 
-    def run(self) -> AdaptiveResult:
+    def note_failed(self, number: int, round_keys: list[str]) -> None:
+        now = self.statuses()
+        failed = [k for k in round_keys if now.get(k) == "failed"]
+        if failed:
+            self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
+                     "fit and are not retried")
+
+    def run(self, runner) -> AdaptiveResult:
+        """Run (or resume) the rounds through ``runner`` (``adaptive_driver``)."""
         self.forget()
-        rounds = read_rounds(self.store, self.spec.name)
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
                                 budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
                                 positive=self.positive)
-        keys = self.chosen(rounds)
-        if rounds.empty:
-            number, state = 0, None
-        else:
-            last = rounds[rounds["round"] == rounds["round"].max()]
-            number, state = int(last["round"].iloc[0]), str(last["state"].iloc[0])
-            stop = last["stop_reason"].dropna()
-            if state == "done" and len(stop):
-                changed = self.rules_changed(last)
-                if not changed:
-                    self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
-                    return self.finish(result, rounds)
-                # the stop was decided under other rules: decide again under these (the last
-                # round is rewritten with the new decision; its trials are not rerun)
-                self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
-                         f"({changed}): deciding again")
-        if state is None:
-            prior = self.prior([])
-            if prior:
-                self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
-            design = self.initial_plan(prior)
-            keys = [c.trial_key for c in design]
-            self.write(0, "planned", point_log_rows(design, "initial space-filling design"), keys)
-            state = "planned"
-        while True:
-            self.forget()  # each step reads the store afresh
-            rounds = read_rounds(self.store, self.spec.name)
-            if self.signalled(result):
-                return self.finish(result, rounds)
-            this = rounds[rounds["round"] == number]
-            point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
-                                                                      "package_version"], errors="ignore")
-            round_keys = list(point_rows["trial_key"])
-            if state == "planned":
-                signum, missing = self.run_round(number, round_keys)
-                if signum is not None or missing:
-                    result.interrupted, result.missing = signum, missing
-                    return self.finish(result, rounds)
-            fitted = self.fit()
-            choices, reason, stop = self.next_choice(fitted, keys, number)
-            if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
-                return self.finish(result, rounds)
-            targets = {} if isinstance(fitted, str) else targets_of(fitted, self.targets)
-            old = self.recorded_points(point_rows)
-            self.write(number, "done", old + target_log_rows(targets, self.ad.halfwidth, "fit after the round"),
-                       keys, stop)
-            now = self.statuses()
-            failed = [k for k in round_keys if now.get(k) == "failed"]
-            if failed:
-                self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
-                         "fit and are not retried")
-            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
-                                                                                                 self.positive))
-                                                 or str(fitted)))
-            if stop is not None:
-                self.log(f"stopping: {stop}")
-                return self.finish(result, read_rounds(self.store, self.spec.name))
-            number += 1
-            keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
-            self.write(number, "planned", point_log_rows(choices, reason), keys)
-            state = "planned"
+        if not hasattr(runner, "lookahead"):
+            runner = BlockingRunner(runner, self.spec, self.statuses)
+        return RoundDriver(self, runner).run(result)
 
     def signalled(self, result: AdaptiveResult) -> bool:
         """Whether SIGINT or SIGTERM came (recorded by ``run_adaptive``'s guard; never raised
@@ -465,7 +404,7 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
         loop = AdaptiveLoop(spec, store, runner, log)
         loop.guard = guard
-        result = loop.run()
+        result = loop.run(runner)
     if result.interrupted is not None or result.missing:
         result.resume = resume_command()
     return result

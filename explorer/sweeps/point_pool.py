@@ -1,0 +1,170 @@
+"""A pool of long-lived Ray actors that train grid points one at a time, on one Ray session, for a
+driver that decides what to run next while the pool runs (the adaptive loop, ``session_runner``).
+
+Each actor (``PointWorker``) is one slot of ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs.
+It receives the job (store, references, retries) once, trains the points it is handed with the
+same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
+failed point recorded as such) and keeps the references it read in its process
+(``reference_cache``), so a reference is read once per actor for the whole run, not once per
+round. The driver hands a point to every free actor as soon as it has one (``submit``,
+``wait``): no Tune run to start, no barrier between the driver's batches.
+
+Each finished point comes back as a ``PointRecord`` with the worker's start and end times, so
+that a caller (a test, a benchmark) can see whether a slot stood idle while points were queued.
+An actor that dies (its node was lost, the process was killed) is replaced and its point queued
+again, at most ``LOST_ACTOR_RETRIES`` times per point; a store that became unreachable raises
+``StoreUnreachable`` in the driver.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from store import StoreError, StoreUnreachable
+
+from ..config.estimate import trial_memory_bytes
+from ..config.planning import Plan, PlannedTrial
+from ..config.spec import SweepSpec
+from . import resources
+from .failures import error_text, root_cause
+from .ray_import import ray
+from .store_lost import unreachable
+from .threads import apply_torch_threads
+from .tune_glue import LOST_ACTOR_RETRIES
+from .worker import Job, run_point
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """One point a worker finished: its status and when (the worker's clock, seconds since the
+    epoch), and which worker process ran it."""
+
+    trial_key: str
+    status: str
+    started: float
+    ended: float
+    worker_pid: int
+
+
+class PointWorker:
+    """Ray actor: one slot that trains grid points one at a time (``run``), keeping the references
+    it read in its process for every later point."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        apply_torch_threads()
+        self.node_id = ray.get_runtime_context().get_node_id()
+
+    def run(self, trial: PlannedTrial, reference_error: str | None = None) -> PointRecord | str:
+        """Train ``trial`` and write its rows (failed rows naming ``reference_error``, the reason
+        its reference diverged, when given); the store's own failure comes back as its text."""
+        started = time.time()
+        job = self.job if reference_error is None else replace(self.job, reference_errors={trial.ref_key: reference_error})
+        try:
+            status = run_point(job, trial, self.node_id)
+        except StoreError as exc:
+            lost = unreachable(self.job.store, exc)
+            if lost is None:
+                raise
+            return error_text(lost)
+        return PointRecord(trial.trial_key, status, started, time.time(), os.getpid())
+
+
+class PointPool:
+    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue."""
+
+    def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int):
+        job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
+                  reference_errors={}, rerun=frozenset(), retries=spec.resources.retries, ledger=None)
+        self.reference_errors: dict[str, str] = {}  # ref_key -> why it diverged: its points are recorded failed
+        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
+                                          resources.largest_node_memory())
+        self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
+                            max_restarts=0, **({"memory": memory} if memory else {}))
+        self.job_ref = ray.put(job)
+        self.actor_class = ray.remote(PointWorker)
+        self.free = [self.new_actor() for _ in range(max(1, slots))]
+        self.queue: collections.deque[PlannedTrial] = collections.deque()
+        self.busy: dict = {}  # future -> (actor, trial)
+        self.losses: dict[str, int] = {}  # trial key -> actors lost with it
+        self.records: list[PointRecord] = []  # every point finished, in the order the driver saw them
+
+    @property
+    def slots(self) -> int:
+        return len(self.free) + len(self.busy)
+
+    def new_actor(self):
+        return self.actor_class.options(**self.options).remote(self.job_ref)
+
+    def submit(self, trials: Iterable[PlannedTrial]) -> None:
+        """Queue ``trials`` (after those already queued) and start as many as there are free slots."""
+        self.queue.extend(trials)
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        while self.free and self.queue:
+            actor, trial = self.free.pop(), self.queue.popleft()
+            self.busy[actor.run.remote(trial, self.reference_errors.get(trial.ref_key))] = (actor, trial)
+
+    def in_flight(self) -> list[str]:
+        """Keys of the points running now."""
+        return [trial.trial_key for _, trial in self.busy.values()]
+
+    def queued(self) -> list[str]:
+        return [t.trial_key for t in self.queue]
+
+    def pending(self) -> int:
+        """Points queued or running."""
+        return len(self.queue) + len(self.busy)
+
+    def wait(self, timeout: float) -> list[PointRecord]:
+        """The points finished within ``timeout`` seconds (all that are ready once one is), their
+        slots handed the next queued points at once.
+
+        Raises:
+            StoreUnreachable: a worker found the store gone.
+        """
+        if not self.busy:
+            return []
+        ready, _ = ray.wait(list(self.busy), num_returns=1, timeout=timeout)
+        if ready:
+            ready, _ = ray.wait(list(self.busy), num_returns=len(self.busy), timeout=0)
+        done = []
+        for future in ready:
+            actor, trial = self.busy.pop(future)
+            try:
+                record = ray.get(future)
+            except ray.exceptions.RayActorError:  # the actor died with its point: a new one, the point again
+                self.lost(trial)
+                continue
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(root_cause(exc), StoreUnreachable):
+                    raise StoreUnreachable(error_text(exc)) from None
+                raise
+            if isinstance(record, str):
+                raise StoreUnreachable(record)
+            self.free.append(actor)
+            self.records.append(record)
+            done.append(record)
+        self.dispatch()
+        return done
+
+    def lost(self, trial: PlannedTrial) -> None:
+        self.free.append(self.new_actor())
+        self.losses[trial.trial_key] = self.losses.get(trial.trial_key, 0) + 1
+        if self.losses[trial.trial_key] <= LOST_ACTOR_RETRIES:
+            self.queue.appendleft(trial)
+
+    def close(self) -> None:
+        """Stop every actor (points running now are lost: they have no rows, a rerun runs them)."""
+        for actor in [a for a, _ in self.busy.values()] + self.free:
+            ray.kill(actor, no_restart=True)
+        self.busy.clear()
+        self.free.clear()
+        self.queue.clear()
+
+
+__all__ = ["PointPool", "PointRecord", "PointWorker"]
