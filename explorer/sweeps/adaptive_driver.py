@@ -10,8 +10,8 @@ With a runner that runs in the background (``lookahead``, ``session_runner.Sessi
 round is a logging unit, not a barrier: when no round is open behind the one being refitted, the
 loop chooses two batches at once from the same linearised model (the second one's gains counting
 the first one's points), records the first as the next round and keeps the second in reserve;
-the reserve is recorded as a round and queued as soon as the runner's queue is empty and a worker
-is free, that is while the previous round's last points still run. Its points were chosen one
+the reserve is recorded as a round and queued as soon as the workers would take more points than
+are queued (``room``), that is while the previous round's last points still run. Its points were chosen one
 fit earlier than in a loop that waits. When a fit stops the loop while a later round is open,
 that round's queued points are dropped, the ones already running finish, and the round is
 recorded done with the points that ran, a fit over every trial, and the stop reason.
@@ -54,10 +54,7 @@ class BlockingRunner:
     def pending(self) -> int:
         return 0
 
-    def queued(self) -> int:
-        return 0
-
-    def free_slots(self) -> int:
+    def room(self) -> int:
         return 0
 
     def drop_queued(self) -> list[str]:
@@ -99,8 +96,8 @@ class RoundDriver:
         self.loop.forget()  # a blocking runner has written them
 
     def release_reserve(self) -> None:
-        """Record and queue the reserve once the queue is empty and a worker is free."""
-        if self.reserve and self.runner.queued() == 0 and self.runner.free_slots() > 0:
+        """Record and queue the reserve once the workers would take more points than are queued."""
+        if self.reserve and self.runner.room() > 0:
             choices, reason = self.reserve
             self.reserve = None
             self.plan_round(max(self.open, default=-1) + 1, choices, reason)

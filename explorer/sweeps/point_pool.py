@@ -6,8 +6,9 @@ It receives the job (store, references, retries) once, trains the points it is h
 same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
 failed point recorded as such) and keeps the references it read in its process
 (``reference_cache``), so a reference is read once per actor for the whole run, not once per
-round. The driver hands a point to every free actor as soon as it has one (``submit``,
-``wait``): no Tune run to start, no barrier between the driver's batches.
+round. The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
+actor while the driver refits) as soon as it has them (``submit``, ``wait``): no Tune run to
+start, no barrier between the driver's batches.
 
 Each finished point comes back as a ``PointRecord`` with the worker's start and end times, so
 that a caller (a test, a benchmark) can see whether a slot stood idle while points were queued.
@@ -74,7 +75,14 @@ class PointWorker:
 
 
 class PointPool:
-    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue."""
+    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue.
+
+    Each actor holds up to ``DEPTH`` points at a time (Ray runs an actor's calls one after the
+    other): the next point waits in the actor, so a worker goes on while the driver is busy
+    refitting and cannot hand it one.
+    """
+
+    DEPTH = 2
 
     def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int):
         job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
@@ -86,43 +94,53 @@ class PointPool:
                             max_restarts=0, **({"memory": memory} if memory else {}))
         self.job_ref = ray.put(job)
         self.actor_class = ray.remote(PointWorker)
-        self.free = [self.new_actor() for _ in range(max(1, slots))]
+        self.actors = [self.new_actor() for _ in range(max(1, slots))]
+        self.calls = [0] * len(self.actors)  # points handed to each actor and not yet back
         self.queue: collections.deque[PlannedTrial] = collections.deque()
-        self.busy: dict = {}  # future -> (actor, trial)
+        self.busy: dict = {}  # future -> (actor index, the actor, trial)
         self.losses: dict[str, int] = {}  # trial key -> actors lost with it
         self.records: list[PointRecord] = []  # every point finished, in the order the driver saw them
 
     @property
     def slots(self) -> int:
-        return len(self.free) + len(self.busy)
+        return len(self.actors)
 
     def new_actor(self):
         return self.actor_class.options(**self.options).remote(self.job_ref)
 
     def submit(self, trials: Iterable[PlannedTrial]) -> None:
-        """Queue ``trials`` (after those already queued) and start as many as there are free slots."""
+        """Queue ``trials`` (after those already queued) and hand out as many as the actors take."""
         self.queue.extend(trials)
         self.dispatch()
 
     def dispatch(self) -> None:
-        while self.free and self.queue:
-            actor, trial = self.free.pop(), self.queue.popleft()
-            self.busy[actor.run.remote(trial, self.reference_errors.get(trial.ref_key))] = (actor, trial)
+        while self.queue:
+            index = min(range(len(self.actors)), key=lambda i: self.calls[i])
+            if self.calls[index] >= self.DEPTH:
+                return
+            trial = self.queue.popleft()
+            future = self.actors[index].run.remote(trial, self.reference_errors.get(trial.ref_key))
+            self.busy[future] = (index, self.actors[index], trial)
+            self.calls[index] += 1
+
+    def room(self) -> int:
+        """How many more points the actors would take now (0: each holds ``DEPTH``)."""
+        return sum(self.DEPTH - c for c in self.calls) - len(self.queue)
 
     def in_flight(self) -> list[str]:
-        """Keys of the points running now."""
-        return [trial.trial_key for _, trial in self.busy.values()]
+        """Keys of the points handed to the actors (running or next in line)."""
+        return [trial.trial_key for _, _, trial in self.busy.values()]
 
     def queued(self) -> list[str]:
         return [t.trial_key for t in self.queue]
 
     def pending(self) -> int:
-        """Points queued or running."""
+        """Points queued or handed out."""
         return len(self.queue) + len(self.busy)
 
     def wait(self, timeout: float) -> list[PointRecord]:
-        """The points finished within ``timeout`` seconds (all that are ready once one is), their
-        slots handed the next queued points at once.
+        """The points finished within ``timeout`` seconds (all that are ready once one is), the
+        actors handed the next queued points at once.
 
         Raises:
             StoreUnreachable: a worker found the store gone.
@@ -134,11 +152,12 @@ class PointPool:
             ready, _ = ray.wait(list(self.busy), num_returns=len(self.busy), timeout=0)
         done = []
         for future in ready:
-            actor, trial = self.busy.pop(future)
+            index, actor, trial = self.busy.pop(future)
+            self.calls[index] -= 1
             try:
                 record = ray.get(future)
-            except ray.exceptions.RayActorError:  # the actor died with its point: a new one, the point again
-                self.lost(trial)
+            except ray.exceptions.RayActorError:  # the actor died with its points: a new one, the points again
+                self.lost(index, actor, trial)
                 continue
             except ray.exceptions.RayTaskError as exc:
                 if isinstance(root_cause(exc), StoreUnreachable):
@@ -146,24 +165,24 @@ class PointPool:
                 raise
             if isinstance(record, str):
                 raise StoreUnreachable(record)
-            self.free.append(actor)
             self.records.append(record)
             done.append(record)
         self.dispatch()
         return done
 
-    def lost(self, trial: PlannedTrial) -> None:
-        self.free.append(self.new_actor())
+    def lost(self, index: int, actor, trial: PlannedTrial) -> None:
+        if self.actors[index] is actor:  # the first of its points to report the death replaces it
+            self.actors[index] = self.new_actor()
         self.losses[trial.trial_key] = self.losses.get(trial.trial_key, 0) + 1
         if self.losses[trial.trial_key] <= LOST_ACTOR_RETRIES:
             self.queue.appendleft(trial)
 
     def close(self) -> None:
-        """Stop every actor (points running now are lost: they have no rows, a rerun runs them)."""
-        for actor in [a for a, _ in self.busy.values()] + self.free:
+        """Stop every actor (points handed out now are lost: they have no rows, a rerun runs them)."""
+        for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.busy.clear()
-        self.free.clear()
+        self.actors.clear()
         self.queue.clear()
 
 

@@ -34,7 +34,7 @@ from .resources import check_resources
 
 class SessionRunner:
     """An asynchronous runner of the adaptive loop (``explorer.sweeps.adaptive``): ``submit``,
-    ``wait``, ``queued``, ``free_slots``, ``drop_queued``, ``close``."""
+    ``wait``, ``pending``, ``queued``, ``room``, ``drop_queued``, ``close``."""
 
     lookahead = True  # the loop may queue a round before the previous one is done
 
@@ -110,11 +110,9 @@ class SessionRunner:
     def pending(self) -> int:
         return self.pool.pending() if self.pool else 0
 
-    def queued(self) -> int:
-        return len(self.pool.queue) if self.pool else 0
-
-    def free_slots(self) -> int:
-        return len(self.pool.free) if self.pool else 0
+    def room(self) -> int:
+        """How many more points the workers would take now (``PointPool.room``)."""
+        return self.pool.room() if self.pool else 0
 
     def drop_queued(self) -> list[str]:
         """Forget the queued points that have not started; returns their keys."""
