@@ -27,7 +27,7 @@ from store import FINAL_STATUSES
 
 from ..analysis.targets import target_lines, targets_of
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds
-from .interrupts import SIGNAL_POLL_S, SweepInterrupted
+from .interrupts import SIGNAL_POLL_S
 from .selection import Choice
 
 
@@ -41,12 +41,11 @@ class BlockingRunner:
         self.runner, self.spec, self.statuses = runner, spec, statuses
         self.interrupted: int | None = None
 
-    def submit(self, keys: list[str]) -> list[str]:
+    def submit(self, keys: list[str]) -> None:
         known = self.statuses()
         if any(known.get(k) not in FINAL_STATUSES for k in keys):
             outcome = self.runner(self.spec, frozenset(keys))
             self.interrupted = getattr(outcome, "interrupted", None)
-        return []
 
     def wait(self, timeout: float = SIGNAL_POLL_S) -> list[str]:
         return []
@@ -161,8 +160,6 @@ class RoundDriver:
                 if number in self.open and not self.wait_for(number, result):
                     break
                 number = self.refit(number, result)
-        except SweepInterrupted as exc:  # while references were computed for a round
-            result.interrupted = exc.signum
         finally:
             self.runner.close(interrupted=result.interrupted is not None)
         return loop.finish(result, read_rounds(loop.store, loop.spec.name))

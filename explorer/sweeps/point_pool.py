@@ -6,7 +6,10 @@ It receives the job (store, references, retries) once, trains the points it is h
 same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
 failed point recorded as such) and keeps the references it read in its process
 (``reference_cache``), so a reference is read once per actor for the whole run, not once per
-round. The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
+round. A reference missing from the store is computed by the first worker that needs it (the
+store's lock makes the others wait for it, then read it); one that diverged makes its points
+``failed`` with the reason, as in a sweep's reference phase; one that raised leaves its points
+without rows (``broken``: the round is then not finished, and a rerun tries again). The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
 actor while the driver refits) as soon as it has them (``submit``, ``wait``): no Tune run to
 start, no barrier between the driver's batches.
 
@@ -25,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from store import StoreError, StoreUnreachable
+from trials import ReferenceDiverged
 
 from ..config.estimate import trial_memory_bytes
 from ..config.planning import Plan, PlannedTrial
@@ -32,6 +36,7 @@ from ..config.spec import SweepSpec
 from . import resources
 from .failures import error_text, root_cause
 from .ray_import import ray
+from .reference_cache import load_reference
 from .store_lost import unreachable
 from .threads import apply_torch_threads
 from .tune_glue import LOST_ACTOR_RETRIES
@@ -52,19 +57,32 @@ class PointRecord:
 
 class PointWorker:
     """Ray actor: one slot that trains grid points one at a time (``run``), keeping the references
-    it read in its process for every later point."""
+    it read (or computed) in its process for every later point."""
 
     def __init__(self, job: Job):
         self.job = job
+        self.diverged: dict[str, str] = {}  # ref_key -> why the reference diverged
         apply_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
 
-    def run(self, trial: PlannedTrial, reference_error: str | None = None) -> PointRecord | str:
-        """Train ``trial`` and write its rows (failed rows naming ``reference_error``, the reason
-        its reference diverged, when given); the store's own failure comes back as its text."""
+    def reference_error(self, trial: PlannedTrial) -> str | None:
+        """Why the trial's reference cannot be had (it diverged), else None with the reference
+        in this process's cache (read from the store, or computed and stored once per key).
+        Any other error of the reference is raised: the point is not run (it stays without rows)."""
+        if trial.ref_key not in self.diverged:
+            try:
+                load_reference(self.job.store, self.job.references[trial.ref_key])
+            except ReferenceDiverged as exc:
+                self.diverged[trial.ref_key] = str(exc)
+        return self.diverged.get(trial.ref_key)
+
+    def run(self, trial: PlannedTrial) -> PointRecord | str:
+        """Train ``trial`` and write its rows (failed rows naming the reason when its reference
+        diverged); the store's own failure comes back as its text."""
         started = time.time()
-        job = self.job if reference_error is None else replace(self.job, reference_errors={trial.ref_key: reference_error})
         try:
+            error = self.reference_error(trial)
+            job = self.job if error is None else replace(self.job, reference_errors={trial.ref_key: error})
             status = run_point(job, trial, self.node_id)
         except StoreError as exc:
             lost = unreachable(self.job.store, exc)
@@ -87,9 +105,10 @@ class PointPool:
     def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int):
         job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
                   reference_errors={}, rerun=frozenset(), retries=spec.resources.retries, ledger=None)
-        self.reference_errors: dict[str, str] = {}  # ref_key -> why it diverged: its points are recorded failed
-        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
-                                          resources.largest_node_memory())
+        self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
+        need = max([trial_memory_bytes(t.config) for t in the_plan.trials]
+                   + [resources.reference_need(r) for r in the_plan.references])  # a worker may compute a reference
+        memory = resources.memory_request(need, resources.largest_node_memory())
         self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
                             max_restarts=0, **({"memory": memory} if memory else {}))
         self.job_ref = ray.put(job)
@@ -119,7 +138,9 @@ class PointPool:
             if self.calls[index] >= self.DEPTH:
                 return
             trial = self.queue.popleft()
-            future = self.actors[index].run.remote(trial, self.reference_errors.get(trial.ref_key))
+            if trial.ref_key in self.broken:  # its reference raised: the point stays without rows
+                continue
+            future = self.actors[index].run.remote(trial)
             self.busy[future] = (index, self.actors[index], trial)
             self.calls[index] += 1
 
@@ -162,7 +183,8 @@ class PointPool:
             except ray.exceptions.RayTaskError as exc:
                 if isinstance(root_cause(exc), StoreUnreachable):
                     raise StoreUnreachable(error_text(exc)) from None
-                raise
+                self.broken.setdefault(trial.ref_key, error_text(exc))  # the reference raised (a trial's own
+                continue  # errors are recorded by run_point): its points are not run
             if isinstance(record, str):
                 raise StoreUnreachable(record)
             self.records.append(record)

@@ -1,9 +1,9 @@
 """The adaptive loop's runner on Ray: one Ray session and one pool of workers for every round.
 
 ``SessionRunner`` starts (or joins) Ray at the first trials it is given and keeps it, with one
-``point_pool.PointPool`` of long-lived workers, until the loop ends. Every reference of the grid is
-computed or found once, before the first round (``reference_phase``), and each worker keeps the
-references it read. ``submit`` queues trial keys and returns at once; the loop then
+``point_pool.PointPool`` of long-lived workers, until the loop ends. Each worker reads (or, when
+the store lacks it, computes) a reference the first time one of its points needs it and keeps
+it for the rest of the run. ``submit`` queues trial keys and returns at once; the loop then
 ``wait``s for finished keys and may queue the next round while the last points of a round run,
 so no worker waits for the refit (``lookahead``). Compared with a ``run_sweep`` per round, a
 round costs no Tune start-up, no reference reads and no leases.
@@ -28,7 +28,6 @@ from .interrupts import SIGNAL_POLL_S, SignalGuard
 from .point_pool import PointPool, PointRecord
 from .progress import Progress
 from .ray_session import ray_session
-from .reference_phase import run_references
 from .resources import check_resources
 
 
@@ -48,8 +47,8 @@ class SessionRunner:
         self.pool: PointPool | None = None
         self.trials = {t.trial_key: t for t in plan(spec, SCHEMA_VERSION).trials}
         self.the_plan = None
-        self.diverged: dict[str, str] = {}
-        self.broken: dict[str, str] = {}
+        self.told: set[str] = set()  # broken references already reported
+        self.finished: list[PointRecord] = []  # the records of a closed pool
         self.interrupted: int | None = None  # signals reach the loop through the shared SignalGuard
 
     def __enter__(self) -> SessionRunner:
@@ -62,18 +61,10 @@ class SessionRunner:
     @property
     def records(self) -> list[PointRecord]:
         """Every point the workers finished, with their start and end times."""
-        return list(self.pool.records) if self.pool else []
+        return list(self.pool.records) if self.pool else list(self.finished)
 
     def start(self) -> None:
-        """Ray, the resource check, every reference of the candidate grid, then the pool, once.
-
-        The references come first, as Ray tasks, before the workers take the slots (a task
-        queued behind workers that hold every CPU would never start); the grid's draws are all
-        needed, as the initial design spreads over them.
-
-        Raises:
-            SweepInterrupted: a signal while the references were computed.
-        """
+        """Ray, the resource check and the pool, once (the workers read or compute the references)."""
         if self.pool is not None:
             return
         self.the_plan = plan(self.spec, SCHEMA_VERSION)
@@ -82,30 +73,25 @@ class SessionRunner:
         self.guard.arm()  # Ray's core worker replaces the SIGTERM handler: the driver's again
         slots = check_resources(self.spec)
         limit = self.max_concurrent or self.spec.resources.max_concurrent
-        self.diverged, self.broken = run_references(self.spec, self.store, self.the_plan, list(self.the_plan.trials),
-                                                    self.bar, self.guard.check)
         self.pool = PointPool(self.spec, self.store, self.the_plan, min(slots, limit) if limit else slots)
-        self.pool.reference_errors.update(self.diverged)
 
-    def submit(self, keys: Iterable[str]) -> list[str]:
-        """Queue the trials of ``keys``; returns the keys that will not run (their reference
-        failed: they stay without rows).
-
-        Raises:
-            SweepInterrupted: a signal while the references were computed (the first call).
-        """
+    def submit(self, keys: Iterable[str]) -> None:
+        """Queue the trials of ``keys`` (the first call starts Ray and the workers)."""
         todo = [self.trials[k] for k in keys if k in self.trials]
-        if not todo:
-            return []
-        self.start()
-        self.pool.submit([t for t in todo if t.ref_key not in self.broken])
-        return [t.trial_key for t in todo if t.ref_key in self.broken]
+        if todo:
+            self.start()
+            self.pool.submit(todo)
 
     def wait(self, timeout: float = SIGNAL_POLL_S) -> list[str]:
         """Keys of the points finished within ``timeout`` seconds (their rows are in the store)."""
         if self.pool is None:
             return []
-        return [r.trial_key for r in self.pool.wait(timeout)]
+        done = [r.trial_key for r in self.pool.wait(timeout)]
+        for ref_key, why in self.pool.broken.items():
+            if ref_key not in self.told:
+                self.told.add(ref_key)
+                self.bar.message(f"reference {ref_key} failed, its trials are not run: {why}")
+        return done
 
     def pending(self) -> int:
         return self.pool.pending() if self.pool else 0
@@ -128,6 +114,7 @@ class SessionRunner:
             self.stack.close()
             return
         in_flight = self.pool.in_flight()
+        self.finished = list(self.pool.records)
         self.pool.close()
         self.pool = None
         try:

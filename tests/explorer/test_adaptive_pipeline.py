@@ -42,7 +42,6 @@ class TickRunner:
         self.submits.append(self.tick)
         self.queue.extend(keys)
         self.fill()
-        return []
 
     def wait(self, timeout=0.25):
         self.tick += 1
