@@ -17,16 +17,16 @@ pytestmark = pytest.mark.slow
 
 
 def test_one_pool_of_workers_serves_every_round_without_barriers(tmp_path, monkeypatch):
-    from explorer.sweeps import ray_session
+    from explorer.sweeps.ray_import import ray
 
     starts = []
-    real_start = ray_session._start
+    real_init = ray.init
 
-    def counted_start(address, num_cpus):
-        starts.append(address)
-        return real_start(address, num_cpus)
+    def counted_init(*args, **kwargs):
+        starts.append(kwargs.get("address"))
+        return real_init(*args, **kwargs)
 
-    monkeypatch.setattr(ray_session, "_start", counted_start)
+    monkeypatch.setattr(ray, "init", counted_init)
     path = tmp_path / "spec.toml"
     path.write_text(small_adaptive_spec("pooled"))
     spec = load_spec(str(path))
