@@ -188,7 +188,20 @@ class AdaptiveLoop:
         from ..analysis.fit import fit
         from ..analysis.sweep_data import grid_errors
 
-        where = None if keys is None else "trial_key IN ({})".format(", ".join(f"'{k}'" for k in sorted(keys)) or "''")
+        def only(frame: pd.DataFrame) -> pd.DataFrame:
+            """The rows of the trials of ``keys`` (a trial is a grid point at one problem draw)."""
+            if keys is None:
+                return frame
+            if "trial_key" in frame:
+                kept = frame[frame["trial_key"].isin(set(keys))]
+            else:
+                cols = [c for c in ("L", "M", "D", "problem_seed") if c in frame]
+                points = {tuple(getattr(self.by_key[k], c) for c in cols) for k in keys if k in self.by_key}
+                kept = frame[[p in points for p in zip(*(frame[c] for c in cols))]]
+            kept = kept.reset_index(drop=True)
+            kept.attrs = dict(frame.attrs)
+            return kept
+
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
@@ -196,9 +209,9 @@ class AdaptiveLoop:
                 from ..analysis.sweep_data import seed_grams
 
                 self.fitted_keys = keys
-                return fit_decomposed(seed_grams(con, self.spec.name, where=where), n_boot=self.ad.resamples,
+                return fit_decomposed(only(seed_grams(con, self.spec.name)), n_boot=self.ad.resamples,
                                       seed=FIT_SEED, per_draw=warnings, range_check=warnings)
-            grid = grid_errors(con, self.spec.name, where=where)
+            grid = only(grid_errors(con, self.spec.name))
             return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
                        range_check=False)
         except (FitError, SweepDataError) as exc:
