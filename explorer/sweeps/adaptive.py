@@ -6,20 +6,24 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
 0. Round 0 is a space-filling initial design over the candidates (``selection.initial_design``)
    spread over the problem draws, costing at most 40% of the budget.
 1. A round is first written to the store's ``rounds`` log as *planned* (its chosen points, each
-   with its expected CI gain per predicted second), then its trials are run by the runner (one
-   ``run_sweep`` restricted to their keys, as Ray Tune trials like any sweep).
+   with its expected CI gain per predicted second), then its trials are queued on the runner
+   (``session_runner.SessionRunner``: one Ray session and one pool of workers for every round;
+   the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
+   while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   (``explorer.analysis.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
-   rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
-   every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
-   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
-   in two consecutive rounds with each estimate inside the previous round's interval
-   (``unconfirmed``: one lucky round does not stop the loop), the budget spent, or no candidate
-   left that is expected to help. With the ``decomposed`` law the fit reads the seeds' Gram
-   rows and keeps its per-draw fits and pre-asymptotic guard on. A round is never recorded done before its trials are all in the store.
-3. Rerunning the same command resumes: a planned round is completed first (its finished trials
-   are not rerun), a done round without a stop reason is followed by the next, a stopped loop
-   only reports.
+   on the trials of the rounds up to it (``explorer.analysis.fit``), the next batch is chosen
+   (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
+   estimates and CIs, and why the loop stops if it does: every target within ``halfwidth``
+   (absolute for exponents, relative for positive constants: half the width of the CI of log c,
+   the units the selection ranks in; ``target_halfwidth``) in two consecutive rounds with each
+   estimate inside the previous round's interval (``unconfirmed``: one lucky round does not stop
+   the loop), the budget spent, or no candidate left that is expected to help. With the
+   ``decomposed`` law the fit reads the seeds' Gram rows; its per-draw fits and pre-asymptotic
+   guard, which decide nothing, run only for the warnings of a stop on reached targets. A round
+   is never recorded done before its trials are all in the store.
+3. Rerunning the same command resumes: the planned rounds are completed first (their finished
+   trials are not rerun), a done round without a stop reason is followed by the next, a stopped
+   loop only reports.
 
 Compute is counted in predicted single-core seconds per trial (``config.estimate.trial_seconds``,
 the cost model of the dry run and the packer; ``selection.COST_UNIT``, recorded in the rounds log),

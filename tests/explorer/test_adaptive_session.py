@@ -47,3 +47,24 @@ def test_one_pool_of_workers_serves_every_round_without_barriers(tmp_path, monke
     end = {n: max(r.ended for r in records if round_of[r.trial_key] == n) for n in set(round_of.values())}
     assert any(start[n + 1] < end[n] for n in sorted(start)[:-1] if n + 1 in start)
     assert st.check().ok
+
+
+def test_the_pools_workers_record_the_trials_of_a_diverged_reference_failed(tmp_path):
+    # identity activation at lr=1000: the reference blows up; the worker that needs it first finds
+    # so, and its trials are recorded failed with the reason (as a sweep's reference phase does)
+    from explorer.config.spec import parse_spec
+
+    from .test_sweep import spec_with
+
+    spec = parse_spec(spec_with(name="failing", model={"activation": "identity"},
+                                grid={"L": [2, 4], "M": [1], "D": [4], "lr": [1000.0], "seeds": 2}))
+    st = Store(tmp_path / "results")
+    with SessionRunner(spec, st, num_cpus=2, progress=False) as runner:
+        runner.submit(sorted(runner.trials))
+        while runner.pending():
+            runner.wait()
+        records = runner.records
+    assert sorted(r.status for r in records) == ["failed", "failed"]
+    errors = st.trial_column("failing", "error")
+    assert len(errors) == 2 and all("reference" in e and "diverged" in e for e in errors.values()), errors
+    assert st.check().ok
