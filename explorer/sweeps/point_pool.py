@@ -6,9 +6,10 @@ It receives the job (store, references, retries) once, trains the points it is h
 same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
 failed point recorded as such) and keeps the references it read in its process
 (``reference_cache``), so a reference is read once per actor for the whole run, not once per
-round. A reference missing from the store is computed by the first worker that needs it (the
-store's lock makes the others wait for it, then read it); one that diverged makes its points
-``failed`` with the reason, as in a sweep's reference phase; one that raised leaves its points
+round. The driver computes the references the store lacks before the pool starts
+(``session_runner``) and hands it those that diverged: their points are recorded ``failed`` with
+the reason, as in a sweep. A reference that a worker still has to compute (one removed from the
+store meanwhile) is computed there, under the store's lock; one that raises leaves its points
 without rows (``broken``: the round is then not finished, and a rerun tries again). The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
 actor while the driver refits) as soon as it has them (``submit``, ``wait``): no Tune run to
 start, no barrier between the driver's batches.
@@ -61,7 +62,7 @@ class PointWorker:
 
     def __init__(self, job: Job):
         self.job = job
-        self.diverged: dict[str, str] = {}  # ref_key -> why the reference diverged
+        self.diverged: dict[str, str] = dict(job.reference_errors)  # ref_key -> why the reference diverged
         apply_torch_threads()
         self.node_id = ray.get_runtime_context().get_node_id()
 
@@ -102,13 +103,13 @@ class PointPool:
 
     DEPTH = 2
 
-    def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int):
+    def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int, diverged: dict[str, str] | None = None):
         job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
-                  reference_errors={}, rerun=frozenset(), retries=spec.resources.retries, ledger=None)
+                  reference_errors=dict(diverged or {}), rerun=frozenset(), retries=spec.resources.retries,
+                  ledger=None)
         self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
-        need = max([trial_memory_bytes(t.config) for t in the_plan.trials]
-                   + [resources.reference_need(r) for r in the_plan.references])  # a worker may compute a reference
-        memory = resources.memory_request(need, resources.largest_node_memory())
+        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
+                                          resources.largest_node_memory())
         self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
                             max_restarts=0, **({"memory": memory} if memory else {}))
         self.job_ref = ray.put(job)

@@ -1,9 +1,9 @@
 """The adaptive loop's runner on Ray: one Ray session and one pool of workers for every round.
 
 ``SessionRunner`` starts (or joins) Ray at the first trials it is given and keeps it, with one
-``point_pool.PointPool`` of long-lived workers, until the loop ends. Each worker reads (or, when
-the store lacks it, computes) a reference the first time one of its points needs it and keeps
-it for the rest of the run. ``submit`` queues trial keys and returns at once; the loop then
+``point_pool.PointPool`` of long-lived workers, until the loop ends. References the store lacks are
+computed first (``reference_phase``); each worker reads a reference the first time one of its
+points needs it and keeps it for the rest of the run. ``submit`` queues trial keys and returns at once; the loop then
 ``wait``s for finished keys and may queue the next round while the last points of a round run,
 so no worker waits for the refit (``lookahead``). Compared with a ``run_sweep`` per round, a
 round costs no Tune start-up, no reference reads and no leases.
@@ -28,6 +28,7 @@ from .interrupts import SIGNAL_POLL_S, SignalGuard
 from .point_pool import PointPool, PointRecord
 from .progress import Progress
 from .ray_session import ray_session
+from .reference_phase import run_references
 from .resources import check_resources
 
 
@@ -64,7 +65,12 @@ class SessionRunner:
         return list(self.pool.records) if self.pool else list(self.finished)
 
     def start(self) -> None:
-        """Ray, the resource check and the pool, once (the workers read or compute the references)."""
+        """Ray, the resource check, the references the store lacks, then the pool, once.
+
+        References missing from the store are computed first, one Ray task each with its memory
+        request (``reference_phase``), before the workers take the slots; those already stored
+        are read by each worker when one of its points first needs them.
+        """
         if self.pool is not None:
             return
         self.the_plan = plan(self.spec, SCHEMA_VERSION)
@@ -73,10 +79,20 @@ class SessionRunner:
         self.guard.arm()  # Ray's core worker replaces the SIGTERM handler: the driver's again
         slots = check_resources(self.spec)
         limit = self.max_concurrent or self.spec.resources.max_concurrent
-        self.pool = PointPool(self.spec, self.store, self.the_plan, min(slots, limit) if limit else slots)
+        missing = {r.ref_key for r in self.the_plan.references if not self.store.has_reference(r.ref_key)}
+        diverged, broken = run_references(self.spec, self.store, self.the_plan,
+                                          [t for t in self.the_plan.trials if t.ref_key in missing], self.bar,
+                                          self.guard.check)
+        self.pool = PointPool(self.spec, self.store, self.the_plan, min(slots, limit) if limit else slots, diverged)
+        self.pool.broken.update(broken)
+        self.told |= set(broken)  # the reference phase said so
 
     def submit(self, keys: Iterable[str]) -> None:
-        """Queue the trials of ``keys`` (the first call starts Ray and the workers)."""
+        """Queue the trials of ``keys`` (the first call starts Ray and the workers).
+
+        Raises:
+            SweepInterrupted: a signal while the first call computed references.
+        """
         todo = [self.trials[k] for k in keys if k in self.trials]
         if todo:
             self.start()
