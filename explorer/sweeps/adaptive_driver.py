@@ -99,7 +99,10 @@ class RoundDriver:
         if self.reserve and self.runner.room() > 0:
             choices, reason = self.reserve
             self.reserve = None
-            self.plan_round(max(self.open, default=-1) + 1, choices, reason)
+            chosen = set(self.keys)
+            fresh = [c for c in choices if key_of(c) not in chosen]  # never a point twice
+            if fresh:
+                self.plan_round(max(self.open, default=-1) + 1, fresh, reason)
 
     def wait_for(self, number: int, result: AdaptiveResult) -> bool:
         """Until round ``number``'s trials all have rows (True), or a signal or a round that
@@ -193,6 +196,7 @@ class RoundDriver:
             if later:
                 self.close_round(later[0], number, stop, rounds)
             return None
+        self.reserve = None  # a reserve still unrecorded was chosen on an older fit: this choice replaces it
         if later:
             self.reserve = (choices, f"{reason}; chosen after round {number}, queued behind round {later[-1]}")
         else:

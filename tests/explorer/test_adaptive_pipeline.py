@@ -22,8 +22,8 @@ class TickRunner:
 
     lookahead = True
 
-    def __init__(self, store, spec, slots=2, crash_at_tick=None):
-        self.planted, self.spec, self.slots = FakeRunner(store, free_law()), spec, slots
+    def __init__(self, store, spec, slots=2, crash_at_tick=None, spread=3):
+        self.planted, self.spec, self.slots, self.spread = FakeRunner(store, free_law()), spec, slots, spread
         self.queue: collections.deque = collections.deque()
         self.running: dict[str, int] = {}  # key -> ticks left
         self.tick, self.timeline, self.submits = 0, [], []
@@ -31,7 +31,7 @@ class TickRunner:
         self.interrupted = None
 
     def duration(self, key: str) -> int:
-        return 1 + sum(map(ord, key)) % 3  # points of 1 to 3 ticks: rounds end with stragglers
+        return 1 + sum(map(ord, key)) % self.spread  # points of 1 to spread ticks: rounds end with stragglers
 
     def fill(self):
         while len(self.running) < self.slots and self.queue:
@@ -121,16 +121,18 @@ class BlockingTicks:
             self.ticks.wait()
 
 
-def test_a_stop_while_the_next_round_runs_keeps_the_points_that_started(tmp_path):
+@pytest.mark.parametrize("spread", [3, 9])  # 9: a round can finish before the one queued ahead of it
+def test_a_stop_while_the_next_round_runs_keeps_the_points_that_started(tmp_path, spread):
     st = Store(tmp_path / "s")
     spec = adaptive_spec(halfwidth=1e-4, budget=0.3, batch=3, initial=6)  # unreachable: the budget stops it
-    runner = TickRunner(st, spec)
+    runner = TickRunner(st, spec, spread=spread)
     result = run_adaptive(spec, st, runner)
     assert "not reached" in result.stop_reason
     rounds = read_rounds(st, "ad")
     last = rounds[rounds["round"] == rounds["round"].max()]
     assert "decided after round" in last["stop_reason"].iloc[0]
     points = rounds[rounds["entry"] == "point"]
+    assert not points.duplicated(["trial_key"]).any()  # no point chosen twice
     assert set(points["trial_key"]) == set(st.trial_statuses("ad"))
     assert result.spent_cost <= result.budget_cost
     again = TickRunner(st, spec)
@@ -160,3 +162,34 @@ def test_a_driver_dying_with_two_rounds_open_resumes_both(tmp_path, crash_at_tic
     assert before <= set(st.trial_statuses("ad"))
     assert not before & set(resumed.planted.written)  # nothing that had rows ran again
     assert st.check().ok
+
+
+class FlushRunner(TickRunner):
+    """Every ``wait`` finishes every queued point at once, and the workers always take more: a
+    queued round can finish before the driver comes back for the one ahead of it."""
+
+    def fill(self):
+        pass
+
+    def room(self):
+        return 1
+
+    def wait(self, timeout=0.25):
+        self.tick += 1
+        done, self.queue = list(self.queue), collections.deque()
+        for key in done:
+            self.planted(self.spec, frozenset([key]))
+        return done
+
+
+@pytest.mark.parametrize("budget", [0.2, 0.3, 0.5])
+def test_a_reserve_chosen_on_an_older_fit_is_never_queued_after_a_newer_choice(tmp_path, budget):
+    st = Store(tmp_path / "s")
+    spec = adaptive_spec(halfwidth=1e-4, budget=budget, batch=3, initial=6)
+    result = run_adaptive(spec, st, FlushRunner(st, spec))
+    assert result.stop_reason is not None
+    rounds = read_rounds(st, "ad")
+    points = rounds[rounds["entry"] == "point"]
+    assert not points.duplicated(["trial_key"]).any()  # no point chosen twice
+    assert set(points["trial_key"]) == set(st.trial_statuses("ad"))
+    assert (rounds["spent_cost"] <= rounds["budget_cost"]).all()
