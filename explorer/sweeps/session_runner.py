@@ -34,7 +34,7 @@ from .resources import check_resources
 
 class SessionRunner:
     """An asynchronous runner of the adaptive loop (``explorer.sweeps.adaptive``): ``submit``,
-    ``wait``, ``pending``, ``queued``, ``room``, ``drop_queued``, ``close``."""
+    ``wait``, ``pending``, ``room``, ``drop_queued``, ``close``."""
 
     lookahead = True  # the loop may queue a round before the previous one is done
 
@@ -46,8 +46,8 @@ class SessionRunner:
         self.stack = contextlib.ExitStack()
         self.guard: SignalGuard | None = None
         self.pool: PointPool | None = None
-        self.trials = {t.trial_key: t for t in plan(spec, SCHEMA_VERSION).trials}
-        self.the_plan = None
+        self.the_plan = plan(spec, SCHEMA_VERSION)
+        self.trials = {t.trial_key: t for t in self.the_plan.trials}
         self.told: set[str] = set()  # broken references already reported
         self.finished: list[PointRecord] = []  # the records of a closed pool
         self.interrupted: int | None = None  # signals reach the loop through the shared SignalGuard
@@ -73,7 +73,6 @@ class SessionRunner:
         """
         if self.pool is not None:
             return
-        self.the_plan = plan(self.spec, SCHEMA_VERSION)
         self.guard = self.stack.enter_context(SignalGuard())  # shares the loop's record of a signal
         self.stack.enter_context(ray_session(self.address, num_cpus=self.num_cpus))
         self.guard.arm()  # Ray's core worker replaces the SIGTERM handler: the driver's again
