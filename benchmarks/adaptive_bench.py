@@ -1,15 +1,23 @@
-"""Adaptive sweep on the rates grid against the full grid: compute spent and the CIs reached.
+"""Adaptive sweep on the rates grid against the full grid, in one sitting: wall time, compute,
+per-round overhead and the estimates.
 
-    python benchmarks/adaptive_bench.py --full-store STORE [--store DIR] [--synthetic]
+    python benchmarks/adaptive_bench.py [--dir DIR] [--references STORE]
+    python benchmarks/adaptive_bench.py --synthetic
 
-The full grid (examples/rates.toml, sweep ``rates``) must already be in --full-store, references
-included: they are copied into the adaptive run's store (--store, default a fresh temporary
-folder) so that the adaptive run does not recompute them (reference keys do not depend on the
-sweep name). The adaptive run is ``explorer sweep examples/rates_adaptive.toml --adaptive``
-(free law, targets a and b, half-width 0.1, budget 0.5, batch 8) in a subprocess, resumable:
-rerunning with the same --store continues it. Prints the rounds, the compute fraction (proxy
-L*M*D*seeds and the sum of the trials' wall_s, each against the full grid's), and a and b with
-their 95% CIs next to the full grid's, and whether each adaptive estimate lies in the full CI.
+The references (four draws at 1024 x 512) are computed once, untimed (or copied from the
+``references`` folder of --references STORE), into two fresh stores under --dir. Then, each as a
+subprocess and timed by its wall clock:
+
+- the full grid: ``explorer sweep examples/rates.toml`` and ``explorer fit --sweep rates``
+  (the decomposed law, 200 resamples);
+- the adaptive run: ``explorer sweep examples/rates_adaptive.toml --adaptive`` (decomposed law,
+  targets a and b, half-width 0.1, budget 0.5, batch 8); its last round's refit is its final fit.
+
+Printed as a Markdown table: the two wall times and their ratio, rounds and trials, compute
+(predicted seconds and the sum of the trials' wall_s, against the full grid's), the start-up
+(command start to the first trial), the per-round overhead (from the first trial's start to
+the end of the command, the wall time not spent in trials, ``sum(wall_s) / slots``, divided by
+the rounds), and a and b with their 95% CIs next to the full grid's.
 
 --synthetic instead runs the loop on the same candidate grid with a fake runner writing a known
 law (c1 L^-1 + c2 (D/(LM))^0.5, both exponents identifiable, no Ray): the targets are reached,
@@ -18,6 +26,7 @@ and it prints with how much of the grid's compute.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -29,58 +38,98 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.analysis.fit import fit  # noqa: E402
+from explorer.analysis.fit_decomposed import fit_decomposed  # noqa: E402
+from explorer.analysis.sweep_data import seed_grams  # noqa: E402
+from explorer.config.estimate import trial_seconds  # noqa: E402
+from explorer.config.planning import plan  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
-from explorer.analysis.sweep_data import grid_errors  # noqa: E402
-from store import Store  # noqa: E402
+from explorer.sweeps.adaptive_rounds import read_rounds  # noqa: E402
+from store import SCHEMA_VERSION, Store  # noqa: E402
 
 SPEC = ROOT / "examples" / "rates_adaptive.toml"
+FULL_SPEC = ROOT / "examples" / "rates.toml"
 
 
-def _fit(store: Store, sweep: str):
+def timed(command: list[str]) -> tuple[float, dt.datetime]:
+    """Run an explorer command; its wall seconds and when it ended (UTC)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "explorer.cli", *command], env=env, text=True, capture_output=True)
+    seconds = time.perf_counter() - started
+    if proc.returncode:
+        sys.exit(f"{' '.join(command)} exited {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return seconds, dt.datetime.now(dt.timezone.utc)
+
+
+def references(target: Path, source: str | None) -> None:
+    """The rates grid's references in ``target``: copied from ``source``, else computed here."""
+    if source:
+        shutil.copytree(Path(source) / "references", target / "references")
+        return
+    from explorer.sweeps.reference_cache import load_reference
+
+    store = Store(target)
+    for ref in plan(load_spec(FULL_SPEC), SCHEMA_VERSION).references:
+        load_reference(store, ref)
+
+
+def trials_summary(store: Store, sweep: str) -> dict:
+    spec = load_spec(SPEC if sweep != "rates" else FULL_SPEC)
+    seconds = {t.trial_key: trial_seconds(t.config) for t in plan(spec, SCHEMA_VERSION).trials}
+    rows = store.query("SELECT trial_key, started_at, wall_s FROM trials", sweep=sweep).to_pylist()
+    return {"n": len(rows), "predicted": sum(seconds[r["trial_key"]] for r in rows),
+            "wall": sum(r["wall_s"] for r in rows), "first": min(r["started_at"] for r in rows)}
+
+
+def decomposed(store: Store, sweep: str):
     con = store.connect(sweep=sweep, views=("metrics",))
     try:
-        return fit(grid_errors(con, sweep), "free", n_boot=200, seed=0)
+        return fit_decomposed(seed_grams(con, sweep), n_boot=200, seed=0)
     finally:
         con.close()
 
 
-def _proxy_and_wall(store: Store, sweep: str) -> tuple[float, float, int]:
-    row = store.query("SELECT sum(L * M * D * n_seeds) AS proxy, sum(wall_s) AS wall, count(*) AS n FROM trials",
-                      sweep=sweep).to_pylist()[0]
-    return float(row["proxy"] or 0), float(row["wall"] or 0), int(row["n"])
-
-
 def real(args) -> None:
-    full_store = Store(args.full_store)
-    target = Path(args.store or tempfile.mkdtemp(prefix="adaptive-bench-"))
-    refs = target / "references"
-    if not refs.exists():
-        shutil.copytree(Path(args.full_store) / "references", refs)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "explorer.cli", "sweep", str(SPEC), "--adaptive", "--store",
-                           str(target)], env=env, text=True, capture_output=True)
-    driver_s = time.perf_counter() - started
-    print(proc.stderr[-4000:] if proc.returncode else "", end="")
-    print(proc.stdout)
-    spec = load_spec(SPEC)
-    st = Store(target)
-    proxy, wall, n = _proxy_and_wall(st, spec.name)
-    full_proxy, full_wall, full_n = _proxy_and_wall(full_store, "rates")
-    rounds = st.query("SELECT max(round) AS r FROM rounds", sweep=spec.name).to_pylist()[0]["r"]
-    print(f"store {target}; driver wall clock {driver_s:.0f} s (Ray start, fits, scheduling included)")
-    print(f"rounds: {rounds + 1} (0..{rounds}); trials {n}/{full_n}")
-    print(f"compute: proxy L*M*D*seeds {proxy:.4g}/{full_proxy:.4g} = {proxy / full_proxy:.1%}; "
-          f"sum of trials' wall_s {wall:.1f}/{full_wall:.1f} s = {wall / full_wall:.1%}")
-    adaptive, full = _fit(st, spec.name), _fit(full_store, "rates")
+    root = Path(args.dir or tempfile.mkdtemp(prefix="adaptive-bench-"))
+    full_dir, adaptive_dir = root / "full", root / "adaptive"
+    if full_dir.exists() or adaptive_dir.exists():
+        sys.exit(f"{root} already holds a sitting: give a new --dir")
+    references(full_dir, args.references)
+    shutil.copytree(full_dir / "references", adaptive_dir / "references")
+    load = os.getloadavg()
+    slots = os.cpu_count() or 1
+    sweep_s, _ = timed(["sweep", str(FULL_SPEC), "--store", str(full_dir)])
+    fit_s, _ = timed(["fit", "--sweep", "rates", "--store", str(full_dir)])
+    began = dt.datetime.now(dt.timezone.utc)
+    adaptive_s, ended = timed(["sweep", str(SPEC), "--adaptive", "--store", str(adaptive_dir)])
+    load_after = os.getloadavg()
+    full_store, adaptive_store = Store(full_dir), Store(adaptive_dir)
+    full, ad = trials_summary(full_store, "rates"), trials_summary(adaptive_store, "rates_adaptive")
+    rounds_log = read_rounds(adaptive_store, "rates_adaptive")
+    rounds = int(rounds_log["round"].nunique())
+    busy = (ended - ad["first"]).total_seconds()
+    overhead = (busy - ad["wall"] / slots) / rounds
+    last = rounds_log[(rounds_log["entry"] == "target") & (rounds_log["round"] == rounds_log["round"].max())]
+    reference = decomposed(full_store, "rates")
+    full_s = sweep_s + fit_s
+    print(f"store {root}; {slots} slots; load average {load[0]:.2f} before, {load_after[0]:.2f} after\n")
+    print("| | adaptive | full grid |\n|---|---|---|")
+    print(f"| wall time, start to final fit | {adaptive_s:.1f} s ({adaptive_s / full_s:.2f}x) | {full_s:.1f} s "
+          f"(sweep {sweep_s:.1f} s + fit {fit_s:.1f} s) |")
+    print(f"| rounds, trials | {rounds}, {ad['n']} of {full['n']} | 1, {full['n']} |")
+    print(f"| compute, predicted seconds | {ad['predicted'] / full['predicted']:.1%} | 100 % |")
+    print(f"| compute, sum of trials' wall_s | {ad['wall']:.1f} s ({ad['wall'] / full['wall']:.1%}) | "
+          f"{full['wall']:.1f} s |")
+    print(f"| start-up: command start to first trial | {(ad['first'] - began).total_seconds():.1f} s | |")
+    print(f"| per-round overhead: (first trial to end - wall_s / {slots}) / rounds | {overhead:.2f} s | |")
     for name in ("a", "b"):
-        e, lo, hi = adaptive.estimate[name], adaptive.ci_low[name], adaptive.ci_high[name]
-        fe, flo, fhi = full.estimate[name], full.ci_low[name], full.ci_high[name]
-        inside = flo <= e <= fhi
-        print(f"{name}: adaptive {e:.3f} [{lo:.3f}, {hi:.3f}] half-width {(hi - lo) / 2:.3f}; "
-              f"full grid {fe:.3f} [{flo:.3f}, {fhi:.3f}] half-width {(fhi - flo) / 2:.3f}; "
-              f"adaptive estimate inside the full grid's CI: {'yes' if inside else 'no'}")
+        row = last[last["parameter"] == name].iloc[0]
+        lo, hi = reference.ci_low[name], reference.ci_high[name]
+        inside = "inside" if lo <= row["estimate"] <= hi else "OUTSIDE"
+        print(f"| {name} | {row['estimate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {inside} the full "
+              f"grid's CI | {reference.estimate[name]:.3f} [{lo:.3f}, {hi:.3f}] |")
+    stop = rounds_log["stop_reason"].dropna()
+    print(f"\nstopped: {stop.iloc[-1] if len(stop) else '(not stopped)'}")
 
 
 def synthetic(args) -> None:
@@ -89,7 +138,7 @@ def synthetic(args) -> None:
 
     from explorer.sweeps.adaptive import run_adaptive
 
-    spec = load_spec(SPEC, ["adaptive.halfwidth=0.05"])
+    spec = load_spec(SPEC, ["adaptive.halfwidth=0.05", "adaptive.form=free"])  # the planted rows have no Gram rows
     st = Store(tempfile.mkdtemp(prefix="adaptive-synthetic-"))
     started = time.perf_counter()
     result = run_adaptive(spec, st, FakeRunner(st, free_law()))
@@ -99,14 +148,13 @@ def synthetic(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full-store", help="a store holding the full rates grid (sweep rates) and its references")
-    parser.add_argument("--store", default=None, help="the adaptive run's store (default: a new temporary folder)")
+    parser.add_argument("--dir", default=None, help="a new folder for the two stores (default: a temporary one)")
+    parser.add_argument("--references", default=None, help="a store whose references/ folder holds the rates "
+                        "grid's references (copied; default: computed first, untimed)")
     parser.add_argument("--synthetic", action="store_true", help="the fake-runner benchmark on a known law instead")
     args = parser.parse_args()
     if args.synthetic:
         synthetic(args)
-    elif not args.full_store:
-        parser.error("--full-store is required (or --synthetic)")
     else:
         real(args)
 

@@ -86,8 +86,9 @@ def adaptive_sweep(
     num_cpus: int | None = None,
 ) -> "AdaptiveResult":
     """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
-    points chosen by the [adaptive] rules run as Ray Tune trials until every target's CI is
-    narrow enough or the budget is spent (``explorer.sweeps.adaptive``; docs/sweeps.md).
+    points chosen by the [adaptive] rules run on one Ray session's pool of workers until every
+    target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``,
+    ``explorer.sweeps.session_runner``; docs/sweeps.md).
 
     Args: as ``sweep``.
 
@@ -97,29 +98,21 @@ def adaptive_sweep(
     Raises:
         SpecError, ClusterError, StoreError: as ``sweep``.
     """
-    import contextlib
     import sys
 
     from .sweeps.adaptive import run_adaptive
+    from .sweeps.session_runner import SessionRunner
 
     spec = _runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
-    with contextlib.ExitStack() as stack:
-        session: list = []
 
-        def runner(one: SweepSpec, keys) -> "SweepResult":
-            from .sweeps.ray_runner import run_sweep
-            from .sweeps.ray_session import ray_session
+    def log(line: str) -> None:
+        if progress:
+            print(line, file=sys.stderr, flush=True)
 
-            if not session:  # Ray starts at the first round that has trials to run, once for every round
-                session.append(stack.enter_context(ray_session(address, num_cpus=num_cpus)))
-            return run_sweep(one, st, address=address, max_concurrent=max_concurrent, progress=progress,
-                             num_cpus=num_cpus, only_keys=keys)
-
-        def log(line: str) -> None:
-            if progress:
-                print(line, file=sys.stderr, flush=True)
-
+    # one Ray session and one pool of workers for every round, started at the first trials to run
+    with SessionRunner(spec, st, address=address, max_concurrent=max_concurrent, num_cpus=num_cpus,
+                       progress=progress) as runner:
         return run_adaptive(spec, st, runner, log=log)
 
 

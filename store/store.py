@@ -31,7 +31,7 @@ from . import cleanup, compaction, integrity, leases, lookup, maintenance, query
 from .catalog import completed_keys, list_sweeps
 from .errors import StoreQueryError
 from .files import Files, open_root
-from .layout import DATA_KINDS, check_key, check_sweep, reference_lock
+from .layout import DATA_KINDS, check_key, check_sweep, reference_file, reference_lock
 from .write import write_comparison, write_fit, write_round, write_trial
 
 
@@ -184,6 +184,10 @@ class Store:
             InvalidNameError for a bad key; StoreError when the store cannot be used.
         """
         return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s, validate=validate)
+
+    def has_reference(self, ref_key: str) -> bool:
+        """Whether the reference of ``ref_key`` is cached (its file exists; not read or checked)."""
+        return self._files.exists(reference_file(self._files.root, check_key(ref_key, "reference key")))
 
     def read_reference(self, ref_key: str) -> tuple[dict[str, np.ndarray], dict] | None:
         """The cached reference of ``ref_key``, or None when it is not cached.

@@ -157,7 +157,7 @@ class AdaptiveSpec:
         None, list_of(law_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")
     halfwidth: float = spec_field(0.1, positive_number, "the 95% CI half-width every target should reach")
     budget: float = spec_field(0.5, budget_fraction,
-                                "the most compute to spend, a fraction of the full grid's cost in L*M*D*seeds")
+                                "the most compute to spend, a fraction of the full grid's cost in predicted seconds")
     batch: int = spec_field(8, at_most(MAX_GRID_POINTS, "points per round"), "points (trials) chosen per round")
     initial: int | None = spec_field(None, at_most(MAX_GRID_POINTS, "points"),
                                       "points of the space-filling initial design (default: 2 x batch, at least 8)")

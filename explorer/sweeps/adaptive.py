@@ -6,44 +6,50 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
 0. Round 0 is a space-filling initial design over the candidates (``selection.initial_design``)
    spread over the problem draws, costing at most 40% of the budget.
 1. A round is first written to the store's ``rounds`` log as *planned* (its chosen points, each
-   with its expected CI gain per predicted second), then its trials are run by the runner (one
-   ``run_sweep`` restricted to their keys, as Ray Tune trials like any sweep).
+   with its expected CI gain per predicted second), then its trials are queued on the runner
+   (``session_runner.SessionRunner``: one Ray session and one pool of workers for every round;
+   the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
+   while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   (``explorer.analysis.fit``), the next batch is chosen (``selection.choose_batch``), and the round is
-   rewritten as *done* with the targets' estimates and CIs, and why the loop stops if it does:
-   every target within ``halfwidth`` (absolute for exponents, relative for positive constants:
-   half the width of the CI of log c, the units the selection ranks in; ``target_halfwidth``)
-   in two consecutive rounds with each estimate inside the previous round's interval
-   (``unconfirmed``: one lucky round does not stop the loop), the budget spent, or no candidate
-   left that is expected to help. With the ``decomposed`` law the fit reads the seeds' Gram
-   rows and keeps its per-draw fits and pre-asymptotic guard on. A round is never recorded done before its trials are all in the store.
-3. Rerunning the same command resumes: a planned round is completed first (its finished trials
-   are not rerun), a done round without a stop reason is followed by the next, a stopped loop
-   only reports.
+   on the trials of the rounds up to it (``explorer.analysis.fit``), the next batch is chosen
+   (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
+   estimates and CIs, and why the loop stops if it does: every target within ``halfwidth``
+   (absolute for exponents, relative for positive constants: half the width of the CI of log c,
+   the units the selection ranks in; ``target_halfwidth``) in two consecutive rounds with each
+   estimate inside the previous round's interval (``unconfirmed``: one lucky round does not stop
+   the loop), the budget spent, or no candidate left that is expected to help. With the
+   ``decomposed`` law the fit reads the seeds' Gram rows; its per-draw fits and pre-asymptotic
+   guard, which decide nothing, run only for the warnings of a stop on reached targets. A round
+   is never recorded done before its trials are all in the store.
+3. Rerunning the same command resumes: the planned rounds are completed first (their finished
+   trials are not rerun), a done round without a stop reason is followed by the next, a stopped
+   loop only reports.
 
-Compute is counted in proxy units, L*M*D*seeds per trial, against ``budget`` times the full
-grid's: a choice never takes the spending past the budget. Wall time (sum of the trials'
-``wall_s``) is reported beside it and drives the cost model of the selection.
+Compute is counted in predicted single-core seconds per trial (``config.estimate.trial_seconds``,
+the cost model of the dry run and the packer; ``selection.COST_UNIT``, recorded in the rounds log),
+against ``budget`` times the full grid's: a choice never takes the spending past the budget. Wall
+time (sum of the trials' ``wall_s``) is reported beside it and corrects the selection's wall
+predictions to this machine.
 """
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Collection
 
 import numpy as np
 import pandas as pd
 
-from store import FINAL_STATUSES, SCHEMA_VERSION, Store
+from store import SCHEMA_VERSION, Store
 
-from ..analysis.targets import (halfwidth_of, positive_parameters, target_halfwidth, target_lines, targets_of,
-                                unmeasured_in)
+from ..analysis.laws import FORMS
+from ..analysis.targets import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
 from ..config.spec import SweepSpec
 from ..config.spec_rules import adaptive_targets
 from ..errors import FitError, SweepDataError, spec_error
+from .adaptive_driver import BlockingRunner, RoundDriver
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
 from .interrupts import SignalGuard, resume_command
-from .selection import Candidate, Choice, Linearised, WallModel, candidates_of, choose_batch, initial_design
+from .selection import COST_UNIT, Candidate, Linearised, WallModel, candidates_of, choose_batch, initial_design
 
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
@@ -66,6 +72,7 @@ class AdaptiveLoop:
         self.ad = spec.adaptive
         self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
         self._walls: dict | None = None
+        self.fitted_keys: Collection[str] | None = None  # the trials of the last decomposed fit
         varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
         if varying:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
@@ -125,7 +132,7 @@ class AdaptiveLoop:
         if not design:
             raise spec_error("[adaptive] budget", f"{self.ad.budget:g} of the grid's cost cannot pay for any "
                              f"initial point: the initial design may spend {INITIAL_SHARE:.0%} of the budget, "
-                             f"each of its {self.initial} points at most {cap / self.initial:.4g} (L*M*D*seeds), "
+                             f"each of its {self.initial} points at most {cap / self.initial:.4g} ({COST_UNIT}), "
                              f"and the cheapest candidate costs {min(c.cost for c in self.cands):.4g}; raise "
                              "budget (at most 1), lower initial, or sweep more small points")
         return design
@@ -157,7 +164,7 @@ class AdaptiveLoop:
         return [k for k in dict.fromkeys(points["trial_key"]) if k in self.by_key]
 
     def spent(self, keys: Collection[str]) -> float:
-        """Proxy cost of the chosen ``keys`` and of every candidate trial already in the store
+        """Cost (``COST_UNIT``) of the chosen ``keys`` and of every candidate trial already in the store
         (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
         return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
 
@@ -174,11 +181,30 @@ class AdaptiveLoop:
         model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
         return float(sum(walls.values())), model
 
-    def fit(self):
-        """The law fitted to the sweep's trials so far (FitResult), or the FitError's text."""
-        from ..analysis.laws import FORMS
+    def fit(self, keys: Collection[str] | None = None, warnings: bool = False):
+        """The law fitted to the sweep's trials so far (only those of ``keys`` when given: the
+        rounds up to one), a FitResult, or the FitError's text.
+
+        ``warnings``: with the decomposed law, also the per-draw fits and the pre-asymptotic
+        guard, whose warnings only the stop reason quotes (``stop_warnings``); the estimates, CIs
+        and samples that decide are the same without them, at half the cost of a refit.
+        """
         from ..analysis.fit import fit
         from ..analysis.sweep_data import grid_errors
+
+        def only(frame: pd.DataFrame) -> pd.DataFrame:
+            """The rows of the trials of ``keys`` (a trial is a grid point at one problem draw)."""
+            if keys is None:
+                return frame
+            if "trial_key" in frame:
+                kept = frame[frame["trial_key"].isin(set(keys))]
+            else:
+                cols = [c for c in ("L", "M", "D", "problem_seed") if c in frame]
+                points = {tuple(getattr(self.by_key[k], c) for c in cols) for k in keys if k in self.by_key}
+                kept = frame[[p in points for p in zip(*(frame[c] for c in cols))]]
+            kept = kept.reset_index(drop=True)
+            kept.attrs = dict(frame.attrs)
+            return kept
 
         con = self.store.connect(sweep=self.spec.name, views=("metrics",))
         try:
@@ -186,9 +212,10 @@ class AdaptiveLoop:
                 from ..analysis.fit_decomposed import fit_decomposed
                 from ..analysis.sweep_data import seed_grams
 
-                # the per-draw fits and the pre-asymptotic guard stay on: their warnings go into the log
-                return fit_decomposed(seed_grams(con, self.spec.name), n_boot=self.ad.resamples, seed=FIT_SEED)
-            grid = grid_errors(con, self.spec.name)
+                self.fitted_keys = keys
+                return fit_decomposed(only(seed_grams(con, self.spec.name)), n_boot=self.ad.resamples,
+                                      seed=FIT_SEED, per_draw=warnings, range_check=warnings)
+            grid = only(grid_errors(con, self.spec.name))
             return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
                        range_check=False)
         except (FitError, SweepDataError) as exc:
@@ -198,16 +225,28 @@ class AdaptiveLoop:
         finally:
             con.close()
 
+    def stop_warnings(self, result) -> list[str]:
+        """The warnings of ``result``'s fit with the per-draw fits and the pre-asymptotic guard on
+        (refitted on the same trials when the loop fitted without them)."""
+        if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
+            full = self.fit(self.fitted_keys, warnings=True)
+            return list(full.warnings) if not isinstance(full, str) else list(result.warnings)
+        return list(result.warnings)
+
     # -- writing the log
     def write(self, number: int, state: str, rows: list[dict], keys: list[str], stop: str | None = None) -> None:
         wall_s, _ = self.wall()
         common = {"round": number, "state": state, "form": self.ad.form, "spent_cost": self.spent(keys),
-                  "budget_cost": self.budget, "full_cost": self.full, "spent_wall_s": wall_s, "stop_reason": stop}
+                  "budget_cost": self.budget, "full_cost": self.full, "cost_unit": COST_UNIT, "spent_wall_s": wall_s,
+                  "stop_reason": stop}
         self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
 
     # -- deciding
-    def next_choice(self, result, keys: list[str], number: int) -> tuple[list, str, str | None]:
-        """(choices, reason, stop_reason) after a round: the next batch, or why the loop stops."""
+    def next_choice(self, result, keys: list[str], number: int, count: int | None = None
+                    ) -> tuple[list, str, str | None]:
+        """(choices, reason, stop_reason) after a round: the next ``count`` points (default the
+        batch), or why the loop stops (``keys``: every point chosen so far, spent)."""
+        count = self.ad.batch if count is None else count
         left = self.budget - self.spent(keys)
         have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
         remaining = [c for c in self.cands if c.trial_key not in have]
@@ -217,7 +256,7 @@ class AdaptiveLoop:
         if not remaining:
             return [], "", "every candidate has run"
         if isinstance(result, str):  # no fit yet: more of the space-filling design
-            more = initial_design(self.cands, self.ad.batch, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
+            more = initial_design(self.cands, count, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
             if not more:
                 return [], "", f"budget spent before the law could be fitted ({result})"
             return more, f"space-filling design (no fit yet: {result})", None
@@ -227,28 +266,29 @@ class AdaptiveLoop:
         if not unmet:
             unconfirmed = self.unconfirmed(result, number)
             if not unconfirmed:
-                warns = f"; the fit warns: {'; '.join(result.warnings)}" if result.warnings else ""
+                said = self.stop_warnings(result)
+                warns = f"; the fit warns: {'; '.join(said)}" if said else ""
                 consts = [t for t in self.targets if t in self.positive]
                 rel = f" (relative for {', '.join(consts)})" if consts else ""
                 return [], "", (f"every target reached its half-width {self.ad.halfwidth:g}{rel} in two consecutive "
                                 f"rounds, each estimate inside the previous round's interval{warns}")
             model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
             _, wall_model = self.wall()
-            choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, draw_counts=counts)
+            choices = choose_batch(model, remaining, count, left, wall_model, draw_counts=counts)
             if choices:
                 return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
             return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
                             f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
         dropped = [t for t in unmet if t not in result.law.parameters]
         if dropped:  # the points so far cannot measure a target the grid can: spread them first
-            more = initial_design(self.cands, self.ad.batch, left, set(keys), counts)
+            more = initial_design(self.cands, count, left, set(keys), counts)
             if more:
                 return more, (f"space-filling design ({', '.join(dropped)} not measurable from the points so far: "
                               f"{'; '.join(result.unidentified.get(t, '') for t in dropped)})"), None
         model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
         _, wall_model = self.wall()
         ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
-        choices = choose_batch(model, remaining, self.ad.batch, left, wall_model, ref_err, draw_counts=counts)
+        choices = choose_batch(model, remaining, count, left, wall_model, ref_err, draw_counts=counts)
         if choices:
             return choices, "greedy: expected CI gain per predicted second (linearised)", None
         cheapest = min(c.cost for c in remaining)
@@ -301,7 +341,10 @@ class AdaptiveLoop:
         spec and the round ``last`` was decided under; empty when nothing does."""
         out = []
         budget = float(last["budget_cost"].iloc[0])
-        if not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
+        unit = last["cost_unit"].iloc[0] if "cost_unit" in last else None
+        if pd.isna(unit) or unit != COST_UNIT:  # a log from before the one cost model: L*M*D*seeds
+            out.append(f"cost unit {'L*M*D*seeds' if pd.isna(unit) else unit} -> {COST_UNIT}")
+        elif not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
             full = float(last["full_cost"].iloc[0])
             out.append(f"budget {budget / full:.0%} -> {self.ad.budget:.0%}" if full == self.full
                        else "budget or grid")
@@ -327,90 +370,25 @@ class AdaptiveLoop:
             out.append(row)
         return out
 
-    def run_round(self, number: int, keys_round: list[str]) -> tuple[int | None, int]:
-        """Run the trials of a round; returns (signal that interrupted it, trials still missing)."""
-        self.forget()
-        statuses = self.statuses()
-        todo = [k for k in keys_round if statuses.get(k) not in FINAL_STATUSES]
-        signum = None
-        if todo:
-            self.log(f"round {number}: running {len(todo)} trial(s)")
-            try:
-                outcome = self.runner(self.spec, frozenset(keys_round))
-            finally:
-                self.forget()  # the round's trials are in the store now: read them again
-            signum = getattr(outcome, "interrupted", None)
-        statuses = self.statuses()
-        missing = sum(1 for k in keys_round if k not in statuses)
-        return signum, missing
+    def target_rows(self, targets: dict, reason: str) -> list[dict]:
+        return target_log_rows(targets, self.ad.halfwidth, reason)
 
-    def run(self) -> AdaptiveResult:
+    def note_failed(self, number: int, round_keys: list[str]) -> None:
+        now = self.statuses()
+        failed = [k for k in round_keys if now.get(k) == "failed"]
+        if failed:
+            self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
+                     "fit and are not retried")
+
+    def run(self, runner) -> AdaptiveResult:
+        """Run (or resume) the rounds through ``runner`` (``adaptive_driver``)."""
         self.forget()
-        rounds = read_rounds(self.store, self.spec.name)
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
                                 budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
                                 positive=self.positive)
-        keys = self.chosen(rounds)
-        if rounds.empty:
-            number, state = 0, None
-        else:
-            last = rounds[rounds["round"] == rounds["round"].max()]
-            number, state = int(last["round"].iloc[0]), str(last["state"].iloc[0])
-            stop = last["stop_reason"].dropna()
-            if state == "done" and len(stop):
-                changed = self.rules_changed(last)
-                if not changed:
-                    self.log(f"the adaptive loop had stopped after round {number}; nothing to run")
-                    return self.finish(result, rounds)
-                # the stop was decided under other rules: decide again under these (the last
-                # round is rewritten with the new decision; its trials are not rerun)
-                self.log(f"the [adaptive] rules changed since the loop stopped after round {number} "
-                         f"({changed}): deciding again")
-        if state is None:
-            prior = self.prior([])
-            if prior:
-                self.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
-            design = self.initial_plan(prior)
-            keys = [c.trial_key for c in design]
-            self.write(0, "planned", point_log_rows(design, "initial space-filling design"), keys)
-            state = "planned"
-        while True:
-            self.forget()  # each step reads the store afresh
-            rounds = read_rounds(self.store, self.spec.name)
-            if self.signalled(result):
-                return self.finish(result, rounds)
-            this = rounds[rounds["round"] == number]
-            point_rows = this[this["entry"] == "point"].drop(columns=["sweep", "round_id", "schema_version",
-                                                                      "package_version"], errors="ignore")
-            round_keys = list(point_rows["trial_key"])
-            if state == "planned":
-                signum, missing = self.run_round(number, round_keys)
-                if signum is not None or missing:
-                    result.interrupted, result.missing = signum, missing
-                    return self.finish(result, rounds)
-            fitted = self.fit()
-            choices, reason, stop = self.next_choice(fitted, keys, number)
-            if self.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
-                return self.finish(result, rounds)
-            targets = {} if isinstance(fitted, str) else targets_of(fitted, self.targets)
-            old = self.recorded_points(point_rows)
-            self.write(number, "done", old + target_log_rows(targets, self.ad.halfwidth, "fit after the round"),
-                       keys, stop)
-            now = self.statuses()
-            failed = [k for k in round_keys if now.get(k) == "failed"]
-            if failed:
-                self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
-                         "fit and are not retried")
-            self.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(targets, self.ad.halfwidth,
-                                                                                                 self.positive))
-                                                 or str(fitted)))
-            if stop is not None:
-                self.log(f"stopping: {stop}")
-                return self.finish(result, read_rounds(self.store, self.spec.name))
-            number += 1
-            keys = keys + [c.candidate.trial_key if isinstance(c, Choice) else c.trial_key for c in choices]
-            self.write(number, "planned", point_log_rows(choices, reason), keys)
-            state = "planned"
+        if not hasattr(runner, "lookahead"):
+            runner = BlockingRunner(runner, self.spec, self.statuses)
+        return RoundDriver(self, runner).run(result)
 
     def signalled(self, result: AdaptiveResult) -> bool:
         """Whether SIGINT or SIGTERM came (recorded by ``run_adaptive``'s guard; never raised
@@ -460,7 +438,7 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     with SignalGuard() as guard:  # a round's sweep shares it (nested guards): one record for the whole loop
         loop = AdaptiveLoop(spec, store, runner, log)
         loop.guard = guard
-        result = loop.run()
+        result = loop.run(runner)
     if result.interrupted is not None or result.missing:
         result.resume = resume_command()
     return result

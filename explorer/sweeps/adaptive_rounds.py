@@ -29,7 +29,7 @@ class AdaptiveResult:
     done: int = 0  # rounds done
     trials: int = 0  # trials chosen so far
     candidates: int = 0  # trials of the candidate grid
-    spent_cost: float = 0.0  # proxy units (L*M*D*seeds) of the chosen trials
+    spent_cost: float = 0.0  # predicted single-core seconds (selection.COST_UNIT) of the chosen trials
     budget_cost: float = 0.0
     full_cost: float = 0.0
     wall_s: float = 0.0  # sum of the sweep's trials' wall_s
@@ -55,7 +55,7 @@ class AdaptiveResult:
         """A few lines for the terminal."""
         frac = self.spent_cost / self.full_cost if self.full_cost else float("nan")
         lines = [f"adaptive sweep {self.name}: {self.done} round(s) done of {self.rounds}, {self.trials}/"
-                 f"{self.candidates} candidate trials run; compute {frac:.1%} of the full grid in L*M*D*seeds "
+                 f"{self.candidates} candidate trials run; compute {frac:.1%} of the full grid's predicted seconds "
                  f"(budget {self.budget_cost / self.full_cost if self.full_cost else float('nan'):.0%}), "
                  f"trials' wall time {self.wall_s:.1f}s",
                  f"store: {self.store}"]
@@ -111,7 +111,7 @@ def target_log_rows(targets: dict, halfwidth: float, reason: str) -> list[dict]:
 
 def adaptive_status(store: Store, sweep: str) -> list[str]:
     """Lines for ``explorer status`` of a sweep with rounds: the current round, the targets' CIs
-    after the last done round, the budget spent (proxy and wall), why it stopped. Empty when
+    after the last done round, the budget spent (predicted and measured seconds), why it stopped. Empty when
     the sweep has no rounds."""
     rounds = read_rounds(store, sweep)
     if rounds.empty:
@@ -125,7 +125,7 @@ def adaptive_status(store: Store, sweep: str) -> list[str]:
     wall = sum(v for v in store.trial_column(sweep, "wall_s").values() if v is not None)
     lines = [f"adaptive: round {int(head['round'])} {head['state']} ({done_points}/{n_last} of its trials have rows); "
              f"{len(points)} trials chosen; compute {head['spent_cost'] / head['full_cost']:.1%} of the full grid "
-             f"(budget {head['budget_cost'] / head['full_cost']:.0%}, in L*M*D*seeds), trials' wall time {wall:.1f}s"]
+             f"(budget {head['budget_cost'] / head['full_cost']:.0%}, in predicted seconds), trials' wall time {wall:.1f}s"]
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if not targets.empty:
         at = targets[targets["round"] == targets["round"].max()]

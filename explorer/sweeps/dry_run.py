@@ -32,7 +32,7 @@ def _adaptive_fit_lines(spec: SweepSpec, memory: int) -> list[str]:
 
 def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
     """What ``explorer sweep SPEC --adaptive --dry-run`` prints: the candidates, the rules
-    (form, targets, halfwidth), the budget in proxy units and as a fraction of the full grid, and
+    (form, targets, halfwidth), the budget in predicted seconds and as a fraction of the full grid, and
     the initial design's points, those a fresh store would run first. Nothing runs, no store is
     opened or written.
 
@@ -56,10 +56,10 @@ def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
              "trials the loop chooses run",
              f"rules: form {ad.form}, targets {', '.join(loop.targets)}, 95% CI half-width <= {ad.halfwidth:g} "
              f"({units}); batch {ad.batch} per round, {ad.resamples} bootstrap resamples",
-             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} L*M*D*seeds ({ad.budget:.0%}); the "
+             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} predicted single-core seconds ({ad.budget:.0%}); the "
              f"initial design at most {INITIAL_SHARE:.0%} of that ({INITIAL_SHARE * loop.budget:.6g}), each of its "
              f"{loop.initial} points at most {INITIAL_SHARE * loop.budget / loop.initial:.6g}",
-             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} L*M*D*seeds "
+             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} predicted seconds "
              f"({cost / loop.full:.1%} of the full grid):"]
     lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {c.cost:.6g}  {c.trial_key}" for c in design]
     lines += ["then rounds of up to {} trials chosen by the refitted law, until every target reaches its "

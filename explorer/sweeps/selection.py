@@ -3,10 +3,11 @@
 Pure functions of tables and numbers (no store, no Ray); ``explorer.sweeps.adaptive`` runs the loop.
 
 - Candidates: the plan's trials (a grid point x problem draw, with the spec's seeds batched).
-  Cost in proxy units is ``L*M*D*seeds`` (``proxy_cost``; the steps are the same for every
-  point of a spec): deterministic, so a budget in these units is never exceeded. The wall time
-  is predicted from the measured ``wall_s`` of the sweep's trials (``WallModel``: wall_s =
-  w0 + w1 * proxy, non-negative least squares; before any trial ran, the proxy itself).
+  A candidate's cost is its predicted single-core seconds, ``config.estimate.trial_seconds``:
+  the one cost model that the dry run and the packer use too (``COST_UNIT``). It is
+  deterministic, so a budget in these units is never exceeded. The wall time is predicted from
+  the measured ``wall_s`` of the sweep's trials (``WallModel``: wall_s = w0 + w1 * cost,
+  non-negative least squares; before any trial ran, the cost itself).
 - Initial design (``initial_design``): greedy maximin in (log L, log M, log D) scaled to [0, 1],
   the first point the cheapest, draws assigned round robin (the two-level bootstrap needs
   several), each point at most its share of the design's cost cap (the largest corner of a
@@ -17,7 +18,7 @@ Pure functions of tables and numbers (no store, no Ray); ``explorer.sweeps.adapt
   leave the covariance (Sigma^-1 + g g^T / s^2)^-1 (a rank-1 update). Its expected gain is the
   reduction of the unmet targets' 95% half-widths 1.96 sqrt(Sigma_jj), in units of the target
   half-width, summed; the batch is picked greedily by gain per predicted second, updating Sigma
-  after each pick, within the proxy budget left. Candidates the law predicts below
+  after each pick, within the budget left. Candidates the law predicts below
   ``FLOOR_FACTOR`` x their draw's reference error are skipped (the fit would leave them out).
 
 This is an approximation: the bootstrap covariance holds the spread between problem draws,
@@ -32,8 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.fit_result import Z95
+from ..config.estimate import trial_seconds
 
 LOG_AXES = ("L", "M", "D")
+COST_UNIT = "predicted single-core seconds"  # of config.estimate.trial_seconds: the rounds log's cost_unit
 
 
 @dataclass(frozen=True)
@@ -47,55 +50,48 @@ class Candidate:
     alpha: float
     problem_seed: int
     seeds: int
-
-    @property
-    def cost(self) -> float:
-        """Proxy cost: L*M*D*seeds."""
-        return proxy_cost(self.L, self.M, self.D, self.seeds)
-
-
-def proxy_cost(L, M, D, seeds) -> float:
-    """The deterministic cost of a trial in proxy units, L*M*D*seeds (float)."""
-    return float(L) * float(M) * float(D) * float(seeds)
+    cost: float  # predicted single-core seconds (COST_UNIT)
 
 
 def candidates_of(trials) -> list[Candidate]:
-    """The candidates of a plan's trials (``planning.PlannedTrial``), in plan order."""
+    """The candidates of a plan's trials (``planning.PlannedTrial``), in plan order, each priced
+    by ``config.estimate.trial_seconds``."""
     return [Candidate(t.trial_key, t.config.L, t.config.M, t.config.D, t.config.alpha, t.config.problem.seed,
-                      len(t.config.seeds)) for t in trials]
+                      len(t.config.seeds), trial_seconds(t.config)) for t in trials]
 
 
 @dataclass(frozen=True)
 class WallModel:
-    """Predicted wall seconds of a trial: w0 + w1 * proxy cost (``fit`` it to measured trials)."""
+    """Predicted wall seconds of a trial: w0 + w1 * cost (``fit`` it to measured trials; the cost is
+    already predicted seconds, so w1 corrects the model to this machine)."""
 
     w0: float = 0.0
     w1: float = 1.0
-    measured: int = 0  # trials it was fitted to (0: the proxy itself, in proxy units)
+    measured: int = 0  # trials it was fitted to (0: the cost itself)
 
     @classmethod
-    def fit(cls, proxy: np.ndarray, wall_s: np.ndarray) -> "WallModel":
-        """Non-negative least squares of wall_s on (1, proxy); the proxy alone when fewer than 2
+    def fit(cls, cost: np.ndarray, wall_s: np.ndarray) -> "WallModel":
+        """Non-negative least squares of wall_s on (1, cost); the cost alone when fewer than 2
         finite measurements or their costs are all equal."""
-        proxy, wall_s = np.asarray(proxy, float), np.asarray(wall_s, float)
-        ok = np.isfinite(proxy) & np.isfinite(wall_s)
-        proxy, wall_s = proxy[ok], wall_s[ok]
-        if len(proxy) < 2 or np.ptp(proxy) == 0:
+        cost, wall_s = np.asarray(cost, float), np.asarray(wall_s, float)
+        ok = np.isfinite(cost) & np.isfinite(wall_s)
+        cost, wall_s = cost[ok], wall_s[ok]
+        if len(cost) < 2 or np.ptp(cost) == 0:
             return cls()
-        X = np.column_stack([np.ones_like(proxy), proxy])
+        X = np.column_stack([np.ones_like(cost), cost])
         w, *_ = np.linalg.lstsq(X, wall_s, rcond=None)
         if w[0] < 0:  # no fixed cost: through the origin
-            w = np.array([0.0, float(wall_s @ proxy / (proxy @ proxy))])
+            w = np.array([0.0, float(wall_s @ cost / (cost @ cost))])
         if w[1] < 0:  # no growth with size: the mean
             w = np.array([float(wall_s.mean()), 0.0])
         w0, w1 = float(max(w[0], 0.0)), float(max(w[1], 0.0))
         if w0 == 0.0 and w1 == 0.0:
             return cls()
-        return cls(w0, w1, int(len(proxy)))
+        return cls(w0, w1, int(len(cost)))
 
-    def predict(self, proxy) -> np.ndarray:
-        """Predicted seconds (proxy units before any measurement), never below 1e-9."""
-        return np.maximum(self.w0 + self.w1 * np.asarray(proxy, float), 1e-9)
+    def predict(self, cost) -> np.ndarray:
+        """Predicted seconds (the cost itself before any measurement), never below 1e-9."""
+        return np.maximum(self.w0 + self.w1 * np.asarray(cost, float), 1e-9)
 
 
 def _positions(cands: list[Candidate]) -> np.ndarray:
@@ -107,7 +103,7 @@ def _positions(cands: list[Candidate]) -> np.ndarray:
 
 def initial_design(cands: list[Candidate], n: int, cap: float, taken: set[str] = frozenset(),
                    draw_counts: dict | None = None) -> list[Candidate]:
-    """A space-filling design of at most ``n`` candidates costing at most ``cap`` (proxy units).
+    """A space-filling design of at most ``n`` candidates costing at most ``cap`` (``COST_UNIT``).
 
     Greedy maximin over the grid positions (log L, log M, log D in [0, 1]), starting from the
     cheapest; positions already ``taken`` count as chosen. Each position is given to the draw
@@ -247,7 +243,7 @@ class Choice:
 def choose_batch(model: Linearised, cands: list[Candidate], batch: int, budget_left: float, wall: WallModel,
                  ref_err: dict | None = None, floor_factor: float = 3.0,
                  draw_counts: dict | None = None) -> list[Choice]:
-    """Greedy batch by expected CI gain per predicted second, within ``budget_left`` proxy units.
+    """Greedy batch by expected CI gain per predicted second, within ``budget_left`` (``COST_UNIT``).
 
     Args:
         model: the linearised fit. cands: candidates not run yet.

@@ -100,7 +100,9 @@ def test_references_round_trip_bit_exactly(any_store):
     arrays = _reference_arrays()
     meta = {"kind": "mean_ode", "depth": 1024, "err": 1.0000000000000002e-3, "shape": [2, 3]}
     calls = []
+    assert not any_store.has_reference("ref1")
     got_arrays, got_meta = any_store.get_or_compute_reference("ref1", lambda: calls.append(1) or (arrays, meta))
+    assert any_store.has_reference("ref1")
     again_arrays, again_meta = any_store.get_or_compute_reference("ref1", lambda: calls.append(1) or (arrays, meta))
     assert calls == [1], "the second call must read the cache"
     for result, result_meta in [(got_arrays, got_meta), (again_arrays, again_meta)]:

@@ -1,0 +1,230 @@
+"""Driving an adaptive loop's rounds through a runner (``explorer.sweeps.adaptive`` decides, this
+module schedules).
+
+Open rounds are the rounds recorded *planned*: their points are queued on the runner. The oldest
+open round is refitted as soon as its last trial has rows (the fit reads only the trials of the
+rounds up to it, so the same rounds give the same fit whatever ran beside them), recorded done,
+and the next choice is made.
+
+With a runner that runs in the background (``lookahead``, ``session_runner.SessionRunner``) a
+round is a logging unit, not a barrier: when no round is open behind the one being refitted, the
+loop chooses two batches at once from the same linearised model (the second one's gains counting
+the first one's points), records the first as the next round and keeps the second in reserve;
+the reserve is recorded as a round and queued as soon as the workers would take more points than
+are queued (``room``), that is while the previous round's last points still run. Its points were chosen one
+fit earlier than in a loop that waits. When a fit stops the loop while a later round is open,
+that round's queued points are dropped, the ones already running finish, and the round is
+recorded done with the points that ran, a fit over every trial, and the stop reason.
+
+A plain ``runner(spec, keys)`` (a function that returns when the keys have run: the tests'
+planted runner) is driven as before: one round at a time (``BlockingRunner``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from store import FINAL_STATUSES
+
+from ..analysis.targets import target_lines, targets_of
+from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds
+from .interrupts import SIGNAL_POLL_S
+from .selection import Choice
+
+
+class BlockingRunner:
+    """A plain ``runner(spec, keys)`` seen as the driver's runner: ``submit`` runs the keys (when
+    any lacks a final status) and returns when they have; nothing is ever pending."""
+
+    lookahead = False
+
+    def __init__(self, runner: Callable, spec, statuses: Callable[[], dict]):
+        self.runner, self.spec, self.statuses = runner, spec, statuses
+        self.interrupted: int | None = None
+
+    def submit(self, keys: list[str]) -> None:
+        known = self.statuses()
+        if any(known.get(k) not in FINAL_STATUSES for k in keys):
+            outcome = self.runner(self.spec, frozenset(keys))
+            self.interrupted = getattr(outcome, "interrupted", None)
+
+    def wait(self, timeout: float = SIGNAL_POLL_S) -> list[str]:
+        return []
+
+    def pending(self) -> int:
+        return 0
+
+    def room(self) -> int:
+        return 0
+
+    def drop_queued(self) -> list[str]:
+        return []
+
+    def close(self, interrupted: bool = False) -> None:
+        pass
+
+
+def key_of(item) -> str:
+    return item.candidate.trial_key if isinstance(item, Choice) else item.trial_key
+
+
+class RoundDriver:
+    """One run of the loop's rounds: ``loop`` an ``adaptive.AdaptiveLoop``, ``runner`` a
+    ``BlockingRunner`` or a ``SessionRunner``."""
+
+    def __init__(self, loop, runner):
+        self.loop, self.runner = loop, runner
+        self.open: list[int] = []  # rounds recorded planned, oldest first
+        self.round_keys: dict[int, list[str]] = {}
+        self.reserve: tuple[list, str] | None = None  # chosen, not yet recorded: (choices, reason)
+        self.keys: list[str] = []  # every point of the recorded rounds
+
+    # -- recording and queueing rounds
+    def plan_round(self, number: int, choices: list, reason: str) -> None:
+        """Record round ``number`` planned with ``choices`` and queue its points."""
+        new = [key_of(c) for c in choices]
+        self.keys = self.keys + new
+        self.loop.write(number, "planned", point_log_rows(choices, reason), self.keys)
+        self.queue_round(number, new)
+
+    def queue_round(self, number: int, keys: list[str]) -> None:
+        self.open.append(number)
+        self.round_keys[number] = keys
+        self.loop.log(f"round {number}: running {len(keys)} trial(s)")
+        self.loop.forget()
+        self.runner.submit(keys)
+        self.loop.forget()  # a blocking runner has written them
+
+    def release_reserve(self) -> None:
+        """Record and queue the reserve once the workers would take more points than are queued."""
+        if self.reserve and self.runner.room() > 0:
+            choices, reason = self.reserve
+            self.reserve = None
+            chosen = set(self.keys)
+            fresh = [c for c in choices if key_of(c) not in chosen]  # never a point twice
+            if fresh:
+                self.plan_round(max(self.open, default=-1) + 1, fresh, reason)
+
+    def wait_for(self, number: int, result: AdaptiveResult) -> bool:
+        """Until round ``number``'s trials all have rows (True), or a signal or a round that
+        cannot complete stops the loop (False, with ``result`` saying why)."""
+        self.loop.forget()
+        missing = {k for k in self.round_keys[number] if k not in self.loop.statuses()}
+        while missing:
+            if self.runner.interrupted is not None:
+                result.interrupted = self.runner.interrupted
+            if self.loop.signalled(result) or result.interrupted is not None:
+                return False
+            self.release_reserve()
+            if self.runner.pending() == 0:
+                result.missing = len(missing)
+                return False
+            missing -= set(self.runner.wait(SIGNAL_POLL_S))
+        self.loop.forget()
+        return True
+
+    # -- the run
+    def start(self, result: AdaptiveResult) -> int | None:
+        """Open the rounds the log leaves planned (or round 0's design on a new sweep); returns the
+        round to refit first, None when a stopped loop has nothing to do."""
+        loop = self.loop
+        rounds = read_rounds(loop.store, loop.spec.name)
+        self.keys = loop.chosen(rounds)
+        if rounds.empty:
+            prior = loop.prior([])
+            if prior:
+                loop.log(f"{len(prior)} trial(s) of this sweep already in the store enter the fit and count as spent")
+            self.plan_round(0, loop.initial_plan(prior), "initial space-filling design")
+            return 0
+        states = rounds.groupby("round")["state"].first()
+        planned = [int(n) for n, s in states.items() if s == "planned"]
+        last = int(states.index.max())
+        if not planned:
+            rows = rounds[rounds["round"] == last]
+            if len(rows["stop_reason"].dropna()):
+                changed = loop.rules_changed(rows)
+                if not changed:
+                    loop.log(f"the adaptive loop had stopped after round {last}; nothing to run")
+                    return None
+                # the stop was decided under other rules: decide again under these (the last
+                # round is rewritten with the new decision; its trials are not rerun)
+                loop.log(f"the [adaptive] rules changed since the loop stopped after round {last} ({changed}): "
+                         "deciding again")
+            return last
+        points = rounds[rounds["entry"] == "point"]
+        for n in planned:
+            self.queue_round(n, list(points.loc[points["round"] == n, "trial_key"]))
+        return planned[0]
+
+    def run(self, result: AdaptiveResult) -> AdaptiveResult:
+        loop = self.loop
+        try:
+            number = self.start(result)
+            while number is not None:
+                if number in self.open and not self.wait_for(number, result):
+                    break
+                number = self.refit(number, result)
+        finally:
+            self.runner.close(interrupted=result.interrupted is not None)
+        return loop.finish(result, read_rounds(loop.store, loop.spec.name))
+
+    def refit(self, number: int, result: AdaptiveResult) -> int | None:
+        """Refit after round ``number``, record it done and choose what comes next; returns the
+        next round to refit, None when the loop stops."""
+        loop = self.loop
+        if loop.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
+            return None
+        rounds = read_rounds(loop.store, loop.spec.name)
+        upto = set(rounds.loc[(rounds["entry"] == "point") & (rounds["round"] <= number), "trial_key"])
+        fitted = loop.fit(upto)
+        later = [n for n in self.open if n > number]
+        both = self.runner.lookahead and not later  # two batches: the next round and the reserve
+        batch = loop.ad.batch
+        choices, reason, stop = loop.next_choice(fitted, self.keys, number, 2 * batch if both else batch)
+        if loop.signalled(result):
+            return None
+        this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point")]
+        targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)
+        loop.write(number, "done", loop.recorded_points(this) + loop.target_rows(targets, "fit after the round"),
+                   self.keys, stop)
+        if number in self.open:
+            self.open.remove(number)
+        loop.note_failed(number, list(this["trial_key"]))
+        loop.log(f"round {number} done: " + (", ".join(line.strip() for line in target_lines(
+            targets, loop.ad.halfwidth, loop.positive)) or str(fitted)))
+        if stop is not None:
+            loop.log(f"stopping: {stop}")
+            if later:
+                self.close_round(later[0], number, stop, rounds)
+            return None
+        self.reserve = None  # a reserve still unrecorded was chosen on an older fit: this choice replaces it
+        if later:
+            self.reserve = (choices, f"{reason}; chosen after round {number}, queued behind round {later[-1]}")
+        else:
+            self.plan_round(number + 1, choices[:batch], reason)
+            if choices[batch:]:
+                self.reserve = (choices[batch:], f"{reason}; chosen after round {number} with round {number + 1}, "
+                                "queued behind it")
+        return number + 1
+
+    def close_round(self, number: int, stopped: int, stop: str, rounds) -> None:
+        """After the loop stopped at round ``stopped``: round ``number`` (open) keeps the points
+        that ran (the queued ones are dropped, the running ones finish) and is recorded done."""
+        loop = self.loop
+        self.reserve = None
+        dropped = set(self.runner.drop_queued())
+        while self.runner.pending():
+            self.runner.wait(SIGNAL_POLL_S)
+        loop.forget()
+        statuses = loop.statuses()
+        ran = [k for k in self.round_keys[number] if k in statuses]
+        self.keys = [k for k in self.keys if k in statuses or k not in self.round_keys[number]]
+        fitted = loop.fit(None)
+        targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)
+        this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point") & rounds["trial_key"].isin(ran)]
+        loop.write(number, "done", loop.recorded_points(this) + loop.target_rows(targets, "fit after every trial"),
+                   self.keys, f"{stop} (decided after round {stopped}; of round {number}, queued before that, "
+                   f"{len(ran)} trial(s) had started and ran, {len(dropped)} were dropped)")
+        loop.log(f"round {number}: {len(ran)} trial(s) that had started ran, {len(dropped)} dropped")
+
+
+__all__ = ["BlockingRunner", "RoundDriver"]

@@ -1,0 +1,212 @@
+"""A pool of long-lived Ray actors that train grid points one at a time, on one Ray session, for a
+driver that decides what to run next while the pool runs (the adaptive loop, ``session_runner``).
+
+Each actor (``PointWorker``) is one slot of ``cpus_per_trial`` CPUs and ``gpus_per_trial`` GPUs.
+It receives the job (store, references, retries) once, trains the points it is handed with the
+same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
+failed point recorded as such) and keeps the references it read in its process
+(``reference_cache``), so a reference is read once per actor for the whole run, not once per
+round. The driver computes the references the store lacks before the pool starts
+(``session_runner``) and hands it those that diverged: their points are recorded ``failed`` with
+the reason, as in a sweep. A reference that a worker still has to compute (one removed from the
+store meanwhile) is computed there, under the store's lock; one that raises leaves its points
+without rows (``broken``: the round is then not finished, and a rerun tries again). The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
+actor while the driver refits) as soon as it has them (``submit``, ``wait``): no Tune run to
+start, no barrier between the driver's batches.
+
+Each finished point comes back as a ``PointRecord`` with the worker's start and end times, so
+that a caller (a test, a benchmark) can see whether a slot stood idle while points were queued.
+An actor that dies (its node was lost, the process was killed) is replaced and its point queued
+again, at most ``LOST_ACTOR_RETRIES`` times per point; a store that became unreachable raises
+``StoreUnreachable`` in the driver.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from store import StoreError, StoreUnreachable
+from trials import ReferenceDiverged
+
+from ..config.estimate import trial_memory_bytes
+from ..config.planning import Plan, PlannedTrial
+from ..config.spec import SweepSpec
+from . import resources
+from .failures import error_text, root_cause
+from .ray_import import ray
+from .reference_cache import load_reference
+from .store_lost import unreachable
+from .threads import apply_torch_threads
+from .tune_glue import LOST_ACTOR_RETRIES
+from .worker import Job, run_point
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """One point a worker finished: its status and when (the worker's clock, seconds since the
+    epoch), and which worker process ran it."""
+
+    trial_key: str
+    status: str
+    started: float
+    ended: float
+    worker_pid: int
+
+
+class PointWorker:
+    """Ray actor: one slot that trains grid points one at a time (``run``), keeping the references
+    it read (or computed) in its process for every later point."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.diverged: dict[str, str] = dict(job.reference_errors)  # ref_key -> why the reference diverged
+        apply_torch_threads()
+        self.node_id = ray.get_runtime_context().get_node_id()
+
+    def reference_error(self, trial: PlannedTrial) -> str | None:
+        """Why the trial's reference cannot be had (it diverged), else None with the reference
+        in this process's cache (read from the store, or computed and stored once per key).
+        Any other error of the reference is raised: the point is not run (it stays without rows)."""
+        if trial.ref_key not in self.diverged:
+            try:
+                load_reference(self.job.store, self.job.references[trial.ref_key])
+            except ReferenceDiverged as exc:
+                self.diverged[trial.ref_key] = str(exc)
+        return self.diverged.get(trial.ref_key)
+
+    def run(self, trial: PlannedTrial) -> PointRecord | str:
+        """Train ``trial`` and write its rows (failed rows naming the reason when its reference
+        diverged); the store's own failure comes back as its text."""
+        started = time.time()
+        try:
+            error = self.reference_error(trial)
+            job = self.job if error is None else replace(self.job, reference_errors={trial.ref_key: error})
+            status = run_point(job, trial, self.node_id)
+        except StoreError as exc:
+            lost = unreachable(self.job.store, exc)
+            if lost is None:
+                raise
+            return error_text(lost)
+        return PointRecord(trial.trial_key, status, started, time.time(), os.getpid())
+
+
+class PointPool:
+    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue.
+
+    Each actor holds up to ``DEPTH`` points at a time (Ray runs an actor's calls one after the
+    other): the next point waits in the actor, so a worker goes on while the driver is busy
+    refitting and cannot hand it one.
+    """
+
+    DEPTH = 2
+
+    def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int, diverged: dict[str, str] | None = None):
+        job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
+                  reference_errors=dict(diverged or {}), rerun=frozenset(), retries=spec.resources.retries,
+                  ledger=None)
+        self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
+        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
+                                          resources.largest_node_memory())
+        self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
+                            max_restarts=0, **({"memory": memory} if memory else {}))
+        self.job_ref = ray.put(job)
+        self.actor_class = ray.remote(PointWorker)
+        self.actors = [self.new_actor() for _ in range(max(1, slots))]
+        self.calls = [0] * len(self.actors)  # points handed to each actor and not yet back
+        self.queue: collections.deque[PlannedTrial] = collections.deque()
+        self.busy: dict = {}  # future -> (actor index, the actor, trial)
+        self.losses: dict[str, int] = {}  # trial key -> actors lost with it
+        self.records: list[PointRecord] = []  # every point finished, in the order the driver saw them
+
+    @property
+    def slots(self) -> int:
+        return len(self.actors)
+
+    def new_actor(self):
+        return self.actor_class.options(**self.options).remote(self.job_ref)
+
+    def submit(self, trials: Iterable[PlannedTrial]) -> None:
+        """Queue ``trials`` (after those already queued) and hand out as many as the actors take."""
+        self.queue.extend(trials)
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        while self.queue:
+            index = min(range(len(self.actors)), key=lambda i: self.calls[i])
+            if self.calls[index] >= self.DEPTH:
+                return
+            trial = self.queue.popleft()
+            if trial.ref_key in self.broken:  # its reference raised: the point stays without rows
+                continue
+            future = self.actors[index].run.remote(trial)
+            self.busy[future] = (index, self.actors[index], trial)
+            self.calls[index] += 1
+
+    def room(self) -> int:
+        """How many more points the actors would take now (0: each holds ``DEPTH``)."""
+        return sum(self.DEPTH - c for c in self.calls) - len(self.queue)
+
+    def in_flight(self) -> list[str]:
+        """Keys of the points handed to the actors (running or next in line)."""
+        return [trial.trial_key for _, _, trial in self.busy.values()]
+
+    def queued(self) -> list[str]:
+        return [t.trial_key for t in self.queue]
+
+    def pending(self) -> int:
+        """Points queued or handed out."""
+        return len(self.queue) + len(self.busy)
+
+    def wait(self, timeout: float) -> list[PointRecord]:
+        """The points finished within ``timeout`` seconds (all that are ready once one is), the
+        actors handed the next queued points at once.
+
+        Raises:
+            StoreUnreachable: a worker found the store gone.
+        """
+        if not self.busy:
+            return []
+        ready, _ = ray.wait(list(self.busy), num_returns=1, timeout=timeout)
+        if ready:
+            ready, _ = ray.wait(list(self.busy), num_returns=len(self.busy), timeout=0)
+        done = []
+        for future in ready:
+            index, actor, trial = self.busy.pop(future)
+            self.calls[index] -= 1
+            try:
+                record = ray.get(future)
+            except ray.exceptions.RayActorError:  # the actor died with its points: a new one, the points again
+                self.lost(index, actor, trial)
+                continue
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(root_cause(exc), StoreUnreachable):
+                    raise StoreUnreachable(error_text(exc)) from None
+                self.broken.setdefault(trial.ref_key, error_text(exc))  # the reference raised (a trial's own
+                continue  # errors are recorded by run_point): its points are not run
+            if isinstance(record, str):
+                raise StoreUnreachable(record)
+            self.records.append(record)
+            done.append(record)
+        self.dispatch()
+        return done
+
+    def lost(self, index: int, actor, trial: PlannedTrial) -> None:
+        if self.actors[index] is actor:  # the first of its points to report the death replaces it
+            self.actors[index] = self.new_actor()
+        self.losses[trial.trial_key] = self.losses.get(trial.trial_key, 0) + 1
+        if self.losses[trial.trial_key] <= LOST_ACTOR_RETRIES:
+            self.queue.appendleft(trial)
+
+    def close(self) -> None:
+        """Stop every actor (points handed out now are lost: they have no rows, a rerun runs them)."""
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.busy.clear()
+        self.actors.clear()
+        self.queue.clear()
+
+
+__all__ = ["PointPool", "PointRecord", "PointWorker"]
