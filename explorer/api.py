@@ -96,11 +96,13 @@ def adaptive_sweep(
         An ``AdaptiveResult`` (``summary()``, ``exit_code``: 0 once the loop stopped).
 
     Raises:
-        SpecError, ClusterError, StoreError: as ``sweep``.
+        SpecError, ClusterError, StoreError: as ``sweep``. DriverBusy (a UsageError): another live
+        driver runs this adaptive sweep.
     """
     import sys
 
     from .sweeps.adaptive import run_adaptive
+    from .sweeps.leases import sole_adaptive_driver
     from .sweeps.session_runner import SessionRunner
 
     spec = _runnable_spec(spec_or_path, overrides, address)
@@ -111,8 +113,8 @@ def adaptive_sweep(
             print(line, file=sys.stderr, flush=True)
 
     # one Ray session and one pool of workers for every round, started at the first trials to run
-    with SessionRunner(spec, st, address=address, max_concurrent=max_concurrent, num_cpus=num_cpus,
-                       progress=progress) as runner:
+    with sole_adaptive_driver(st, spec.name), SessionRunner(spec, st, address=address, max_concurrent=max_concurrent,
+                                                            num_cpus=num_cpus, progress=progress) as runner:
         return run_adaptive(spec, st, runner, log=log)
 
 

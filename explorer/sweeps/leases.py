@@ -4,13 +4,15 @@ driver died. Trials a live driver of the same sweep holds are left to it and wai
 claims of a dead driver of this machine are taken over at once."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from store import DEFAULT_TTL_S, Store, owner_dead_here, owner_identity
 
 from ..config.env_settings import setting
+from ..errors import UsageError
 
 from .interrupts import SIGNAL_POLL_S
 from .progress import Progress
@@ -87,6 +89,33 @@ class Leases:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.release()
+
+
+ADAPTIVE_DRIVER_KEY = "adaptive-driver"  # the lease an adaptive loop holds on its whole sweep
+
+
+class DriverBusy(UsageError):
+    """Another live driver already runs this adaptive sweep."""
+
+
+@contextlib.contextmanager
+def sole_adaptive_driver(store: Store, sweep: str, ttl_s: float | None = None) -> Iterator[Leases]:
+    """Hold the sweep's adaptive-driver lease while its loop runs (renewed, released at the end,
+    lapsing if the driver dies). An adaptive loop claims no trials (its pool runs what it chose),
+    so two loops of one sweep would choose and log rounds over each other: the second is refused.
+
+    Raises:
+        DriverBusy: another live driver holds the lease (a dead one of this machine is reaped).
+    """
+    leases = Leases(store, sweep, driver_ttl_s(ttl_s))
+    if not leases.claim([ADAPTIVE_DRIVER_KEY]):
+        owner = leases.others({ADAPTIVE_DRIVER_KEY}).get(ADAPTIVE_DRIVER_KEY, "another driver")
+        raise DriverBusy(f"adaptive sweep {sweep!r} is already run by {owner}: run one driver per adaptive sweep "
+                         f"(its lease lapses {leases.ttl_s:g} s after that driver stops)")
+    try:
+        yield leases
+    finally:
+        leases.close()
 
 
 def note_other_drivers(leases: Leases, theirs: set[str], mine: set[str], result: SweepResult, bar: Progress) -> None:

@@ -264,6 +264,7 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
     from click.testing import CliRunner
 
     from explorer.cli import main
+    from explorer.config.spec import load_spec
 
     spec = tmp_path / "spec.toml"
     spec.write_text('name = "ad"\n[grid]\nL = [4, 8]\nM = [1, 4]\nD = [8]\n[adaptive]\nbudget = 2\n')
@@ -330,6 +331,7 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
 
 def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs(tmp_path):
     from explorer.cli import main
+    from explorer.config.spec import load_spec
     from click.testing import CliRunner
 
     st = Store(tmp_path / "s")
@@ -406,6 +408,7 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
 
     from explorer.sweeps.adaptive import AdaptiveLoop
     from explorer.cli import main
+    from explorer.config.spec import load_spec
 
     spec = tmp_path / "spec.toml"
     spec.write_text('name = "ad"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
@@ -523,3 +526,30 @@ def test_the_adaptive_loop_covers_at_its_stopping_point(tmp_path):
     low, high = stats.binom.interval(0.998, loops, 0.95)
     assert all(low <= h <= high for h in hits.values()), (hits, stops)
     assert sum(s.startswith("every target reached") for s in stops) >= loops // 2, stops
+
+
+def test_a_second_driver_of_an_adaptive_sweep_is_refused_in_one_line(tmp_path):
+    """The loop claims no trials, so two of one sweep would log rounds over each other: the sweep's
+    adaptive-driver lease refuses the second (here held by a driver of another host, whose
+    liveness this machine cannot check) before any Ray starts, and a lapsed one is taken over."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+    from explorer.config.spec import load_spec
+    from explorer.sweeps.leases import ADAPTIVE_DRIVER_KEY, sole_adaptive_driver
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "rates_adaptive.toml"
+    name = load_spec(spec).name
+    st = Store(tmp_path / "store")
+    assert st.claim(name, [ADAPTIVE_DRIVER_KEY], "elsewhere:4242", ttl_s=600) == {ADAPTIVE_DRIVER_KEY}
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--adaptive", "--store", str(tmp_path / "store")])
+    assert done.exit_code == 2, done.output
+    assert done.output.strip().splitlines()[-1].startswith("error: adaptive sweep")
+    assert "already run by elsewhere:4242" in done.output and "Traceback" not in done.output
+    assert not (tmp_path / "store" / f"sweep={name}" / "metrics").exists()  # nothing ran
+    st.release(name, [ADAPTIVE_DRIVER_KEY], "elsewhere:4242")
+    with sole_adaptive_driver(st, name, ttl_s=30) as held:
+        assert st.leases(name) == {ADAPTIVE_DRIVER_KEY: (held.owner, True)}
+    assert st.leases(name) == {}  # released at the end
