@@ -131,7 +131,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     ci_low, ci_high = dict(result.ci_low), dict(result.ci_high)
     for i, name in enumerate(names):
         ci_low[name], ci_high[name] = _interval(estimate[name], samples[:, i], t)
-    loss = ("unweighted least squares on err, as the authors' curve_fit" if residuals == "err"
+    loss = ("unweighted least squares on err, the authors' loss (their curve_fit)" if residuals == "err"
             else "soft-L1 on log residuals")
     note = (f"fitted ({loss}) to the mean error over every run ({len(draws)} draws x their seeds) at each of "
             f"{result.n_points} points; 95 % interval: {len(samples)} bootstrap resamples of the draws, "
