@@ -113,6 +113,7 @@ class RoundDriver:
             if self.runner.interrupted is not None:
                 result.interrupted = self.runner.interrupted
             if self.loop.signalled(result) or result.interrupted is not None:
+                result.interrupted_round = number
                 return False
             self.release_reserve()
             if self.runner.pending() == 0:
