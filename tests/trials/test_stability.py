@@ -124,6 +124,7 @@ def test_chaos_check_flags_the_chaotic_point_only():
     assert set(FLAGS) == {"init_noise", "chaotic"}
 
 
+@pytest.mark.slow  # four trainings in two dtypes: 10 - 20 s
 @pytest.mark.parametrize("history", [False, True], ids=["from_units0", "from_history"])
 @pytest.mark.parametrize("alpha", [4096.0, 65536.0])
 def test_float32_local_metrics_track_float64_in_the_lazy_regime(alpha, history):
