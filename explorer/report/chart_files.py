@@ -1,15 +1,14 @@
 """Chart files: one chart as PNG (2x), SVG and a standalone HTML page that opens with no network.
 
 PNG and SVG come from vl-convert (the engine behind Altair's ``chart.save``) with the Vega-Lite
-version of Altair's public ``alt.SCHEMA_VERSION``; HTML from Altair's ``chart.save(...,
-inline=True)``, which embeds the Vega libraries itself. ``vega_bundle`` is the same libraries as
-one script, for a page holding many charts (the report). JSON that lands in a ``<script>``
+version of Altair's public ``alt.SCHEMA_VERSION``; HTML is Altair's inline page with the Vega
+libraries embedded. ``vega_bundle`` is those libraries as one script, computed once per process:
+every chart's page and the report (a page holding many charts) embed it. JSON that lands in a ``<script>``
 element is written with ``<``, ``>`` and ``&`` escaped (``_HtmlSafeJSON``).
 """
 from __future__ import annotations
 
 import functools
-import io
 import json
 import os
 from pathlib import Path
@@ -61,22 +60,19 @@ class _HtmlSafeJSON(json.JSONEncoder):
         return super().encode(o).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _as_chart(chart):
-    """An Altair chart from a chart or its Vega-Lite spec (dict)."""
-    if not isinstance(chart, dict):
-        return chart
-    for key, cls in (("layer", alt.LayerChart), ("hconcat", alt.HConcatChart), ("vconcat", alt.VConcatChart),
-                     ("concat", alt.ConcatChart), ("facet", alt.FacetChart), ("repeat", alt.RepeatChart)):
-        if key in chart:
-            return cls.from_dict(chart)
-    return alt.Chart.from_dict(chart)
-
-
 def chart_html(chart) -> str:
-    """A standalone HTML page for one chart (Altair's, with the Vega libraries inline: no network).
+    """A standalone HTML page for one chart (Altair's inline page, with the Vega libraries inline:
+    no network).
 
-    ``chart`` is an Altair chart or its Vega-Lite spec (dict). Its JSON is script-safe."""
-    return _as_chart(chart).to_html(inline=True, json_kwds={"cls": _HtmlSafeJSON})
+    ``chart`` is an Altair chart or its Vega-Lite spec (dict). Its JSON is script-safe. Altair's
+    own ``to_html(inline=True)`` asks vl-convert for the libraries on every call (a third of a
+    second each, most of a report's HTML files); here they come from ``vega_bundle``, once."""
+    from altair.utils.html import INLINE_HTML_TEMPLATE
+
+    spec = chart if isinstance(chart, dict) else chart.to_dict()
+    return INLINE_HTML_TEMPLATE.render(spec=json.dumps(spec, cls=_HtmlSafeJSON),
+                                       embed_options=json.dumps({"mode": "vega-lite"}), output_div="vis",
+                                       vegalite_version=alt.SCHEMA_VERSION.lstrip("v"), vegaembed_script=vega_bundle())
 
 
 def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, spec: dict | None = None,
@@ -85,8 +81,8 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     ``name.html`` into ``directory``.
 
     PNG and SVG come from vl-convert (the engine behind Altair's ``chart.save``) with the
-    Vega-Lite version of Altair's schema; HTML from Altair's ``chart.save(..., inline=True)``,
-    which embeds the Vega libraries (no network), with script-safe JSON.
+    Vega-Lite version of Altair's schema; HTML from ``chart_html`` (the Vega libraries inline,
+    no network; script-safe JSON).
 
     Args:
         spec: ``chart.to_dict()`` when the caller has it already (validating a spec is the
@@ -116,9 +112,7 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
         elif f == "svg":
             data = vlc.vegalite_to_svg(spec, vl_version=vega_lite_version())
         else:
-            buffer = io.StringIO()
-            _as_chart(chart).save(buffer, format="html", inline=True, json_kwds={"cls": _HtmlSafeJSON})
-            data = buffer.getvalue()
+            data = chart_html(spec)
         paths.append(folder.write(relative, data))  # temporary name, then rename: never through a link
     return paths
 
