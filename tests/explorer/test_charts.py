@@ -43,10 +43,16 @@ def _all_charts(s):
     }
 
 
-def test_every_chart_is_a_valid_vega_lite_spec_with_small_inline_data(sweep):
-    for name, chart in _all_charts(sweep).items():
+@pytest.fixture(scope="module")
+def built(sweep):
+    """Every chart of the sweep with its Vega-Lite spec, made once: ``to_dict`` validates the spec
+    against the schema, the slow part of a chart."""
+    return {name: (chart, chart.to_dict()) for name, chart in _all_charts(sweep).items()}
+
+
+def test_every_chart_is_a_valid_vega_lite_spec_with_small_inline_data(built):
+    for name, (chart, spec) in built.items():
         assert isinstance(chart, alt.TopLevelMixin), name
-        spec = chart.to_dict()  # validates against the Vega-Lite schema
         datasets = spec.get("datasets", {})
         assert datasets, name
         assert all(len(rows) < 2000 for rows in datasets.values()), name
@@ -54,8 +60,8 @@ def test_every_chart_is_a_valid_vega_lite_spec_with_small_inline_data(sweep):
 
 
 @pytest.mark.parametrize("name", ["error_vs_depth", "error_vs_units", "error_heatmap", "parity", "error_vs_params"])
-def test_power_law_charts_use_log_axes(sweep, name):
-    spec = _all_charts(sweep)[name].to_dict()
+def test_power_law_charts_use_log_axes(built, name):
+    spec = built[name][1]
     assert "log" in [scale.get("type") for scale in spec_values(spec, "scale") if isinstance(scale, dict)]
 
 
@@ -67,11 +73,10 @@ def _guide_slope(spec, label):
     raise AssertionError(f"no guide {label!r}")
 
 
-def test_guides_have_the_slopes_of_the_theory(sweep):
-    c = _all_charts(sweep)
-    assert _guide_slope(c["error_vs_depth"].to_dict(), "slope -1") == pytest.approx(-1)
-    assert _guide_slope(c["error_vs_units"].to_dict(), "slope -1/2") == pytest.approx(-0.5)
-    assert _guide_slope(c["error_vs_params"].to_dict(), "slope -1/6") == pytest.approx(-1 / 6)
+def test_guides_have_the_slopes_of_the_theory(built):
+    assert _guide_slope(built["error_vs_depth"][1], "slope -1") == pytest.approx(-1)
+    assert _guide_slope(built["error_vs_units"][1], "slope -1/2") == pytest.approx(-0.5)
+    assert _guide_slope(built["error_vs_params"][1], "slope -1/6") == pytest.approx(-1 / 6)
 
 
 def test_depth_chart_has_one_panel_per_d_and_fitted_curves_per_m(sweep):

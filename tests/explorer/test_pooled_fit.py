@@ -42,7 +42,7 @@ def test_the_pooled_errors_are_the_mean_of_every_run():
 
 def test_the_fit_is_the_laws_on_the_means_and_its_interval_comes_from_the_draws():
     grid, scale = scattered_draws(12, seed=3)
-    result = fit_pooled(grid, "companion_hidden", n_boot=60)
+    result = fit_pooled(grid, "companion_hidden", n_boot=30)
     naive = grid.assign(s=grid["seed_errs"].apply(np.sum), n=2).groupby(["L", "M", "D"], as_index=False)[["s", "n"]].sum()
     naive = naive.assign(err=naive["s"] / naive["n"], ref_err=0.0, sweep="s", metric="m", step=5)
     direct = fit(naive, "companion_hidden", n_boot=0)
