@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
+from .seed_paths import departing_seeds, departure_warning
 from ..errors import FitError, QueryError, SweepDataError
 from .laws import DEFAULT_FORM, resolve_form
 from .solver import check_single_slice
@@ -239,6 +240,7 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
     fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
     warnings += side_warnings(paired, floor)
+    warnings += departure_warning(departing_seeds(paired.a, paired.b))
     if len(differing) > 1:
         detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"
                            for c, (va, vb) in differing.items())
