@@ -13,10 +13,12 @@ For each repetition it fits ``decomposed`` (from the Gram rows), ``free_rss`` an
 
     python benchmarks/coverage.py --reps 400            # the table of docs/analysis.md
     python benchmarks/coverage.py --reps 40 --regimes rates --forms decomposed
+    python benchmarks/coverage.py --reps 200 --regimes shared --forms decomposed --draws 2
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import sys
 import time
@@ -38,9 +40,10 @@ def one_fit(form: str, frame, n_boot: int, seed: int):
     return fit(as_grid(frame), form, n_boot=n_boot, seed=seed, per_draw=False, range_check=False)
 
 
-def coverage(regime: str, forms, reps: int, n_boot: int, first_seed: int = 0) -> dict:
-    """form -> {"hits": {parameter: count}, "a": [estimates], "reps": n} over ``reps`` sweeps."""
-    planted = REGIMES[regime]
+def coverage(regime: str, forms, reps: int, n_boot: int, first_seed: int = 0, draws: int | None = None) -> dict:
+    """form -> {"hits": {parameter: count}, "a": [estimates], "reps": n} over ``reps`` sweeps
+    (``draws``: that many problem draws instead of the regime's)."""
+    planted = REGIMES[regime] if draws is None else dataclasses.replace(REGIMES[regime], draws=draws)
     out = {f: {"hits": dict.fromkeys(PARAMETERS, 0), "a": [], "reps": 0, "failed": 0} for f in forms}
     for rep in range(reps):
         frame = planted_grams(planted, np.random.default_rng(first_seed + rep))
@@ -77,15 +80,17 @@ def main(argv=None) -> int:
     parser.add_argument("--regimes", nargs="+", default=list(REGIMES), choices=list(REGIMES))
     parser.add_argument("--forms", nargs="+", default=list(FORMS))
     parser.add_argument("--first-seed", type=int, default=0, help="seed of the first repetition (to split a run)")
+    parser.add_argument("--draws", type=int, default=None, help="problem draws per sweep (default: the regime's, 4)")
     args = parser.parse_args(argv)
     start = time.time()
     results = {}
     for regime in args.regimes:
-        results[regime] = coverage(regime, args.forms, args.reps, args.boot, args.first_seed)
+        results[regime] = coverage(regime, args.forms, args.reps, args.boot, args.first_seed, args.draws)
         print(f"# {regime} done after {time.time() - start:.0f} s", file=sys.stderr, flush=True)
         print("\n".join(table({regime: results[regime]})[2:]), file=sys.stderr, flush=True)
     print(f"python benchmarks/coverage.py --reps {args.reps} --boot {args.boot} --regimes {' '.join(args.regimes)} "
-          f"--forms {' '.join(args.forms)} --first-seed {args.first_seed}")
+          f"--forms {' '.join(args.forms)} --first-seed {args.first_seed}"
+          + (f" --draws {args.draws}" if args.draws is not None else ""))
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {platform.processor() or ''}, "
           f"{time.time() - start:.0f} s")
     print("\n".join(table(results)))

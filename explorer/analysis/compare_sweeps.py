@@ -18,9 +18,12 @@ import json
 from dataclasses import dataclass, field
 
 
+import numpy as np
 import pandas as pd
 
+from ..formatting import fmt
 from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
+from .seed_paths import departing_seeds, departure_warning
 from ..errors import FitError, QueryError, SweepDataError
 from .laws import DEFAULT_FORM, resolve_form
 from .solver import check_single_slice
@@ -102,8 +105,18 @@ class Comparison:
         out += [verdict_line(row) for _, row in self.rows.iterrows()]
         out += [f"left out: {line}" for line in self.paired.left_out]
         out += [f"warning: {line}" for line in self.warnings]
-        out += [f"note: {line}" for line in self.notes]
+        out += [f"note: {line}" for line in self.seeds_note() + self.notes]
         return out
+
+    def seeds_note(self) -> list[str]:
+        """What the pairing cancels of the seeds' noise alone (``PairedFit.seeds_gain``, many more
+        degrees of freedom than the intervals' own ratio), or nothing."""
+        gain = self.fit.seeds_gain
+        if self.fit.identical or self.fit.n_draws < 2 or not np.isfinite(gain).any():  # one draw: the intervals are it
+            return []
+        shown = ", ".join(f"{name} {fmt(g, '.2g')}x" for name, g in zip(self.rows["parameter"], gain) if np.isfinite(g))
+        return [f"the seeds' noise alone (the jackknife over seed indices, applied to both) is narrower paired than "
+                f"unpaired by {shown}; the intervals' own ratios rest on the draws' {self.fit.dof} degree(s) of freedom"]
 
 
 def sides_by(con, sweep: str, column: str, where: str | None = None) -> tuple[Side, Side]:
@@ -239,6 +252,7 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
     fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
     warnings += side_warnings(paired, floor)
+    warnings += departure_warning(departing_seeds(paired.a, paired.b))
     if len(differing) > 1:
         detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"
                            for c, (va, vb) in differing.items())

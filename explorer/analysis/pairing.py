@@ -180,6 +180,9 @@ class PairedFit:
     n_draws: int
     n_boot: int
     identical: bool = False
+    # unpaired over paired sd of the seeds' part alone (the jackknife over seed indices): what the
+    # pairing cancels of the seeds' noise, on many more degrees of freedom than the draws' G - 1
+    seeds_gain: np.ndarray = field(default_factory=lambda: np.full(4, np.nan))
 
     def rows(self) -> pd.DataFrame:
         """One row per parameter: estimate_a, estimate_b, difference, paired and unpaired CI, verdict."""
@@ -309,8 +312,10 @@ def paired_fit(paired: Paired, n_boot: int = 200, seed: int = 0, floor: str = "q
             o, i = np.array([pick(p) for p in outer]), np.array([pick(p) for p in inner])
             sds.append(np.sqrt(total_variance(jackknife[k], o, i, within[k], G)))
     dof = G - 1 if G > 1 else max(min(d.R for d in draws_a) - 1, 1)
+    with np.errstate(all="ignore"):
+        gain = np.sqrt((within[0] + within[1]) / within[2])
     return PairedFit(theta_a, theta_b, sds[0], sds[1], sds[2], float(stats.t.ppf(0.975, dof)), dof, G, n_boot,
-                     identical=same)
+                     identical=same, seeds_gain=gain)
 
 
 def verdict_line(row) -> str:

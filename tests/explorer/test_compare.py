@@ -129,13 +129,16 @@ def test_cli_compares_two_planted_sweeps_and_saves_the_rows(pair_store):
     assert rows.set_index("parameter").loc["c1", "verdict"] == "differs"
     assert set(rows["differing_keys"]) == {"lr"}
     assert "warning" not in out  # one knob (lr) differs
+    seeds = next(line for line in out.splitlines() if line.startswith("note: the seeds' noise alone"))
+    gains = dict(part.split()[-2:] for part in seeds.split(" by ")[1].split(";")[0].split(", "))
+    assert float(gains["c1"].rstrip("x")) > 1 and "the draws' 2 degree(s) of freedom" in seeds  # 3 draws
 
 
 def test_cli_says_two_names_for_one_spec_are_identical(pair_store):
     code, out = run("compare", "--sweep", "base", "--sweep", "twin", "--store", pair_store.uri,
                     "--bootstrap", "20", "--no-save")
     assert code == 0, out
-    assert "the runs are identical" in out and "paired [" not in out
+    assert "the runs are identical" in out and "paired [" not in out and "seeds' noise alone" not in out
 
 
 @pytest.mark.parametrize("other, message", [
