@@ -14,6 +14,9 @@ row exists (the store writes it after the metrics rows), and rewriting a trial (
 a new trials row with its own wall time, which drops the kept rows and reads the trial again. A
 trial whose trials row is gone is dropped. Compaction moves rows between files without changing
 them, so it needs no re-read.
+
+The rows are kept up to ``MAX_KEPT_BYTES`` (a sweep of long trainings: every step of every seed
+is a row); past it the cache lets go of them and each refit reads the store's views again.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import pyarrow as pa
 from .queries import sql_literal, sweep_is
 
 BATCH = 500  # trial keys per IN list of one read
+MAX_KEPT_BYTES = 256 * 2**20  # beyond this the rows are not kept (each refit reads the store)
 
 
 class SweepRows:
@@ -36,6 +40,7 @@ class SweepRows:
         self.tables: dict[str, pa.Table] = {}  # trial_key -> its metrics rows (possibly none)
         self.reads = 0  # store reads so far (one per call that found new or changed trials)
         self.empty: pa.Table | None = None  # no rows, the metrics columns (after the first read)
+        self.too_large = False  # the rows outgrew MAX_KEPT_BYTES: none are kept any more
 
     def update(self, stamps: Mapping[str, object]) -> list[str]:
         """Bring the kept rows to the trials of ``stamps`` (trial_key -> a value that changes when
@@ -81,10 +86,14 @@ class SweepRows:
 
     def connection(self, stamps: Mapping[str, object]) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection whose ``metrics`` table holds the rows of the trials of
-        ``stamps`` (``update``), ordered by trial key. Without any row read yet it has the store's
-        own (empty) view instead, so that the fit's queries fail as they would on the store."""
-        self.update(stamps)
-        table = self.table()
+        ``stamps`` (``update``), ordered by trial key. Without any row read yet, or once the rows
+        outgrew ``MAX_KEPT_BYTES``, the store's own view instead."""
+        if not self.too_large:
+            self.update(stamps)
+            if sum(t.nbytes for t in self.tables.values()) > MAX_KEPT_BYTES:
+                self.too_large = True
+                self.stamps, self.tables = {}, {}
+        table = None if self.too_large else self.table()
         if table is None:
             return self.store.connect(sweep=self.sweep, views=("metrics",))
         con = duckdb.connect()

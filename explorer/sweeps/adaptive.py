@@ -11,7 +11,9 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
    while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   on the trials of the rounds up to it (``explorer.analysis.fit``), the next batch is chosen
+   on the trials of the rounds up to it (``explorer.analysis.fit``; the metric rows of the trials
+   already read are kept, ``explorer.analysis.row_cache``, so a refit reads only the trials
+   finished since the last one and gives what a refit from scratch gives), the next batch is chosen
    (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
    estimates and CIs, and why the loop stops if it does: every target within ``halfwidth``
    (absolute for exponents, relative for positive constants: half the width of the CI of log c,

@@ -133,3 +133,13 @@ def test_every_rounds_recorded_targets_are_a_refit_from_scratch_of_its_trials(tm
                                    ("ci_high", fitted.ci_high)):
                 assert (row[column] == values[name]) or (np.isnan(row[column]) and np.isnan(values[name])), \
                     (number, name, column, row[column], values[name])
+
+
+def test_rows_beyond_the_cap_are_let_go_and_the_store_read_instead(tmp_path, monkeypatch):
+    import explorer.analysis.row_cache as row_cache
+
+    _, st, _ = planted(tmp_path, keys=lambda keys: keys[:6])
+    monkeypatch.setattr(row_cache, "MAX_KEPT_BYTES", 1000)
+    rows = SweepRows(st, "ad")
+    assert_same_frames(kept(rows, stamps(st)), from_store(st))
+    assert rows.too_large and not rows.tables
