@@ -112,10 +112,15 @@ def test_the_bootstrap_gives_the_same_numbers_with_a_draws_terms_reused(tmp_path
     assert np.array_equal(reused.samples, fresh.samples, equal_nan=True)
 
 
-def test_every_rounds_recorded_targets_are_a_refit_from_scratch_of_its_trials(tmp_path):
-    spec = adaptive_spec(grid=GRAM_GRID, form="decomposed", halfwidth=0.05, budget=0.6, batch=4, initial=10)
+@pytest.mark.parametrize("form", ["decomposed", "free"])
+def test_every_rounds_recorded_targets_are_a_refit_from_scratch_of_its_trials(tmp_path, form):
+    from .adaptive_fake import FakeRunner, free_law
+
+    spec = adaptive_spec(grid=GRAM_GRID, form=form, halfwidth=0.05, budget=0.6, batch=4, initial=10)
     st = Store(tmp_path / "s")
-    result = run_adaptive(spec, st, PlantedRunner(st, TermsLaw(c1=0.5, c2=0.3), entries=60))
+    runner = (PlantedRunner(st, TermsLaw(c1=0.5, c2=0.3), entries=60) if form == "decomposed"
+              else FakeRunner(st, free_law()))
+    result = run_adaptive(spec, st, runner)
     assert result.done >= 3, result.summary()
     rounds = read_rounds(st, "ad")
     scratch = AdaptiveLoop(spec, st, None, lambda line: None)
