@@ -19,6 +19,11 @@ Printed as a Markdown table: the two wall times and their ratio, rounds and tria
 the end of the command, the wall time not spent in trials, ``sum(wall_s) / slots``, divided by
 the rounds), and a and b with their 95% CIs next to the full grid's.
 
+--refit-cpu instead runs the loop on the same candidates with the planted runner (the rates
+regime's decomposed law, no Ray, no torch) and prints the driver's CPU seconds per round, by
+part: the refits, the store's reads, the bootstrap; with --from-scratch each refit reads every
+row of the sweep again (no kept rows), as before the refits read incrementally.
+
 --synthetic instead runs the loop on the same candidate grid with a fake runner writing a known
 law (c1 L^-1 + c2 (D/(LM))^0.5, both exponents identifiable, no Ray): the targets are reached,
 and it prints with how much of the grid's compute.
@@ -146,14 +151,78 @@ def synthetic(args) -> None:
     print(f"(synthetic law 0.5 L^-1 + 0.3 (D/(LM))^0.5, half-width target 0.05; loop {time.perf_counter() - started:.1f} s)")
 
 
+def refit_cpu(args) -> None:
+    import collections
+
+    import explorer.analysis.fit_decomposed as decomposed_fit
+    import explorer.analysis.sweep_data as sweep_data
+    import explorer.sweeps.adaptive as adaptive
+    import explorer.sweeps.adaptive_driver as driver
+    from explorer.analysis.planted import REGIMES
+    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+
+    spent, calls = collections.Counter(), collections.Counter()
+
+    def timed_cpu(owner, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            started = time.process_time()
+            try:
+                return inner(*a, **k)
+            finally:
+                spent[label] += time.process_time() - started
+                calls[label] += 1
+        setattr(owner, name, wrapper)
+
+    timed_cpu(adaptive.AdaptiveLoop, "fit", "refits (store reads of the rows included)")
+    timed_cpu(sweep_data, "seed_grams", "  the fit's queries (seed_grams)")
+    timed_cpu(decomposed_fit, "estimate", "  point fit and bootstrap")
+    timed_cpu(Store, "trial_statuses", "statuses read")
+    timed_cpu(Store, "trial_column", "wall times read")
+    for module in (adaptive, driver):
+        timed_cpu(module, "read_rounds", "rounds log read")
+    planted = REGIMES["rates"]
+    spec = load_spec(SPEC)
+    st = Store(tempfile.mkdtemp(prefix="adaptive-refit-"))
+    law = TermsLaw(c1=planted.c1, a=planted.a, c2=planted.c2, b=planted.b)
+    writer = PlantedRunner(st, law, entries=planted.entries, draw_sd=planted.draw_sd, ref_err=planted.ref_err,
+                           term_effects=True)
+
+    def runner(spec, keys):  # the trials' writing is not the driver's
+        started = time.process_time()
+        try:
+            return writer(spec, keys)
+        finally:
+            spent["(runner, left out)"] += time.process_time() - started
+
+    loop = adaptive.AdaptiveLoop(spec, st, runner, lambda line: None)
+    if args.from_scratch:
+        loop.rows = None
+    started = time.process_time()
+    result = loop.run(runner)
+    driver = time.process_time() - started - spent["(runner, left out)"]
+    rounds = result.rounds
+    print(f"{rounds} rounds, {result.trials} trials; driver CPU {driver:.2f} s, {driver / rounds:.3f} s a round "
+          f"({'from scratch' if args.from_scratch else 'incremental'}; load average {os.getloadavg()[0]:.2f})")
+    for label, seconds in spent.items():
+        print(f"  {label}: {seconds / rounds:.3f} s a round ({calls[label]} calls)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=None, help="a new folder for the two stores (default: a temporary one)")
     parser.add_argument("--references", default=None, help="a store whose references/ folder holds the rates "
                         "grid's references (copied; default: computed first, untimed)")
     parser.add_argument("--synthetic", action="store_true", help="the fake-runner benchmark on a known law instead")
+    parser.add_argument("--refit-cpu", action="store_true", help="the driver's CPU per round with the planted "
+                        "runner instead")
+    parser.add_argument("--from-scratch", action="store_true", help="with --refit-cpu: every refit reads every "
+                        "row again")
     args = parser.parse_args()
-    if args.synthetic:
+    if args.refit_cpu:
+        refit_cpu(args)
+    elif args.synthetic:
         synthetic(args)
     else:
         real(args)

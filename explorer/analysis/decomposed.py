@@ -81,9 +81,10 @@ def draws_of(frame: pd.DataFrame) -> list[Draw]:
     seeds' streams are common random numbers across the grid). Raises FitError otherwise."""
     labels = frame[DRAW_COLUMN].map(plain_value) if DRAW_COLUMN in frame else pd.Series([None] * len(frame))
     out = []
+    seed_lists, gram_list = frame["seeds"].tolist(), frame["gram"].tolist()  # once: per-row .iloc is slow
     for label in sorted(labels.dropna().unique().tolist()) + ([None] if labels.isna().any() else []):
         rows = np.flatnonzero((labels == label).to_numpy() if label is not None else labels.isna().to_numpy())
-        seeds = {tuple(frame["seeds"].iloc[i]) for i in rows}
+        seeds = {tuple(seed_lists[i]) for i in rows}
         if len(seeds) > 1:  # some point lost a seed (flag or failure): keep the seeds every point has
             common = sorted(set.intersection(*(set(s) for s in seeds)))
             if len(common) < 2:
@@ -93,9 +94,9 @@ def draws_of(frame: pd.DataFrame) -> list[Draw]:
             common = list(next(iter(seeds)))
         grams = []
         for i in rows:
-            own = list(frame["seeds"].iloc[i])
+            own = list(seed_lists[i])
             keep = [own.index(s) for s in common]
-            grams.append(np.asarray(frame["gram"].iloc[i], float)[np.ix_(keep, keep)])
+            grams.append(np.asarray(gram_list[i], float)[np.ix_(keep, keep)])
         ref = frame["ref_err"].to_numpy(float)[rows] if "ref_err" in frame else np.zeros(len(rows))
         out.append(Draw(label, np.stack(grams), rows, *(frame[c].to_numpy(float)[rows] for c in ("L", "M", "D")),
                         np.where(np.isfinite(ref), ref, 0.0) ** 2))
@@ -259,21 +260,35 @@ def _within_slope(x, y, w, group) -> tuple[float, dict]:
     return slope, {int(k): float(alpha[k]) for k in np.flatnonzero(present)}
 
 
-def solve(draws: list[Draw], des: Design, chosen, picks, keep=None) -> np.ndarray:
+def log_terms(d: Draw, des: Design, g: int, pick) -> tuple:
+    """Draw ``g``'s log bias and log fluctuation under the seed resample ``pick``, bias-corrected,
+    and the rows each term may use."""
+    b2, f2 = terms(d.grams, pick)
+    with np.errstate(all="ignore"):
+        yb_g = 0.5 * np.log(b2 - d.ref2) + des.bias_corr[g]
+        yf_g = 0.5 * np.log(f2) + des.fluct_corr[g]
+    return yb_g, yf_g, des.bias_used[g] & np.isfinite(yb_g), des.fluct_used[g] & np.isfinite(yf_g)
+
+
+def solve(draws: list[Draw], des: Design, chosen, picks, keep=None, memo: dict | None = None) -> np.ndarray:
     """The four parameters (log c1, a, log c2, b) from draws ``chosen`` (indices, repeats
     allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed).
     ``keep``: per chosen draw, (bias rows, fluct rows) masks a row must also pass (a paired
-    comparison keeps a row in both sweeps' replicate or in neither)."""
+    comparison keeps a row in both sweeps' replicate or in neither). ``memo``: a dict kept across
+    the calls of one bootstrap (same draws and design): a draw's terms under a seed resample it
+    has met before are taken from it, not computed again (the same numbers: few distinct
+    resamples of R seeds exist, 256 for R = 4, and a bootstrap draws hundreds)."""
     parts_b, parts_f = [], []
     width = 1 + max(int(c.max()) for c in des.column) if des.column else 1
     for copy, (g, pick) in enumerate(zip(chosen, picks)):
         d = draws[g]
-        b2, f2 = terms(d.grams, pick)
-        with np.errstate(all="ignore"):
-            yb_g = 0.5 * np.log(b2 - d.ref2) + des.bias_corr[g]
-            yf_g = 0.5 * np.log(f2) + des.fluct_corr[g]
-        ub = des.bias_used[g] & np.isfinite(yb_g)
-        uf = des.fluct_used[g] & np.isfinite(yf_g)
+        if memo is None:
+            yb_g, yf_g, ub, uf = log_terms(d, des, g, pick)
+        else:
+            key = (int(g), None if pick is None else tuple(int(i) for i in pick))
+            if key not in memo:
+                memo[key] = log_terms(d, des, g, pick)
+            yb_g, yf_g, ub, uf = memo[key]
         if keep is not None:
             ub, uf = ub & keep[copy][0], uf & keep[copy][1]
         parts_b.append((np.log(d.L[ub]), yb_g[ub], des.bias_w[g][ub], copy * width + des.column[g][ub],
@@ -295,7 +310,7 @@ def solve(draws: list[Draw], des: Design, chosen, picks, keep=None) -> np.ndarra
     return out
 
 
-def within_variance(draws: list[Draw], des: Design, theta: np.ndarray) -> np.ndarray:
+def within_variance(draws: list[Draw], des: Design, theta: np.ndarray, memo: dict | None = None) -> np.ndarray:
     """The seeds' part of the estimate's variance: a jackknife deleting one seed index at a time
     from every point of a draw, summed over draws."""
     G = len(draws)
@@ -307,7 +322,7 @@ def within_variance(draws: list[Draw], des: Design, theta: np.ndarray) -> np.nda
         deleted = []
         for k in range(d.R):
             picks[g] = np.delete(np.arange(d.R), k)
-            deleted.append(solve(draws, des, list(range(G)), picks))
+            deleted.append(solve(draws, des, list(range(G)), picks, memo=memo))
         deleted = np.array(deleted)
         with np.errstate(all="ignore"):
             total += (d.R - 1) / d.R * np.nansum((deleted - np.nanmean(deleted, axis=0)) ** 2, axis=0)
@@ -351,13 +366,15 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     def seeds_of(g):
         return rng.integers(0, draws[g].R, draws[g].R)
 
-    inner = np.array([solve(draws, des, everything, [seeds_of(g) for g in everything]) for _ in range(n_boot)])
-    v_within = within_variance(draws, des, theta)
+    memo: dict = {}  # a draw's terms per seed resample, shared by every replicate below
+    inner = np.array([solve(draws, des, everything, [seeds_of(g) for g in everything], memo=memo)
+                      for _ in range(n_boot)])
+    v_within = within_variance(draws, des, theta, memo)
     if G > 1:
         outer = []
         for _ in range(n_boot):
             chosen = rng.integers(0, G, G)
-            outer.append(solve(draws, des, list(chosen), [seeds_of(g) for g in chosen]))
+            outer.append(solve(draws, des, list(chosen), [seeds_of(g) for g in chosen], memo=memo))
         outer = np.array(outer)
         with np.errstate(all="ignore"):
             between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))

@@ -11,7 +11,9 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
    while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   on the trials of the rounds up to it (``explorer.analysis.fit``), the next batch is chosen
+   on the trials of the rounds up to it (``explorer.analysis.fit``; the metric rows of the trials
+   already read are kept, ``explorer.analysis.row_cache``, so a refit reads only the trials
+   finished since the last one and gives what a refit from scratch gives), the next batch is chosen
    (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
    estimates and CIs, and why the loop stops if it does: every target within ``halfwidth``
    (absolute for exponents, relative for positive constants: half the width of the CI of log c,
@@ -41,6 +43,7 @@ import pandas as pd
 from store import SCHEMA_VERSION, Store
 
 from ..analysis.laws import FORMS
+from ..analysis.row_cache import SweepRows
 from ..analysis.targets import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
 from ..config.spec import SweepSpec
@@ -73,6 +76,8 @@ class AdaptiveLoop:
         self._statuses: dict | None = None  # the store's statuses and wall times, read once per step
         self._walls: dict | None = None
         self.fitted_keys: Collection[str] | None = None  # the trials of the last decomposed fit
+        # the sweep's metrics rows, read once per trial (None: every refit reads the store afresh)
+        self.rows: SweepRows | None = SweepRows(store, spec.name)
         varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
         if varying:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "
@@ -206,7 +211,7 @@ class AdaptiveLoop:
             kept.attrs = dict(frame.attrs)
             return kept
 
-        con = self.store.connect(sweep=self.spec.name, views=("metrics",))
+        con = self.connect()
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
                 from ..analysis.fit_decomposed import fit_decomposed
@@ -224,6 +229,15 @@ class AdaptiveLoop:
             return f"the fit failed ({type(exc).__name__}: {exc})"
         finally:
             con.close()
+
+    def connect(self):
+        """A connection whose ``metrics`` are the sweep's rows: the kept rows of its finished
+        trials (``row_cache``: only the trials finished since the last refit are read), or the
+        store's view when ``rows`` is None."""
+        if self.rows is None:
+            return self.store.connect(sweep=self.spec.name, views=("metrics",))
+        walls = self.walls()
+        return self.rows.connection({k: (v, walls.get(k)) for k, v in self.statuses().items()})
 
     def stop_warnings(self, result) -> list[str]:
         """The warnings of ``result``'s fit with the per-draw fits and the pre-asymptotic guard on
