@@ -16,7 +16,7 @@ device:
   float32 alike, numpy on the CPU).
 And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
 
-    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3]
+    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3] [--shapes 0] [--threads 1]
 
 times instead a whole trial (``train_trial``: draw, K + 1 forward passes with their metrics, K
 steps, rows) against K warm bare steps of the same shape. Each of ``--repeats`` rounds times,
@@ -27,6 +27,11 @@ reuses), "cold" the first of its shape (``release_spares`` before it). Where the
 time goes, in bare steps, from one more warm trial whose main functions are timed by wrappers
 (``PartTimer``): unit draw, forward/step, metrics (the metric functions, the baseline and the
 step's observer; of them dp, observer and local sums apart), rows; first touch is cold - warm.
+With --whole torch runs one thread unless ``--threads`` says otherwise: a sweep's worker gets one
+CPU and runs one thread (explorer/sweeps/threads.py), and one-thread ratios hold on a loaded
+machine, where two threads of one process wait on each other. ``--clock cpu`` times by the
+process's CPU time instead of the wall clock: on a shared machine a one-thread process's wall
+time also counts the time other processes held its core, its CPU time does not.
 """
 from __future__ import annotations
 
@@ -47,6 +52,10 @@ from trials.reference import Reference
 from trials.train import release_spares
 
 SHAPES = [(256, 256, 32, 10, 4), (64, 1024, 256, 10, 4)]
+# The whole-trial timings' clock (--clock): wall time, or the process's CPU time (user + system,
+# page faults included), which for one thread is the wall time the process would take alone.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = "wall"
 
 
 def _sync(device: torch.device) -> None:
@@ -192,12 +201,12 @@ class PartTimer:
 
     def _wrap(self, part: str, fn):
         def timed(*args, **kwargs):
-            self._stack.append([time.perf_counter(), 0.0])
+            self._stack.append([CLOCKS[clock](), 0.0])
             try:
                 return fn(*args, **kwargs)
             finally:
                 start, nested = self._stack.pop()
-                spent = time.perf_counter() - start
+                spent = CLOCKS[clock]() - start
                 self.seconds[part] += spent - nested
                 if self._stack:
                     self._stack[-1][1] += spent
@@ -238,9 +247,9 @@ def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
         "rows_s": [(train, "trial_rows")],
     }
     with PartTimer(parts) as timer:
-        start = time.perf_counter()
+        start = CLOCKS[clock]()
         train_trial(cfg, ref)
-        total = time.perf_counter() - start
+        total = CLOCKS[clock]() - start
     parts = dict(timer.seconds)
     other = total - sum(parts.values())
     for name in ("metrics_dp_s", "metrics_observer_s", "metrics_local_s"):
@@ -272,10 +281,10 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
         times = []
         for fn in (bare, lambda: train_trial(cfg, ref), cold):
             _sync(device)
-            start = time.perf_counter()
+            start = CLOCKS[clock]()
             fn()
             _sync(device)
-            times.append(time.perf_counter() - start)
+            times.append(CLOCKS[clock]() - start)
         train_trial(cfg, ref)  # leaves spares: the timed-by-parts trial is a warm one
         rounds.append((*times, trial_breakdown(cfg, ref)))
     release_spares()
@@ -295,7 +304,7 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
 def main_whole(args, device) -> None:
     results = []
     print(f"# whole trial vs K warm bare steps, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, device {device}, load {os.getloadavg()[0]:.1f}, medians of {args.repeats} rounds")
+          f"{torch.get_num_threads()} threads, {clock} clock, device {device}, load {os.getloadavg()[0]:.1f}, medians of {args.repeats} rounds")
     print("| L | M | D | dtype | K | bare step | warm / bare (range) | cold / bare | in bare steps: draw | first touch | "
           "forward/step | metrics (dp, observer, local sums) | rows | other |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -326,8 +335,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[10, 50], help="K of the whole trials")
     parser.add_argument("--dtypes", nargs="+", default=["float64", "float32"], choices=["float64", "float32"])
     parser.add_argument("--shapes", type=int, nargs="+", help="indices into SHAPES (default: all)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="--whole: time by wall clock or by the process's CPU time (one thread on a shared machine)")
+    parser.add_argument("--threads", type=int,
+                        help="torch's intra-op threads (default: 1 with --whole, as a sweep's worker runs; else torch's)")
     args = parser.parse_args()
     device = torch.device(args.device)
+    threads = args.threads or (1 if args.whole else None)
+    if threads:
+        torch.set_num_threads(threads)
+    global clock
+    clock = args.clock
     if args.shapes:
         SHAPES[:] = [SHAPES[i] for i in args.shapes]
     if args.whole:
