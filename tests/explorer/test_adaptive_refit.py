@@ -112,6 +112,7 @@ def test_the_bootstrap_gives_the_same_numbers_with_a_draws_terms_reused(tmp_path
     assert np.array_equal(reused.samples, fresh.samples, equal_nan=True)
 
 
+@pytest.mark.slow  # a whole loop, refitted from scratch after every round: the fast set keeps the kept-rows checks
 @pytest.mark.parametrize("form", ["decomposed", "free"])
 def test_every_rounds_recorded_targets_are_a_refit_from_scratch_of_its_trials(tmp_path, form):
     from .adaptive_fake import FakeRunner, free_law

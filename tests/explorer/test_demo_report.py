@@ -80,12 +80,14 @@ def single_view(spec: dict) -> bool:
     return not any(k in spec for k in ("hconcat", "vconcat", "concat", "facet"))
 
 
+@pytest.mark.slow  # the demo's whole report (fits and charts)
 def test_the_demo_report_page_has_no_warning_text(demo_page):
     html = demo_page.read_text(encoding="utf-8")
     assert "WARN" not in visible_text(html)
     assert "WARN" in html  # the check sees the page: the inline Vega library does name it
 
 
+@pytest.mark.slow  # the demo's whole report (fits and charts)
 def test_no_chart_of_the_demo_report_has_a_legend_over_12_entries(demo_page):
     specs = specs_of(demo_page.read_text(encoding="utf-8"))
     assert "error_vs_step" in specs and len(specs) >= 8
@@ -95,6 +97,7 @@ def test_no_chart_of_the_demo_report_has_a_legend_over_12_entries(demo_page):
     assert ("color", "M", 5) in legends(specs["error_vs_depth"])
 
 
+@pytest.mark.slow  # the demo's whole report (fits and charts)
 def test_single_charts_of_the_page_fill_its_width_and_the_chart_files_keep_their_size(demo_page):
     specs = specs_of(demo_page.read_text(encoding="utf-8"))
     single = [name for name, spec in specs.items() if single_view(spec)]

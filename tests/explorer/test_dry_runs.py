@@ -24,7 +24,13 @@ def test_the_shipped_specs_are_all_found():
     assert len([p for p in SHIPPED if p.parent.name == "paper"]) == 10 and len(SHIPPED) >= 15
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
+# companion-linear's full grid plans 43,875 trials: with the slow set
+FULL_PAPER_GRIDS = ("companion-linear.toml",)
+SHIPPED_CASES = [pytest.param(p, marks=pytest.mark.slow) if p.parent.name == "paper" and p.name in FULL_PAPER_GRIDS
+                 else p for p in SHIPPED]
+
+
+@pytest.mark.parametrize("path", SHIPPED_CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_spec_dry_runs_cleanly(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(main, ["sweep", str(path), "--dry-run"])

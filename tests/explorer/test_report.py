@@ -21,23 +21,31 @@ CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residu
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A sweep over L, M, D and alpha (one trial diverged, one failed) in a store, and its report."""
+def rep_store(tmp_path_factory):
+    """A sweep over L, M, D and alpha (one trial diverged, one failed) in a store."""
     root = tmp_path_factory.mktemp("report")
     rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), alphas=(1.0, 16.0), seeds=3, sweep="rep")
     rows = mark_trial(rows, "L2-M1-D2-a16", "diverged", seeds=[0], from_step=5)
     rows = mark_trial(rows, "L4-M1-D8-a16", "failed")
     store = Store(root / "store")
     write_to_store(rows, store)
-    # Written by the CLI (write_report with the defaults, every chart format): one report serves
-    # both the file tests and test_cli_report_fit_and_phase_on_the_store, instead of two.
-    out = root / "out"
-    cli = CliRunner().invoke(main, ["report", "--sweep", "rep", "--store", store.uri, "--out", str(out),
+    return store
+
+
+@pytest.fixture(scope="module")
+def made(rep_store, tmp_path_factory):
+    """``rep_store`` and its report, written by the CLI (write_report with the defaults, every
+    chart format): one report serves both the file tests and test_cli_report_fit_and_phase_on_the_store,
+    instead of two. Drawing every chart as PNG and SVG is most of its time: the tests that read it
+    run with the slow set."""
+    out = tmp_path_factory.mktemp("report_out") / "out"
+    cli = CliRunner().invoke(main, ["report", "--sweep", "rep", "--store", rep_store.uri, "--out", str(out),
                                     "--bootstrap", "200"])
     assert cli.exit_code == 0, cli.output
-    return {"store": store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8"), "cli": cli}
+    return {"store": rep_store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8"), "cli": cli}
 
 
+@pytest.mark.slow
 def test_report_writes_index_and_every_chart_as_png_svg_html(made):
     out = made["out"]
     for name in CHARTS:
@@ -48,6 +56,7 @@ def test_report_writes_index_and_every_chart_as_png_svg_html(made):
         assert f'data-chart="{name}"' in made["html"]
 
 
+@pytest.mark.slow
 def test_report_needs_no_network(made):
     html = made["html"]
     assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
@@ -55,6 +64,7 @@ def test_report_needs_no_network(made):
     assert "window.vegaEmbed=" in html.replace(" ", "")
 
 
+@pytest.mark.slow
 def test_summary_numbers_match_the_fit_rows_in_the_store(made):
     fits = made["store"].connect().execute("SELECT * FROM fits").df()
     assert set(fits["form"]) == {"theory", "free", "free_rss", "output", "joint"}  # no Gram rows: no decomposed
@@ -81,6 +91,7 @@ def test_summary_numbers_match_the_fit_rows_in_the_store(made):
     assert "The 95% CI covers: seeds resampled within grid points: seed noise only" in made["html"]
 
 
+@pytest.mark.slow
 def test_report_states_floor_counts_config_and_phase(made):
     html = made["html"]
     assert "Reference error floor" in html and "0 of 24 grid points" in html
@@ -125,6 +136,7 @@ def test_report_renders_every_chart_in_headless_chromium_offline(made, tmp_path)
     assert dom.count('role="graphics-symbol"') > 100  # the points, lines, cells themselves
 
 
+@pytest.mark.slow
 def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     runner = CliRunner()
     uri = made["store"].uri
@@ -160,8 +172,8 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["phase", "--sweep", "rep", "--y", "foo"], "error: unknown phase axis 'foo'"),
     (["report", "--sweep", "nope"], "error: unknown sweep 'nope'"),
 ])
-def test_cli_bad_input_is_one_line_and_exit_2(made, args, message):
-    done = CliRunner().invoke(main, args + ["--store", made["store"].uri])
+def test_cli_bad_input_is_one_line_and_exit_2(rep_store, args, message):
+    done = CliRunner().invoke(main, args + ["--store", rep_store.uri])
     assert done.exit_code == 2, done.output
     assert done.output.startswith(message) and done.output.count("\n") == 1, done.output
 
@@ -212,9 +224,9 @@ def test_a_corrupt_store_file_is_the_one_line_of_explorer_sql_and_exit_2(tmp_pat
     ("empty", "error: unknown sweep 'rep': there is no results store at"),
     ("unknown", "error: unknown sweep 'nope'; the store"),
 ])
-def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(made, tmp_path, command, case, message):
+def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(rep_store, tmp_path, command, case, message):
     (tmp_path / "empty").mkdir()
-    uri = {"missing": str(tmp_path / "missing"), "empty": str(tmp_path / "empty"), "unknown": made["store"].uri}[case]
+    uri = {"missing": str(tmp_path / "missing"), "empty": str(tmp_path / "empty"), "unknown": rep_store.uri}[case]
     sweep = "nope" if case == "unknown" else "rep"
     extra = ["--out", str(tmp_path / "out")] if command == "report" else []
     done = CliRunner().invoke(main, [command, "--sweep", sweep, "--store", uri] + extra)
@@ -223,6 +235,7 @@ def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(made, tmp_p
     assert not (tmp_path / "missing").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_demo_error_table_prints_the_fits_errors(made):
     from explorer.demo import error_table
     from explorer.analysis.sweep_data import grid_errors
@@ -405,6 +418,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     assert "per_draw" in report.charts
 
 
+@pytest.mark.slow
 def test_shape_advice_beyond_the_sweep_is_marked_as_extrapolation(made):
     html = made["html"]
     assert "Extrapolation:</span> the joint law, read at budgets" in html

@@ -17,6 +17,7 @@ from explorer.reproduce.run import EXPERIMENTS
 from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
 
 
+@pytest.mark.slow  # plans every experiment at full scale (companion-linear: 43,875 trials)
 def test_list_names_every_experiment_with_its_grid_sizes():
     result = CliRunner().invoke(main, ["reproduce", "--list"])
     assert result.exit_code == 0, result.output

@@ -38,7 +38,8 @@ def local_store(tmp_path) -> Store:
     return Store(tmp_path / "results")
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.slow)])
 def any_store(request) -> Store:
-    """The same test against a local directory and against S3."""
+    """The same test against a local directory and against S3 (on the moto server: with the slow
+    set; the tests written for S3 alone run with the fast one)."""
     return request.getfixturevalue(f"{request.param}_store")
