@@ -15,6 +15,8 @@ from store import Store
 from .adaptive_fake import FakeRunner, free_law
 from .test_adaptive import adaptive_spec
 
+pytestmark = pytest.mark.slow  # each test runs a whole simulated adaptive loop
+
 
 class TickRunner:
     """Two workers, a queue, one tick per ``wait``; ``timeline``: (tick, busy workers, queued
@@ -98,7 +100,6 @@ def test_no_worker_idles_at_a_round_boundary_while_the_loop_goes_on(tmp_path):
     assert st.check().ok
 
 
-@pytest.mark.slow  # a whole simulated loop per case: the fast set keeps the idle-worker check
 def test_a_blocking_runner_leaves_the_workers_idle_at_every_boundary(tmp_path):
     # the same timeline with the queue refilled only after each refit: the barrier the lookahead removes
     st = Store(tmp_path / "s")
@@ -122,7 +123,6 @@ class BlockingTicks:
             self.ticks.wait()
 
 
-@pytest.mark.slow  # a whole simulated loop per case: the fast set keeps the idle-worker check
 @pytest.mark.parametrize("spread", [3, 9])  # 9: a round can finish before the one queued ahead of it
 def test_a_stop_while_the_next_round_runs_keeps_the_points_that_started(tmp_path, spread):
     st = Store(tmp_path / "s")
@@ -141,7 +141,6 @@ def test_a_stop_while_the_next_round_runs_keeps_the_points_that_started(tmp_path
     assert run_adaptive(spec, st, again).stop_reason == result.stop_reason and not again.submits  # reports only
 
 
-@pytest.mark.slow  # a whole simulated loop per case: the fast set keeps the idle-worker check
 @pytest.mark.parametrize("crash_at_tick, open_rounds", [(9, 1), (22, 2), (28, 2)])
 def test_a_driver_dying_with_two_rounds_open_resumes_both(tmp_path, crash_at_tick, open_rounds):
     st = Store(tmp_path / "s")
@@ -185,7 +184,6 @@ class FlushRunner(TickRunner):
         return done
 
 
-@pytest.mark.slow  # a whole simulated loop per case: the fast set keeps the idle-worker check
 @pytest.mark.parametrize("budget", [0.2, 0.3, 0.5])
 def test_a_reserve_chosen_on_an_older_fit_is_never_queued_after_a_newer_choice(tmp_path, budget):
     st = Store(tmp_path / "s")
