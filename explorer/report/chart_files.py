@@ -2,8 +2,8 @@
 
 PNG and SVG come from vl-convert (the engine behind Altair's ``chart.save``) with the Vega-Lite
 version of Altair's public ``alt.SCHEMA_VERSION``; HTML is Altair's inline page with the Vega
-libraries embedded. ``vega_bundle`` is those libraries as one script, computed once per process:
-every chart's page and the report (a page holding many charts) embed it. JSON that lands in a ``<script>``
+libraries embedded. ``vega_bundle`` is those libraries as one script: every chart's page and the
+report (a page holding many charts) embed it. JSON that lands in a ``<script>``
 element is written with ``<``, ``>`` and ``&`` escaped (``_HtmlSafeJSON``).
 """
 from __future__ import annotations
@@ -65,8 +65,8 @@ def chart_html(chart) -> str:
     no network).
 
     ``chart`` is an Altair chart or its Vega-Lite spec (dict). Its JSON is script-safe. Altair's
-    own ``to_html(inline=True)`` asks vl-convert for the libraries on every call (a third of a
-    second each, most of a report's HTML files); here they come from ``vega_bundle``, once."""
+    own inline save turns a spec back into a chart and validates it again, the slow part of a
+    chart's page; a spec the caller has (``save_chart``) is written as it is."""
     from altair.utils.html import INLINE_HTML_TEMPLATE
 
     spec = chart if isinstance(chart, dict) else chart.to_dict()
