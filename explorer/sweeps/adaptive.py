@@ -415,6 +415,8 @@ class AdaptiveLoop:
     def finish(self, result: AdaptiveResult, rounds: pd.DataFrame) -> AdaptiveResult:
         result.rounds = int(rounds["round"].nunique()) if not rounds.empty else 0
         result.done = int(rounds.loc[rounds["state"] == "done", "round"].nunique()) if not rounds.empty else 0
+        planned = rounds.loc[rounds["state"] == "planned", "round"] if not rounds.empty else pd.Series(dtype=int)
+        result.open_round = int(planned.min()) if len(planned) else None
         keys = self.chosen(rounds)
         result.trials = len(keys)
         result.spent_cost = self.spent(keys)

@@ -113,7 +113,6 @@ class RoundDriver:
             if self.runner.interrupted is not None:
                 result.interrupted = self.runner.interrupted
             if self.loop.signalled(result) or result.interrupted is not None:
-                result.interrupted_round = number
                 return False
             self.release_reserve()
             if self.runner.pending() == 0:
@@ -173,7 +172,6 @@ class RoundDriver:
         next round to refit, None when the loop stops."""
         loop = self.loop
         if loop.signalled(result):  # the round stays planned: a rerun fits it again, runs nothing twice
-            result.interrupted_round = number
             return None
         rounds = read_rounds(loop.store, loop.spec.name)
         upto = set(rounds.loc[(rounds["entry"] == "point") & (rounds["round"] <= number), "trial_key"])
@@ -183,7 +181,6 @@ class RoundDriver:
         batch = loop.ad.batch
         choices, reason, stop = loop.next_choice(fitted, self.keys, number, 2 * batch if both else batch)
         if loop.signalled(result):
-            result.interrupted_round = number
             return None
         this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point")]
         targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)

@@ -38,7 +38,7 @@ class AdaptiveResult:
     positive: frozenset = frozenset()  # the law's positive constants: their half-widths are relative
     stop_reason: str | None = None
     interrupted: int | None = None  # the signal that stopped a round's trials
-    interrupted_round: int | None = None  # the oldest round still open when it came (a later one may be queued)
+    open_round: int | None = None  # the oldest round the log still has planned (a later one may be queued)
     missing: int = 0  # trials of the current round without rows
     prior: int = 0  # candidate trials in the store that no round chose (an earlier plain sweep): counted as spent
     failed: int = 0  # candidate trials recorded failed: counted as spent, in no fit, never retried
@@ -71,12 +71,12 @@ class AdaptiveResult:
             lines.append(f"stopped: {self.stop_reason}")
         elif self.interrupted is not None or self.missing:
             again = f": {self.resume}" if self.resume else ""
+            open_round = self.open_round if self.open_round is not None else max(self.rounds - 1, 0)
             if self.interrupted is not None:
-                open_round = self.interrupted_round if self.interrupted_round is not None else max(self.rounds - 1, 0)
                 lines.append(f"interrupted by {signal.Signals(self.interrupted).name} in round {open_round} "
                              f"({self.missing} of its trials without rows); to resume, run the same command again{again}")
             else:
-                lines.append(f"round {self.rounds - 1} is not finished ({self.missing} trials without rows); "
+                lines.append(f"round {open_round} is not finished ({self.missing} trials without rows); "
                              f"run the same command again to resume{again}")
         return "\n".join(lines)
 
