@@ -230,6 +230,12 @@ class AdaptiveLoop:
         finally:
             con.close()
 
+    @staticmethod
+    def load_fit() -> None:
+        """Import the fit's modules (scipy among them: about a second) while the first trials
+        run, instead of in the first refit, when the workers have nothing else queued."""
+        from ..analysis import fit, fit_decomposed, sweep_data  # noqa: F401
+
     def connect(self):
         """A connection whose ``metrics`` are the sweep's rows: the kept rows of its finished
         trials (``row_cache``: only the trials finished since the last refit are read), or the

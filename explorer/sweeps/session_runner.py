@@ -112,16 +112,12 @@ class SessionRunner:
         return self.pool.pending() if self.pool else 0
 
     def room(self) -> int:
-        """How many more points the workers would take now (``PointPool.room``)."""
+        """How many more points the pool wants queued now (``PointPool.room``)."""
         return self.pool.room() if self.pool else 0
 
     def drop_queued(self) -> list[str]:
         """Forget the queued points that have not started; returns their keys."""
-        if self.pool is None:
-            return []
-        dropped = self.pool.queued()
-        self.pool.queue.clear()
-        return dropped
+        return self.pool.drop_queued() if self.pool else []
 
     def close(self, interrupted: bool = False) -> None:
         """Stop the workers and Ray, clean up after them (``interrupted``: points may be in flight)."""
