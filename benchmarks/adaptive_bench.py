@@ -178,8 +178,7 @@ def refit_cpu(args) -> None:
     timed_cpu(adaptive.AdaptiveLoop, "fit", "refits (store reads of the rows included)")
     timed_cpu(sweep_data, "seed_grams", "  the fit's queries (seed_grams)")
     timed_cpu(decomposed_fit, "estimate", "  point fit and bootstrap")
-    timed_cpu(Store, "trial_statuses", "statuses read")
-    timed_cpu(Store, "trial_column", "wall times read")
+    timed_cpu(Store, "trial_column", "statuses and wall times read")
     for module in (adaptive, driver):
         timed_cpu(module, "read_rounds", "rounds log read")
     planted = REGIMES["rates"]

@@ -99,9 +99,12 @@ class RoundDriver:
         self.open.append(number)
         self.round_keys[number] = keys
         self.loop.log(f"round {number}: running {len(keys)} trial(s)")
-        self.loop.forget()
+        blocking = not self.runner.lookahead
+        if blocking:
+            self.loop.forget()  # it skips the keys that have rows
         self.runner.submit(keys)
-        self.loop.forget()  # a blocking runner has written them
+        if blocking:
+            self.loop.forget()  # it has written them (a background runner reports its trials as they finish)
 
     def release_reserve(self) -> None:
         """Record and queue the reserve's next batch when the runner wants more points (``room``),
@@ -128,7 +131,8 @@ class RoundDriver:
     def wait_for(self, number: int, result: AdaptiveResult) -> bool:
         """Until round ``number``'s trials all have rows (True), or a signal or a round that
         cannot complete stops the loop (False, with ``result`` saying why)."""
-        self.loop.forget()
+        if not self.runner.lookahead:
+            self.loop.forget()
         missing = {k for k in self.round_keys[number] if k not in self.loop.statuses()}
         if not missing and not self.loop.signalled(result):
             self.release_reserve()  # it finished during an earlier refit: the workers' points for this one
@@ -141,8 +145,9 @@ class RoundDriver:
             if self.runner.pending() == 0:
                 result.missing = len(missing)
                 return False
-            missing -= set(self.runner.wait(SIGNAL_POLL_S))
-        self.loop.forget()
+            finished = self.runner.wait(SIGNAL_POLL_S)
+            self.loop.forget(finished)
+            missing -= set(finished)
         return True
 
     # -- the run
@@ -238,7 +243,7 @@ class RoundDriver:
         dropped = set(self.runner.drop_queued())
         while self.runner.pending():
             self.runner.wait(SIGNAL_POLL_S)
-        loop.forget()
+        loop.forget()  # every trial read again: the fit over all of them
         statuses = loop.statuses()
         fitted = loop.fit(None)
         targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)
