@@ -35,19 +35,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import trials  # the engine (torch) only in the workers, at their first point
 from store import StoreError, StoreUnreachable
-from trials import ReferenceDiverged
 
 from ..config.estimate import trial_memory_bytes
 from ..config.planning import Plan, PlannedTrial
 from ..config.spec import SweepSpec
 from . import resources
-from .failures import error_text, root_cause
+from .failures import LOST_ACTOR_RETRIES, error_text, root_cause
 from .ray_import import ray
 from .reference_cache import load_reference
 from .store_lost import unreachable
 from .threads import apply_torch_threads
-from .tune_glue import LOST_ACTOR_RETRIES
 from .worker import Job, run_point
 
 
@@ -80,7 +79,7 @@ class PointWorker:
         if trial.ref_key not in self.diverged:
             try:
                 load_reference(self.job.store, self.job.references[trial.ref_key])
-            except ReferenceDiverged as exc:
+            except trials.ReferenceDiverged as exc:
                 self.diverged[trial.ref_key] = str(exc)
         return self.diverged.get(trial.ref_key)
 

@@ -4,38 +4,38 @@ from __future__ import annotations
 
 import time
 
+import trials  # its engine (torch) is imported at the first call: the adaptive sweep's driver never calls it
 from store import Store, StoreError
-from trials import Reference, ReferenceDiverged, compute_reference, reference_from_trial, release_spares
 
 from ..config.planning import PlannedReference
 from .reference_screen import validator
 from .store_lost import unreachable
 from .threads import apply_torch_threads
 
-REFERENCE_CACHE: dict[str, Reference] = {}  # per worker process: reused actors keep it warm
+REFERENCE_CACHE: dict[str, trials.Reference] = {}  # per worker process: reused actors keep it warm
 REFERENCE_CACHE_SIZE = 64
 
 
-def compute(planned: PlannedReference) -> Reference:
+def compute(planned: PlannedReference) -> trials.Reference:
     """Compute one reference (no cache)."""
     # A worker keeps its last trial's tensors for the next trial of that shape (trials.train);
     # a reference is not one, and its memory estimate does not count them.
-    release_spares()
+    trials.release_spares()
     if planned.kind == "joint_limit":  # trials/joint_limit.py: exact, identity activation
         from trials import compute_joint_limit
         return compute_joint_limit(planned.config)
     if planned.kind == "mean_ode":
-        return compute_reference(planned.config)
-    return reference_from_trial(planned.config)
+        return trials.compute_reference(planned.config)
+    return trials.reference_from_trial(planned.config)
 
 
-def load_reference(store: Store, planned: PlannedReference) -> Reference:
+def load_reference(store: Store, planned: PlannedReference) -> trials.Reference:
     """The reference from this process's cache, else the store's (computed there once per key)."""
     ref = REFERENCE_CACHE.get(planned.ref_key)
     if ref is None:
         arrays, meta = store.get_or_compute_reference(planned.ref_key, lambda: compute(planned).to_record(),
                                                       validate=validator(planned.ref_key))
-        ref = Reference.from_record(arrays, meta)
+        ref = trials.Reference.from_record(arrays, meta)
         if len(REFERENCE_CACHE) >= REFERENCE_CACHE_SIZE:
             REFERENCE_CACHE.pop(next(iter(REFERENCE_CACHE)))
         REFERENCE_CACHE[planned.ref_key] = ref
@@ -49,7 +49,7 @@ def reference_task(store: Store, planned: PlannedReference) -> tuple[str | None,
     t0 = time.perf_counter()
     try:
         load_reference(store, planned)
-    except ReferenceDiverged as exc:
+    except trials.ReferenceDiverged as exc:
         return str(exc), threads, time.perf_counter() - t0
     except StoreError as exc:
         raise unreachable(store, exc) or exc from None
