@@ -35,7 +35,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-import trials  # the engine (torch) only in the workers, at their first point
 from store import StoreError, StoreUnreachable
 
 from ..config.estimate import trial_memory_bytes
@@ -76,10 +75,12 @@ class PointWorker:
         """Why the trial's reference cannot be had (it diverged), else None with the reference
         in this process's cache (read from the store, or computed and stored once per key).
         Any other error of the reference is raised: the point is not run (it stays without rows)."""
+        from trials import ReferenceDiverged  # torch, in the worker only (the driver imports this module)
+
         if trial.ref_key not in self.diverged:
             try:
                 load_reference(self.job.store, self.job.references[trial.ref_key])
-            except trials.ReferenceDiverged as exc:
+            except ReferenceDiverged as exc:
                 self.diverged[trial.ref_key] = str(exc)
         return self.diverged.get(trial.ref_key)
 

@@ -13,7 +13,6 @@ import json
 import time
 from dataclasses import dataclass
 
-import trials
 from store import Store, StoreError, trial_row_from_metrics
 
 from ..config.planning import PlannedTrial
@@ -54,9 +53,11 @@ class Ledger:
 
 
 def train_trial(config, reference):
-    """``trials.train_trial``, whose import (torch) waits for the first trial: the adaptive sweep's
-    driver imports this module and never trains."""
-    return trials.train_trial(config, reference)
+    """``trials.train_trial``, imported (with torch) at the first trial: the adaptive sweep's
+    driver imports this module for its workers and never trains."""
+    from trials import train_trial as train
+
+    return train(config, reference)
 
 
 def _train(job: Job, trial: PlannedTrial) -> tuple[list[dict] | None, str | None]:
@@ -112,6 +113,8 @@ def run_pack(config: dict, job: Job) -> None:
     ``STORE_LOST`` (the driver then stops the sweep: ``tune_glue.StopWhenStoreLost``) instead of
     an error that Tune would retry on every pack, for minutes, against a store that is gone.
     """
+    from trials import release_spares
+
     from .ray_import import tune  # here: the adaptive sweep's workers import this module without Tune
 
     pack_id = config["pack"]
@@ -138,4 +141,4 @@ def run_pack(config: dict, job: Job) -> None:
     finally:
         # The kept tensors serve the pack's points of one shape; an idle (reused) actor holding
         # them would hold memory that Ray's requests and the estimates do not count.
-        trials.release_spares()
+        release_spares()
