@@ -25,6 +25,7 @@ planted runner) is driven as before: one round at a time (``BlockingRunner``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from store import FINAL_STATUSES
 
@@ -244,8 +245,11 @@ class RoundDriver:
         while self.runner.pending():
             self.runner.wait(SIGNAL_POLL_S)
         loop.forget()  # every trial read again: the fit over all of them
-        statuses = loop.statuses()
-        fitted = loop.fit(None)
+        statuses, _ = loop.statuses(), loop.walls()  # read before the runner compacts the trials rows
+        with ThreadPoolExecutor(max_workers=1) as fitter:
+            fitting = fitter.submit(loop.fit, None)
+            self.runner.close()  # no trial is left to run: Ray stops (a second or two) while the last fit runs
+            fitted = fitting.result()
         targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)
         closed = {k for number in later for k in self.round_keys[number]}
         self.keys = [k for k in self.keys if k in statuses or k not in closed]  # what ran stays spent
