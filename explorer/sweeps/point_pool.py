@@ -20,8 +20,9 @@ traced run on the rates grid the two workers stood idle 17 s of 31 s with points
 it during refits. The driver queues points (``submit``) and collects the finished ones
 (``wait``): no Tune run to start, no barrier between the driver's batches.
 
-Each finished point comes back as a ``PointRecord`` with the worker's start and end times, so
-that a caller (a test, a benchmark) can see whether a slot stood idle while points were queued.
+Each finished point comes back as a ``PointRecord`` with the worker's start and end times, and
+the pool keeps when it handed each point out (``handed_at``), so that a caller (a test, a
+benchmark) can see whether a slot stood idle, and whether a point had been handed to it then.
 An actor that dies (its node was lost, the process was killed) is replaced and its point queued
 again, at most ``LOST_ACTOR_RETRIES`` times per point; a store that became unreachable raises
 ``StoreUnreachable`` in the driver.
@@ -134,6 +135,7 @@ class PointPool:
         self.busy: dict = {}  # future -> (actor index, the actor, trial)
         self.losses: dict[str, int] = {}  # trial key -> actors lost with it
         self.records: list[PointRecord] = []  # every point finished, in the order the thread saw them
+        self.handed_at: dict[str, float] = {}  # trial key -> when it was handed to an actor (time.time())
         self.finished: list[PointRecord] = []  # finished, not yet collected by ``wait``
         self.error: BaseException | None = None  # what stopped the thread, raised by ``wait``
         self.closing = False
@@ -167,6 +169,7 @@ class PointPool:
             future = self.actors[index].run.remote(trial)
             self.busy[future] = (index, self.actors[index], trial)
             self.calls[index] += 1
+            self.handed_at[trial.trial_key] = time.time()
 
     def room(self) -> int:
         """How many more points the pool wants now: each actor holds ``DEPTH`` and ``AHEAD`` more

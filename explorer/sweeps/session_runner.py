@@ -50,6 +50,7 @@ class SessionRunner:
         self.trials = {t.trial_key: t for t in self.the_plan.trials}
         self.told: set[str] = set()  # broken references already reported
         self.finished: list[PointRecord] = []  # the records of a closed pool
+        self.finished_handed: dict[str, float] = {}  # and when it handed each point out
         self.interrupted: int | None = None  # signals reach the loop through the shared SignalGuard
 
     def __enter__(self) -> SessionRunner:
@@ -63,6 +64,11 @@ class SessionRunner:
     def records(self) -> list[PointRecord]:
         """Every point the workers finished, with their start and end times."""
         return list(self.pool.records) if self.pool else list(self.finished)
+
+    @property
+    def handed_at(self) -> dict[str, float]:
+        """When each point was handed to a worker (``time.time()``; the last pool's, once closed)."""
+        return dict(self.pool.handed_at) if self.pool else dict(self.finished_handed)
 
     def start(self) -> None:
         """Ray, the resource check, the references the store lacks, then the pool, once.
@@ -125,7 +131,7 @@ class SessionRunner:
             self.stack.close()
             return
         in_flight = self.pool.in_flight()
-        self.finished = list(self.pool.records)
+        self.finished, self.finished_handed = list(self.pool.records), dict(self.pool.handed_at)
         self.pool.close()
         self.pool = None
         try:
