@@ -15,9 +15,10 @@ than it keeps ahead of its workers) while the loop waits for a round, so the wor
 through the refit that follows; when the reserve runs out before the next refit (a round held up
 by a straggler, or points that run faster than the refits), more is chosen from the same fit.
 A newer fit's choice replaces the reserve. A reserve's points were chosen one or more fits
-earlier than in a loop that waits. When a fit stops the loop while later rounds are open, their queued points are dropped,
-the ones already running finish, and each is recorded done with its points that ran, a fit over
-every trial, and the stop reason.
+earlier than in a loop that waits. When a fit stops the loop while later rounds are open, their
+queued points are dropped, the ones already handed to a worker finish, and each is recorded done
+with its points that ran, a fit over every trial (run while the runner stops), and the stop
+reason.
 
 A plain ``runner(spec, keys)`` (a function that returns when the keys have run: the tests'
 planted runner) is driven as before: one round at a time (``BlockingRunner``).

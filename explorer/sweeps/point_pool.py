@@ -17,8 +17,9 @@ actor holds up to ``PointPool.DEPTH`` points, and as soon as one finishes the th
 actor the next queued point, whatever the driver is doing. A refit takes longer than a small
 point, so a pool fed only when the driver called ``wait`` ran dry during every refit: in a
 traced run on the rates grid the two workers stood idle 17 s of the 31 s between the first and
-the last trial with no point handed to them, 16 s of it during refits. The driver queues points (``submit``) and collects the finished ones
-(``wait``): no Tune run to start, no barrier between the driver's batches.
+the last trial with no point handed to them, 16 s of it during refits. The driver queues points
+(``submit``) and collects the finished ones (``wait``): no Tune run to start, no barrier between
+the driver's batches.
 
 Each finished point comes back as a ``PointRecord`` with the worker's start and end times, and
 the pool keeps when it handed each point out (``handed_at``), so that a caller (a test, a
