@@ -24,6 +24,13 @@ regime's decomposed law, no Ray, no torch) and prints the driver's CPU seconds p
 part: the refits, the store's reads, the bootstrap; with --from-scratch each refit reads every
 row of the sweep again (no kept rows), as before the refits read incrementally.
 
+--timeline instead runs the adaptive loop in this process on its Ray pool (the same spec, the
+references copied or computed first) and prints where the two workers' time went between the
+first trial's start and the last one's end: the sum of the trials' durations, and the time a
+worker stood idle between two trials, split by whether its next point had been handed to it yet
+(``nothing handed``: no point was queued for it) and by how much of it overlapped the driver's
+refits.
+
 --synthetic instead runs the loop on the same candidate grid with a fake runner writing a known
 law (c1 L^-1 + c2 (D/(LM))^0.5, both exponents identifiable, no Ray): the targets are reached,
 and it prints with how much of the grid's compute.
@@ -178,8 +185,7 @@ def refit_cpu(args) -> None:
     timed_cpu(adaptive.AdaptiveLoop, "fit", "refits (store reads of the rows included)")
     timed_cpu(sweep_data, "seed_grams", "  the fit's queries (seed_grams)")
     timed_cpu(decomposed_fit, "estimate", "  point fit and bootstrap")
-    timed_cpu(Store, "trial_statuses", "statuses read")
-    timed_cpu(Store, "trial_column", "wall times read")
+    timed_cpu(Store, "trial_column", "statuses and wall times read")
     for module in (adaptive, driver):
         timed_cpu(module, "read_rounds", "rounds log read")
     planted = REGIMES["rates"]
@@ -209,6 +215,53 @@ def refit_cpu(args) -> None:
         print(f"  {label}: {seconds / rounds:.3f} s a round ({calls[label]} calls)")
 
 
+def timeline(args) -> None:
+    import explorer.sweeps.adaptive_driver as driver
+    from explorer.sweeps.adaptive import run_adaptive
+    from explorer.sweeps.session_runner import SessionRunner
+
+    root = Path(args.dir or tempfile.mkdtemp(prefix="adaptive-timeline-"))
+    references(root, args.references)
+    refits: list[tuple[float, float]] = []
+    refit = driver.RoundDriver.refit
+
+    def timed_refit(self, number, result):
+        started = time.time()
+        try:
+            return refit(self, number, result)
+        finally:
+            refits.append((started, time.time()))
+
+    driver.RoundDriver.refit = timed_refit
+    spec, store = load_spec(SPEC), Store(root)
+    began = time.time()
+    with SessionRunner(spec, store, progress=False) as runner:
+        result = run_adaptive(spec, store, runner)
+    ended = time.time()
+    records, handed = runner.records, runner.handed_at
+    first, last = min(r.started for r in records), max(r.ended for r in records)
+    busy = sum(r.ended - r.started for r in records)
+    idle = starved = during_refits = 0.0
+    for pid in {r.worker_pid for r in records}:
+        mine = sorted((r for r in records if r.worker_pid == pid), key=lambda r: r.started)
+        for before, after in zip(mine, mine[1:]):
+            idle += after.started - before.ended
+            starved += max(0.0, min(after.started, handed[after.trial_key]) - before.ended)
+            during_refits += sum(max(0.0, min(after.started, b) - max(before.ended, a)) for a, b in refits)
+    slots = len({r.worker_pid for r in records})
+    print(f"{result.rounds} rounds, {len(records)} trials on {slots} workers, {len(refits)} refits; load average "
+          f"{os.getloadavg()[0]:.2f}; store {root}\n")
+    print("| | seconds |\n|---|---|")
+    print(f"| loop start to first trial | {first - began:.1f} |")
+    print(f"| first trial start to last trial end (span) | {last - first:.1f} |")
+    print(f"| sum of the trials' durations (workers x span: {slots * (last - first):.1f}) | {busy:.1f} |")
+    print(f"| workers idle between two trials | {idle:.1f} |")
+    print(f"| of which nothing had been handed to the worker | {starved:.1f} |")
+    print(f"| of which during a refit | {during_refits:.1f} |")
+    print(f"| driver's refits (sum) | {sum(b - a for a, b in refits):.1f} |")
+    print(f"| last trial end to the loop's end (last fit, Ray's stop) | {ended - last:.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=None, help="a new folder for the two stores (default: a temporary one)")
@@ -217,11 +270,15 @@ def main() -> None:
     parser.add_argument("--synthetic", action="store_true", help="the fake-runner benchmark on a known law instead")
     parser.add_argument("--refit-cpu", action="store_true", help="the driver's CPU per round with the planted "
                         "runner instead")
+    parser.add_argument("--timeline", action="store_true", help="where the workers' time went in the loop, "
+                        "run in this process")
     parser.add_argument("--from-scratch", action="store_true", help="with --refit-cpu: every refit reads every "
                         "row again")
     args = parser.parse_args()
     if args.refit_cpu:
         refit_cpu(args)
+    elif args.timeline:
+        timeline(args)
     elif args.synthetic:
         synthetic(args)
     else:

@@ -49,8 +49,37 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
 
 
 def read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
-    listing = list_kind(files, sweep, _KIND, stat=True)
-    served = servable(files, listing, _KIND)  # the views' rule: foreign files never serve rows
+    key_column = KEY_COLUMN[_KIND]
+    wanted_columns = [key_column] if column == key_column else [key_column, column]
+    values: dict[str, object] = {}
+    for table in read_tables(files, sweep, _KIND, keys, wanted_columns):
+        values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
+    return values
+
+
+def trial_rows(files: Files, sweep: str, kind: str, keys) -> pa.Table | None:
+    """The rows of one kind (``metrics``) of the sweep's trials of ``keys``, read from exactly the
+    files that serve them (None when none of the keys has rows).
+
+    Raises:
+        InvalidNameError: a bad sweep name. StoreError: a file that cannot be read.
+    """
+    check_sweep(sweep)
+    for attempt in range(_READ_ATTEMPTS):  # a compaction may move the rows meanwhile: as trial_values
+        try:
+            tables = read_tables(files, sweep, kind, keys, None)
+            return pa.concat_tables(tables) if tables else None
+        except FileNotFoundError:
+            if attempt == _READ_ATTEMPTS - 1:
+                raise StoreError(f"the {kind} files of sweep {sweep} kept changing while being read "
+                                 "(a compaction running?); try again") from None
+    return None
+
+
+def read_tables(files: Files, sweep: str, kind: str, keys, columns: list[str] | None) -> list[pa.Table]:
+    """The ``columns`` (None: all) of the rows of ``kind`` serving ``keys`` (None: every key)."""
+    listing = list_kind(files, sweep, kind, stat=True)
+    served = servable(files, listing, kind)  # the views' rule: foreign files never serve rows
     if served.unreadable:
         raise unreadable_error(served.unreadable)
     resolution = served.resolution
@@ -66,19 +95,15 @@ def read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object
         # A small file holds just its key; a compacted file is filtered to the keys asked for.
         sources = [Source(path, None if path in small else frozenset(wanted)) for path, wanted in by_path.items()]
     if not sources:
-        return {}
-    key_column = KEY_COLUMN[_KIND]
-    wanted_columns = [key_column] if column == key_column else [key_column, column]
-    values: dict[str, object] = {}
+        return []
     try:
-        for part in kind_dataset(files, _KIND, sources, served.fragments):
-            table = part.to_table(columns=wanted_columns) if isinstance(part, ds.Dataset) else part.select(wanted_columns)
-            values.update(zip(table.column(0).to_pylist(), table.column(wanted_columns[-1]).to_pylist()))
+        return [part.to_table(columns=columns) if isinstance(part, ds.Dataset)
+                else (part if columns is None else part.select(columns))
+                for part in kind_dataset(files, kind, sources, served.fragments)]
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
         # The filesystem, not the error's wording, says whether a file went away mid-read.
         if any(not files.exists(source.path) for source in sources):
             raise FileNotFoundError(str(exc)) from None
-        raise StoreError(f"cannot read the trials of sweep {sweep}: {str(exc).strip()}; run `explorer check`") from None
-    return values
+        raise StoreError(f"cannot read the {kind} of sweep {sweep}: {str(exc).strip()}; run `explorer check`") from None

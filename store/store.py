@@ -162,6 +162,16 @@ class Store:
         """
         return lookup.trial_values(self._files, sweep, column, None if keys is None else set(keys))
 
+    def trial_metrics(self, sweep: str, keys: Iterable[str]) -> pa.Table | None:
+        """The metrics rows of the sweep's trials of ``keys`` (None when none has rows), read from
+        exactly the files that serve them, as the views would give them: a few milliseconds for a
+        few trials where a view over a sweep's files takes a tenth of a second.
+
+        Raises:
+            InvalidNameError: a bad sweep name. StoreError: an unreadable file.
+        """
+        return lookup.trial_rows(self._files, sweep, "metrics", set(keys))
+
     def get_or_compute_reference(
         self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *,
         stale_after_s: float = references.STALE_AFTER_S, validate: references.Validate | None = None,

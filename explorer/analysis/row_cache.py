@@ -38,6 +38,7 @@ class SweepRows:
         self.store, self.sweep = store, sweep
         self.stamps: dict[str, object] = {}  # trial_key -> its trials row's stamp when read
         self.tables: dict[str, pa.Table] = {}  # trial_key -> its metrics rows (possibly none)
+        self.kept_bytes = 0  # of the kept tables
         self.reads = 0  # store reads so far (one per call that found new or changed trials)
         self.empty: pa.Table | None = None  # no rows, the metrics columns (after the first read)
         self.too_large = False  # the rows outgrew MAX_KEPT_BYTES: none are kept any more
@@ -47,7 +48,8 @@ class SweepRows:
         the trial is rewritten, e.g. (status, wall_s)); returns the keys read from the store."""
         for key in [k for k in self.stamps if k not in stamps or stamps[k] != self.stamps[k]]:
             del self.stamps[key]
-            self.tables.pop(key, None)
+            gone = self.tables.pop(key, None)
+            self.kept_bytes -= gone.nbytes if gone is not None else 0
         new = sorted(k for k in stamps if k not in self.stamps)
         if not new:
             return []
@@ -55,11 +57,27 @@ class SweepRows:
         for key in new:
             self.stamps[key] = stamps[key]
             self.tables[key] = read.get(key, self.empty)
+            self.kept_bytes += self.tables[key].nbytes
         self.reads += 1
         return new
 
     def read(self, keys: list[str]) -> dict[str, pa.Table]:
-        """The metrics rows of ``keys`` from the store, per trial."""
+        """The metrics rows of ``keys`` from the store, per trial: from the files that serve them
+        (``Store.trial_metrics``: a few milliseconds where the store's view over every file of
+        the sweep took a tenth of a second a refit); the view only when none of them has rows
+        (it gives the columns of an empty table)."""
+        table = self.store.trial_metrics(self.sweep, keys)
+        if table is None:
+            table = self.read_view(keys)
+        self.empty = table.slice(0, 0)
+        column = table.column("trial_key").to_pylist()
+        rows: dict[str, list[int]] = {}
+        for i, key in enumerate(column):
+            rows.setdefault(key, []).append(i)
+        return {key: table.take(pa.array(index)) for key, index in rows.items()}
+
+    def read_view(self, keys: list[str]) -> pa.Table:
+        """The metrics rows of ``keys`` through the store's view."""
         con = self.store.connect(sweep=self.sweep, views=("metrics",))
         try:
             parts = []
@@ -69,13 +87,7 @@ class SweepRows:
                                      f"AND trial_key IN ({listed})").to_arrow_table())
         finally:
             con.close()
-        table = pa.concat_tables(parts)
-        self.empty = table.slice(0, 0)
-        column = table.column("trial_key").to_pylist()
-        rows: dict[str, list[int]] = {}
-        for i, key in enumerate(column):
-            rows.setdefault(key, []).append(i)
-        return {key: table.take(pa.array(index)) for key, index in rows.items()}
+        return pa.concat_tables(parts)
 
     def table(self) -> pa.Table | None:
         """Every kept row as one table (None before any row was read)."""
@@ -90,9 +102,9 @@ class SweepRows:
         outgrew ``MAX_KEPT_BYTES``, the store's own view instead."""
         if not self.too_large:
             self.update(stamps)
-            if sum(t.nbytes for t in self.tables.values()) > MAX_KEPT_BYTES:
+            if self.kept_bytes > MAX_KEPT_BYTES:
                 self.too_large = True
-                self.stamps, self.tables = {}, {}
+                self.stamps, self.tables, self.kept_bytes = {}, {}, 0
         table = None if self.too_large else self.table()
         if table is None:
             return self.store.connect(sweep=self.sweep, views=("metrics",))

@@ -7,14 +7,18 @@ rounds up to it, so the same rounds give the same fit whatever ran beside them),
 and the next choice is made.
 
 With a runner that runs in the background (``lookahead``, ``session_runner.SessionRunner``) a
-round is a logging unit, not a barrier: when no round is open behind the one being refitted, the
-loop chooses two batches at once from the same linearised model (the second one's gains counting
-the first one's points), records the first as the next round and keeps the second in reserve;
-the reserve is recorded as a round and queued as soon as the workers would take more points than
-are queued (``room``), that is while the previous round's last points still run. Its points were chosen one
-fit earlier than in a loop that waits. When a fit stops the loop while a later round is open,
-that round's queued points are dropped, the ones already running finish, and the round is
-recorded done with the points that ran, a fit over every trial, and the stop reason.
+round is a logging unit, not a barrier: each refit chooses, from the same linearised model, the
+next round (when none is open behind the one refitted) and ``RESERVE_BATCHES`` more batches in
+reserve (each one's gains counting the points before it). A batch of the reserve is recorded as
+a round and queued whenever the runner wants more points (``room``: for the pool, fewer queued
+than it keeps ahead of its workers) while the loop waits for a round, so the workers have points
+through the refit that follows; when the reserve runs out before the next refit (a round held up
+by a straggler, or points that run faster than the refits), more is chosen from the same fit.
+A newer fit's choice replaces the reserve. A reserve's points were chosen one or more fits
+earlier than in a loop that waits. When a fit stops the loop while later rounds are open, their
+queued points are dropped, the ones already handed to a worker finish, and each is recorded done
+with its points that ran, a fit over every trial (run while the runner stops), and the stop
+reason.
 
 A plain ``runner(spec, keys)`` (a function that returns when the keys have run: the tests'
 planted runner) is driven as before: one round at a time (``BlockingRunner``).
@@ -22,6 +26,7 @@ planted runner) is driven as before: one round at a time (``BlockingRunner``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from store import FINAL_STATUSES
 
@@ -29,6 +34,11 @@ from ..analysis.targets import target_lines, targets_of
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds
 from .interrupts import SIGNAL_POLL_S
 from .selection import Choice
+
+# Batches a refit chooses beyond the next round (and each later choice from the same fit), queued
+# as the runner asks for more points. One batch did not cover a refit on two workers: in a traced
+# rates run a round often finished during the previous round's refit, with nothing left to queue.
+RESERVE_BATCHES = 2
 
 
 class BlockingRunner:
@@ -75,7 +85,8 @@ class RoundDriver:
         self.loop, self.runner = loop, runner
         self.open: list[int] = []  # rounds recorded planned, oldest first
         self.round_keys: dict[int, list[str]] = {}
-        self.reserve: tuple[list, str] | None = None  # chosen, not yet recorded: (choices, reason)
+        self.reserve: tuple[list, str, int] | None = None  # chosen, not yet recorded: (choices, reason, fit round)
+        self.last_fit: tuple[object, int] | None = None  # (fit, round) the reserve is chosen from, while it chooses
         self.keys: list[str] = []  # every point of the recorded rounds
 
     # -- recording and queueing rounds
@@ -90,25 +101,43 @@ class RoundDriver:
         self.open.append(number)
         self.round_keys[number] = keys
         self.loop.log(f"round {number}: running {len(keys)} trial(s)")
-        self.loop.forget()
+        blocking = not self.runner.lookahead
+        if blocking:
+            self.loop.forget()  # it skips the keys that have rows
         self.runner.submit(keys)
-        self.loop.forget()  # a blocking runner has written them
+        if blocking:
+            self.loop.forget()  # it has written them (a background runner reports its trials as they finish)
 
     def release_reserve(self) -> None:
-        """Record and queue the reserve once the workers would take more points than are queued."""
-        if self.reserve and self.runner.room() > 0:
-            choices, reason = self.reserve
-            self.reserve = None
+        """Record and queue the reserve's next batch when the runner wants more points (``room``),
+        choosing more from the last fit when the reserve ran out."""
+        if self.runner.room() <= 0:
+            return
+        if not self.reserve and self.last_fit is not None:
+            fit, number = self.last_fit
+            choices, reason, _ = self.loop.next_choice(fit, self.keys, number, RESERVE_BATCHES * self.loop.ad.batch)
+            self.reserve = (choices, reason, number) if choices else None
+            self.last_fit = self.last_fit if choices else None  # nothing more to choose from it
+        if self.reserve:
+            choices, reason, fitted = self.reserve
             chosen = set(self.keys)
             fresh = [c for c in choices if key_of(c) not in chosen]  # never a point twice
-            if fresh:
-                self.plan_round(max(self.open, default=-1) + 1, fresh, reason)
+            batch, rest = fresh[:self.loop.ad.batch], fresh[self.loop.ad.batch:]
+            self.reserve = (rest, reason, fitted) if rest else None
+            if batch:
+                behind = max(self.open, default=None)
+                where = f"queued behind round {behind}" if behind is not None else "queued when no round was open"
+                self.plan_round(max(self.open, default=fitted) + 1, batch,
+                                f"{reason}; chosen after round {fitted}, {where}")
 
     def wait_for(self, number: int, result: AdaptiveResult) -> bool:
         """Until round ``number``'s trials all have rows (True), or a signal or a round that
         cannot complete stops the loop (False, with ``result`` saying why)."""
-        self.loop.forget()
+        if not self.runner.lookahead:
+            self.loop.forget()
         missing = {k for k in self.round_keys[number] if k not in self.loop.statuses()}
+        if not missing and not self.loop.signalled(result):
+            self.release_reserve()  # it finished during an earlier refit: the workers' points for this one
         while missing:
             if self.runner.interrupted is not None:
                 result.interrupted = self.runner.interrupted
@@ -118,8 +147,9 @@ class RoundDriver:
             if self.runner.pending() == 0:
                 result.missing = len(missing)
                 return False
-            missing -= set(self.runner.wait(SIGNAL_POLL_S))
-        self.loop.forget()
+            finished = self.runner.wait(SIGNAL_POLL_S)
+            self.loop.forget(finished)
+            missing -= set(finished)
         return True
 
     # -- the run
@@ -159,6 +189,8 @@ class RoundDriver:
         loop = self.loop
         try:
             number = self.start(result)
+            if number is not None:
+                loop.load_fit()
             while number is not None:
                 if number in self.open and not self.wait_for(number, result):
                     break
@@ -177,9 +209,9 @@ class RoundDriver:
         upto = set(rounds.loc[(rounds["entry"] == "point") & (rounds["round"] <= number), "trial_key"])
         fitted = loop.fit(upto)
         later = [n for n in self.open if n > number]
-        both = self.runner.lookahead and not later  # two batches: the next round and the reserve
         batch = loop.ad.batch
-        choices, reason, stop = loop.next_choice(fitted, self.keys, number, 2 * batch if both else batch)
+        ahead = RESERVE_BATCHES * batch if self.runner.lookahead else 0  # the reserve, after the next round
+        choices, reason, stop = loop.next_choice(fitted, self.keys, number, ahead if later else batch + ahead)
         if loop.signalled(result):
             return None
         this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point")]
@@ -194,37 +226,42 @@ class RoundDriver:
         if stop is not None:
             loop.log(f"stopping: {stop}")
             if later:
-                self.close_round(later[0], number, stop, rounds)
+                self.close_rounds(later, number, stop, rounds)
             return None
         self.reserve = None  # a reserve still unrecorded was chosen on an older fit: this choice replaces it
-        if later:
-            self.reserve = (choices, f"{reason}; chosen after round {number}, queued behind round {later[-1]}")
-        else:
+        self.last_fit = (fitted, number) if self.runner.lookahead else None
+        if not later:
             self.plan_round(number + 1, choices[:batch], reason)
-            if choices[batch:]:
-                self.reserve = (choices[batch:], f"{reason}; chosen after round {number} with round {number + 1}, "
-                                "queued behind it")
+            choices = choices[batch:]
+        if choices:
+            self.reserve = (choices, reason, number)
         return number + 1
 
-    def close_round(self, number: int, stopped: int, stop: str, rounds) -> None:
-        """After the loop stopped at round ``stopped``: round ``number`` (open) keeps the points
-        that ran (the queued ones are dropped, the running ones finish) and is recorded done."""
+    def close_rounds(self, later: list[int], stopped: int, stop: str, rounds) -> None:
+        """After the loop stopped at round ``stopped``: each round of ``later`` (open) keeps the
+        points that ran (the queued ones are dropped, the running ones finish) and is recorded done."""
         loop = self.loop
-        self.reserve = None
+        self.reserve = self.last_fit = None
         dropped = set(self.runner.drop_queued())
         while self.runner.pending():
             self.runner.wait(SIGNAL_POLL_S)
-        loop.forget()
-        statuses = loop.statuses()
-        ran = [k for k in self.round_keys[number] if k in statuses]
-        self.keys = [k for k in self.keys if k in statuses or k not in self.round_keys[number]]
-        fitted = loop.fit(None)
+        loop.forget()  # every trial read again: the fit over all of them
+        statuses, _ = loop.statuses(), loop.walls()  # read before the runner compacts the trials rows
+        with ThreadPoolExecutor(max_workers=1) as fitter:
+            fitting = fitter.submit(loop.fit, None)
+            self.runner.close()  # no trial is left to run: Ray stops (a second or two) while the last fit runs
+            fitted = fitting.result()
         targets = {} if isinstance(fitted, str) else targets_of(fitted, loop.targets)
-        this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point") & rounds["trial_key"].isin(ran)]
-        loop.write(number, "done", loop.recorded_points(this) + loop.target_rows(targets, "fit after every trial"),
-                   self.keys, f"{stop} (decided after round {stopped}; of round {number}, queued before that, "
-                   f"{len(ran)} trial(s) had started and ran, {len(dropped)} were dropped)")
-        loop.log(f"round {number}: {len(ran)} trial(s) that had started ran, {len(dropped)} dropped")
+        closed = {k for number in later for k in self.round_keys[number]}
+        self.keys = [k for k in self.keys if k in statuses or k not in closed]  # what ran stays spent
+        for number in later:
+            ran = [k for k in self.round_keys[number] if k in statuses]
+            gone = len(dropped & set(self.round_keys[number]))
+            this = rounds[(rounds["round"] == number) & (rounds["entry"] == "point") & rounds["trial_key"].isin(ran)]
+            loop.write(number, "done", loop.recorded_points(this) + loop.target_rows(targets, "fit after every trial"),
+                       self.keys, f"{stop} (decided after round {stopped}; of round {number}, queued before that, "
+                       f"{len(ran)} trial(s) had started and ran, {gone} were dropped)")
+            loop.log(f"round {number}: {len(ran)} trial(s) that had started ran, {gone} dropped")
 
 
 __all__ = ["BlockingRunner", "RoundDriver"]

@@ -11,6 +11,11 @@ from ..config.planning import PlannedTrial
 from .ray_import import ray
 
 ERROR_CHARS = 2000  # longest error message stored with a failed trial
+# A Tune trial whose actor died (its node was lost, or the process was killed) is restarted this
+# many times (the adaptive pool's points too). A pack skips its points that already have rows, so
+# a restart costs only the point in flight; while a node is being removed Ray can still place the
+# restart there, and three quick deaths made a trial "missing" in the two-node test under load.
+LOST_ACTOR_RETRIES = 10
 FLOAT_METRICS = tuple(c.name for c in COLUMNS["metrics"] if str(c.type) == "double")
 
 

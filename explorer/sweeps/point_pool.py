@@ -10,12 +10,20 @@ round. The driver computes the references the store lacks before the pool starts
 (``session_runner``) and hands it those that diverged: their points are recorded ``failed`` with
 the reason, as in a sweep. A reference that a worker still has to compute (one removed from the
 store meanwhile) is computed there, under the store's lock; one that raises leaves its points
-without rows (``broken``: the round is then not finished, and a rerun tries again). The driver hands each actor up to ``PointPool.DEPTH`` points (the next one waits in the
-actor while the driver refits) as soon as it has them (``submit``, ``wait``): no Tune run to
-start, no barrier between the driver's batches.
+without rows (``broken``: the round is then not finished, and a rerun tries again).
 
-Each finished point comes back as a ``PointRecord`` with the worker's start and end times, so
-that a caller (a test, a benchmark) can see whether a slot stood idle while points were queued.
+The points are handed out by the pool's own thread (``feed``), not by the driver's calls: each
+actor holds up to ``PointPool.DEPTH`` points, and as soon as one finishes the thread hands that
+actor the next queued point, whatever the driver is doing. A refit takes longer than a small
+point, so a pool fed only when the driver called ``wait`` ran dry during every refit: in a
+traced run on the rates grid the two workers stood idle 17 s of the 31 s between the first and
+the last trial with no point handed to them, 16 s of it during refits. The driver queues points
+(``submit``) and collects the finished ones (``wait``): no Tune run to start, no barrier between
+the driver's batches.
+
+Each finished point comes back as a ``PointRecord`` with the worker's start and end times, and
+the pool keeps when it handed each point out (``handed_at``), so that a caller (a test, a
+benchmark) can see whether a slot stood idle, and whether a point had been handed to it then.
 An actor that dies (its node was lost, the process was killed) is replaced and its point queued
 again, at most ``LOST_ACTOR_RETRIES`` times per point; a store that became unreachable raises
 ``StoreUnreachable`` in the driver.
@@ -24,23 +32,22 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from store import StoreError, StoreUnreachable
-from trials import ReferenceDiverged
 
 from ..config.estimate import trial_memory_bytes
 from ..config.planning import Plan, PlannedTrial
 from ..config.spec import SweepSpec
 from . import resources
-from .failures import error_text, root_cause
+from .failures import LOST_ACTOR_RETRIES, error_text, root_cause
 from .ray_import import ray
 from .reference_cache import load_reference
 from .store_lost import unreachable
 from .threads import apply_torch_threads
-from .tune_glue import LOST_ACTOR_RETRIES
 from .worker import Job, run_point
 
 
@@ -70,6 +77,8 @@ class PointWorker:
         """Why the trial's reference cannot be had (it diverged), else None with the reference
         in this process's cache (read from the store, or computed and stored once per key).
         Any other error of the reference is raised: the point is not run (it stays without rows)."""
+        from trials import ReferenceDiverged  # torch, in the worker only (the driver imports this module)
+
         if trial.ref_key not in self.diverged:
             try:
                 load_reference(self.job.store, self.job.references[trial.ref_key])
@@ -94,14 +103,21 @@ class PointWorker:
 
 
 class PointPool:
-    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue.
+    """``slots`` ``PointWorker`` actors on the current Ray session, fed from a queue by the pool's
+    thread.
 
     Each actor holds up to ``DEPTH`` points at a time (Ray runs an actor's calls one after the
-    other): the next point waits in the actor, so a worker goes on while the driver is busy
-    refitting and cannot hand it one.
+    other: the next point waits in the actor). The thread (``feed``) waits on the points handed
+    out and hands the next queued point to an actor as soon as one of its points finishes; the
+    driver's ``wait`` collects what finished. Every field below is read and written under
+    ``lock``.
     """
 
     DEPTH = 2
+    # Points per actor the pool asks to have queued beyond what the actors hold (``room``): the
+    # driver queues more only between its refits, and a refit takes as long as several small points.
+    AHEAD = 2
+    FEED_POLL_S = 0.05  # the longest a point just queued waits for a free actor the thread has not seen
 
     def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int, diverged: dict[str, str] | None = None):
         job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
@@ -119,7 +135,14 @@ class PointPool:
         self.queue: collections.deque[PlannedTrial] = collections.deque()
         self.busy: dict = {}  # future -> (actor index, the actor, trial)
         self.losses: dict[str, int] = {}  # trial key -> actors lost with it
-        self.records: list[PointRecord] = []  # every point finished, in the order the driver saw them
+        self.records: list[PointRecord] = []  # every point finished, in the order the thread saw them
+        self.handed_at: dict[str, float] = {}  # trial key -> when it was handed to an actor (time.time())
+        self.finished: list[PointRecord] = []  # finished, not yet collected by ``wait``
+        self.error: BaseException | None = None  # what stopped the thread, raised by ``wait``
+        self.closing = False
+        self.lock = threading.Condition()
+        self.feeder = threading.Thread(target=self.feed, name="point-pool-feeder", daemon=True)
+        self.feeder.start()
 
     @property
     def slots(self) -> int:
@@ -130,11 +153,14 @@ class PointPool:
 
     def submit(self, trials: Iterable[PlannedTrial]) -> None:
         """Queue ``trials`` (after those already queued) and hand out as many as the actors take."""
-        self.queue.extend(trials)
-        self.dispatch()
+        with self.lock:
+            self.queue.extend(trials)
+            self.dispatch()
+            self.lock.notify_all()
 
     def dispatch(self) -> None:
-        while self.queue:
+        """Hand queued points to the actors holding fewer than ``DEPTH`` (under ``lock``)."""
+        while self.queue and self.actors:
             index = min(range(len(self.actors)), key=lambda i: self.calls[i])
             if self.calls[index] >= self.DEPTH:
                 return
@@ -144,35 +170,79 @@ class PointPool:
             future = self.actors[index].run.remote(trial)
             self.busy[future] = (index, self.actors[index], trial)
             self.calls[index] += 1
+            self.handed_at[trial.trial_key] = time.time()
 
     def room(self) -> int:
-        """How many more points the actors would take now (0: each holds ``DEPTH``)."""
-        return sum(self.DEPTH - c for c in self.calls) - len(self.queue)
+        """How many more points the pool wants now: each actor holds ``DEPTH`` and ``AHEAD`` more
+        per actor wait in the queue (<= 0: it has enough)."""
+        with self.lock:
+            return sum(self.DEPTH - c for c in self.calls) + self.AHEAD * len(self.actors) - len(self.queue)
 
     def in_flight(self) -> list[str]:
         """Keys of the points handed to the actors (running or next in line)."""
-        return [trial.trial_key for _, _, trial in self.busy.values()]
+        with self.lock:
+            return [trial.trial_key for _, _, trial in self.busy.values()]
 
     def queued(self) -> list[str]:
-        return [t.trial_key for t in self.queue]
+        with self.lock:
+            return [t.trial_key for t in self.queue]
+
+    def drop_queued(self) -> list[str]:
+        """Forget the queued points that no actor holds yet; returns their keys."""
+        with self.lock:
+            dropped = [t.trial_key for t in self.queue]
+            self.queue.clear()
+            return dropped
 
     def pending(self) -> int:
-        """Points queued or handed out."""
-        return len(self.queue) + len(self.busy)
+        """Points queued, handed out, or finished and not yet collected by ``wait``."""
+        with self.lock:
+            return len(self.queue) + len(self.busy) + len(self.finished)
 
     def wait(self, timeout: float) -> list[PointRecord]:
-        """The points finished within ``timeout`` seconds (all that are ready once one is), the
-        actors handed the next queued points at once.
+        """The points finished since the last call, waiting up to ``timeout`` seconds for one.
 
         Raises:
             StoreUnreachable: a worker found the store gone.
         """
-        if not self.busy:
-            return []
-        ready, _ = ray.wait(list(self.busy), num_returns=1, timeout=timeout)
-        if ready:
-            ready, _ = ray.wait(list(self.busy), num_returns=len(self.busy), timeout=0)
-        done = []
+        with self.lock:
+            self.lock.wait_for(lambda: self.finished or self.error is not None or not self.busy, timeout)
+            if self.error is not None:
+                raise self.error
+            done, self.finished = self.finished, []
+            return done
+
+    # -- the pool's thread
+    def feed(self) -> None:
+        """The thread: until ``close``, collect the points that finish and hand out the next ones.
+        An error it cannot handle is kept in ``error`` (``wait`` raises it) and ends the thread."""
+        while True:
+            with self.lock:
+                if self.closing:
+                    return
+                futures = list(self.busy)
+                if not futures:
+                    self.lock.wait(self.FEED_POLL_S)  # ``submit`` wakes it
+                    continue
+            try:
+                ready, _ = ray.wait(futures, num_returns=1, timeout=self.FEED_POLL_S)
+                if ready:
+                    ready, _ = ray.wait(futures, num_returns=len(futures), timeout=0)
+                with self.lock:
+                    if self.closing:
+                        return
+                    if ready:
+                        self.collect(ready)
+                        self.dispatch()
+                        self.lock.notify_all()
+            except BaseException as exc:  # noqa: BLE001 - handed to the driver's thread, raised there
+                with self.lock:
+                    self.error = exc
+                    self.lock.notify_all()
+                return
+
+    def collect(self, ready: list) -> None:
+        """Take the records of the ``ready`` futures (under ``lock``)."""
         for future in ready:
             index, actor, trial = self.busy.pop(future)
             self.calls[index] -= 1
@@ -189,9 +259,7 @@ class PointPool:
             if isinstance(record, str):
                 raise StoreUnreachable(record)
             self.records.append(record)
-            done.append(record)
-        self.dispatch()
-        return done
+            self.finished.append(record)
 
     def lost(self, index: int, actor, trial: PlannedTrial) -> None:
         if self.actors[index] is actor:  # the first of its points to report the death replaces it
@@ -201,7 +269,12 @@ class PointPool:
             self.queue.appendleft(trial)
 
     def close(self) -> None:
-        """Stop every actor (points handed out now are lost: they have no rows, a rerun runs them)."""
+        """Stop the thread and every actor (points handed out now are lost: they have no rows, a
+        rerun runs them)."""
+        with self.lock:
+            self.closing = True
+            self.lock.notify_all()
+        self.feeder.join()
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.busy.clear()

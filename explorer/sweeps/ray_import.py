@@ -42,8 +42,17 @@ def single_machine_switch() -> dict[str, str]:
 RAY_IMPORTED_BEFORE = "ray" in sys.modules
 with environment(single_machine_switch()):
     import ray
-    from ray import tune
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402 - after the switch
+
+
+def __getattr__(name: str):
+    """``tune``, imported at its first use: Ray Tune takes about a second to import, and the
+    adaptive sweep's driver and workers (``point_pool``) never use it."""
+    if name == "tune":
+        with environment(single_machine_switch()):
+            from ray import tune
+        return tune
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["NodeAffinitySchedulingStrategy", "RAY_IMPORTED_BEFORE", "SINGLE_MACHINE", "environment", "ray",
            "single_machine_switch", "tune"]

@@ -50,6 +50,7 @@ class SessionRunner:
         self.trials = {t.trial_key: t for t in self.the_plan.trials}
         self.told: set[str] = set()  # broken references already reported
         self.finished: list[PointRecord] = []  # the records of a closed pool
+        self.finished_handed: dict[str, float] = {}  # and when it handed each point out
         self.interrupted: int | None = None  # signals reach the loop through the shared SignalGuard
 
     def __enter__(self) -> SessionRunner:
@@ -63,6 +64,11 @@ class SessionRunner:
     def records(self) -> list[PointRecord]:
         """Every point the workers finished, with their start and end times."""
         return list(self.pool.records) if self.pool else list(self.finished)
+
+    @property
+    def handed_at(self) -> dict[str, float]:
+        """When each point was handed to a worker (``time.time()``; the last pool's, once closed)."""
+        return dict(self.pool.handed_at) if self.pool else dict(self.finished_handed)
 
     def start(self) -> None:
         """Ray, the resource check, the references the store lacks, then the pool, once.
@@ -112,16 +118,12 @@ class SessionRunner:
         return self.pool.pending() if self.pool else 0
 
     def room(self) -> int:
-        """How many more points the workers would take now (``PointPool.room``)."""
+        """How many more points the pool wants queued now (``PointPool.room``)."""
         return self.pool.room() if self.pool else 0
 
     def drop_queued(self) -> list[str]:
         """Forget the queued points that have not started; returns their keys."""
-        if self.pool is None:
-            return []
-        dropped = self.pool.queued()
-        self.pool.queue.clear()
-        return dropped
+        return self.pool.drop_queued() if self.pool else []
 
     def close(self, interrupted: bool = False) -> None:
         """Stop the workers and Ray, clean up after them (``interrupted``: points may be in flight)."""
@@ -129,7 +131,7 @@ class SessionRunner:
             self.stack.close()
             return
         in_flight = self.pool.in_flight()
-        self.finished = list(self.pool.records)
+        self.finished, self.finished_handed = list(self.pool.records), dict(self.pool.handed_at)
         self.pool.close()
         self.pool = None
         try:

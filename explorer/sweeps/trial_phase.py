@@ -10,12 +10,12 @@ from store import StoreUnreachable
 
 from ..config.estimate import trial_memory_bytes
 from . import resources
-from .failures import error_text
+from .failures import LOST_ACTOR_RETRIES, error_text
 from .packing import estimated_seconds, pack
 from .ray_import import NodeAffinitySchedulingStrategy, environment, ray, tune
 from .runtime_env import no_secrets_in_runtime_env
-from .tune_glue import (LOST_ACTOR_RETRIES, TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal,
-                        StopWhenStoreLost, quiet_loggers)
+from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal, StopWhenStoreLost,
+                        quiet_loggers)
 from .worker import Job, Ledger, run_pack
 
 # Passes over the points of Tune trials that Tune gave up on (their actors died: a node was lost

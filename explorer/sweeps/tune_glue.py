@@ -19,12 +19,6 @@ TUNE_ENV = {
 }
 TUNE_LOGGERS = ("ray.tune", "ray.train", "ray.air")
 
-# A Tune trial whose actor died (its node was lost, or the process was killed) is restarted this
-# many times. A pack skips its points that already have rows, so a restart costs only the point in
-# flight; while a node is being removed Ray can still place the restart there, and three quick
-# deaths made a trial "missing" in the two-node test under load.
-LOST_ACTOR_RETRIES = 10
-
 
 class ProgressCallback(tune.Callback):
     """Driver side: turns the workers' reports into progress counts (keys only, no rows)."""

@@ -14,11 +14,10 @@ import time
 from dataclasses import dataclass
 
 from store import Store, StoreError, trial_row_from_metrics
-from trials import release_spares, train_trial
 
 from ..config.planning import PlannedTrial
 from .failures import error_text, failed_rows
-from .ray_import import ray, tune
+from .ray_import import ray
 from .reference_cache import load_reference
 from .store_lost import STORE_LOST, unreachable
 from .threads import apply_torch_threads
@@ -51,6 +50,14 @@ class Ledger:
         n = self.attempts.get(pack_id, 0)
         self.attempts[pack_id] = n + 1
         return n
+
+
+def train_trial(config, reference):
+    """``trials.train_trial``, imported (with torch) at the first trial: the adaptive sweep's
+    driver imports this module for its workers and never trains."""
+    from trials import train_trial as train
+
+    return train(config, reference)
 
 
 def _train(job: Job, trial: PlannedTrial) -> tuple[list[dict] | None, str | None]:
@@ -106,6 +113,10 @@ def run_pack(config: dict, job: Job) -> None:
     ``STORE_LOST`` (the driver then stops the sweep: ``tune_glue.StopWhenStoreLost``) instead of
     an error that Tune would retry on every pack, for minutes, against a store that is gone.
     """
+    from trials import release_spares
+
+    from .ray_import import tune  # here: the adaptive sweep's workers import this module without Tune
+
     pack_id = config["pack"]
     apply_torch_threads()
     keys, statuses = [], []

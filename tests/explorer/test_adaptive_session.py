@@ -68,3 +68,27 @@ def test_the_pools_workers_record_the_trials_of_a_diverged_reference_failed(tmp_
     errors = st.trial_column("failing", "error")
     assert len(errors) == 2 and all("reference" in e and "diverged" in e for e in errors.values()), errors
     assert st.check().ok
+
+
+def test_the_pool_hands_out_every_queued_point_while_the_driver_is_busy(tmp_path):
+    # the driver queues twice as many points as the workers hold and then makes no call at all (as
+    # while it refits): the pool's own thread hands each worker its next point as one finishes
+    import time
+
+    path = tmp_path / "spec.toml"
+    path.write_text(small_adaptive_spec("fed"))
+    spec = load_spec(str(path))
+    st = Store(tmp_path / "results")
+    with SessionRunner(spec, st, num_cpus=2, progress=False) as runner:
+        keys = sorted(runner.trials)[:12]
+        runner.submit(keys)
+        held = runner.pool.slots * runner.pool.DEPTH
+        assert len(keys) > 2 * held
+        deadline = time.monotonic() + 600  # a guard against a hang, not a timing: the points are tiny
+        while len(runner.records) < len(keys) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the driver is "refitting": no wait, no submit
+        records = runner.records
+        assert sorted(r.trial_key for r in records) == sorted(keys)
+        assert sorted(runner.wait()) == sorted(keys)  # the driver then collects them all, once
+        assert runner.pending() == 0 and runner.wait() == []
+    assert set(st.trial_statuses("fed")) == set(keys)

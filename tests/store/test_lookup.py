@@ -92,6 +92,28 @@ def test_trial_column_reads_only_the_keys_asked_for(local_store, monkeypatch):
         local_store.trial_column("s", "colour")
 
 
+def test_trial_metrics_gives_the_views_rows_of_the_keys_asked_for(any_store, monkeypatch):
+    trials = _fill(any_store)
+    keys = [trials[0][0], trials[-2][0], trials[-1][0]]  # an ok, a diverged and a failed trial
+
+    def view_rows(keys):
+        listed = ", ".join(f"'{k}'" for k in keys)
+        return any_store.query(f"SELECT * FROM metrics WHERE trial_key IN ({listed})", sweep="s")
+
+    def same(a, b):
+        order = [("trial_key", "ascending"), ("seed", "ascending"), ("step", "ascending")]
+        return a.cast(b.schema).sort_by(order).equals(b.sort_by(order))
+
+    seen = _files_read(monkeypatch)
+    assert same(any_store.trial_metrics("s", keys + ["nosuchkey"]), view_rows(keys))
+    assert seen == [3]  # one small file per trial asked for
+    assert any_store.trial_metrics("s", ["nosuchkey"]) is None
+    any_store.compact("s")  # one file of every trial: filtered to the keys asked for
+    assert same(any_store.trial_metrics("s", keys), view_rows(keys))
+    with pytest.raises(InvalidNameError):
+        any_store.trial_metrics("../s", keys)
+
+
 def test_compact_refuses_an_unknown_kind(local_store):
     _fill(local_store)
     with pytest.raises(InvalidNameError, match="unknown kind 'metric'"):
