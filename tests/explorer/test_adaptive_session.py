@@ -3,6 +3,8 @@ next round's points start while the previous round's last points still run (read
 workers' recorded start and end times, not from wall-clock thresholds)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from explorer.config.spec import load_spec
@@ -73,8 +75,6 @@ def test_the_pools_workers_record_the_trials_of_a_diverged_reference_failed(tmp_
 def test_the_pool_hands_out_every_queued_point_while_the_driver_is_busy(tmp_path):
     # the driver queues twice as many points as the workers hold and then makes no call at all (as
     # while it refits): the pool's own thread hands each worker its next point as one finishes
-    import time
-
     path = tmp_path / "spec.toml"
     path.write_text(small_adaptive_spec("fed"))
     spec = load_spec(str(path))
