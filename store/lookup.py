@@ -36,16 +36,23 @@ def trial_values(files: Files, sweep: str, column: str, keys=None) -> dict[str, 
     names = [c.name for c in COLUMNS[_KIND]]
     if column not in names:
         raise SchemaError(f"the trials rows have no column {column!r}; they have: {', '.join(names)}")
-    # A compaction running meanwhile (every sweep compacts its trials when it ends) may delete a
-    # file between the listing and the read: list and read again before calling it unreadable.
-    for attempt in range(_READ_ATTEMPTS):
+    return read_again_if_moved(lambda: read_values(files, sweep, column, keys), sweep, _KIND)
+
+
+def read_again_if_moved(read, sweep: str, kind: str):
+    """``read()``, listed and read again when a file vanished meanwhile: a compaction running
+    (every sweep compacts its trials when it ends) may delete a file between the listing and the
+    read. Raises StoreError when it keeps happening."""
+    for _ in range(_READ_ATTEMPTS - 1):
         try:
-            return read_values(files, sweep, column, keys)
+            return read()
         except FileNotFoundError:
-            if attempt == _READ_ATTEMPTS - 1:
-                raise StoreError(f"the trials files of sweep {sweep} kept changing while being read "
-                                 "(a compaction running?); try again") from None
-    return {}
+            pass
+    try:
+        return read()
+    except FileNotFoundError:
+        raise StoreError(f"the {kind} files of sweep {sweep} kept changing while being read "
+                         "(a compaction running?); try again") from None
 
 
 def read_values(files: Files, sweep: str, column: str, keys) -> dict[str, object]:
@@ -65,15 +72,8 @@ def trial_rows(files: Files, sweep: str, kind: str, keys) -> pa.Table | None:
         InvalidNameError: a bad sweep name. StoreError: a file that cannot be read.
     """
     check_sweep(sweep)
-    for attempt in range(_READ_ATTEMPTS):  # a compaction may move the rows meanwhile: as trial_values
-        try:
-            tables = read_tables(files, sweep, kind, keys, None)
-            return pa.concat_tables(tables) if tables else None
-        except FileNotFoundError:
-            if attempt == _READ_ATTEMPTS - 1:
-                raise StoreError(f"the {kind} files of sweep {sweep} kept changing while being read "
-                                 "(a compaction running?); try again") from None
-    return None
+    tables = read_again_if_moved(lambda: read_tables(files, sweep, kind, keys, None), sweep, kind)
+    return pa.concat_tables(tables) if tables else None
 
 
 def read_tables(files: Files, sweep: str, kind: str, keys, columns: list[str] | None) -> list[pa.Table]:
