@@ -3,8 +3,10 @@
 A writer killed mid-write (its worker or node lost, its driver SIGKILLed) leaves a hidden
 ``.tmp.<token>.<name>`` sibling of the file it was writing. Readers and listings never see it,
 but it takes space and ``explorer check`` reports it. Only local disks have temporaries (an
-object is sent in one request), and only the caller knows when no writer of its own can still
-be at work: hence the ``before`` cut-off (files last touched before it are removed).
+object is sent in one request). The token names the writer (``owners.writer_token``: pid and
+host), so a temporary whose writer is a process of this machine that no longer runs is removed
+whatever its age (``dead_writer``); for the others only the caller knows when no writer can
+still be at work: hence the ``before`` cut-off (files last touched before it are removed).
 """
 from __future__ import annotations
 
@@ -15,12 +17,21 @@ from collections.abc import Iterable
 from .catalog import completed_keys, list_kind, list_references
 from .files import Files
 from .layout import DATA_KINDS, check_key, check_sweep, key_file
+from .owners import temporary_writer
 
 STALE_TEMPORARY_S = 3600.0  # no write takes an hour: a temporary this old has no live writer
 
 
+def dead_writer(name: str) -> int | None:
+    """The pid of a temporary's writer when it is a process of this machine that no longer runs
+    (its temporary will never be finished), else None (alive, elsewhere, or unknown)."""
+    writer = temporary_writer(name)
+    return writer[0] if writer is not None and not writer[1] else None
+
+
 def remove_temporaries(files: Files, sweep: str, before: _dt.datetime | None = None, references: bool = False) -> int:
-    """Delete the sweep's temporary files last modified before ``before``.
+    """Delete the sweep's temporary files last modified before ``before``, and those whose
+    writer is a dead process of this machine (``dead_writer``), whatever their age.
 
     Args:
         before: a timezone-aware cut-off (default: an hour ago, ``STALE_TEMPORARY_S``).
@@ -43,7 +54,7 @@ def remove_temporaries(files: Files, sweep: str, before: _dt.datetime | None = N
     removed = 0
     for listing in listings:
         for entry in listing.temporary:
-            if entry.mtime is None or entry.mtime < before:
+            if entry.mtime is None or entry.mtime < before or dead_writer(entry.name) is not None:
                 files.delete(entry.path)
                 removed += 1
     return removed

@@ -35,6 +35,7 @@ from .cleanup import remove_temporaries
 from .errors import StoreError
 from .files import Entry, Files
 from .layout import DATA_KINDS, check_kind, check_sweep, compacted_name, join, kind_dir, temporary_path
+from .owners import writer_token
 from .query import kind_dataset
 from .printable import printable
 from .schema import KEY_COLUMN
@@ -208,7 +209,7 @@ def _remove_unchanged(files: Files, entry: Entry) -> bool:
             return False
         files.delete(entry.path)
         return True
-    aside = temporary_path(entry.path, "compacting" + secrets.token_hex(4))
+    aside = temporary_path(entry.path, writer_token("compacting"))
     try:
         os.rename(entry.path, aside)
     except FileNotFoundError:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 
 from .errors import StoreError, StoreUnreachable
 from .layout import join, temporary_path
+from .owners import writer_token
 
 _OBJECT_STORES = ("s3", "gcs", "abfs")
 
@@ -207,7 +207,7 @@ class Files:
                     f.write(data)
             else:
                 self.fs.create_dir(path.rpartition("/")[0], recursive=True)
-                tmp = temporary_path(path, uuid.uuid4().hex)
+                tmp = temporary_path(path, writer_token())
                 with self.fs.open_output_stream(tmp) as f:
                     f.write(data)
                 self.fs.move(tmp, path)
@@ -231,7 +231,7 @@ class Files:
     def _put_local(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
         os.makedirs(directory, exist_ok=True)
-        tmp = temporary_path(path, uuid.uuid4().hex)
+        tmp = temporary_path(path, writer_token())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:

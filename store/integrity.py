@@ -4,9 +4,18 @@ Problems (``check`` fails, the CLI exits 1):
 - unreadable: a data file whose Parquet footer cannot be read (truncated, corrupt);
 - foreign: a file or directory the layout does not know, or a Parquet file whose columns or key
   are not those of its place (a file named after one trial holding another's rows);
-- temporary: a hidden ``.tmp.*`` file, left by a write that was interrupted (or is in progress);
+- temporary: a hidden ``.tmp.*`` file, left by a write that was interrupted (its writer, named in
+  the file, is a dead process of this machine: ``maintenance.repair`` removes it at once) or whose
+  writer runs elsewhere or is unknown (removed once an hour old). One whose writer runs on this
+  machine is a note (``writing``);
 - stale_lock: a reference lock whose heartbeat (mtime) is older than ``references.STALE_AFTER_S``
-  (60 s): its holder died (Ctrl-C, kill); ``maintenance.repair`` removes it;
+  (60 s), or dated further ahead of this machine's clock, or a lock file that is no lock (a link,
+  a device, too large): its holder died (Ctrl-C, kill); ``maintenance.repair`` removes it;
+- stale_lease: a claim file in ``.leases/`` that is no lease (not a JSON object with an owner, a
+  TTL that is not a finite number, a link, a device, too large) or whose heartbeat is dated
+  further in the future than its TTL: it counts as lapsed; ``maintenance.repair`` removes it;
+- bad_value: a status-ok metrics row whose err_out or err_hidden is NaN, infinite or negative
+  (no error of a finished trial can be): the fits leave it out and say so;
 - duplicate: a (trial_key, seed, step) present twice in ``metrics``, or a trial twice in ``trials``;
 - missing_steps: a seed whose steps are not 0..steps (0..the diverged step for a diverged seed),
   or a seed listed in the trials row without any metric row;
@@ -29,11 +38,14 @@ from .query import connect, run
 from .schema import KEY_COLUMN
 from .maintenance import quarantine_root, quarantined_files
 from .printable import printable
-from .references import STALE_AFTER_S
+from .leases import malformed_leases
+from .owners import temporary_writer
+from .references import STALE_AFTER_S, lock_live
 from .screen import screen_file
 
-PROBLEMS = ("unreadable", "foreign", "temporary", "stale_lock", "duplicate", "missing_steps", "incomplete")
-NOTES = ("leftover", "lock", "quarantined")
+PROBLEMS = ("unreadable", "foreign", "temporary", "stale_lock", "stale_lease", "duplicate", "missing_steps",
+            "incomplete", "bad_value")
+NOTES = ("leftover", "lock", "writing", "quarantined")
 
 
 @dataclass(frozen=True)
@@ -92,11 +104,20 @@ def _footer_problem(files: Files, entry: Entry, kind: str, key: str | None) -> F
     return None if verdict is None else Finding(verdict.category, verdict.path, verdict.reason)
 
 
+def _temporary_finding(files: Files, entry: Entry) -> Finding:
+    writer = temporary_writer(entry.name)
+    shown = files.display(entry.path)
+    if writer is None:
+        return Finding("temporary", shown, "temporary file of an interrupted (or running) write; never read as data")
+    pid, alive = writer
+    if alive:
+        return Finding("writing", shown, f"temporary file of a write in progress (its writer, pid {pid} of this machine, runs)")
+    return Finding("temporary", shown, f"temporary file of an interrupted write (its writer, pid {pid} of this machine, "
+                                      "is dead); never read as data; `explorer check --repair` removes it")
+
+
 def _listing_findings(files: Files, listing: Listing, locks_are_foreign: bool) -> list[Finding]:
-    found = [
-        Finding("temporary", files.display(e.path), "temporary file of an interrupted (or running) write; never read as data")
-        for e in listing.temporary
-    ]
+    found = [_temporary_finding(files, e) for e in listing.temporary]
     odd = listing.foreign + (listing.locks if locks_are_foreign else [])
     found += [Finding("foreign", files.display(e.path), f"cannot be opened ({e.error}); never read" if e.error
                       else "not part of the store layout; never read") for e in odd]
@@ -131,13 +152,20 @@ def check(files: Files, sweep: str | None = None, workers: int = 8) -> CheckRepo
     jobs += [(e, "references", key) for key, e in references.singles.items()]
     for lock in references.locks:
         age = None if lock.mtime is None else (now - lock.mtime).total_seconds()
-        if age is not None and age > STALE_AFTER_S:
+        if lock_live(files, lock.path) is False:
+            without = (f"without a heartbeat for {age:.0f} s" if age is not None and age > STALE_AFTER_S
+                       else "without a heartbeat (its file is no lock, or dated in the future)")
             report.findings.append(Finding(
                 "stale_lock", files.display(lock.path),
-                f"reference lock without a heartbeat for {age:.0f} s (expiry {STALE_AFTER_S:.0f} s): its worker died; "
+                f"reference lock {without} (expiry {STALE_AFTER_S:.0f} s): its worker died; "
                 "`explorer check --repair` removes it"))
         else:
             report.findings.append(Finding("lock", files.display(lock.path), "reference being computed (live heartbeat)"))
+    for name in sweeps:
+        report.findings += [
+            Finding("stale_lease", files.display(path), f"claim file that never lapses by itself ({why}): counts as lapsed; "
+                                                        "`explorer check --repair` removes it")
+            for path, why in malformed_leases(files, name)]
     quarantined = quarantined_files(files)
     if quarantined:
         report.findings.append(Finding(
@@ -181,6 +209,11 @@ ORDER BY ALL"""
 _NO_TRIAL_ROW = """
 SELECT DISTINCT sweep, trial_key FROM metrics
 WHERE (sweep, trial_key) NOT IN (SELECT sweep, trial_key FROM trials) ORDER BY ALL"""
+_BAD_VALUES = """
+SELECT sweep, trial_key, seed, count(*) AS n, min(step) AS step FROM metrics
+WHERE status = 'ok' AND (isnan(err_out) OR isinf(err_out) OR err_out < 0
+                         OR isnan(err_hidden) OR isinf(err_hidden) OR err_hidden < 0)
+GROUP BY ALL ORDER BY ALL"""
 _NO_METRICS = """
 SELECT DISTINCT sweep, trial_key FROM trials
 WHERE (sweep, trial_key) NOT IN (SELECT sweep, trial_key FROM metrics) ORDER BY ALL"""
@@ -205,6 +238,10 @@ def _row_findings(files: Files, sweep: str | None, bad: frozenset[str], report: 
         found.append(Finding("missing_steps", f"{r['sweep']}/{r['trial_key']}/seed={r['seed']}", "seed listed in trials has no metric rows"))
     for r in run(con, _NO_TRIAL_ROW).to_pylist():
         found.append(Finding("incomplete", f"{r['sweep']}/{r['trial_key']}", "metric rows without a trials row (interrupted trial: rerun the sweep)"))
+    for r in run(con, _BAD_VALUES).to_pylist():
+        found.append(Finding("bad_value", f"{r['sweep']}/{r['trial_key']}/seed={r['seed']}",
+                             f"{r['n']} status-ok row(s) from step {r['step']} with a NaN, infinite or negative "
+                             "err_out or err_hidden; the fits leave them out"))
     for r in run(con, _NO_METRICS).to_pylist():
         found.append(Finding("incomplete", f"{r['sweep']}/{r['trial_key']}", "trials row without metric rows"))
     con.close()

@@ -4,9 +4,11 @@
   files of ``check``) to ``<root>/quarantine/<their path relative to the root>``; nothing is
   deleted. Restore one by moving it back (``mv <root>/quarantine/sweep=s/kind=metrics/k.parquet
   <root>/sweep=s/kind=metrics/``, or ``aws s3 mv`` on S3).
-- ``repair``: removes reference locks whose heartbeat is older than ``references.STALE_AFTER_S``
-  (the age is read again just before each removal, so a live lock is never removed),
-  temporaries older than ``cleanup.STALE_TEMPORARY_S`` and expired leases.
+- ``repair``: removes reference locks whose heartbeat is not live (``references.lock_live``:
+  older than ``references.STALE_AFTER_S``, dated in the future, or no lock at all; read again
+  just before each removal, so a live lock is never removed), temporaries older than
+  ``cleanup.STALE_TEMPORARY_S`` or whose writer is a dead process of this machine, and expired
+  or malformed leases.
 - ``probe``: lists the root and writes then deletes a hidden marker (before a sweep starts Ray).
 - ``sweeps_summary`` / ``remove_sweep``: what ``explorer ls`` and ``explorer rm`` show and do.
 """
@@ -21,12 +23,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .catalog import list_kind, list_references, list_sweeps
-from .cleanup import STALE_TEMPORARY_S
+from .cleanup import STALE_TEMPORARY_S, dead_writer
 from .errors import StoreError, StoreUnreachable
 from .files import Files
 from .layout import DATA_KINDS, QUARANTINE_DIR, check_sweep, join, sweep_dir
 from .printable import printable
-from .references import STALE_AFTER_S
+from .references import STALE_AFTER_S, lock_live
 from .screen import screen_listing
 
 
@@ -95,10 +97,12 @@ def _age_s(files: Files, path: str, now: float) -> float | None:
 
 def repair(files: Files, sweep: str | None = None, stale_lock_s: float = STALE_AFTER_S,
            stale_temporary_s: float = STALE_TEMPORARY_S) -> RepairReport:
-    """Remove stale reference locks, old temporaries and expired leases (never a live lock).
+    """Remove stale reference locks, old or dead writers' temporaries and expired or malformed
+    leases (never a live lock).
 
     A lock is stale when its heartbeat (mtime, refreshed by its holder every ``stale_after_s / 4``)
-    is older than ``stale_lock_s``; its age is read again right before it is removed.
+    is older than ``stale_lock_s`` or dated further ahead than that, or when it is no lock (a
+    link, a device, too large); it is read again right before it is removed.
     """
     from .leases import expired_leases  # leases imports this module's neighbours only
 
@@ -106,10 +110,10 @@ def repair(files: Files, sweep: str | None = None, stale_lock_s: float = STALE_A
     sweeps = [check_sweep(sweep)] if sweep is not None else list_sweeps(files)
     references = list_references(files, stat=True)
     for lock in references.locks:
-        age = _age_s(files, lock.path, time.time())
-        if age is None:
+        live = lock_live(files, lock.path, stale_lock_s)
+        if live is None:
             continue
-        if age > stale_lock_s:
+        if not live:
             files.delete(lock.path)
             report.removed.append(files.display(lock.path))
         else:
@@ -120,7 +124,7 @@ def repair(files: Files, sweep: str | None = None, stale_lock_s: float = STALE_A
     for listing in listings:
         for entry in listing.temporary:
             age = _age_s(files, entry.path, time.time())
-            if age is not None and age > stale_temporary_s:
+            if age is not None and (age > stale_temporary_s or dead_writer(entry.name) is not None):
                 files.delete(entry.path)
                 report.removed.append(files.display(entry.path))
     for name in sweeps:

@@ -15,7 +15,7 @@ Either way a duplicate computation is harmless: the key fixes the numbers, and e
 written whole (a worker replacing it writes the same content).
 
 Screening (``read``): a cached file serves a worker only when it is the reference of its name:
-its columns are the references schema's, every row's ``ref_key`` is the key it is named after,
+it is a readable Parquet file (a truncated one is not), its columns are the references schema's, every row's ``ref_key`` is the key it is named after,
 its arrays decode, and the caller's ``validate`` (the explorer checks that the outputs are
 finite) finds nothing wrong. A file that fails is never used: ``get_or_compute`` moves it to
 ``<root>/quarantine/references/`` (nothing deleted) and computes the reference again;
@@ -31,7 +31,9 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from .control import MalformedControl, heartbeat_live, read_control
 from .errors import ForeignReferenceError, SchemaError, StoreError
 from .files import Files
 from .heartbeat import DEFAULT_TTL_S
@@ -97,8 +99,17 @@ def read(files: Files, ref_key: str, validate: Validate | None = None) -> tuple[
     path = reference_file(files.root, ref_key)
     if not files.exists(path):
         return None
-    table = files.read_table(path)
     shown = files.display(path)
+    try:
+        table = pq.read_table(path, filesystem=files.fs, pre_buffer=True)
+    except FileNotFoundError:
+        return None  # moved to the quarantine by another worker since we looked
+    except pa.ArrowInvalid as exc:  # the bytes are no Parquet file (truncated, overwritten): never used
+        reason = " ".join(str(exc).split())[:120]
+        raise ForeignReferenceError(f"reference file {shown} is not the reference {ref_key}: "
+                                    f"not a readable Parquet file ({reason}); never used") from None
+    except (OSError, pa.ArrowException) as exc:  # the store failed, not the file: nothing is quarantined
+        raise StoreError(f"cannot read {shown}: {exc}; run `explorer check`") from None
     reason = _table_problem(table, ref_key)
     if reason is None:
         try:
@@ -219,7 +230,7 @@ def get_or_compute(
         cached = cached_copy()
         if cached is not None:
             return cached
-        _break_if_stale(lock, stale_after_s)
+        _break_if_stale(files, lock, stale_after_s)
         time.sleep(poll_s)
 
 
@@ -238,17 +249,29 @@ def _compute_and_store(files: Files, ref_key: str, compute, recheck) -> tuple[Ar
     return {k: np.array(v, copy=True) for k, v in arrays.items()}, json.loads(meta_json)
 
 
-def _break_if_stale(lock: str, stale_after_s: float) -> None:
-    try:
-        age = time.time() - os.stat(lock).st_mtime
-    except FileNotFoundError:
-        return
-    if age > stale_after_s:
+def _break_if_stale(files: Files, lock: str, stale_after_s: float) -> None:
+    """Remove ``lock`` when its holder is gone: its heartbeat is not live (``control.heartbeat_live``:
+    lapsed, or dated further ahead of this machine's clock than ``stale_after_s``), or it is no
+    lock at all (a link, a device, too large)."""
+    if lock_live(files, lock, stale_after_s) is False:
         # Two waiters may both break it and both compute: harmless (identical whole-file writes).
         try:
             os.remove(lock)
         except FileNotFoundError:
             pass
+
+
+def lock_live(files: Files, lock: str, stale_after_s: float = STALE_AFTER_S) -> bool | None:
+    """Whether a reference lock's holder is alive by its heartbeat; None when there is no lock."""
+    try:
+        found = read_control(files, lock)
+    except MalformedControl:
+        return False
+    except OSError:
+        return True  # unreadable for now: never break what cannot be judged
+    if found is None:
+        return None
+    return heartbeat_live(found[1], stale_after_s)
 
 
 class _Heartbeat:

@@ -13,7 +13,10 @@ A data file serves rows only when
    (``store.schema.OPTIONAL_COLUMNS``) are left out of that comparison: a file of any version may
    hold them (with the current type) or lack them (read as NULL);
 3. a small file ``<key>.parquet`` holds only that key's rows: by the footer's statistics, or, for a
-   file written without statistics, by reading its key column (small files are one trial each).
+   file written without statistics, by reading its key column (small files are one trial each);
+4. a file under ``sweep=<name>/`` holds only rows whose ``sweep`` column is ``<name>``, checked
+   the same way: a copied sweep folder (``cp -r sweep=a sweep=a_backup``) serves nothing, so no
+   view ever counts sweep a's rows twice (``check`` reports the copy's files as foreign).
 
 The verdict is cached per (path, size, mtime): a file's footer is read once per process.
 """
@@ -30,6 +33,7 @@ from . import schema as _schema_module
 from .catalog import Listing, Resolution, resolve
 from .errors import UnreadableFileError
 from .files import Entry, Files
+from .layout import parse_sweep_dir
 from .printable import printable
 from .schema import KEY_COLUMN, SCHEMA_VERSION, schema
 
@@ -171,19 +175,29 @@ def _screen(files: Files, entry: Entry, kind: str, key: str | None, fragments: d
     reason = schema_mismatch(kind, actual)
     if reason:
         return Verdict("foreign", shown, f"not a {kind} file: {reason}", entry.path)
-    if key is not None:
-        held = _key_range(metadata, KEY_COLUMN[kind])
+    expected = [(KEY_COLUMN[kind], key, f"named after {key}")] if key is not None else []
+    folder = _sweep_folder(entry.path) if "sweep" in actual.names else None
+    if folder is not None:
+        expected.append(("sweep", folder, f"under sweep={folder}"))
+    for column, value, where in expected:
+        held = _key_range(metadata, column)
         if held is None and metadata.num_rows:  # no statistics: the rows themselves say whose they are
             try:
-                held = _key_range_from_rows(fragment, KEY_COLUMN[kind])
+                held = _key_range_from_rows(fragment, column)
             except (OSError, pa.ArrowException) as exc:
                 reason = " ".join(str(exc).split())[:160]
-                return Verdict("unreadable", shown, f"its {KEY_COLUMN[kind]} column cannot be read ({reason})", entry.path)
-        if held is not None and held != (key, key):
-            return Verdict("foreign", shown, f"named after {key} but holds {KEY_COLUMN[kind]} {held[0]}..{held[1]}", entry.path)
+                return Verdict("unreadable", shown, f"its {column} column cannot be read ({reason})", entry.path)
+        if held is not None and held != (value, value):
+            return Verdict("foreign", shown, f"{where} but holds {column} {held[0]}..{held[1]}", entry.path)
     if fragments is not None:
         fragments[entry.path] = fragment
     return None
+
+
+def _sweep_folder(path: str) -> str | None:
+    """The sweep of a data file's place ``.../sweep=<name>/kind=<kind>/<file>`` (None elsewhere)."""
+    parts = path.rstrip("/").split("/")
+    return parse_sweep_dir(parts[-3]) if len(parts) >= 3 else None
 
 
 def _key_range(metadata, column: str) -> tuple[str, str] | None:

@@ -29,6 +29,7 @@ import pyarrow.fs as pafs
 
 from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
 from .catalog import completed_keys, list_sweeps
+from .control import MalformedControl, read_control
 from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep, reference_file, reference_lock
@@ -372,11 +373,14 @@ class Store:
         for key in ref_keys:
             path = reference_lock(self._files.root, check_key(key, "reference key"))
             try:
-                with open(path, "rb") as f:
-                    holder = f.read().decode(errors="replace")
+                found = read_control(self._files, path)  # bounded, never through a link
+            except MalformedControl:
+                found = None  # no lock at all (a link, a device, too large): nobody holds it
             except OSError:
                 continue
-            if not holder_dead(holder):
+            if found is None and not os.path.lexists(path):
+                continue
+            if found is not None and not holder_dead(found[0].decode(errors="replace")):
                 kept += 1
                 continue
             try:

@@ -26,7 +26,7 @@ QUERIES = [
 def _fill(store, n_L=3, n_M=3, sweep="s"):
     trials = kit.grid(n_L=n_L, n_M=n_M, steps=4, seeds=(0, 1))
     key, rows, trial = kit.trial(L=3, steps=4, seeds=(0, 1, 2), diverge_at=1)
-    rows[0]["err_hidden"] = float("nan")
+    rows[-1]["err_hidden"] = float("nan")  # on the diverged row: a NaN an ok row may not hold (check flags it)
     trials.append((key, rows, trial))
     for key, rows, trial in trials:
         store.write_trial(sweep, key, rows, trial)
