@@ -92,7 +92,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         converged=converged, n_boot=len(samples), bootstrap=method, grid=grid, samples=samples,
         sweep=_slice_value(grid, "sweep"), metric=_slice_value(grid, "metric"), step=None if step is None else int(step),
         where=where, seed=seed, n_draws=len(data.draws), unidentified=unidentified, n_flagged=counts["n_flagged"],
-        flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"],
+        flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"], n_invalid=counts["n_invalid"],
         fitted_expression=expr if expr is not asked else None, floor=floor,
     )
     if per_draw and len(data.draws) > 1:
@@ -128,7 +128,8 @@ def _flag_counts(grid: pd.DataFrame) -> dict:
     return {"notes": list(grid.attrs.get("notes", ())),  # from grid_errors: several references
             "n_flagged": int(grid.attrs.get("n_flagged", grid["n_flagged"].sum() if "n_flagged" in grid else 0)),
             "flag_counts": dict(grid.attrs.get("flag_counts", {})),
-            "n_flagged_points": int(grid.attrs.get("n_flagged_points", 0))}
+            "n_flagged_points": int(grid.attrs.get("n_flagged_points", 0)),
+            "n_invalid": int(grid.attrs.get("n_invalid", 0))}  # NaN, infinite or negative errors
 
 
 def _law_to_fit(asked: Expression, grid: pd.DataFrame, used: np.ndarray, label: str) -> tuple[Expression, dict]:
@@ -294,6 +295,8 @@ def format_table(result: FitResult) -> str:
         lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
     extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
     flagged = f", {result.n_flagged} flagged seeds left out{flag_summary(result)}" if result.n_flagged else ""
+    if result.n_invalid:
+        flagged += f", {result.n_invalid} seed rows with a NaN, infinite or negative error left out (see `explorer check`)"
     draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "

@@ -83,6 +83,7 @@ class FitResult:
     n_flagged: int = 0
     flag_counts: dict = field(default_factory=dict)  # flag name -> seeds left out carrying it
     n_flagged_points: int = 0  # (draw, point) rows whose every seed was flagged: not fitted
+    n_invalid: int = 0  # status-ok seed rows with a NaN, infinite or negative error: left out
     pre_asymptotic: list = field(default_factory=list)
     fitted_expression: Expression | None = None
     floor: str = "quadrature"

@@ -102,7 +102,21 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     frame.attrs["n_flagged"] = n_flagged
     frame.attrs["flag_counts"] = flag_counts
     frame.attrs["n_flagged_points"] = n_flagged_points
+    frame.attrs["n_invalid"] = _invalid_rows(con, columns, sweep, metric, step, choice.where)
     return frame
+
+
+def valid_error(metric: str) -> str:
+    """The SQL condition of an error a status-ok row can hold: finite and not negative (the
+    others are left out of the fits and counted, ``_invalid_rows``; ``explorer check`` flags them)."""
+    return f"(isfinite({metric}) AND {metric} >= 0)"
+
+
+def _invalid_rows(con, columns: list[str], sweep: str, metric: str, step: int | None, where: str | None) -> int:
+    """Status-ok rows of the slice whose ``metric`` is NaN, infinite or negative."""
+    sql = (f"SELECT count(*) AS n FROM metrics WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} "
+           f"AND status = 'ok' AND {metric} IS NOT NULL AND NOT {valid_error(metric)}{where_clause(where)}")
+    return int(query_frame(con, sql)["n"].iloc[0])
 
 
 def _point_errors_sql(columns: list[str], point: list[str], sweep: str, metric: str, step: int | None,
@@ -126,7 +140,7 @@ def _point_errors_sql(columns: list[str], point: list[str], sweep: str, metric: 
                      {flag_names_expr(columns)} AS flag_names
               FROM metrics
               WHERE {sweep_is(sweep)} AND {final_step_clause(columns, sweep, step)} AND status = 'ok'
-                    AND isfinite({metric}){where_clause(where)})
+                    AND {valid_error(metric)}{where_clause(where)})
         GROUP BY {select_keys}
         ORDER BY "L", "M", "D", {select_keys}
     """
