@@ -24,6 +24,17 @@ def remove_leftovers(store: Store, sweep: str) -> int:
             + store.remove_temporaries(sweep, references=True))
 
 
+def remove_dead_writers_temporaries(store: Store, sweep: str) -> int:
+    """Temporaries whose writer, named in the file, is a dead process of this machine (a worker or
+    a compaction killed mid-write): safe to remove whoever else runs, so even a resume with
+    nothing left to run removes them (``explorer check`` would report them otherwise)."""
+    none_by_age = dt.datetime.min.replace(tzinfo=dt.timezone.utc)  # no cut-off: dead writers' only
+    try:
+        return store.remove_temporaries(sweep, before=none_by_age, references=True)
+    except StoreError:  # best effort (a read-only store): `explorer check --repair` removes them too
+        return 0
+
+
 def release_dead_locks(store: Store, the_plan: Plan, wait_s: float = 0.0) -> int:
     """Remove the reference locks of this plan whose holder, a process of this machine, is dead
     (a worker of this driver's Ray, stopped by an interruption), waiting up to ``wait_s`` for

@@ -42,7 +42,7 @@ from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
 from ..config.spec import SweepSpec
 from ..store_access import open_store
-from .cleanup import compact_trials, release_after_run
+from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
@@ -156,6 +156,8 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
         result.ran = count_started_since(store, spec.name, claimed, started_at)
     elif todo:  # the signal came while the store was read: nothing started
         result.interrupted = guard.signum
+    else:
+        remove_dead_writers_temporaries(store, spec.name)
     count_statuses(result, store, the_plan, known)
     return result
 

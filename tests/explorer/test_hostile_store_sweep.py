@@ -74,6 +74,13 @@ def test_a_resume_on_a_hostile_store_breaks_what_never_lapses_and_recomputes_the
     assert st.quarantined() and os.path.exists(reference) and not os.path.exists(lock)
     assert not os.path.exists(dead)
     assert not list(results.rglob(".leases/*"))
+    # a compaction killed mid-write, then a resume with nothing left to run: its temporary goes too
+    killed = temporary_path(key_file(root, "tiny", "metrics", keys[0]), owners.writer_token("compacting").replace(
+        f"{os.getpid()}@", f"{_dead_pid()}@", 1))
+    open(killed, "wb").close()
+    again = sweep([spec, "--store", results], cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "(4 already complete, nothing to run)" in again.stdout, again.stdout + again.stderr
+    assert not os.path.exists(killed)
     check = subprocess.run([EXPLORER, "check", "--store", str(results)], capture_output=True, text=True, env=env,
                            timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
