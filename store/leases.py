@@ -3,10 +3,10 @@
     <root>/sweep=<sweep>/.leases/<trial_key>      JSON {"owner", "ttl_s"}; its mtime is the heartbeat
 
 A lease is live while its heartbeat is (``control.heartbeat_live``: within ``ttl_s`` of this
-machine's clock, behind or ahead); after that it has lapsed and
-anyone may claim the key. A file that is no lease (not a JSON object with an owner, a TTL that is
-not finite, a link, a device, more than ``control.CONTROL_LIMIT_BYTES``) has lapsed too. ``claim`` returns the keys the caller now holds: keys with no lease, with a lapsed
-lease, or already held by the same owner (renewed).
+machine's clock, behind or ahead); after that it has lapsed and anyone may claim the key. A file
+that is no lease (not a JSON object with an owner, a TTL that is not finite, a link, a device,
+more than ``control.CONTROL_LIMIT_BYTES``) has lapsed too. ``claim`` returns the keys the caller
+now holds: keys with no lease, with a lapsed lease, or already held by the same owner (renewed).
 
 - Local disk: a lease is created with O_EXCL, so of two drivers claiming one key exactly one
   wins. A lapsed lease is broken by renaming it to a unique hidden name (atomic: one breaker
@@ -73,13 +73,13 @@ def _read(files: Files, path: str) -> _Lease | None:
     data, mtime = found
     try:
         content = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return _Lease({}, mtime, "not JSON")
     if not isinstance(content, dict) or not isinstance(content.get("owner"), str) or not content["owner"]:
         return _Lease({}, mtime, f"not a lease (a JSON {type(content).__name__} without an owner)")
     if lease_ttl(content.get("ttl_s", DEFAULT_TTL_S)) is None:
         return _Lease(content, mtime, f"ttl_s {str(content.get('ttl_s'))[:20]!r} is not a finite number "
-                                            f"of seconds in (0, {MAX_TTL_S:g}]")
+                                      f"of seconds in (0, {MAX_TTL_S:g}]")
     return _Lease(content, mtime)
 
 
