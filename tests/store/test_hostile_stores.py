@@ -93,6 +93,7 @@ HOSTILE_LEASES = {
     "ttl inf": (b'{"owner": "elsewhere:1", "ttl_s": "inf"}', None),
     "ttl 1e300": (b'{"owner": "elsewhere:1", "ttl_s": 1e300}', None),
     "dated 2100": (b'{"owner": "elsewhere:1", "ttl_s": 60}', YEAR_2100),
+    "nested 60000 deep": (b"[" * 60000 + b"]" * 60000, None),
 }
 
 
