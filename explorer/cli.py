@@ -39,7 +39,8 @@ class _CleanErrors(click.Group):
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
-                click.echo(f"error: {exc}", err=True)
+                for line in str(exc).splitlines() or [""]:  # a spec error has a line per mistake
+                    click.echo(f"error: {line}", err=True)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
                 # A signal before a sweep arms its own handlers (parsing, planning) or in any
