@@ -478,10 +478,10 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     if dry_run:
         import os
 
-        from .config.estimate import physical_memory_bytes
+        from .config.estimate import available_memory_bytes
 
         embedded = address is None
-        for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
+        for line in rep.dry_run_lines(name, scale, out, available_memory_bytes() if embedded else None,
                                       os.cpu_count() if embedded else None):
             click.echo(line)
         return

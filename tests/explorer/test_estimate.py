@@ -48,7 +48,7 @@ def test_a_point_that_cannot_fit_is_refused_with_one_line():
         check_fits_memory(spec, 64 * 2**30)
     message = str(caught.value)
     assert message.startswith("spec error: [grid]: the trial L=8, M=4, D=1000000000, 3 seeds, float64 needs about")
-    assert "more than this machine has (64 GiB" in message and "\n" not in message
+    assert "more than this machine has available (64 GiB" in message and "\n" not in message
     # the reference is judged too
     fine = load_spec({**QUICK, "reference": {"depth": 1_000_000, "width": 100_000}})
     with pytest.raises(SpecError, match=r"^spec error: \[reference\]: the reference at D=8 \(1000000 x 100000 particles, "
