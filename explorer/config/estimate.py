@@ -53,6 +53,7 @@ _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large h
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
 _LIST_FLOAT_BYTES = 32  # a float in a Python list (gram_out, gram_hidden): the object and its pointer
 _OUTPUT_COPIES = 6  # float64 arrays of the outputs' shape (R, N, d_out) alive at once in a trial or reference run
+_HIDDEN_COPIES = 3  # float64 arrays of the last hidden state's shape (R, N, D) in a step's metrics
 _LINEAR_TARGET_COPIES = 2  # float64 temporaries of X while linear_target data are normalised and rescaled
 PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
 
@@ -101,9 +102,25 @@ def _problem_bytes(config: "TrialConfig") -> int:
 
 
 def _outputs_bytes(config: "TrialConfig") -> int:
-    """Tensors of the outputs' shape (R, N, d_out) alive at once: the output, its residual and
-    square in the loss, the step-0 output, the error against the reference, the divergence test."""
-    return _OUTPUT_COPIES * len(config.seeds) * config.problem.samples * config.problem.d_out * 8
+    """Tensors of the outputs' shape (R, N, d_out) alive at once (the output, its residual and
+    square in the loss, the step-0 output, the error against the reference, the divergence test),
+    and of the last hidden state's (R, N, D) in float64 (its error and its Gram's copies)."""
+    R, N = len(config.seeds), config.problem.samples
+    return (_OUTPUT_COPIES * config.problem.d_out + _HIDDEN_COPIES * config.D) * R * N * 8
+
+
+def _sample_gram_bytes(config: "TrialConfig") -> int:
+    """The metrics' step observer (``trials.metrics.Baseline``): per layer of a block and seed,
+    the (N, N) Gram matrices H H^T and B B^T of the samples, one at a time, in the working dtype
+    (the block: ``METRICS_BLOCK`` // (R N M) layers, at least one); with the update history
+    (when K N (D + M) <= D M) every step's H, G, B, S and the (N, k N) products through them."""
+    L, M, D, N, R, b = _dims(config)
+    K = max(config.steps, 1)
+    layers = min(L, max(1, METRICS_BLOCK // (R * N * M)))
+    gram = layers * R * N * N * b
+    if config.steps * N * (D + M) <= D * M:
+        gram += L * R * K * N * 2 * (D + M) * b + layers * R * N * K * N * b
+    return gram
 
 
 def _held_reference_bytes(config: "TrialConfig") -> int:
@@ -129,6 +146,7 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     if config.chaos_check:
         run += _run_bytes(L, M, D, N, R, b) + _outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
+    metrics += _sample_gram_bytes(config)
     rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
     data = _problem_bytes(config) + _held_reference_bytes(config)
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + data)
