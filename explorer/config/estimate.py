@@ -14,21 +14,33 @@ bytes per number of the working dtype:
   ``lin_ratio``: about ``_METRIC_COPIES`` float64 arrays of A entries at the peak;
 - the unit draw (init_units), which happens before all of that: every seed drawn in float64,
   then stacked (4 W 8 bytes at its peak, 2 W b more when converted to float32);
+- the data (``make_problem``): X (N x d_in), Y (N x d_out) and the embeddings, drawn in
+  float64, plus their float32 copy; the tensors of the outputs' shape (R, N, d_out) and of the
+  last hidden state's (R, N, D) that a step's loss, divergence test and errors hold; the
+  reference the trial is measured against (its outputs and hidden states at every step);
+- the metrics' step observer: per layer of a block and seed, the (N, N) Gram matrices of the
+  samples (H H^T, B B^T), and with the update history every step's factors: quadratic in N,
+  this is what a trial of many samples needs most;
 - ``chaos_check`` runs a twin: its units and buffers once more;
 - the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns, plus two
   Gram rows of R Python floats, ``_LIST_FLOAT_BYTES`` each).
 
 The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
 units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
-keeps every step's output and last hidden state; the ``largest`` kind is a trial without
-metrics. ``PROCESS_BYTES`` (a worker's Python, torch and the store's libraries, measured
-resident) is added once where a whole machine is judged (``check_fits_memory``).
+data, and keeps every step's output and last hidden state (three such trajectories at once
+while the half-depth run stacks its own), then the spread's temporaries or the targets' data
+drawn again; the ``largest`` kind is a trial without metrics. ``PROCESS_BYTES`` (a worker's
+Python, torch and the store's libraries, measured resident) is added once where a whole
+machine is judged (``check_fits_memory``), against the memory available now
+(``available_memory_bytes``: the kernel's MemAvailable, within a cgroup limit when one is set).
 
 The time model is single-core seconds: a fixed cost, the Python loop over layers and steps, and
 the batched tensor work per unit coordinate, sample, seed and step (memory-bound on CPUs), with
 the metrics at every step; see ``_SECONDS`` for the constants and how they were measured.
-Both are estimates for planning and refusing the impossible, not promises: the test
-``tests/explorer/test_estimate.py`` holds the memory model within 2x of a measured peak.
+Both are estimates for planning and refusing the impossible, not promises: the tests in
+``tests/explorer/test_estimate.py`` hold the memory model within 2x of measured peaks (resident
+high-water mark in a fresh process) over shapes where X, Y, the activations, the samples' Gram,
+the hidden states, the units or the particles dominate, for trials and references.
 """
 from __future__ import annotations
 
