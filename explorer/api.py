@@ -31,9 +31,9 @@ def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) 
     (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
     spec = load_spec(spec_or_path, overrides)
     if address is None:
-        from .config.estimate import check_fits_memory, physical_memory_bytes
+        from .config.estimate import available_memory_bytes, check_fits_memory
 
-        check_fits_memory(spec, physical_memory_bytes())
+        check_fits_memory(spec, available_memory_bytes())
     return spec
 
 

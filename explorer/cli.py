@@ -39,7 +39,8 @@ class _CleanErrors(click.Group):
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
-                click.echo(f"error: {exc}", err=True)
+                for line in str(exc).splitlines() or [""]:  # a spec error has a line per mistake
+                    click.echo(f"error: {line}", err=True)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
                 # A signal before a sweep arms its own handlers (parsing, planning) or in any
@@ -477,10 +478,10 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
     if dry_run:
         import os
 
-        from .config.estimate import physical_memory_bytes
+        from .config.estimate import available_memory_bytes
 
         embedded = address is None
-        for line in rep.dry_run_lines(name, scale, out, physical_memory_bytes() if embedded else None,
+        for line in rep.dry_run_lines(name, scale, out, available_memory_bytes() if embedded else None,
                                       os.cpu_count() if embedded else None):
             click.echo(line)
         return

@@ -16,13 +16,14 @@ from .store_access import store_errors
               help="The most single-core CPU-hours the designed sweep may cost (default: no limit).")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), metavar="SPEC",
               help="Write the designed sweep there, a spec with comments that `explorer sweep` runs as it is.")
+@click.option("--force", is_flag=True, help="Replace a file at --out that explorer design did not write.")
 @click.option("--name", default=None, metavar="NAME", help="The designed sweep's name (default: <pilot>_design).")
 @click.option("--max-lm", type=click.IntRange(min=1), default=None, metavar="N",
               help="The largest L*M a designed trial may have (default 131072).")
 @click.option("--min-draws", type=click.IntRange(min=1, max=16), default=1, show_default=True, metavar="G",
               help="At least G problem draws, each with its own reference (the interval then spans the draws).")
 def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget: float | None, out: str | None,
-                   name: str | None, max_lm: int | None, min_draws: int) -> None:
+                   force: bool, name: str | None, max_lm: int | None, min_draws: int) -> None:
     """From a pilot sweep, the cheapest sweep predicted to measure each target exponent.
 
     The pilot's decomposed fit gives the bias and fluctuation laws and their noise per seed, its
@@ -30,7 +31,8 @@ def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget:
     --max-lm), seeds, problem draws and reference are searched for the cheapest whose predicted
     95% half-widths meet every target. Prints the design, the predicted half-widths, the
     estimated compute and memory, and the assumptions; a target out of reach is refused with the
-    best half-width reachable and what blocks it (exit 2).
+    best half-width reachable and what blocks it (exit 2). A file at --out that design did not
+    write is refused unless --force, and anything there that is not a regular file always.
 
     Example: explorer design --sweep demo --target a=0.2 --target b=0.05 --out d.toml
     """
@@ -38,6 +40,6 @@ def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget:
 
     with store_errors():
         result = api.design(sweep, list(targets), store=store_uri, budget=budget, out=out, max_lm=max_lm,
-                            min_draws=min_draws, name=name)
+                            min_draws=min_draws, name=name, force=force)
     for line in result.lines():
         click.echo(line)

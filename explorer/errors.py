@@ -1,6 +1,8 @@
 """Exceptions a user can cause, each mapped to a one-line CLI error and an exit code."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 
 class UsageError(Exception):
     """A problem in what the user asked for; the CLI prints it as one line."""
@@ -9,13 +11,54 @@ class UsageError(Exception):
 
 
 class SpecError(UsageError):
-    """A sweep spec that is malformed or asks for something impossible (exit 2)."""
+    """A sweep spec that is malformed or asks for something impossible (exit 2). Its ``args``
+    are its lines, one per mistake (``spec error: KEY: PROBLEM``); ``str`` joins them."""
+
+    def __str__(self) -> str:
+        return "\n".join(str(line) for line in self.args)
 
 
 def spec_error(key: str, problem: str) -> SpecError:
     """The one-line spec error about ``key`` (``[grid] L``, ``name``, a file path, an override):
-    ``spec error: KEY: PROBLEM``. Every spec refusal is built here, so they all read alike."""
-    return SpecError(f"spec error: {key}: {problem}")
+    ``spec error: KEY: PROBLEM``. Every spec refusal is built here, so they all read alike, and
+    none prints a control or bidi character raw (``printable_text``: keys and paths come from
+    the user)."""
+    from .formatting import printable_text
+
+    return SpecError(printable_text(f"spec error: {key}: {problem}"))
+
+
+# A spec with more mistakes than this (a file of 10,000 unknown keys) is reported by its first
+# ones and a count: every line is one the user reads.
+SHOWN_SPEC_ERRORS = 20
+
+
+class SpecProblems:
+    """The mistakes of one spec, gathered so that validation reports all of them (one line
+    each) instead of stopping at the first: ``with problems.gather(): check()`` records the
+    ``SpecError`` that ``check`` raises and goes on; ``raise_any()`` raises them as one."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, error: SpecError) -> None:
+        self.lines += [line for line in error.args if line not in self.lines]
+
+    @contextmanager
+    def gather(self):
+        try:
+            yield
+        except SpecError as exc:
+            self.add(exc)
+
+    def raise_any(self) -> None:
+        """Raise every mistake gathered so far as one ``SpecError`` (none: return)."""
+        if not self.lines:
+            return
+        shown = self.lines[:SHOWN_SPEC_ERRORS]
+        if len(self.lines) > len(shown):
+            shown.append(f"spec error: ... and {len(self.lines) - len(shown):,} more mistakes (fix these first)")
+        raise SpecError(*shown)
 
 
 class QueryError(UsageError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from typing import Any
 
 
@@ -31,18 +32,65 @@ def format_percent(share: float) -> str:
     return f"{100 * share:.3g}%" if math.isfinite(share) else fmt(share)
 
 
+# An echoed value is cut to this many characters (a spec is a few KiB: a value this long is a
+# mistake, and the line that names it should stay readable), a list to this many items.
+SHOWN_CHARS = 80
+SHOWN_ITEMS = 20
+# Characters that would break an error line or rewrite the terminal: controls (Cc), invisible
+# format characters such as the bidi overrides U+202A-202E and U+2066-2069 (Cf), line and
+# paragraph separators (Zl, Zp), and unassigned or private code points (Cn, Co, Cs).
+# ``store.printable`` applies the same rule to store-derived text; it is not imported here
+# because a spec error must not import the store (pyarrow).
+_HIDDEN = frozenset(("Cc", "Cf", "Zl", "Zp", "Cn", "Co", "Cs"))
+
+
+def _visible(ch: str) -> str:
+    if unicodedata.category(ch) not in _HIDDEN:
+        return ch
+    code = ord(ch)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable_text(text: str) -> str:
+    """``text`` with every non-printable character (``_HIDDEN``) written as a ``\\uXXXX`` escape,
+    the rest as it is: a message built from user input prints as one visible line."""
+    return text if text.isprintable() else "".join(_visible(ch) for ch in text)
+
+
+def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (with the full length said), escaped as
+    ``printable_text`` does."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text):,} characters)"
+    return printable_text(text)
+
+
 def spec_value(value: Any) -> str:
-    """A spec value as TOML writes it, for error messages: strings quoted (control characters
-    escaped), booleans as true/false, lists item by item, a table as "a table"."""
+    """A spec value as TOML writes it, for error messages: strings quoted (control, bidi and other
+    invisible characters escaped, cut to ``SHOWN_CHARS``), booleans as true/false, lists item by
+    item (the first ``SHOWN_ITEMS``), a table as "a table"."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string: control characters escaped
+        if len(value) > SHOWN_CHARS:
+            return printable_text(json.dumps(value[:SHOWN_CHARS], ensure_ascii=False)) + f"... ({len(value):,} characters)"
+        return printable_text(json.dumps(value, ensure_ascii=False))  # a TOML basic string: controls escaped
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return "[" + ", ".join(spec_value(v) for v in value) + "]"
+        items = ", ".join(spec_value(v) for v in value[:SHOWN_ITEMS])
+        more = f", ... ({len(value):,} items)" if len(value) > SHOWN_ITEMS else ""
+        return f"[{items}{more}]"
     if isinstance(value, dict):
         return "a table"
-    return repr(value)
+    return shown_text(repr(value))
+
+
+def spec_key(key: Any) -> str:
+    """A key the user wrote, for error messages: bare when it is a plain TOML key (letters,
+    digits, ``_``, ``-``), else quoted and escaped as ``spec_value`` does."""
+    text = str(key)
+    if text and len(text) <= SHOWN_CHARS and all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in text):
+        return text
+    return spec_value(text)
 
 
 def format_bytes(n: float) -> str:
@@ -64,4 +112,4 @@ def format_seconds(s: float) -> str:
     return f"{s / 86400:.3g} days"
 
 
-__all__ = ["fmt", "format_bytes", "format_seconds", "spec_value"]
+__all__ = ["fmt", "format_bytes", "format_seconds", "printable_text", "shown_text", "spec_key", "spec_value"]

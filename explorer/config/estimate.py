@@ -14,21 +14,33 @@ bytes per number of the working dtype:
   ``lin_ratio``: about ``_METRIC_COPIES`` float64 arrays of A entries at the peak;
 - the unit draw (init_units), which happens before all of that: every seed drawn in float64,
   then stacked (4 W 8 bytes at its peak, 2 W b more when converted to float32);
+- the data (``make_problem``): X (N x d_in), Y (N x d_out) and the embeddings, drawn in
+  float64, plus their float32 copy; the tensors of the outputs' shape (R, N, d_out) and of the
+  last hidden state's (R, N, D) that a step's loss, divergence test and errors hold; the
+  reference the trial is measured against (its outputs and hidden states at every step);
+- the metrics' step observer: per layer of a block and seed, the (N, N) Gram matrices of the
+  samples (H H^T, B B^T), and with the update history every step's factors: quadratic in N,
+  this is what a trial of many samples needs most;
 - ``chaos_check`` runs a twin: its units and buffers once more;
 - the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns, plus two
   Gram rows of R Python floats, ``_LIST_FLOAT_BYTES`` each).
 
 The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
 units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
-keeps every step's output and last hidden state; the ``largest`` kind is a trial without
-metrics. ``PROCESS_BYTES`` (a worker's Python, torch and the store's libraries, measured
-resident) is added once where a whole machine is judged (``check_fits_memory``).
+data, and keeps every step's output and last hidden state (three such trajectories at once
+while the half-depth run stacks its own), then the spread's temporaries or the targets' data
+drawn again; the ``largest`` kind is a trial without metrics. ``PROCESS_BYTES`` (a worker's
+Python, torch and the store's libraries, measured resident) is added once where a whole
+machine is judged (``check_fits_memory``), against the memory available now
+(``available_memory_bytes``: the kernel's MemAvailable, within a cgroup limit when one is set).
 
 The time model is single-core seconds: a fixed cost, the Python loop over layers and steps, and
 the batched tensor work per unit coordinate, sample, seed and step (memory-bound on CPUs), with
 the metrics at every step; see ``_SECONDS`` for the constants and how they were measured.
-Both are estimates for planning and refusing the impossible, not promises: the test
-``tests/explorer/test_estimate.py`` holds the memory model within 2x of a measured peak.
+Both are estimates for planning and refusing the impossible, not promises: the tests in
+``tests/explorer/test_estimate.py`` hold the memory model within 2x of measured peaks (resident
+high-water mark in a fresh process) over shapes where X, Y, the activations, the samples' Gram,
+the hidden states, the units or the particles dominate, for trials and references.
 """
 from __future__ import annotations
 
@@ -52,6 +64,9 @@ _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' p
 _DRAW_THREADS = 16  # blocks drawn at once: one per thread, bounded by a large host's cores
 _ROW_BYTES = 3_000  # one metric row: a dict of ~30 Python values, measured ~2.5 KB
 _LIST_FLOAT_BYTES = 32  # a float in a Python list (gram_out, gram_hidden): the object and its pointer
+_OUTPUT_COPIES = 6  # float64 arrays of the outputs' shape (R, N, d_out) alive at once in a trial or reference run
+_HIDDEN_COPIES = 3  # float64 arrays of the last hidden state's shape (R, N, D) in a step's metrics
+_LINEAR_TARGET_COPIES = 2  # float64 temporaries of X while linear_target data are normalised and rescaled
 PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow, resident (measured ~450-550 MiB)
 
 # Single-core seconds = fixed + per_layer_step * L * (K + 1) + per_entry[dtype] * L M D N R (K + 1)
@@ -86,21 +101,67 @@ def _draw_bytes(L: int, M: int, D: int, R: int, b: int) -> int:
     return 2 * L * R * D * M * b + _DRAW_THREADS * max(UNIT_BLOCK, D * M) * 8
 
 
+def _problem_bytes(config: "TrialConfig") -> int:
+    """``make_problem`` at its peak: X (N, d_in), Y (N, d_out) and the embeddings (width, d_in +
+    d_out) drawn in float64, plus their copy in a float32 working dtype; ``linear_target`` data
+    are normalised and rescaled through ``_LINEAR_TARGET_COPIES`` temporaries of X."""
+    p = config.problem
+    N, width, b = p.samples, p.coupled_dim or config.D, _DTYPE_BYTES[config.dtype]
+    drawn = (N + width) * (p.d_in + p.d_out) * 8
+    if p.data == "linear_target":
+        drawn += _LINEAR_TARGET_COPIES * N * p.d_in * 8
+    return drawn + ((N + config.D) * (p.d_in + p.d_out) * b if b != 8 else 0)
+
+
+def _outputs_bytes(config: "TrialConfig") -> int:
+    """Tensors of the outputs' shape (R, N, d_out) alive at once (the output, its residual and
+    square in the loss, the step-0 output, the error against the reference, the divergence test),
+    and of the last hidden state's (R, N, D) in float64 (its error and its Gram's copies)."""
+    R, N = len(config.seeds), config.problem.samples
+    return (_OUTPUT_COPIES * config.problem.d_out + _HIDDEN_COPIES * config.D) * R * N * 8
+
+
+def _sample_gram_bytes(config: "TrialConfig") -> int:
+    """The metrics' step observer (``trials.metrics.Baseline``): per layer of a block and seed,
+    the (N, N) Gram matrices H H^T and B B^T of the samples, one at a time, in the working dtype
+    (the block: ``METRICS_BLOCK`` // (R N M) layers, at least one); with the update history
+    (when K N (D + M) <= D M) every step's H, G, B, S and the (N, k N) products through them."""
+    L, M, D, N, R, b = _dims(config)
+    K = max(config.steps, 1)
+    layers = min(L, max(1, METRICS_BLOCK // (R * N * M)))
+    gram = layers * R * N * N * b
+    if config.steps * N * (D + M) <= D * M:
+        gram += L * R * K * N * 2 * (D + M) * b + layers * R * N * K * N * b
+    return gram
+
+
+def _held_reference_bytes(config: "TrialConfig") -> int:
+    """The reference a trial is measured against, as its worker holds it: outputs (K+1, N,
+    d_out) and last hidden states (K+1, N, D_ref) in float64 (D_ref: the coupled width, which a
+    ``largest`` reference has, else D), and their copies in a float32 working dtype."""
+    p, K1 = config.problem, config.steps + 1
+    b = _DTYPE_BYTES[config.dtype]
+    held = K1 * p.samples * (p.d_out + (p.coupled_dim or config.D)) * 8
+    return held + (K1 * p.samples * (p.d_out + config.D) * b if b != 8 else 0)
+
+
 def trial_memory_bytes(config: "TrialConfig") -> int:
     """Estimated peak bytes that ``trials.train_trial`` allocates for one grid point (all seeds,
-    all steps, metrics at every step), beyond the worker process itself."""
+    all steps, metrics at every step), the data and the reference it holds included, beyond the
+    worker process itself."""
     L, M, D, N, R, b = _dims(config)
     W, A = L * R * D * M, L * R * N * M
     # the initial norms a block of units at a time, and the float64 per-unit sums (L, R, M)
     scratch = min(W, max(METRICS_BLOCK, D * M)) * 8 + 8 * L * R * M * 8
     # + the step-0 units (units0), or the update history where it is no larger (metrics.Baseline)
-    run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch
+    run = _run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch + _outputs_bytes(config)
     if config.chaos_check:
-        run += _run_bytes(L, M, D, N, R, b)
+        run += _run_bytes(L, M, D, N, R, b) + _outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
+    metrics += _sample_gram_bytes(config)
     rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
-    problem = (config.problem.coupled_dim or D) * (config.problem.d_in + config.problem.d_out) * 8 * 2
-    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + problem)
+    data = _problem_bytes(config) + _held_reference_bytes(config)
+    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + data)
 
 
 def reference_kind(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> str:
@@ -129,12 +190,28 @@ def reference_memory_bytes(config: "ReferenceConfig | TrialConfig | JointLimitCo
         full = config.particle_config(config.depth)
         L, M, D, N, R, b = _dims(full)
         W = L * R * D * M
-        # particles + their halved copy, one run's buffers, every step's out and last hidden kept (float64)
-        run = 2 * W * b + _run_bytes(L, M, D, N, R, b) + 2 * (full.steps + 1) * R * N * (D + full.problem.d_out) * 8
-        return int(max(_draw_bytes(L, M, D, R, b) + 2 * W * b, run))
+        trajectory = _trajectory_bytes(full)
+        # the particles and their halved copy, one run's buffers and data; the full run's outputs
+        # kept while the half run's are listed and stacked (three trajectories at once)
+        run = 2 * W * b + _run_bytes(L, M, D, N, R, b) + _problem_bytes(full) + _outputs_bytes(full) + 3 * trajectory
+        return int(max(_draw_bytes(L, M, D, R, b) + 2 * W * b, run, _summary_bytes(full, runs=2)))
     L, M, D, N, R, b = _dims(config)
-    run = _run_bytes(L, M, D, N, R, b) + (config.steps + 1) * R * N * (D + config.problem.d_out) * 8
-    return int(max(_draw_bytes(L, M, D, R, b), run))
+    run = _run_bytes(L, M, D, N, R, b) + _problem_bytes(config) + _outputs_bytes(config) + 2 * _trajectory_bytes(config)
+    return int(max(_draw_bytes(L, M, D, R, b), run, _summary_bytes(config, runs=1)))
+
+
+def _trajectory_bytes(config: "TrialConfig") -> int:
+    """A reference run's outputs and last hidden states at every step, (K+1, R, N, d_out + D)
+    in float64 (``trials.reference.trajectory``: listed, then stacked into one array)."""
+    return (config.steps + 1) * len(config.seeds) * config.problem.samples * (config.D + config.problem.d_out) * 8
+
+
+def _summary_bytes(config: "TrialConfig", runs: int) -> int:
+    """After the runs: their trajectories, and either the targets' data drawn again
+    (``_targets``) or the spread's temporaries (a difference and numpy's std, three arrays of
+    the hidden trajectory's shape)."""
+    hidden = (config.steps + 1) * len(config.seeds) * config.problem.samples * config.D * 8
+    return runs * _trajectory_bytes(config) + max(_problem_bytes(config), 3 * hidden)
 
 
 def trial_seconds(config: "TrialConfig") -> float:
@@ -162,8 +239,60 @@ def reference_seconds(config: "ReferenceConfig | TrialConfig | JointLimitConfig"
 
 
 def physical_memory_bytes() -> int:
-    """This machine's physical memory (what an embedded Ray's trials share)."""
+    """This machine's physical memory (what a design for it may plan with)."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+# cgroup v2 (the unified hierarchy) and v1 files of this process's memory limit, usage and page cache
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.stat", "inactive_file"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+                  "/sys/fs/cgroup/memory/memory.stat", "total_inactive_file"))
+
+
+def _read_small(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1 << 16).decode("ascii", "replace")
+    except OSError:
+        return None
+
+
+def _meminfo_available() -> int | None:
+    """The kernel's MemAvailable: free memory plus what it can reclaim without swapping."""
+    text = _read_small("/proc/meminfo")
+    for line in (text or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def _cgroup_available() -> int | None:
+    """What this process's memory cgroup leaves (its limit less its usage, the inactive page
+    cache counted as free), or None without a limit."""
+    for limit_file, usage_file, stat_file, cache_key in _CGROUP_FILES:
+        limit = (_read_small(limit_file) or "").strip()
+        if not limit.isdigit():  # absent, or "max": no limit at this level
+            continue
+        if int(limit) >= 2**60:  # cgroup v1 writes "no limit" as a page-rounded 2^63
+            return None
+        usage = (_read_small(usage_file) or "0").strip()
+        cache = 0
+        for line in (_read_small(stat_file) or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key == cache_key and value.strip().isdigit():
+                cache = int(value)
+        used = int(usage) - cache if usage.isdigit() else 0
+        return max(int(limit) - max(used, 0), 0)
+    return None
+
+
+def available_memory_bytes() -> int:
+    """The memory a sweep on this machine can use now: the kernel's available memory (not the
+    physical total: other processes hold some), no more than what a cgroup limit
+    (``/sys/fs/cgroup/memory.max``, or cgroup v1's ``memory.limit_in_bytes``) leaves; the
+    physical memory where neither can be read."""
+    known = [n for n in (_meminfo_available(), _cgroup_available()) if n is not None]
+    return min(known) if known else physical_memory_bytes()
 
 
 @dataclass(frozen=True)
@@ -216,15 +345,17 @@ def _reference_what(ref: "ReferenceConfig | TrialConfig | JointLimitConfig") -> 
     return f"largest grid point {_point(ref)}"
 
 
-def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: int, where: str = "this machine") -> None:
+def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: int,
+                      where: str = "this machine has available") -> None:
     """Refuse a sweep whose largest trial or reference cannot fit in ``available_bytes`` (a
     machine's or a node's memory), with ``PROCESS_BYTES`` for the worker process that runs it.
 
     Args:
         plan_or_spec: a ``Plan`` (every trial and reference judged) or a ``SweepSpec`` (its
             largest point, without expanding the grid).
-        available_bytes: the memory of the largest machine that could run it.
-        where: how the message names that machine ("this machine", "the largest node").
+        available_bytes: the memory the largest machine that could run it has for it.
+        where: how the message names that memory ("this machine has available", "the largest
+            Ray node has").
 
     Raises:
         SpecError: one line naming the point and its estimate (exit 2).
@@ -234,7 +365,7 @@ def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: i
         if item.bytes + PROCESS_BYTES > available_bytes:
             raise spec_error(
                 "[grid]" if item is trial else "[reference]",
-                f"the {item.what} needs about {format_bytes(item.bytes)} of memory, more than {where} has "
+                f"the {item.what} needs about {format_bytes(item.bytes)} of memory, more than {where} "
                 f"({format_bytes(available_bytes)}, less {format_bytes(PROCESS_BYTES)} for its worker); "
                 "sweep smaller L, M or D (or seeds)" + (", or a coarser reference" if item is ref else ""),
             )
@@ -277,7 +408,7 @@ def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | 
         lines.append(f"on this machine: {cpus} CPUs, {slots} trials at once: about {format_seconds(wall)} of compute "
                      "(plus Ray's start, a few seconds)")
     if available_bytes is not None:
-        lines.append(f"memory here: {format_bytes(available_bytes)}")
+        lines.append(f"memory here: {format_bytes(available_bytes)} available")
         lines += too_large_lines(plan, trial_bytes, ref_bytes, available_bytes)
     lines.append("nothing run (--dry-run)")
     return lines
@@ -294,7 +425,7 @@ def too_large_lines(plan: "Plan", trial_bytes: list[int], ref_bytes: list[int], 
     if not trials and not refs:
         return []
     lines = [f"does not fit here: {len(trials)} of {len(plan.trials)} trials and {len(refs)} of "
-             f"{len(plan.references)} references need more than this machine's memory less a worker "
+             f"{len(plan.references)} references need more than the memory this machine has available less a worker "
              f"({format_bytes(limit)}); `explorer sweep` refuses them here: run on a larger machine or a "
              "cluster (--address)"]
     for t, b in sorted(trials, key=lambda item: -item[1])[:shown]:

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..bounds import MAX_NESTING, toml_nesting
-from ..errors import spec_error
-from ..formatting import spec_value
+from ..errors import SpecProblems, spec_error
+from ..formatting import shown_text, spec_value
+from .spec_values import closest, unknown_key
 
 if TYPE_CHECKING:
     from .spec import SweepSpec
@@ -28,11 +29,31 @@ def given_data(spec: SweepSpec) -> dict:
 def parse_override_value(text: str) -> Any:
     """An override's value as TOML reads it; a bare word (relu, float32) as text."""
     if toml_nesting(text) > MAX_NESTING:  # the TOML parser recurses once per level
-        raise spec_error(f"override value {text[:40]!r}...", f"nested more than {MAX_NESTING} deep")
+        raise spec_error(f"override value {shown_text(text, 40)!r}", f"nested more than {MAX_NESTING} deep")
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text  # a bare word such as relu or float32
+
+
+def _override(item: str) -> str:
+    """An override as its errors show it: quoted, escaped and cut (it may be a pasted file)."""
+    return repr(shown_text(item))
+
+
+def _known_key(key: str, sections: Mapping[str, type]) -> str | None:
+    """The problem of ``SECTION.KEY`` (a section and a key of it), or None."""
+    path = key.strip().split(".")
+    if len(path) != 2 or path[0] not in sections:
+        names = [f"{s}.{f.name}" for s, cls in sections.items() for f in dataclasses.fields(cls)]
+        near = closest(key.strip(), ["name", *names])
+        hint = f" (did you mean {near!r}?)" if near else ""
+        return (f"unknown key {shown_text(key, 40)!r}{hint}; expected name or SECTION.KEY with SECTION one of "
+                + ", ".join(sections))
+    known = [f.name for f in dataclasses.fields(sections[path[0]])]
+    if path[1] not in known:
+        return unknown_key(path[1], known)
+    return None
 
 
 def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) -> None:
@@ -41,42 +62,51 @@ def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) ->
     (``problem.seed= grid.problem_seeds=[1,2]``)."""
     path = key.strip().split(".")
     if len(path) != 2 or path[0] not in sections:
-        raise spec_error(f"override {item!r}", "expected SECTION.KEY= or ~SECTION.KEY (removes that key: it takes "
-                         "its default), e.g. problem.seed=")
-    known = [f.name for f in dataclasses.fields(sections[path[0]])]
-    if path[1] not in known:
-        raise spec_error(f"override {item!r}", f"unknown key; expected one of: {', '.join(known)}")
+        raise spec_error(f"override {_override(item)}", "expected SECTION.KEY= or ~SECTION.KEY (removes that key: it "
+                         "takes its default), e.g. problem.seed=")
+    problem = _known_key(key, sections)
+    if problem:
+        raise spec_error(f"override {_override(item)}", problem)
     section = data.get(path[0])
     if isinstance(section, dict):
         section.pop(path[1], None)  # a key the file does not set is already at its default
 
 
-def apply_overrides(raw: Mapping[str, Any], overrides, sections: Mapping[str, type]) -> dict:
+def apply_override(data: dict, item: str, sections: Mapping[str, type]) -> None:
+    """Apply one override to ``data`` in place (``apply_overrides``)."""
+    text = item.lstrip("-")
+    if text.startswith("~") and "=" not in text:
+        remove_key(data, item, text[1:], sections)
+        return
+    key, sep, value = text.partition("=")
+    if sep and key and not value.strip():
+        remove_key(data, item, key, sections)
+        return
+    if not sep or not key:
+        raise spec_error(f"override {_override(item)}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8], "
+                         "or SECTION.KEY= to remove a key")
+    path = key.strip().split(".")
+    if len(path) == 1 and path[0] == "name":
+        data["name"] = parse_override_value(value.strip())
+    elif len(path) == 2 and path[0] in sections:
+        section = data.setdefault(path[0], {})
+        if not isinstance(section, dict):
+            raise spec_error(f"[{path[0]}]", f"expected a table, got {spec_value(section)}")
+        section[path[1]] = parse_override_value(value.strip())  # an unknown key is the section's to name
+    else:
+        raise spec_error(f"override {_override(item)}", _known_key(key, sections) or "expected SECTION.KEY=VALUE")
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides, sections: Mapping[str, type],
+                    problems: SpecProblems | None = None) -> dict:
     """``raw`` with the overrides applied (``sections``: section name -> its dataclass, for the
-    keys it knows)."""
+    keys it knows). A refused override is added to ``problems`` and the others still apply
+    (without ``problems``, the first refusal is raised)."""
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for item in overrides:
-        text = item.lstrip("-")
-        if text.startswith("~") and "=" not in text:
-            remove_key(data, item, text[1:], sections)
+        if problems is None:
+            apply_override(data, item, sections)
             continue
-        key, sep, value = text.partition("=")
-        if sep and key and not value.strip():
-            remove_key(data, item, key, sections)
-            continue
-        if not sep or not key:
-            raise spec_error(f"override {item!r}", "expected KEY=VALUE, e.g. train.steps=5 or grid.L=[4,8], "
-                             "or SECTION.KEY= to remove a key")
-        path = key.strip().split(".")
-        if len(path) == 1 and path[0] == "name":
-            data["name"] = parse_override_value(value.strip())
-        elif len(path) == 2 and path[0] in sections:
-            section = data.setdefault(path[0], {})
-            if not isinstance(section, dict):
-                raise spec_error(f"[{path[0]}]", f"expected a table, got {spec_value(section)}")
-            section[path[1]] = parse_override_value(value.strip())
-        else:
-            raise spec_error(f"override {item!r}", f"unknown key {key!r}; expected name or SECTION.KEY with SECTION one of "
-                + ", ".join(sections)
-            )
+        with problems.gather():
+            apply_override(data, item, sections)
     return data

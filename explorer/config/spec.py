@@ -25,13 +25,13 @@ from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESE
                     ProblemConfig, ReferenceConfig, TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_SEEDS, data_nesting, toml_nesting
-from ..errors import spec_error
-from ..formatting import spec_value
+from ..errors import SpecError, SpecProblems, spec_error
+from ..formatting import spec_key, spec_value
 from .overrides import apply_overrides, given_data
 from .spec_rules import AXIS_SCALAR, check_consistency
-from .spec_values import (InvalidValue, at_most, boolean, budget_fraction, choice, law_name, list_of, nonnegative_int,
-                          nonnegative_number, points_per_trial, positive_int, positive_number, resample_count,
-                          spec_field, sweep_name)
+from .spec_values import (InvalidValue, at_most, boolean, budget_fraction, choice, closest, law_name, list_of,
+                          nonnegative_int, nonnegative_number, points_per_trial, positive_int, positive_number,
+                          resample_count, spec_field, sweep_name, unknown_key)
 
 if TYPE_CHECKING:
     from trials import JointLimitConfig
@@ -265,23 +265,29 @@ class SweepSpec:
 # --- loading ---------------------------------------------------------------------------------
 
 
-def _parse_section(section: str, cls: type, raw: Any) -> tuple[Any, set[str]]:
+def _parse_section(section: str, cls: type, raw: Any, problems: SpecProblems) -> tuple[Any, set[str]]:
+    """The section's dataclass, or None when any of its keys is wrong (each mistake added to
+    ``problems``); and the keys given, as "section.key"."""
     if not isinstance(raw, dict):
-        raise spec_error(f"[{section}]", f"expected a table, got {spec_value(raw)}")
+        problems.add(spec_error(f"[{section}]", f"expected a table, got {spec_value(raw)}"))
+        return None, set()
     known = {f.name: f for f in dataclasses.fields(cls)}
+    before = len(problems.lines)
     for key in raw:
         if key not in known:
-            raise spec_error(f"[{section}] {key}", f"unknown key; expected one of: {', '.join(known)}")
+            problems.add(spec_error(f"[{section}] {spec_key(key)}", unknown_key(key, known)))
     values = {}
     for name, f in known.items():
         if name not in raw:
             if f.metadata["required"]:
-                raise spec_error(f"[{section}] {name}", f"missing; {f.metadata['doc']} are required")
+                problems.add(spec_error(f"[{section}] {name}", f"missing; {f.metadata['doc']} are required"))
             continue
         try:
             values[name] = f.metadata["check"](raw[name])
         except InvalidValue as bad:
-            raise spec_error(f"[{section}] {name}", str(bad)) from None
+            problems.add(spec_error(f"[{section}] {name}", str(bad)))
+    if len(problems.lines) > before:
+        return None, set()
     return cls(**values), {f"{section}.{k}" for k in raw}
 
 
@@ -299,31 +305,45 @@ def parse_spec(raw: Mapping[str, Any], overrides: list[str] | tuple[str, ...] = 
         The validated ``SweepSpec``.
 
     Raises:
-        SpecError: one line naming the key and the problem.
+        SpecError: every mistake, one line each naming the key and the problem (first the
+            overrides and the keys and values of each section; the rules across keys once
+            those hold, since a wrong value would make them judge a default).
     """
     if data_nesting(raw) > MAX_NESTING:  # before any recursive walk of it (a RecursionError otherwise)
         raise spec_error("spec", f"nested more than {MAX_NESTING} deep; a spec's values are numbers, names and lists")
-    data = apply_overrides(raw, overrides, SECTIONS)
-    _check_grid_size(data)
+    problems = SpecProblems()
+    data = apply_overrides(raw, overrides, SECTIONS, problems)
+    try:
+        _check_grid_size(data)
+    except SpecError as too_large:  # refused before any of its values is checked
+        problems.add(too_large)
+        problems.raise_any()
+    tables = ("name", READ_BY_REPRODUCE, *SECTIONS)
     for key in data:
-        if key not in ("name", READ_BY_REPRODUCE) and key not in SECTIONS:
-            raise spec_error(key, "unknown key; expected name or one of the tables "
-                + ", ".join(f"[{s}]" for s in SECTIONS)
-            )
+        if key not in tables:
+            near = closest(key, tables)
+            hint = f"did you mean {near!r}? " if near else ""
+            problems.add(spec_error(spec_key(key), f"unknown key; {hint}expected name or one of the tables "
+                                    + ", ".join(f"[{s}]" for s in SECTIONS)))
     if "name" not in data:
-        raise spec_error("name", "missing; give the sweep a name, e.g. name = \"quick\"")
+        problems.add(spec_error("name", "missing; give the sweep a name, e.g. name = \"quick\""))
     if "grid" not in data:
-        raise spec_error("[grid]", "missing; list at least L, M and D")
+        problems.add(spec_error("[grid]", "missing; list at least L, M and D"))
     sections, given = {}, set()
     for section, cls in SECTIONS.items():
-        sections[section], keys = _parse_section(section, cls, data.get(section, {}))
+        if section == "grid" and "grid" not in data:
+            continue
+        sections[section], keys = _parse_section(section, cls, data.get(section, {}), problems)
         given |= keys
+    problems.raise_any()  # the rules across keys judge parsed sections only
     spec = SweepSpec(name=data["name"], given=frozenset(given), **sections)
-    check_consistency(spec)
-    try:  # last: the store's rule imports the store, which a spec error elsewhere need not wait for
-        sweep_name(spec.name)
-    except InvalidValue as bad:
-        raise spec_error("name", str(bad)) from None
+    check_consistency(spec, problems)
+    if not problems.lines:  # last: the store's rule imports the store (pyarrow), which a refused spec need not wait for
+        try:
+            sweep_name(spec.name)
+        except InvalidValue as bad:
+            problems.add(spec_error("name", str(bad)))
+    problems.raise_any()
     return spec
 
 

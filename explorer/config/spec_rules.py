@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from trials import ConfigError
 
-from ..errors import spec_error
+from ..errors import SpecProblems, spec_error
 from ..formatting import spec_value
 
 if TYPE_CHECKING:
@@ -21,37 +21,70 @@ AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"),
                "problem_seeds": ("problem", "seed")}
 
 
-def check_consistency(spec: SweepSpec) -> None:
-    """Cross-key rules: each refusal names the key the user should change."""
+def check_consistency(spec: SweepSpec, problems: SpecProblems) -> None:
+    """Cross-key rules: each refusal names the key the user should change; every rule is
+    judged, and each refusal is added to ``problems`` (one line per mistake)."""
     for axis, (section, key) in AXIS_SCALAR.items():
         if getattr(spec.grid, axis) is not None and f"{section}.{key}" in spec.given:
-            raise spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
-                             f"on the command line, {section}.{key}= removes the file's)")
+            problems.add(spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
+                                    f"on the command line, {section}.{key}= removes the file's)"))
     ref = spec.reference
     unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
               "mean_ode": ("grid",)}[ref.kind]
     for key in unused:
         if f"reference.{key}" in spec.given:
-            raise spec_error(f"[reference] {key}", f'not used with kind = "{ref.kind}"; remove it')
+            problems.add(spec_error(f"[reference] {key}", f'not used with kind = "{ref.kind}"; remove it'))
     if spec.problem.independent_embeddings and spec.coupled_embeddings:
-        raise spec_error("[problem] independent_embeddings",
-                         "true needs coupled_embeddings = false (each D draws its own W_E, W_U)")
+        problems.add(spec_error("[problem] independent_embeddings",
+                                "true needs coupled_embeddings = false (each D draws its own W_E, W_U)"))
     if ref.kind == "largest":
         if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1 and not spec.problem.independent_embeddings:
-            raise spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
-                             "coordinates, so it needs coupled embeddings; set it to true (or set "
-                             "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)")
-    check_trial_rules(spec)
+            problems.add(spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
+                                    "coordinates, so it needs coupled embeddings; set it to true (or set "
+                                    "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)"))
+    if not problems.lines:  # the trials' rules judge a spec whose own rules hold (else they repeat them)
+        check_trial_rules(spec, problems)
     if any(key.startswith("adaptive.") for key in spec.given):
-        check_adaptive(spec.adaptive)
+        with problems.gather():
+            check_adaptive(spec.adaptive)
+    check_resources(spec, problems)
+
+
+def check_resources(spec: SweepSpec, problems: SpecProblems) -> None:
+    """[resources] against Ray's rules of a resource quantity (``ray_quantity``) and the device."""
     res = spec.resources
+    for key, device in (("cpus_per_trial", "CPU"), ("gpus_per_trial", "GPU")):
+        problem = ray_quantity(getattr(res, key), device)
+        if problem:
+            problems.add(spec_error(f"[resources] {key}", problem))
     gpus = res.gpus_per_trial
-    if gpus > 1 and gpus != int(gpus):
-        raise spec_error("[resources] gpus_per_trial", f"a fraction must be below 1 (several trials share a GPU); above 1 give a whole number, got {gpus:g}")
     if gpus > 0 and spec.train.device == "cpu":
-        raise spec_error("[resources] gpus_per_trial", f'{gpus:g} GPU per trial but [train] device = "cpu"; set gpus_per_trial = 0 or device = "auto"')
+        problems.add(spec_error("[resources] gpus_per_trial", f'{gpus:g} GPU per trial but [train] device = "cpu"; '
+                                'set gpus_per_trial = 0 or device = "auto"'))
     if gpus == 0 and spec.train.device == "cuda":
-        raise spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)')
+        problems.add(spec_error("[train] device", '"cuda" needs [resources] gpus_per_trial > 0 (a trial sees only the GPUs it holds)'))
+
+
+# Ray counts a resource in units of 1/10,000 (``ray._raylet.RESOURCE_UNIT_SCALING``, 10,000 in
+# Ray 2.60): its ``_validate_resource_quantity`` (ray/_common/ray_option_utils.py) refuses a
+# request below one unit, with a traceback once the first trial is scheduled, and a quantity
+# between units is rounded to one. A GPU count above 1 must be whole: the explorer's own rule
+# (a fraction shares one GPU among trials; 1.5 GPUs would share two unevenly).
+RAY_RESOURCE_UNIT = 10_000
+
+
+def ray_quantity(value: float, device: str) -> str | None:
+    """What is wrong with a ``device`` ("CPU" or "GPU") count as Ray reads it, or None: a
+    positive count is a multiple of 0.0001, and a GPU count above 1 a whole number."""
+    if value == 0:
+        return None
+    if device == "GPU" and value > 1 and value != int(value):
+        return f"a fraction must be below 1 (several trials share a GPU); above 1 give a whole number, got {value:g}"
+    units = value * RAY_RESOURCE_UNIT
+    if round(units) < 1 or abs(units - round(units)) > 1e-6 * units:
+        return (f"Ray counts a {device} in steps of 0.0001, and refuses or rounds anything finer; give a "
+                f"multiple of 0.0001 (at least 0.0001), got {value:g}")
+    return None
 
 
 def check_adaptive(adaptive: AdaptiveSpec) -> None:
@@ -121,14 +154,14 @@ def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
     return CONFIG_KEYS.get(error.field)
 
 
-def check_trial_rules(spec: SweepSpec) -> None:
+def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
     """Build the trials configurations the spec implies, so that the trials package's own rules
     judge it: the first grid point, each other value of each axis (the rest held at the first
     point: every rule involves at most one axis), and the reference configuration.
 
-    Raises:
-        SpecError: the first refusal, naming the key (an axis value that breaks a rule names
-            its [grid] axis).
+    Adds to ``problems`` each refusal, naming the key (an axis value that breaks a rule names its
+    [grid] axis; one line per axis); a first point that is refused is the only line (every other
+    configuration is built from it).
     """
     axes = spec.axes()
     first = {axis: values[0] for axis, values in axes.items()}
@@ -138,7 +171,8 @@ def check_trial_rules(spec: SweepSpec) -> None:
         limit = spec.trial_config(problem, first)
     except ConfigError as exc:
         where = ", ".join(f"{k}={v}" for k, v in first.items())
-        raise spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)) from None
+        problems.add(spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)))
+        return
     for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
             try:
@@ -147,9 +181,10 @@ def check_trial_rules(spec: SweepSpec) -> None:
                 else:
                     spec.trial_config(problem, {**first, axis: value})
             except ConfigError as exc:
-                raise spec_error(f"[grid] {axis}", str(exc)) from None
+                problems.add(spec_error(f"[grid] {axis}", str(exc)))
+                break  # the axis is named: its first bad value says what to change
     if spec.reference.kind in ("mean_ode", "joint_limit"):
         try:
             spec.reference_config(limit)
         except ConfigError as exc:
-            raise spec_error(key_of(exc, spec) or "[reference]", str(exc)) from None
+            problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))

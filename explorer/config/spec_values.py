@@ -3,6 +3,7 @@
 default, its check and its meaning."""
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import field
 from typing import Any, Callable
@@ -72,10 +73,27 @@ def boolean(v: Any) -> bool:
     return v
 
 
+def closest(word: Any, known) -> str | None:
+    """The known name closest to a misspelt ``word`` (``sedes`` -> ``seeds``), or None."""
+    if not isinstance(word, str) or len(word) > 200:  # difflib is quadratic in the length
+        return None
+    close = difflib.get_close_matches(word, [str(k) for k in known], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_key(word: Any, known) -> str:
+    """The problem of an unknown key: ``unknown key; did you mean 'seeds'? expected one of: ...``."""
+    near = closest(word, known)
+    hint = f"did you mean {near!r}? " if near else ""
+    return f"unknown key; {hint}expected one of: {', '.join(known)}"
+
+
 def choice(*allowed: str) -> Callable[[Any], str]:
     def check(v: Any) -> str:
         if v not in allowed:
-            raise InvalidValue(f"expected one of {', '.join(spec_value(a) for a in allowed)}; got {spec_value(v)}")
+            near = closest(v, allowed)
+            raise InvalidValue(f"expected one of {', '.join(spec_value(a) for a in allowed)}; got {spec_value(v)}"
+                               + (f" (did you mean {near!r}?)" if near else ""))
         return v
 
     return check

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 
+from ..errors import UsageError
 from .design_model import PilotModel
 
 _PROBLEM = ("d_in", "d_out", "samples", "data", "data_seed", "independent_embeddings")
@@ -67,19 +69,90 @@ def spec_text(data: dict, header: list[str], notes: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` atomically (a temporary file, then a rename): a reader never sees half a spec."""
+# The first line of every spec ``explorer design`` writes (``designer._header``): a file that
+# starts with it is one design wrote, which a later ``--out`` may replace without ``--force``.
+DESIGN_MARK = "# Designed by `explorer design "
+_MARK_BYTES = len(DESIGN_MARK.encode())
+
+
+class DesignOutputError(UsageError):
+    """An ``--out`` path that design may not write: someone else's file, not a regular file, or a
+    folder that is missing or read-only (exit 2)."""
+
+
+def _written_by_design(path: str) -> bool:
+    """Whether the regular file at ``path`` starts with ``DESIGN_MARK`` (read without following
+    a link, without blocking on a FIFO, and no further than the mark)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, _MARK_BYTES) == DESIGN_MARK.encode()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def check_out(path: str | os.PathLike, force: bool = False) -> None:
+    """Refuse an ``--out`` that may not be written, before anything is computed: a path whose
+    folder is missing or read-only, anything there that is not a regular file (a device, a
+    FIFO, a folder, a symbolic link: never replaced, even with ``force``), or a regular file
+    design did not write (``DESIGN_MARK``) unless ``force``.
+
+    Raises:
+        DesignOutputError: one line naming the path and what to do.
+    """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".design-", suffix=".toml", dir=folder)
     try:
-        with os.fdopen(fd, "w") as handle:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise DesignOutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if info is not None:
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) \
+                else "not a regular file"
+            raise DesignOutputError(f"{path} exists and is {kind}; design writes a new regular file only: "
+                                    "choose another --out")
+        if not force and not _written_by_design(path):
+            raise DesignOutputError(f"{path} exists and was not written by explorer design; pass --force to replace "
+                                    "it, or choose another --out")
+    if not os.path.isdir(folder):
+        raise DesignOutputError(f"cannot write {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DesignOutputError(f"cannot write {path}: the folder {folder} is not writable")
+
+
+def write_text(path: str | os.PathLike, text: str, force: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file in its folder, then a rename: a
+    reader never sees half a spec), after ``check_out`` (again: the folder may have changed
+    while the design was searched).
+
+    Raises:
+        DesignOutputError: ``check_out``'s refusals, or the write failed (disk full, ...).
+    """
+    check_out(path, force)
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".design-", suffix=".toml", dir=folder)  # O_EXCL: never through a link
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+        tmp = None
+    except OSError as exc:
+        raise DesignOutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
 
 
-__all__ = ["problem_seeds", "spec_data", "spec_text", "write_text"]
+__all__ = ["DESIGN_MARK", "DesignOutputError", "check_out", "problem_seeds", "spec_data", "spec_text", "write_text"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .design_search import DesignError, Limits, SearchResult, TARGETS, draw_spread, search
 from .design_model import PilotModel, pilot_model
-from .design_spec import problem_seeds, spec_data, spec_text, write_text
+from .design_spec import check_out, problem_seeds, spec_data, spec_text, write_text
 
 
 @dataclass
@@ -128,14 +128,16 @@ def _split(item: str) -> tuple[str, str]:
 
 def design(sweep: str, targets, store="results", budget: float | None = None, out: str | os.PathLike | None = None,
            max_lm: int | None = None, memory_bytes: int | None = None, min_draws: int = 1,
-           name: str | None = None) -> DesignResult:
+           name: str | None = None, force: bool = False) -> DesignResult:
     """The cheapest sweep predicted to measure every target, from the pilot sweep ``sweep``.
 
     Args:
         targets: {"a": 0.2, "b": 0.05} or ["a=0.2", ...]: 95% half-widths of the exponents.
         store: the pilot's store (a path, URI or Store).
         budget: the most single-core CPU-hours the designed sweep may cost (None: no limit).
-        out: write the designed spec there (TOML, with comments).
+        out: write the designed spec there (TOML, with comments), atomically; a file there that
+            design did not write is refused unless ``force``, and anything that is not a
+            regular file always (``design_spec.check_out``), before the search runs.
         max_lm: the largest L*M a trial may have (default ``design.DEFAULT_MAX_LM``).
         memory_bytes: the memory a trial may use (default: this machine's).
         min_draws: at least this many problem draws.
@@ -143,6 +145,8 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
 
     Raises:
         DesignError: a target out of reach (the best half-width and what blocks it), bad targets.
+        DesignOutputError: an ``out`` that may not be written (its folder missing or read-only,
+            someone else's file, not a regular file).
         PilotError: a pilot that cannot ground a design. SweepDataError: a sweep the store lacks.
     """
     from .design_search import DEFAULT_MAX_LM, DRAWS
@@ -155,6 +159,8 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
         raise DesignError(f"--budget must be a positive number of CPU-hours, got {budget:g}")
     if not 1 <= min_draws <= max(DRAWS):
         raise DesignError(f"--min-draws must be from 1 to {max(DRAWS)}, got {min_draws}")
+    if out:
+        check_out(out, force)  # before the search: a refused --out costs the user no wait
     st = open_store(store, sweep=sweep)
     model = pilot_model(st, sweep)
     largest = max(model.Ls) * max(model.Ms)
@@ -173,7 +179,7 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
     result = DesignResult(model, wanted, limits, found, name, "", os.fspath(out) if out else None)
     result.spec = spec_text(data, _header(result), _notes(result))
     if out:
-        write_text(out, result.spec)
+        write_text(out, result.spec, force)
     return result
 
 

@@ -14,7 +14,7 @@ from ..config.spec import SweepSpec
 def dry_run_lines(spec: SweepSpec, embedded: bool, adaptive: bool = False) -> list[str]:
     """What ``sweep --dry-run`` prints. ``embedded``: the sweep would run on this machine, so its
     memory and CPUs price the plan."""
-    memory = estimate.physical_memory_bytes() if embedded else None  # read at the call: tests set it
+    memory = estimate.available_memory_bytes() if embedded else None  # read at the call: tests set it
     if not adaptive:
         return estimate.dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
     lines = adaptive_dry_run_lines(spec)

@@ -56,7 +56,7 @@ def check_resources(spec: SweepSpec) -> int:
     # would wait forever, so it is refused here with the point and its estimate.
     largest_memory = largest_node_memory()
     if largest_memory:
-        check_fits_memory(spec, int(largest_memory), where="the largest Ray node (its memory resource)")
+        check_fits_memory(spec, int(largest_memory), where="the largest Ray node has (its memory resource)")
     slots = 0
     for n in nodes:
         per_node = math.floor(n.get("CPU", 0) / cpus + 1e-9)

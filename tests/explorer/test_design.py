@@ -126,3 +126,79 @@ def test_a_pilot_without_a_decomposition_or_with_too_few_points_is_refused(tmp_p
         assert needle in result.output and len(result.output.strip().splitlines()) == 1
     missing = run("design", "--sweep", "nothing", "--store", tmp_path, "--target", "b=0.05")
     assert missing.exit_code == 2 and "unknown sweep 'nothing'" in missing.output
+
+
+# --- --out: never someone else's file, never anything but a regular file, one line when it cannot ----------
+
+DESIGN_ARGS = ("design", "--sweep", "pilot", "--target", "a=0.3", "--target", "b=0.05")
+
+
+def test_out_refuses_a_file_design_did_not_write_and_leaves_it_byte_identical(pilot_store, tmp_path):
+    precious = tmp_path / "precious.txt"
+    precious.write_bytes(b"data\n\x00\xff")
+    result = run(*DESIGN_ARGS, "--store", pilot_store, "--out", precious)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [f"error: {precious} exists and was not written by explorer design; pass "
+                                          "--force to replace it, or choose another --out"]
+    assert precious.read_bytes() == b"data\n\x00\xff"
+    forced = run(*DESIGN_ARGS, "--store", pilot_store, "--out", precious, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert load_spec(str(precious)).name == "pilot_design"
+
+
+def test_out_replaces_a_spec_design_wrote_and_writes_nothing_else_in_the_folder(pilot_store, tmp_path):
+    from explorer.experiment_design.design_spec import DESIGN_MARK
+
+    out = tmp_path / "d.toml"
+    for _ in range(2):  # the second run replaces the first's spec, as report replaces its own files
+        result = run(*DESIGN_ARGS, "--store", pilot_store, "--out", out)
+        assert result.exit_code == 0, result.output
+    assert out.read_text().startswith(DESIGN_MARK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.toml"]  # no temporary left behind
+
+
+def test_out_never_replaces_what_is_not_a_regular_file_even_with_force(pilot_store, tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    target = tmp_path / "target.toml"
+    target.write_text("# Designed by `explorer design ... but behind a link\n")
+    link = tmp_path / "link.toml"
+    link.symlink_to(target)
+    for path, kind in ((fifo, "not a regular file"), (link, "a symbolic link")):  # a folder: click's dir_okay=False
+        result = run(*DESIGN_ARGS, "--store", pilot_store, "--out", path, "--force")
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines() == [f"error: {path} exists and is {kind}; design writes a new regular file "
+                                              "only: choose another --out"]
+    assert fifo.is_fifo() and link.is_symlink()
+    assert target.read_text() == "# Designed by `explorer design ... but behind a link\n"
+
+
+def test_out_in_a_missing_or_read_only_folder_is_one_line(pilot_store, tmp_path):
+    import os
+
+    missing = tmp_path / "no" / "such" / "d.toml"
+    result = run(*DESIGN_ARGS, "--store", pilot_store, "--out", missing)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [f"error: cannot write {missing}: the folder {missing.parent} does not exist"]
+    if os.geteuid() == 0:
+        return  # root writes into a read-only folder: the mode cannot refuse it
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    result = run(*DESIGN_ARGS, "--store", pilot_store, "--out", locked / "d.toml")
+    assert result.exit_code == 2 and "is not writable" in result.output and "Traceback" not in result.output
+
+
+def test_a_write_that_fails_midway_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
+    from explorer.experiment_design import design_spec
+
+    out = tmp_path / "d.toml"
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(design_spec.os, "fsync", full)
+    with pytest.raises(design_spec.DesignOutputError, match=rf"^cannot write {out}: No space left on device$"):
+        design_spec.write_text(out, "# Designed by `explorer design x`\n")
+    assert list(tmp_path.iterdir()) == []

@@ -44,13 +44,13 @@ def test_every_shipped_spec_dry_runs_cleanly(path, tmp_path, monkeypatch):
 
 def test_a_grid_too_large_for_this_machine_is_priced_and_its_points_flagged(monkeypatch):
     # the full hidden-width grid's 8192 x 4096 references need ~31 GiB; here the machine has 8
-    monkeypatch.setattr(explorer.config.estimate, "physical_memory_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(explorer.config.estimate, "available_memory_bytes", lambda: 8 * 2**30)
     done = CliRunner().invoke(main, ["sweep", str(PAPER / "hidden-width-rates.toml"), "--dry-run"])
     assert done.exit_code == 0, done.output
-    assert "time: " in done.output and "memory here: 8 GiB" in done.output
+    assert "time: " in done.output and "memory here: 8 GiB available" in done.output
     flagged = [line for line in done.output.splitlines() if line.startswith("does not fit here: ")]
-    assert flagged == ["does not fit here: 0 of 231 trials and 3 of 3 references need more than this machine's memory "
-                       "less a worker (7.41 GiB); `explorer sweep` refuses them here: run on a larger machine or a "
+    assert flagged == ["does not fit here: 0 of 231 trials and 3 of 3 references need more than the memory this machine "
+                       "has available less a worker (7.41 GiB); `explorer sweep` refuses them here: run on a larger machine or a "
                        "cluster (--address)"]
     assert done.output.count("  reference ") == 3 and "8192 x 4096 particles" in done.output
     # the adaptive dry run flags them too

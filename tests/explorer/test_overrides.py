@@ -44,7 +44,7 @@ def test_a_removed_key_takes_its_default():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ("~problem.sed", "spec error: override '~problem.sed': unknown key; expected one of: d_in, d_out, samples, seed,"),
+    ("~problem.sed", "spec error: override '~problem.sed': unknown key; did you mean 'seed'? expected one of: d_in, d_out, samples, seed,"),
     ("~nosuch.key", "spec error: override '~nosuch.key': expected SECTION.KEY= or ~SECTION.KEY"),
     ("~name", "spec error: override '~name': expected SECTION.KEY= or ~SECTION.KEY"),
     ("grid=", "spec error: override 'grid=': expected SECTION.KEY= or ~SECTION.KEY"),

@@ -98,7 +98,8 @@ SPEC_ERRORS = {
     "one_replica": (with_changes(reference={"replicas": 1}), "[reference] replicas: reference.replicas must be at least 2"),
     "zero_reference_depth": (with_changes(reference={"depth": 0}), "[reference] depth: expected a positive integer"),
     "largest_with_resolution": (
-        with_changes(reference={"kind": "largest"}), '[reference] depth: not used with kind = "largest"'),
+        with_changes(reference={"kind": "largest", "width": DROP, "replicas": DROP}),
+        '[reference] depth: not used with kind = "largest"'),
     "largest_uncoupled_over_D": (
         with_changes(reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP},
                      problem={"coupled_embeddings": False}, grid={"D": [4, 8]}),
