@@ -6,7 +6,7 @@ from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, Sche
                      StoreUnreachable, UnreadableFileError)
 from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
-from .query import LeftOutFilesWarning, check_read_only, validate_filter
+from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
@@ -36,6 +36,7 @@ __all__ = [
     "StoreQueryError",
     "StoreUnreachable",
     "UnreadableFileError",
+    "VIEW_NAMES",
     "check_read_only",
     "check_sweep",
     "owner_dead_here",
