@@ -38,7 +38,7 @@ class _CleanErrors(click.Group):
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
-                click.echo(f"error: {exc}", err=True)
+                click.echo(f"error: {_without_credentials(str(exc))}", err=True)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
                 # A signal before a sweep arms its own handlers (parsing, planning) or in any
@@ -49,6 +49,13 @@ class _CleanErrors(click.Group):
                     raise
                 click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
                 sys.exit(EXIT_CODES[signum])
+
+
+def _without_credentials(message: str) -> str:
+    """``message`` with the credentials of any store URI in it redacted (``store.redact_uri``):
+    a library's message (pyarrow's) may quote the URI it was given."""
+    store = sys.modules.get("store")  # not imported: no store URI was opened, none is quoted
+    return store.redact_uri(message) if store is not None else message
 
 
 def _warning_line(show):

@@ -11,6 +11,7 @@ from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
 from .printable import printable
+from .redaction import redact_uri
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
@@ -42,6 +43,7 @@ __all__ = [
     "owner_dead_here",
     "owner_identity",
     "printable",
+    "redact_uri",
     "run_query",
     "schema",
     "trial_row_from_metrics",
