@@ -3,6 +3,7 @@ create the environment with the pinned CPU torch before the package, `make test`
 set, .ci/run runs the same target, and the test extra stays narrow."""
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -15,7 +16,10 @@ ROOT = pathlib.Path(__file__).parents[1]
 
 def planned(target: str, venv: str) -> list[str]:
     """The commands `make -n TARGET VENV=venv` would run, one per line."""
-    done = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    # a clean environment: under `make test` itself, MAKELEVEL would add "Entering directory" lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={venv}"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
