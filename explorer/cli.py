@@ -23,7 +23,6 @@ from .store_access import open_store, open_sweep, store_errors
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
 DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
-FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
 
 
 class _CleanErrors(click.Group):
@@ -40,7 +39,7 @@ class _CleanErrors(click.Group):
                 if ctx.meta.get("explorer.debug"):
                     raise
                 for line in str(exc).splitlines() or [""]:  # a spec error has a line per mistake
-                    click.echo(f"error: {line}", err=True)
+                    click.echo(f"error: {_without_credentials(line)}", err=True)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
                 # A signal before a sweep arms its own handlers (parsing, planning) or in any
@@ -51,6 +50,13 @@ class _CleanErrors(click.Group):
                     raise
                 click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
                 sys.exit(EXIT_CODES[signum])
+
+
+def _without_credentials(message: str) -> str:
+    """``message`` with the credentials of any store URI in it redacted (``store.redact_uri``):
+    a library's message (pyarrow's) may quote the URI it was given."""
+    store = sys.modules.get("store")  # not imported: no store URI was opened, none is quoted
+    return store.redact_uri(message) if store is not None else message
 
 
 def _warning_line(show):
@@ -92,40 +98,6 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
-@main.command("sql")
-@click.argument("query")
-@store_option
-@sweep_filter_option
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=7 * 86_400), default=None,
-              metavar="SECONDS", help="Stop the query after this many seconds (exit 2). Default: no limit.")
-@click.option("--memory-limit", default=None, metavar="SIZE",
-              help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
-def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout_s: float | None,
-                memory_limit: str | None) -> None:
-    """Run a read-only SQL QUERY over the views metrics, trials, fits, rounds, comparisons and references.
-
-    Only queries run (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN); files that are not store
-    data are left out, with a warning line on stderr. Ctrl-C stops a query at once (exit 130).
-
-    Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
-    """
-    import warnings
-
-    from store import LeftOutFilesWarning
-
-    st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
-    with store_errors(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", LeftOutFilesWarning)
-        table = st.query(query, sweep=sweep, timeout_s=timeout_s, memory_limit=memory_limit)
-    for warning in caught:
-        if issubclass(warning.category, LeftOutFilesWarning):
-            click.echo(f"warning: {warning.message}", err=True)
-    from .report.tables import render
-
-    click.echo(render(table, fmt), nl=False)
-
-
 @main.command("check")
 @store_option
 @sweep_filter_option
@@ -136,8 +108,9 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
               help="Remove stale reference locks (heartbeat older than 60 s), temporaries older than an hour "
                    "and lapsed leases (never a live lock), then check again.")
 def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: bool, repair: bool) -> None:
-    """Check the store: unreadable, foreign or temporary files, stale locks, duplicate rows, missing steps.
+    """Check the store for damaged files, stale locks and bad rows.
 
+    Lists unreadable, foreign or temporary files, stale locks, duplicate rows and missing steps.
     Exits 1 when it finds a problem, 0 when the store is clean (notes do not fail).
     """
     from store import printable
@@ -160,7 +133,10 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 @main.command("ls")
 @store_option
 def ls_command(store_uri: str) -> None:
-    """List the sweeps of the store: trials by status, size on disk, last write (UTC)."""
+    """List the store's sweeps: trials by status, size, last write.
+
+    The size is on disk (MiB), the last write in UTC.
+    """
     st = open_store(store_uri)
     with store_errors():
         rows = st.sweeps_summary() if st.exists() else []
@@ -178,7 +154,11 @@ def ls_command(store_uri: str) -> None:
 @click.option("--sweep", "sweep", required=True, metavar="NAME", help="The sweep to delete (all its files, nothing else).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
-    """Delete one sweep of the store (metrics, trials, fits, leases); references stay."""
+    """Delete one sweep from the store; references stay.
+
+    Every file of the sweep goes (metrics, trials, fits, rounds, comparisons, leases); the
+    reference cache is shared by every sweep and stays.
+    """
     st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         if not yes:
@@ -194,8 +174,11 @@ def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(DATA_KINDS),
               help="Only this kind (repeatable; default all). Sweeps compact their trials themselves when they end.")
 def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
-    """Merge small result files into large ones with exactly the same rows (checked before
-    the originals are removed; safe to interrupt and rerun)."""
+    """Merge small result files into large ones, rows unchanged.
+
+    The merged files hold exactly the rows of the originals (checked before the originals are
+    removed); safe to interrupt and rerun.
+    """
     st = open_store(store_uri, must_exist=True, sweep=sweep)
     with store_errors():
         for name in [sweep] if sweep else st.sweeps():
@@ -220,7 +203,7 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
               "CIs per unit of cost, until they reach the half-width or the budget is spent (resumable).")
 def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address: str | None,
                   max_concurrent: int | None, dry_run: bool, adaptive: bool) -> None:
-    """Run the sweep SPEC (a TOML file): every trial the store does not have yet.
+    """Run the sweep SPEC (a TOML file): the trials not yet stored.
 
     KEY=VALUE overrides change the spec for this run, e.g. grid.L=[4,8] train.steps=5
     (also written --train.steps=5). Rerunning resumes: complete trials are skipped, failed
@@ -261,7 +244,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 @store_option
 @click.option("--sweep", "sweep_name", default=None, metavar="NAME", help="A sweep of the store, by name (instead of SPEC).")
 def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str, sweep_name: str | None) -> None:
-    """Counts of a sweep's trials by status (ok, diverged, failed), read from the store.
+    """Count a sweep's trials: ok, diverged, failed, pending.
 
     With SPEC: the spec's trials, plus how many are pending; with neither SPEC nor --sweep: one
     row per sweep of the store. Example: explorer status --sweep quick
@@ -292,8 +275,11 @@ def status_command(spec: str | None, overrides: tuple[str, ...], store_uri: str,
 @click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Folder of the report (when the analysis is installed).")
 def demo_command(store_uri: str, out: str) -> None:
-    """Run a small built-in sweep end to end on an embedded Ray (a few minutes on 2 cores),
-    then fit and report on it. Rerunning reuses the trials already in the store."""
+    """Run a small built-in sweep end to end, then fit and report it.
+
+    The sweep runs on an embedded Ray (a few minutes on 2 cores). Rerunning reuses the trials
+    already in the store.
+    """
     from . import demo
 
     with store_errors():
@@ -323,7 +309,7 @@ def demo_command(store_uri: str, out: str) -> None:
               help="Remove the reference's own error in quadrature before fitting, or fit err as measured.")
 def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, where: str | None,
                 n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
-    """Fit a scaling law to a sweep's errors, with 95% bootstrap confidence intervals.
+    """Fit a scaling law to a sweep's errors, with 95% bootstrap CIs.
 
     The default, decomposed, splits each point's error into the seed-mean's distance from the
     reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); the
@@ -375,9 +361,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
                   out: str | None, force: bool) -> None:
-    """Classify each (x, y) cell of a sweep as mlu, lazy, trivial, diverged (or failed).
+    """Classify each (x, y) cell of a sweep by its training regime.
 
-    The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
+    The regimes are mlu, lazy, trivial, diverged (or failed). The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
     lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
     from .analysis.phase import format_phase, phase_diagram
@@ -412,8 +398,9 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
               help="Add a comparison with sweep NAME (as explorer compare: paired on shared draws and seeds).")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
                    form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None) -> None:
-    """Write a self-contained report of a sweep: fits with CIs, charts, phase diagram, summary.
+    """Write a sweep's offline HTML report: fits, charts and summary.
 
+    The report holds the fits with their CIs, charts, the phase diagram and a summary;
     DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
@@ -458,8 +445,10 @@ if __name__ == "__main__":  # pragma: no cover
 @click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool, force: bool) -> None:
-    """Run the sweeps of one of the papers' experiments (specs under explorer/reproduce/paper/) and write
-    a reproduction report: each claim with the paper's number, this tool's value with its 95 %
+    """Run one of the papers' experiments and grade its claims.
+
+    It runs the experiment's sweeps (specs under explorer/reproduce/paper/) and writes a
+    reproduction report: each claim with the paper's number, this tool's value with its 95 %
     CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
     and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
     rerun skips the trials the store has. Exits 1 when some trial failed.
@@ -495,6 +484,8 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 # Commands defined in their own modules (each module one command's options and output).
 from .cli_compare import compare_command  # noqa: E402  (registered on main, which they do not import)
 from .cli_design import design_command  # noqa: E402
+from .cli_sql import sql_command  # noqa: E402
 
 main.add_command(design_command)
 main.add_command(compare_command)
+main.add_command(sql_command)

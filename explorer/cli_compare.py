@@ -27,9 +27,10 @@ from .store_access import store_errors
               help="Write the rows to the store (kind comparisons, under sweep A).")
 def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, form: str, metric: str,
                     step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
-    """Compare two sweeps' fitted laws: per parameter A, B, the difference B - A (the ratio B/A
-    for c1, c2) with a paired 95% interval, the unpaired one, and a verdict.
+    """Compare two sweeps' fitted laws, with paired 95% intervals.
 
+    Per parameter: A, B, the difference B - A (the ratio B/A for c1, c2) with a paired 95%
+    interval, the unpaired one, and a verdict.
     Both are fitted on the grid points, problem draws and seeds they share (what is left out is
     listed); the paired interval leaves each problem draw (with one draw, each seed index) out
     of both at once, so the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or

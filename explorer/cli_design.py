@@ -24,7 +24,7 @@ from .store_access import store_errors
               help="At least G problem draws, each with its own reference (the interval then spans the draws).")
 def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget: float | None, out: str | None,
                    force: bool, name: str | None, max_lm: int | None, min_draws: int) -> None:
-    """From a pilot sweep, the cheapest sweep predicted to measure each target exponent.
+    """From a pilot, design the cheapest sweep measuring each target.
 
     The pilot's decomposed fit gives the bias and fluctuation laws and their noise per seed, its
     reference the reference's error per particle; the design's grid (L, M, D, within memory and

@@ -54,7 +54,7 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             (sweep) the name cannot be a sweep's.
         SweepDataError: (sweep) the store has no such sweep; the message lists those it has.
     """
-    from store import Store, check_sweep
+    from store import Store, check_sweep, redact_uri
 
     with store_errors():
         if isinstance(store, Store):
@@ -73,7 +73,7 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             if sweep not in sweeps:
                 raise SweepDataError(f"unknown sweep {sweep!r}; the store {opened.uri!r} has: {', '.join(sweeps) or 'none'}")
         elif must_exist and not opened.exists():
-            given = store.uri if isinstance(store, Store) else os.fspath(store)
+            given = store.uri if isinstance(store, Store) else redact_uri(os.fspath(store))
             raise StoreAccessError(f"no results store at {given!r} (nothing written there yet); pass --store URI")
     return opened
 

@@ -6,11 +6,12 @@ from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, Sche
                      StoreUnreachable, UnreadableFileError)
 from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
-from .query import LeftOutFilesWarning, check_read_only, validate_filter
+from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, validate_filter
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
 from .printable import printable
+from .redaction import redact_uri
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
@@ -36,11 +37,13 @@ __all__ = [
     "StoreQueryError",
     "StoreUnreachable",
     "UnreadableFileError",
+    "VIEW_NAMES",
     "check_read_only",
     "check_sweep",
     "owner_dead_here",
     "owner_identity",
     "printable",
+    "redact_uri",
     "run_query",
     "schema",
     "trial_row_from_metrics",

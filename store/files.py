@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from .errors import StoreError, StoreUnreachable
 from .layout import join, temporary_path
 from .owners import writer_token
+from .redaction import redact_uri
 
 _OBJECT_STORES = ("s3", "gcs", "abfs")
 
@@ -60,7 +61,7 @@ class Files:
     def __init__(self, filesystem: pafs.FileSystem, root: str, uri: str, durable: bool = True):
         self.fs = filesystem
         self.root = root.rstrip("/") or "/"
-        self.uri = uri
+        self.uri = redact_uri(uri)  # the name messages show: never the credentials a URI can carry
         self.durable = durable
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
         self._object_store = filesystem.type_name in _OBJECT_STORES
@@ -330,7 +331,7 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
     try:
         fs, root = pafs.FileSystem.from_uri(resolved)
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise StoreError(f"cannot open store {text!r}: {exc}") from None
+        raise StoreError(redact_uri(f"cannot open store {text!r}: {exc}")) from None  # pyarrow's message quotes it too
     if isinstance(fs, pafs.LocalFileSystem):
         root = os.path.abspath(root)
     attempts = None

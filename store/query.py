@@ -32,6 +32,7 @@ from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadab
 VIEWS = DATA_KINDS + ("references",)
 # Views defined in SQL over the kinds' views: name -> the kind views they read.
 DERIVED_VIEWS = {POINTS_VIEW: ("metrics",)}
+VIEW_NAMES = VIEWS + tuple(DERIVED_VIEWS)  # every view a connection has (what `explorer sql --help` lists)
 
 
 def kind_sources(files: Files, kind: str, sweep: str | None = None, exclude: frozenset[str] = frozenset(),
@@ -165,20 +166,43 @@ def views_of(sql: str) -> frozenset[str] | None:
     return used or None
 
 
-_MISSING_VIEW = re.compile(r"Table with name \"?(%s)\"? does not exist" % "|".join(VIEWS + tuple(DERIVED_VIEWS)),
-                           re.IGNORECASE)
+_MISSING_TABLE = re.compile(r"Table with name .+ does not exist", re.IGNORECASE)
 
 
 def missing_view(exc: Exception) -> bool:
-    """True when a query failed for a store view that was not registered."""
-    return bool(_MISSING_VIEW.search(str(exc)))
+    """True when a query failed for a table that is not registered: a store view the parser
+    did not see, or a name that is no view (a typo), whose "Did you mean" DuckDB draws only
+    from the views registered: both are worth a run over every view."""
+    return bool(_MISSING_TABLE.search(str(exc)))
+
+
+# DuckDB lists a function's candidate signatures one per indented line, sometimes fifty of them.
+_CANDIDATES_SHOWN = 3
 
 
 def _message(exc: Exception) -> str:
-    """DuckDB's message on one line: its first line, plus the "LINE n: ..." context if any."""
+    """DuckDB's message on one line: its first line, its hints ("Did you mean "metrics"?",
+    "Candidate bindings: ...", a few candidate signatures) and the "LINE n: ..." context if any.
+
+    The caret line under the context is dropped (it points at a column of a line it is no longer
+    under), and so are the candidates past ``_CANDIDATES_SHOWN`` (counted instead).
+    """
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    context = [line for line in lines[1:] if line.startswith("LINE ")]
-    message = " ".join(lines[:1] + context[:1])
+    hints, context, candidates = [], [], []
+    for raw in str(exc).strip().splitlines()[1:]:
+        line = raw.strip()
+        if not line or set(line) == {"^"}:
+            continue
+        if line.startswith("LINE "):
+            context.append(line)
+        elif raw.startswith("\t") and hints and hints[-1].endswith(":"):
+            candidates.append(line)  # one signature under "Candidate functions:"
+        else:
+            hints.append(line)
+    if candidates:
+        more = len(candidates) - _CANDIDATES_SHOWN
+        hints[-1] += " " + "; ".join(candidates[:_CANDIDATES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    message = " ".join(lines[:1] + hints + context[:1])
     if "reading the stream registered as" in message:  # a store file failed to scan
         message += f" (a store file cannot be read: {QUARANTINE_HINT}; `explorer check` lists it)"
     return message

@@ -68,7 +68,7 @@ class Store:
 
     @property
     def uri(self) -> str:
-        """The store root as given."""
+        """The store root as given, without credentials (``store.redact_uri``): what messages show."""
         return self._files.uri
 
     @property

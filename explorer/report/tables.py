@@ -1,4 +1,10 @@
-"""Render a query result (an Arrow table) as text: an aligned table, CSV or JSON."""
+"""Render a query result (an Arrow table) as text: an aligned table, CSV or JSON.
+
+The table and CSV go to a terminal, and a store's text is whoever wrote it: their cells and
+column names show control, format and separator characters as visible escapes
+(``store.printable``: an OSC title sequence, a BEL or a U+202E cannot act on the terminal).
+JSON is for programs and keeps every value exact (its own escapes make it safe to print).
+"""
 from __future__ import annotations
 
 import csv
@@ -8,6 +14,8 @@ import json
 import math
 
 import pyarrow as pa
+
+from store import printable
 
 FORMATS = ("table", "csv", "json")
 
@@ -30,13 +38,14 @@ def _plain(value):
 
 
 def _cell(value) -> str:
+    """One value as terminal text (``printable``: one line, no control characters)."""
     if value is None:
         return "NULL"
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else str(value)
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
-    return str(_plain(value))
+    return printable(_plain(value))
 
 
 def render(table: pa.Table, fmt: str = "table") -> str:
@@ -44,7 +53,8 @@ def render(table: pa.Table, fmt: str = "table") -> str:
 
     Args:
         fmt: ``table`` (aligned columns, numbers right-aligned, a row count), ``csv`` (with a
-            header) or ``json`` (an array of objects; NaN and infinities become null).
+            header) or ``json`` (an array of objects; NaN and infinities become null). Table and
+            CSV escape non-printable characters (``store.printable``); JSON is exact.
 
     Raises:
         ValueError: an unknown format (the message lists the formats).
@@ -58,11 +68,12 @@ def render(table: pa.Table, fmt: str = "table") -> str:
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(names)
+        writer.writerow([printable(n) for n in names])
         for row in rows:
             writer.writerow(["" if row[n] is None else _cell(row[n]) for n in names])
         return out.getvalue()
     cells = [[_cell(row[n]) for n in names] for row in rows]
+    names = [printable(n) for n in names]
     numeric = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in table.schema.types]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
 

@@ -94,8 +94,11 @@ class SignalGuard:
 
 
 def resume_command() -> str | None:
-    """The command line that started this process, when it is the explorer CLI."""
-    argv = list(sys.argv)
+    """The command line that started this process, when it is the explorer CLI, without the
+    credentials a store URI in it may carry (``store.redact_uri``: they are printed)."""
+    from store import redact_uri
+
+    argv = [redact_uri(arg) for arg in sys.argv]
     if not argv:
         return None
     head = os.path.basename(argv[0])

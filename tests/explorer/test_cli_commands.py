@@ -44,3 +44,14 @@ def test_every_command_has_a_section_in_the_reference(name):
 def test_the_reference_is_the_generated_one():
     assert CLI_DOC.read_text() == cli_reference(), (
         "docs/cli.md is out of date: python -m explorer.cli_reference > docs/cli.md")
+
+
+def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns():
+    result = CliRunner().invoke(main, ["--help"], terminal_width=80)
+    listing = result.output.split("Commands:\n", 1)[1].splitlines()
+    shown = {line.split()[0]: line for line in listing if line.strip()}
+    assert sorted(shown) == COMMANDS
+    for name, line in shown.items():
+        summary = line.split(None, 1)[1]
+        assert len(line) <= 80 and not summary.endswith("..."), line
+        assert summary.endswith(".") and summary == main.commands[name].get_short_help_str(limit=10**6), line

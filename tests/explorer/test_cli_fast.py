@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import store
-from explorer import cli
+from explorer import cli, cli_sql
 from explorer.report import tables
 
 _PROBE = r"""
@@ -56,4 +56,4 @@ def test_a_spec_typo_imports_nothing_heavy(tmp_path):
 
 def test_the_cli_copies_of_store_kinds_and_table_formats_match():
     assert cli.DATA_KINDS == store.DATA_KINDS
-    assert cli.FORMATS == tables.FORMATS
+    assert cli_sql.FORMATS == tables.FORMATS

@@ -139,3 +139,48 @@ def test_an_empty_store_uri_is_refused_not_read_as_the_current_directory():
     result = CliRunner().invoke(main, ["sql", "SELECT 1", "--store", ""])
     assert result.exit_code == 2
     assert result.output == "error: empty store URI: pass --store DIR or --store s3://bucket/prefix\n"
+
+
+def test_sql_error_keeps_duckdbs_did_you_mean_on_its_one_line(results):
+    code, out = run("sql", "SELECT * FROM metric", "--store", results.uri)
+    assert code == 2 and out.count("\n") == 1, out
+    assert out == 'error: Catalog Error: Table with name metric does not exist! Did you mean "metrics"?\n'
+    # the suggestion weighs every view, not only those the query named (here fits)
+    code, out = run("sql", "SELECT * FROM fits, pointz", "--store", results.uri)
+    assert code == 2 and out.rstrip().endswith('Did you mean "points"?'), out
+
+
+def test_sql_help_lists_every_view_of_the_store():
+    from store import VIEW_NAMES
+
+    code, out = run("sql", "--help")
+    assert code == 0 and "points" in VIEW_NAMES
+    assert f"The views: {', '.join(VIEW_NAMES)}." in " ".join(out.split())
+
+
+HOSTILE = "\x1b]0;owned\x07\u202eevil\nforged line\\"  # an OSC title, a BEL, a bidi override, a newline
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    """A store whose metric rows carry a node_id with terminal control characters."""
+    store = Store(tmp_path / "hostile")
+    key, rows, trial = kit.trial()
+    store.write_trial("quick", key, [{**row, "node_id": HOSTILE} for row in rows], trial)
+    return store
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_sql_escapes_control_characters_for_the_terminal(hostile, fmt):
+    code, out = run("sql", f'SELECT DISTINCT node_id, node_id AS "{HOSTILE[:3]}" FROM metrics', "--store", hostile.uri,
+                    "--format", fmt)
+    assert code == 0, out
+    assert not any(ch in out for ch in "\x1b\x07\u202e")
+    assert "\\x1b]0;owned\\x07\\u202eevil\\nforged line\\\\" in out
+    assert len(out.splitlines()) == (4 if fmt == "table" else 2)  # header, (rule,) one row, (count)
+
+
+def test_sql_json_keeps_the_stored_text_exact(hostile):
+    code, out = run("sql", "SELECT DISTINCT node_id FROM metrics", "--store", hostile.uri, "--format", "json")
+    assert code == 0 and json.loads(out) == [{"node_id": HOSTILE}]
+    assert "\x1b" not in out  # JSON's own escapes
