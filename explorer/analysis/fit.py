@@ -29,7 +29,7 @@ from ..errors import FitError
 from ..formatting import fmt
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
 from .expression import Expression
-from .fit_result import FitResult, fit_warnings
+from .fit_result import FitResult, data_hash, fit_warnings
 from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
@@ -67,6 +67,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     """
     label, asked = resolve_form(form)
     _check_request(label, n_boot, grid)
+    trials_read = data_hash(grid)
     counts = _flag_counts(grid)
     grid, used, ref = prepare(grid, floor)
     expr, unidentified = _law_to_fit(asked, grid, used, label)
@@ -93,7 +94,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         sweep=_slice_value(grid, "sweep"), metric=_slice_value(grid, "metric"), step=None if step is None else int(step),
         where=where, seed=seed, n_draws=len(data.draws), unidentified=unidentified, n_flagged=counts["n_flagged"],
         flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"],
-        fitted_expression=expr if expr is not asked else None, floor=floor,
+        fitted_expression=expr if expr is not asked else None, floor=floor, data_hash=trials_read,
     )
     if per_draw and len(data.draws) > 1:
         result.per_draw = per_draw_fits(problem, data, theta, n_boot, rng)

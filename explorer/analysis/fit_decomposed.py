@@ -21,7 +21,7 @@ from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one
 from ..errors import FitError
 from .expression import parse_expression
 from .laws import FORMS
-from .fit_result import FitResult
+from .fit_result import FitResult, data_hash
 from ..formatting import fmt
 from .queries import DRAW_COLUMN, FLOOR_FACTOR
 
@@ -57,6 +57,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         raise FitError(f"unknown floor treatment {floor!r}; expected one of: quadrature, none")
     if int(frame["n_seeds"].max()) < 2:
         raise FitError(one_seed_reason(int(frame["n_seeds"].max())))
+    trials_read = data_hash(frame)
     frame = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
     draws = draws_of(frame)
     fit = estimate(draws, n_boot=n_boot, seed=seed, floor=floor)
@@ -89,7 +90,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         n_points=int(ok.sum()), n_excluded=int(fit.design.n_floor), extrapolation_error=math.nan, converged=True,
         n_boot=len(samples), bootstrap=fit.method, grid=grid, samples=samples, sweep=one("sweep"),
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),
-        unidentified=unidentified, floor=floor, fitted_expression=fitted_law)
+        unidentified=unidentified, floor=floor, fitted_expression=fitted_law, data_hash=trials_read)
     result.sd = dict(zip(NAMES, fit.sd))
     if per_draw and len(draws) > 1:
         result.per_draw = _per_draw(draws, n_boot, seed, floor)

@@ -20,7 +20,7 @@ Z95 = 1.959963984540054  # the normal quantile of a 95% interval (scipy.stats.no
 ZERO_WIDTH = 1e-9  # a CI narrower than this (relative to the estimate) has width zero
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
-    "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at",
+    "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at", "fit_key", "data_hash",
 )
 
 
@@ -88,6 +88,7 @@ class FitResult:
     floor: str = "quadrature"
     surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
     sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
+    data_hash: str | None = None  # ``data_hash`` of the frame fitted: which trials it read (None: no trial keys)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -113,7 +114,15 @@ class FitResult:
 
     @property
     def fit_id(self) -> str:
-        """A stable id of what was fitted (sweep, form, metric, step, filter, bootstrap)."""
+        """The id of this fit: ``fit_key`` and the first 8 hex of ``data_hash``, so that a refit of
+        data that changed (a grown sweep) is a fit of its own beside the earlier one, while a refit
+        of the same trials has the same id (and replaces its file with the same numbers)."""
+        return self.fit_key if self.data_hash is None else f"{self.fit_key}-{self.data_hash[:8]}"
+
+    @property
+    def fit_key(self) -> str:
+        """A stable id of what was asked, whatever the data (sweep, form, metric, step, filter,
+        bootstrap): the fits of one key are its history (the ``latest_fits`` view)."""
         payload = {"sweep": self.sweep, "form": self.expression.text, "metric": self.metric, "step": self.step,
                    "where": self.where, "n_boot": len(self.samples), "seed": self.seed}
         if self.floor != "quadrature":
@@ -129,9 +138,24 @@ class FitResult:
                             ("metric", self.metric), ("step", self.step), ("r2_log", self.r2_log),
                             ("n_points", self.n_points), ("n_excluded", self.n_excluded),
                             ("extrapolation_error", self.extrapolation_error),
-                            ("warnings", "; ".join(self.warnings)), ("created_at", created_at)):
+                            ("warnings", "; ".join(self.warnings)), ("created_at", created_at),
+                            ("fit_key", self.fit_key), ("data_hash", self.data_hash)):
             table[name] = value
         return table[list(FITS_COLUMNS)]
+
+
+def data_hash(frame: pd.DataFrame) -> str | None:
+    """16 hex of the sha256 of the sorted distinct trial keys of a fit's input (a ``grid_errors``
+    frame's ``trial_keys`` lists, or a ``seed_grams`` frame's ``trial_key``); None when the frame
+    names no trials (a grid built by hand). A trial key hashes everything that defines the trial's
+    numbers, its seeds included, so the same keys mean the same data."""
+    if "trial_keys" in frame:
+        keys = {str(k) for keys in frame["trial_keys"] if keys is not None for k in keys}
+    elif "trial_key" in frame:
+        keys = {str(k) for k in frame["trial_key"] if k is not None}
+    else:
+        return None
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:16]
 
 
 def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
@@ -180,4 +204,4 @@ def _identifiability(expr: Expression, jac) -> list[str]:
     return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "fit_warnings"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]
