@@ -98,6 +98,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         result.pre_asymptotic = guard(draws, fit, floor)
     result.surfaces = surfaces(est)
     result.notes = list(frame.attrs.get("notes", ())) + _notes(fit, frame)
+    result.ci_quantile, result.ci_sd = _interval_rule(fit, draws, n_boot)
     from .fit_result import fit_warnings
 
     result.warnings = fit_warnings(result, True, None)
@@ -178,11 +179,19 @@ def _notes(fit: Decomposed, frame) -> list[str]:
     column = f"; c1 is the bias level at M = {fmt(M, 'g')}, D = {fmt(D, 'g')}" if np.isfinite(M) else ""
     return [f"bias: {bias_rows} (draw, point) rows fitted, {des.n_floor} within {fmt(FLOOR_FACTOR, 'g')}x the "
             f"reference's error and {des.n_unresolved} not resolved above the seeds' noise left out{column}; "
-            f"fluctuation: {fluct_rows} rows fitted; errors behave as {fmt(des.n_eff, '.3g')} independent entries",
-            f"intervals: estimate +- t({fit.dof}) x sd, the sd from the draws' spread in a bootstrap of draws and "
-            f"of seed indices shared by a draw's points" if len(fit.design.bias_used) > 1 else
-            f"intervals: estimate +- t({fit.dof}) x sd, the sd from a jackknife over seed indices shared by the "
-            f"draw's points (seed noise only)"]
+            f"fluctuation: {fluct_rows} rows fitted; errors behave as {fmt(des.n_eff, '.3g')} independent entries"]
+
+
+def _interval_rule(fit: Decomposed, draws: list[Draw], n_boot: int) -> tuple[str, str]:
+    """(quantile, where the sd comes from) of ``decomposed.estimate``'s interval, in words."""
+    if not n_boot:
+        return "1.96", ""
+    jackknife = "a jackknife over the seed indices, each left out of every point of its draw at once"
+    if len(draws) > 1:
+        return f"t({fit.dof})", (f"the problem draws' part of the spread of {n_boot} resamples of the {len(draws)} "
+                                 "draws, then of seed indices shared by each draw's points (" + jackknife +
+                                 " where that part is not positive)")
+    return f"t({fit.dof})", f"{jackknife} ({draws[0].R} seeds)"
 
 
 def _per_draw(draws: list[Draw], n_boot: int, seed: int, floor: str) -> pd.DataFrame:

@@ -89,6 +89,10 @@ class FitResult:
     surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
     sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
     data_hash: str | None = None  # ``data_hash`` of the frame fitted: which trials it read (None: no trial keys)
+    # How the 95% intervals were made (``interval_description`` says it in words): the quantile,
+    # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
+    ci_quantile: str = "1.96"
+    ci_sd: str = ""
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -144,6 +148,18 @@ class FitResult:
         return table[list(FITS_COLUMNS)]
 
 
+def interval_description(result: FitResult) -> str:
+    """The one sentence saying how a fit's 95% intervals were made and what they cover, as
+    ``explorer fit`` prints it and the report shows it (from ``ci_quantile`` and ``ci_sd``)."""
+    if not result.ci_sd or not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
+        return "no intervals (no resamples: --bootstrap 0)"
+    positive = [p for p in result.law.parameters if p in result.law.positive]
+    scale = f" (on a log scale for {', '.join(positive)})" if positive else ""
+    covers = ("the draw of data and embeddings and the seeds' noise" if result.n_draws > 1
+              else "the seeds' noise only, not the draw of data and embeddings")
+    return f"95% intervals: estimate +- {result.ci_quantile} x sd{scale}, the sd from {result.ci_sd}; they cover {covers}"
+
+
 def data_hash(frame: pd.DataFrame) -> str | None:
     """16 hex of the sha256 of the sorted distinct trial keys of a fit's input (a ``grid_errors``
     frame's ``trial_keys`` lists, or a ``seed_grams`` frame's ``trial_key``); None when the frame
@@ -161,8 +177,11 @@ def data_hash(frame: pd.DataFrame) -> str | None:
 def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     """The guard rails (docs/analysis.md, "Reading the warnings")."""
     out = []
+    by_reason: dict = {}  # parameters left unmeasured for one reason (c1 and a with the bias) share one line
     for name, reason in result.unidentified.items():
-        out.append(f"{name} {reason}")
+        by_reason.setdefault(reason, []).append(name)
+    for reason, names in by_reason.items():
+        out.append(f"{', '.join(names)} {reason}")
     if np.isfinite(result.r2_log) and result.r2_log < R2_WARNING:
         out.append(f"R^2 (log) = {result.r2_log:.3f} is below {R2_WARNING}: the law does not explain this grid; "
                    "read its estimates and CIs as descriptive at best")
@@ -204,4 +223,5 @@ def _identifiability(expr: Expression, jac) -> list[str]:
     return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings",
+           "interval_description"]

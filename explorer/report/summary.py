@@ -60,7 +60,7 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
                         "form: the {} form describes this grid better.")
                      .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
     for name, result in fits.items():
-        warnings = len(result.notes) + len([w for w in result_field(result, "warnings", []) if w not in result.notes])
+        warnings = len(result_field(result, "warnings", []))  # the red items of its block, each once
         if warnings:
             lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
                          .format(name, warnings, "s" if warnings > 1 else ""))
