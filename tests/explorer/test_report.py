@@ -495,3 +495,28 @@ def test_parameters_unmeasured_for_one_reason_are_one_warning():
     unmeasured = [w for w in result.warnings if "not measured" in w]
     assert unmeasured == [f"c1, a {result.unidentified['a']}"]
     assert fit_warnings(result, True, None).count(unmeasured[0]) == 1
+
+
+def test_shape_advice_beyond_the_data_is_no_finding_in_the_summary():
+    """The summary states a best shape as a finding only inside the data (a measured budget, L,
+    M, D in their measured ranges); the shape at the largest budget read carries its factor
+    beyond the largest measured P and the axes it leaves, as `explorer fit --budget` says them."""
+    from explorer.analysis.fit import fit
+    from explorer.analysis.shapes import beyond_data, shape_advice
+    from explorer.analysis.sweep_data import grid_errors
+    from explorer.report.summary import _advice_sentence
+
+    rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), seeds=3, sweep="c")
+    result = fit(grid_errors(connect(rows), "c"), "joint", n_boot=20)
+    advice = shape_advice(result, n_samples=5)
+    last = advice["frontier"].iloc[-1]
+    assert last["extrapolation"] > 50 and last["L_int"] > 16  # the law's advice far beyond the data
+    text = str(_advice_sentence(advice))
+    far = f"At P = {last['P']:.3g}, {beyond_data(last.to_dict())}, the law would advise L = {last['L_int']},"
+    assert far in text and f"{last['extrapolation']:.3g}x beyond the largest measured P" in text
+    assert f"L = {last['L_int']} outside the measured 2..16" in text
+    inside = [r for r in advice["frontier"].to_dict("records") if not beyond_data(r)]
+    if inside:
+        r = inside[-1]
+        assert f"Within the data, at P = {r['P']:.3g} its best shape is L = {r['L_int']}, M = {r['M_int']}" in text
+    assert text.count("best shape is") == (1 if inside else 0)
