@@ -66,7 +66,7 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
             lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
                          .format(name, warnings, "s" if warnings > 1 else ""))
     if report.advice is not None:
-        lines.append(_advice_sentence(report.advice))
+        lines.append(advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
         if form != "decomposed":  # said in the first line
             lines.append(M_("The {} form was not fitted: {}").format(form, why))
@@ -121,7 +121,7 @@ def _decomposed_sentences(report: Report) -> list[Markup]:
     return out
 
 
-def _advice_sentence(advice: dict) -> Markup:
+def advice_sentence(advice: dict) -> Markup:
     """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
     beyond the measured budgets (a CI of zero width is that algebra, not a measurement). A best
     shape is stated as a finding only at a measured budget and inside the measured ranges; the
@@ -168,4 +168,4 @@ def _skipped_sentences(report: Report) -> list[Markup]:
         for missing, forms in by_reason.items()]
 
 
-__all__ = ["result_field", "summary_sentences"]
+__all__ = ["advice_sentence", "result_field", "summary_sentences"]

@@ -504,14 +504,14 @@ def test_shape_advice_beyond_the_data_is_no_finding_in_the_summary():
     from explorer.analysis.fit import fit
     from explorer.analysis.shapes import beyond_data, shape_advice
     from explorer.analysis.sweep_data import grid_errors
-    from explorer.report.summary import _advice_sentence
+    from explorer.report.summary import advice_sentence
 
     rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), seeds=3, sweep="c")
     result = fit(grid_errors(connect(rows), "c"), "joint", n_boot=20)
     advice = shape_advice(result, n_samples=5)
     last = advice["frontier"].iloc[-1]
     assert last["extrapolation"] > 50 and last["L_int"] > 16  # the law's advice far beyond the data
-    text = str(_advice_sentence(advice))
+    text = str(advice_sentence(advice))
     far = f"At P = {last['P']:.3g}, {beyond_data(last.to_dict())}, the law would advise L = {last['L_int']},"
     assert far in text and f"{last['extrapolation']:.3g}x beyond the largest measured P" in text
     assert f"L = {last['L_int']} outside the measured 2..16" in text
