@@ -148,12 +148,12 @@ def at_where(con, sweeps, at: dict | None, where: str | None = None) -> str | No
             (text from the command line, or a Python value); the value is matched against the
             column's stored values (``0.125`` matches lr = 0.125, ``mlu`` preset = 'mlu').
     Raises:
-        FitError: not a configuration column, or a value no compared sweep holds (the message lists
-            the values it has).
+        FitError: not a configuration column, or a value a compared sweep does not hold (the message
+            lists the values it has).
     """
     parts = []
     for column, given in (at or {}).items():
-        if column not in GRID_COLUMNS + ("L", "M", "D") or column not in table_columns(con):
+        if column not in GRID_COLUMNS or column not in table_columns(con):
             raise FitError(f"--at {column}={given}: not a configuration column; use one of "
                            f"{', '.join(GRID_COLUMNS)}")
         for sweep in sweeps:
