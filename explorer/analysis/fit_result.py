@@ -151,8 +151,10 @@ class FitResult:
 def interval_description(result: FitResult) -> str:
     """The one sentence saying how a fit's 95% intervals were made and what they cover, as
     ``explorer fit`` prints it and the report shows it (from ``ci_quantile`` and ``ci_sd``)."""
-    if not result.ci_sd or not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
+    if not result.ci_sd:
         return "no intervals (no resamples: --bootstrap 0)"
+    if not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
+        return f"no intervals: {result.ci_sd} measured no spread (too few seeds or draws)"
     positive = [p for p in result.law.parameters if p in result.law.positive]
     scale = f" (on a log scale for {', '.join(positive)})" if positive else ""
     covers = ("the draw of data and embeddings and the seeds' noise" if result.n_draws > 1
