@@ -95,6 +95,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         where=where, seed=seed, n_draws=len(data.draws), unidentified=unidentified, n_flagged=counts["n_flagged"],
         flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"],
         fitted_expression=expr if expr is not asked else None, floor=floor, data_hash=trials_read,
+        n_boot_asked=n_boot,
     )
     if per_draw and len(data.draws) > 1:
         result.per_draw = per_draw_fits(problem, data, theta, n_boot, rng)

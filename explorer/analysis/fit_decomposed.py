@@ -90,7 +90,8 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         n_points=int(ok.sum()), n_excluded=int(fit.design.n_floor), extrapolation_error=math.nan, converged=True,
         n_boot=len(samples), bootstrap=fit.method, grid=grid, samples=samples, sweep=one("sweep"),
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),
-        unidentified=unidentified, floor=floor, fitted_expression=fitted_law, data_hash=trials_read)
+        unidentified=unidentified, floor=floor, fitted_expression=fitted_law, data_hash=trials_read,
+        n_boot_asked=n_boot)
     result.sd = dict(zip(NAMES, fit.sd))
     if per_draw and len(draws) > 1:
         result.per_draw = _per_draw(draws, n_boot, seed, floor)

@@ -89,6 +89,7 @@ class FitResult:
     surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
     sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
     data_hash: str | None = None  # ``data_hash`` of the frame fitted: which trials it read (None: no trial keys)
+    n_boot_asked: int | None = None  # resamples asked for (``n_boot`` counts those that converged)
     # How the 95% intervals were made (``interval_description`` says it in words): the quantile,
     # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
     ci_quantile: str = "1.96"
@@ -126,9 +127,11 @@ class FitResult:
     @property
     def fit_key(self) -> str:
         """A stable id of what was asked, whatever the data (sweep, form, metric, step, filter,
-        bootstrap): the fits of one key are its history (the ``latest_fits`` view)."""
+        bootstrap): the fits of one key are its history (the ``latest_fits`` view). The resamples
+        are those asked for: how many converge depends on the data."""
+        resamples = len(self.samples) if self.n_boot_asked is None else self.n_boot_asked
         payload = {"sweep": self.sweep, "form": self.expression.text, "metric": self.metric, "step": self.step,
-                   "where": self.where, "n_boot": len(self.samples), "seed": self.seed}
+                   "where": self.where, "n_boot": resamples, "seed": self.seed}
         if self.floor != "quadrature":
             payload["floor"] = self.floor
         text = json.dumps(payload, sort_keys=True, default=str)

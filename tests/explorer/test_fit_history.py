@@ -73,3 +73,16 @@ def test_fits_written_before_the_history_columns_stay_readable_and_count_in_late
     assert store.query("SELECT count(DISTINCT fit_id) AS n FROM fits").to_pylist() == [{"n": 2}]
     latest = store.query("SELECT DISTINCT fit_key, n_points FROM latest_fits").to_pylist()
     assert latest == [{"fit_key": row["fit_key"], "n_points": 24}]
+
+
+def test_the_question_does_not_depend_on_how_many_resamples_converged():
+    """A grown sweep's fit may see fewer resamples converge (a term unmeasured on one draw): it
+    is still the same question (fit_key), so latest_fits supersedes the earlier fit."""
+    from explorer.analysis.fit import fit
+
+    from .analysis_data import law_grid
+
+    result = fit(law_grid(LAW, Ls=(2, 4, 8), Ms=(1, 4)), "theory", n_boot=10, range_check=False)
+    key = result.fit_key
+    result.samples = result.samples[:7]  # three resamples did not converge
+    assert result.fit_key == key
