@@ -191,7 +191,7 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
             form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
-            n_boot: int = 200, seed: int = 0, save: bool = True):
+            n_boot: int = 200, seed: int = 0, save: bool = True, at: dict | None = None):
     """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
     with paired intervals of the differences (``explorer.analysis.pairing``; docs/analysis.md).
 
@@ -201,16 +201,19 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
     Args:
         sweep_a, sweep_b: the sweeps A and B (B - A is reported); with ``by``, give ``sweep_a`` only.
         by: a configuration column (preset, activation, ...) whose two values in ``sweep_a`` are A and B.
+        at: column -> value (``--at lr=0.5``): the slice compared where the sweeps vary other axes
+            besides L, M, D (and ``by``); without it such a comparison is refused.
         save: write the rows to the store (kind ``comparisons``, filed under A's sweep).
 
     Returns:
         A ``Comparison`` (``rows``, ``lines()``, ``comparison_id``, ``fit``, ``paired``).
 
     Raises:
-        FitError: incomparable sides, nothing shared, an unsupported form, a bad ``by``.
+        FitError: incomparable sides, nothing shared, an unsupported form, a bad ``by``, other varying
+            axes not fixed by ``at`` or ``where``, an ``at`` value a sweep does not hold.
         SweepDataError: an unknown sweep. QueryError: a bad ``where``.
     """
-    from .analysis.compare_sweeps import Side, compare as compare_sides, sides_by
+    from .analysis.compare_sweeps import Side, at_where, compare as compare_sides, sides_by
     from .errors import FitError
 
     if (sweep_b is None) == (by is None):
@@ -220,9 +223,10 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
         open_store(st, sweep=sweep_b)
     con = st.connect(read_only=True)
     try:
+        where = at_where(con, [s for s in (sweep_a, sweep_b) if s is not None], at, where)
         a, b = sides_by(con, sweep_a, by, where) if by else (Side(sweep_a), Side(sweep_b))
         result = compare_sides(con, a, b, form=form, metric=metric, step=step, where=where, n_boot=n_boot,
-                               seed=seed)
+                               seed=seed, by=by)
     finally:
         con.close()
     if save:

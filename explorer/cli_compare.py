@@ -13,6 +13,9 @@ from .store_access import store_errors
               help="Sweep A, then sweep B (B - A is reported); once with --by.")
 @click.option("--by", default=None, metavar="COLUMN",
               help="Compare the two values of this column within one sweep, e.g. preset or activation.")
+@click.option("--at", "at", multiple=True, metavar="AXIS=VALUE",
+              help="Compare the slice at this value of an axis the sweeps also vary, e.g. --at lr=0.5 "
+                   "(repeatable); without it such a comparison is refused.")
 @store_option
 @click.option("--form", default="decomposed", show_default=True, metavar="F",
               help="The law both sweeps are fitted with (decomposed: the only one compare fits today).")
@@ -25,8 +28,8 @@ from .store_access import store_errors
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--save/--no-save", default=True, show_default=True,
               help="Write the rows to the store (kind comparisons, under sweep A).")
-def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, form: str, metric: str,
-                    step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
+def compare_command(sweeps: tuple[str, ...], by: str | None, at: tuple[str, ...], store_uri: str, form: str,
+                    metric: str, step: int | None, where: str | None, n_boot: int, seed: int, save: bool) -> None:
     """Compare two sweeps' fitted laws, with paired 95% intervals.
 
     Per parameter: A, B, the difference B - A (the ratio B/A for c1, c2) with a paired 95%
@@ -34,17 +37,24 @@ def compare_command(sweeps: tuple[str, ...], by: str | None, store_uri: str, for
     Both are fitted on the grid points, problem draws and seeds they share (what is left out is
     listed); the paired interval leaves each problem draw (with one draw, each seed index) out
     of both at once, so the noise the sweeps share cancels. Refused (exit 2) when they share no draw or point, or
-    their references or problems differ; warns when they differ in more than one setting.
-    Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset)
+    their references or problems differ, or when they vary another axis besides L, M, D (and
+    --by) that no --at or --where fixes; warns when they differ in more than one setting.
+    Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset --at lr=0.5)
     """
     from . import api
 
     expected = 1 if by else 2
     if len(sweeps) != expected:
         raise click.UsageError(f"give --sweep {'once with --by' if by else 'twice (A, then B)'}; got {len(sweeps)}")
+    slice_at = {}
+    for item in at:
+        axis, sep, value = item.partition("=")
+        if not sep or not axis.strip() or not value.strip():
+            raise click.BadParameter(f"expected AXIS=VALUE, e.g. lr=0.5; got {item!r}", param_hint="--at")
+        slice_at[axis.strip()] = value.strip()
     with store_errors():
         result = api.compare(sweeps[0], None if by else sweeps[1], by=by, store=store_uri, form=form, metric=metric,
-                             step=step, where=where, n_boot=n_boot, seed=seed, save=save)
+                             step=step, where=where, n_boot=n_boot, seed=seed, save=save, at=slice_at)
     for line in result.lines():
         click.echo(line)
     if save:

@@ -1,5 +1,6 @@
 """SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds``, ``comparisons`` and ``references``,
-and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``.
+and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``,
+``latest_fits`` (the newest fit of each question: ``store.latest_fits``) over ``fits``.
 
 Each view scans a ``pyarrow.dataset`` of exactly the files that serve its rows (one file per
 key, see ``catalog.resolve``), so it works the same on local disk and on object storage and
@@ -24,6 +25,7 @@ from .errors import StoreQueryError
 from .interrupt import interruptible, memory_limit_bytes
 from .files import Files
 from .layout import DATA_KINDS, check_sweep
+from .latest_fits import LATEST_FITS_VIEW, create_latest_fits_view
 from .points import POINTS_VIEW, create_points_view
 from .printable import printable
 from .schema import KEY_COLUMN, schema
@@ -31,7 +33,7 @@ from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadab
 
 VIEWS = DATA_KINDS + ("references",)
 # Views defined in SQL over the kinds' views: name -> the kind views they read.
-DERIVED_VIEWS = {POINTS_VIEW: ("metrics",)}
+DERIVED_VIEWS = {POINTS_VIEW: ("metrics",), LATEST_FITS_VIEW: ("fits",)}
 VIEW_NAMES = VIEWS + tuple(DERIVED_VIEWS)  # every view a connection has (what `explorer sql --help` lists)
 
 
@@ -149,6 +151,8 @@ def connect(
     con.execute("SET enable_progress_bar = false")  # DuckDB's bar on stderr would break one-line output
     if views is None or POINTS_VIEW in views:
         create_points_view(con)
+    if views is None or LATEST_FITS_VIEW in views:
+        create_latest_fits_view(con)
     if read_only:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")

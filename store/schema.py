@@ -153,7 +153,7 @@ _TRIALS = _IDENTITY + CONFIG_COLUMNS + (
 
 _FITS = (
     Column("sweep", _STR, "sweep name"),
-    Column("fit_id", _STR, "id of one fit (one file per fit id)"),
+    Column("fit_id", _STR, "id of one fit (one file per fit id): <fit_key>-<8 hex of data_hash>"),
     Column("form", _STR, "scaling-law form, a key of the fit registry"),
     Column("metric", _STR, "fitted metric column, e.g. err_out"),
     Column("step", _INT, "step the metric was taken at (null: not step-specific)", nullable=True),
@@ -168,6 +168,13 @@ _FITS = (
     Column("warnings", _STR, "the fit's guard-rail warnings joined by '; ' ('' when none; null in older fits)",
            nullable=True, since=2),
     Column("created_at", _TIME, "UTC time the fit was written"),
+    Column("fit_key", _STR,
+           "what was asked, whatever the data: <form>-<hash> of sweep, law, metric, step, filter, resamples, seed "
+           "(the fit_id of fits written before data_hash); the fits of one fit_key are its history. Null in older fits",
+           nullable=True, optional=True),
+    Column("data_hash", _STR,
+           "16-hex sha256 of the sorted trial keys the fit read: a fit of grown data gets a new fit_id. "
+           "Null in older fits", nullable=True, optional=True),
 ) + _PROVENANCE
 
 _REFERENCES = (
@@ -283,7 +290,7 @@ DEFAULTS = {
                 "gram_out": lambda: None, "gram_hidden": lambda: None,
                 "err_hidden_depthmax": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
-    "fits": {"created_at": _now, "warnings": lambda: ""},
+    "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},
     "comparisons": {"created_at": _now, "where_a": lambda: None, "where_b": lambda: None},

@@ -71,12 +71,15 @@ class Comparison:
     warnings: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     seed: int = 0
+    where: str | None = None  # the condition on both sides' rows (--where and --at)
 
     @property
     def comparison_id(self) -> str:
         payload = {"a": [self.a.sweep, self.a.where], "b": [self.b.sweep, self.b.where], "form": self.form,
                    "metric": self.metric, "step": self.step, "n_boot": self.fit.n_boot, "seed": self.seed,
                    "held": [sorted(h.items()) for h in self.held]}
+        if self.where:  # another slice (--at, --where) is another comparison
+            payload["where"] = self.where
         text = json.dumps(payload, sort_keys=True, default=str)
         return f"compare-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
@@ -93,7 +96,8 @@ class Comparison:
         """The printed comparison: what was compared, a line per parameter, then left out, warnings, notes."""
         shared = (f"{self.fit.n_draws} problem draw{'s' if self.fit.n_draws != 1 else ''}, {len(self.paired.a)} "
                   f"(draw, point) rows, {self.paired.n_seeds}+ seeds per point shared")
-        out = [f"compare {self.form} fits: A = {self.a.label}, B = {self.b.label} ({self.metric}; {shared})"]
+        rows = f"; rows where {self.where}" if self.where else ""
+        out = [f"compare {self.form} fits: A = {self.a.label}, B = {self.b.label} ({self.metric}; {shared}{rows})"]
         if self.fit.identical:
             out.append("the runs are identical: A's and B's errors are bit-identical on every shared point, "
                        "so every difference is exactly 0 (ratio 1)")
@@ -134,6 +138,63 @@ def sides_by(con, sweep: str, column: str, where: str | None = None) -> tuple[Si
         raise FitError(f"--by {column}: sweep {sweep!r} holds {len(values)} value(s) of {column} "
                        f"({', '.join(map(str, values)) or 'none'}); compare needs exactly two (narrow with --where)")
     return tuple(Side(sweep, column_is(column, v).replace('"', "")) for v in values)
+
+
+def at_where(con, sweeps, at: dict | None, where: str | None = None) -> str | None:
+    """``where`` and-ed with ``column = value`` for each ``--at column=value``.
+
+    Args:
+        sweeps: the sweeps compared (each must hold the value). at: column -> value as given
+            (text from the command line, or a Python value); the value is matched against the
+            column's stored values (``0.125`` matches lr = 0.125, ``mlu`` preset = 'mlu').
+    Raises:
+        FitError: not a configuration column, or a value a compared sweep does not hold (the message
+            lists the values it has).
+    """
+    parts = []
+    for column, given in (at or {}).items():
+        if column not in GRID_COLUMNS or column not in table_columns(con):
+            raise FitError(f"--at {column}={given}: not a configuration column; use one of "
+                           f"{', '.join(GRID_COLUMNS)}")
+        for sweep in sweeps:
+            values = [plain_value(v) for v in column_values(con, [column], f"{sweep_is(sweep)}{where_clause(where)}")
+                      [column]["v"]]
+            match = [v for v in values if _same_value(v, given)]
+            if not match:
+                raise FitError(f"--at {column}={given}: sweep {sweep!r} has no such {column}; it holds "
+                               f"{', '.join(fmt(v, 'g') for v in values) or 'none'}")
+        parts.append(column_is(column, match[0]))
+    parts += [f"({where})"] if where else []
+    return " AND ".join(parts) if parts else None
+
+
+def _same_value(stored, given) -> bool:
+    """A stored value equals the one given (text from the command line compares as the column's type)."""
+    if isinstance(given, str) and not isinstance(stored, str):
+        try:
+            given = float(given) if not isinstance(stored, bool) else given.lower() in ("true", "1")
+        except ValueError:
+            return False
+    if isinstance(stored, (int, float)) and isinstance(given, (int, float)):
+        return abs(float(stored) - float(given)) <= 1e-12 * max(abs(float(stored)), 1e-300)
+    return stored == given
+
+
+def refuse_held_slices(side: Side, fixed: dict, con, condition: str | None, by: str | None = None) -> None:
+    """Refuse to compare one slice silently: a side that varies axes besides L, M, D (and the
+    compared column) must be narrowed to one value of each with ``--at`` (or ``--where``).
+
+    Raises:
+        FitError: naming each such axis with its values, and the ``--at`` that would select one.
+    """
+    if not fixed:
+        return
+    found = column_values(con, list(fixed), f"{sweep_is(side.sweep)}{where_clause(condition)}")
+    detail = "; ".join(f"{c}: {', '.join(fmt(plain_value(v), 'g') for v in found[c]['v'])}" for c in fixed)
+    example = " ".join(f"--at {c}={fmt(v, 'g')}" for c, v in fixed.items())
+    besides = "L, M, D" + (f" and {by}" if by else "")
+    raise FitError(f"{side.sweep!r} also varies {', '.join(fixed)} besides {besides} ({detail}): a comparison "
+                   f"holds one value of each; choose it, e.g. {example} (repeatable), or narrow with --where")
 
 
 def _side_where(side: Side, where: str | None) -> str | None:
@@ -226,11 +287,16 @@ def side_warnings(paired, floor: str) -> list[str]:
 
 
 def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None,
-            where: str | None = None, n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Comparison:
+            where: str | None = None, n_boot: int = 200, seed: int = 0, floor: str = "quadrature",
+            by: str | None = None) -> Comparison:
     """Compare two sides fitted with ``form`` on their shared points, draws and seeds.
 
+    Args:
+        where: the rows of both sides (``at_where`` adds the ``--at`` values to it).
+        by: the column the sides split (named in the refusal of ``refuse_held_slices``).
     Raises:
-        FitError: a form other than decomposed, incomparable sides (``check_comparable``), no
+        FitError: a form other than decomposed, a side that varies axes besides L, M, D and ``by``
+            within ``where`` (``refuse_held_slices``), incomparable sides (``check_comparable``), no
             shared draw or point (``pair_frames``). SweepDataError, QueryError: as ``seed_grams``.
     """
     label, _ = resolve_form(form)
@@ -241,6 +307,7 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     for side in (a, b):
         condition = _side_where(side, where)
         fixed = held_axes(con, side.sweep, ("L", "M", "D"), condition)
+        refuse_held_slices(side, fixed, con, condition, by)
         selected = held_where(fixed, condition)
         frame = seed_grams(con, side.sweep, metric=metric, step=step, where=selected)
         check_single_slice(frame)
@@ -264,9 +331,9 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     for frame in frames:
         notes += list(frame.attrs.get("notes", ()))
     return Comparison(a, b, label, metric, step, fit.rows(), paired, fit, differing, tuple(held), warnings,
-                      notes, seed)
+                      notes, seed, where)
 
 
 __all__ = ["CATEGORICAL_AXES", "COMPARED_FORMS", "Comparison", "PROBLEM_COLUMNS", "REFERENCE_NUMERICS",
-           "REFERENCE_RESOLUTION", "Side", "check_comparable", "check_references", "compare", "reference_settings",
-           "side_warnings", "sides_by"]
+           "REFERENCE_RESOLUTION", "Side", "at_where", "check_comparable", "check_references", "compare", "reference_settings",
+           "refuse_held_slices", "side_warnings", "sides_by"]

@@ -29,7 +29,7 @@ from ..errors import FitError
 from ..formatting import fmt
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
 from .expression import Expression
-from .fit_result import FitResult, fit_warnings
+from .fit_result import FitResult, data_hash, fit_warnings, interval_description
 from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
@@ -67,6 +67,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     """
     label, asked = resolve_form(form)
     _check_request(label, n_boot, grid)
+    trials_read = data_hash(grid)
     counts = _flag_counts(grid)
     grid, used, ref = prepare(grid, floor)
     expr, unidentified = _law_to_fit(asked, grid, used, label)
@@ -93,7 +94,8 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         sweep=_slice_value(grid, "sweep"), metric=_slice_value(grid, "metric"), step=None if step is None else int(step),
         where=where, seed=seed, n_draws=len(data.draws), unidentified=unidentified, n_flagged=counts["n_flagged"],
         flag_counts=counts["flag_counts"], n_flagged_points=counts["n_flagged_points"], n_invalid=counts["n_invalid"],
-        fitted_expression=expr if expr is not asked else None, floor=floor,
+        fitted_expression=expr if expr is not asked else None, floor=floor, data_hash=trials_read,
+        n_boot_asked=n_boot,
     )
     if per_draw and len(data.draws) > 1:
         result.per_draw = per_draw_fits(problem, data, theta, n_boot, rng)
@@ -105,8 +107,21 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     if counts["n_flagged"]:
         notes.append(f"{counts['n_flagged']} seeds left out for stability flags (the flags column){flag_summary(result)}")
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
+    result.ci_quantile, result.ci_sd = _interval_rule(data, result.n_boot, method)
     result.warnings = fit_warnings(result, converged, jac)
     return result
+
+
+def _interval_rule(data: FitData, n_boot: int, method: str) -> tuple[str, str]:
+    """(quantile, where the sd comes from) of ``_intervals`` (``bootstrap.interval``), in words."""
+    if not n_boot:
+        return "1.96", ""
+    inner = "grid points" if method.endswith("points") else "seeds within each grid point"
+    G = len(data.draws)
+    if G > 1:
+        return f"t({G - 1})", (f"the problem draws' part of the spread of {n_boot} refits, each resampling the {G} "
+                               f"draws, then the {inner} of each (the seeds' part alone where that is not positive)")
+    return "1.96", f"the spread of {n_boot} refits, each resampling the {inner}"
 
 
 def _check_request(label: str, n_boot: int, grid: pd.DataFrame | None) -> None:
@@ -299,8 +314,8 @@ def format_table(result: FitResult) -> str:
         flagged += f", {result.n_invalid} seed rows with a NaN, infinite or negative error left out (see `explorer check`)"
     draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
-                 f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}; "
-                 f"bootstrap: {result.n_boot} resamples of {result.bootstrap}")
+                 f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}")
+    lines.append(interval_description(result))
     lines.extend(result.surfaces)
     if len(result.per_draw):
         wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")

@@ -21,7 +21,7 @@ from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one
 from ..errors import FitError
 from .expression import parse_expression
 from .laws import FORMS
-from .fit_result import FitResult
+from .fit_result import FitResult, data_hash
 from ..formatting import fmt
 from .queries import DRAW_COLUMN, FLOOR_FACTOR
 
@@ -57,6 +57,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         raise FitError(f"unknown floor treatment {floor!r}; expected one of: quadrature, none")
     if int(frame["n_seeds"].max()) < 2:
         raise FitError(one_seed_reason(int(frame["n_seeds"].max())))
+    trials_read = data_hash(frame)
     frame = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
     draws = draws_of(frame)
     fit = estimate(draws, n_boot=n_boot, seed=seed, floor=floor)
@@ -89,7 +90,8 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         n_points=int(ok.sum()), n_excluded=int(fit.design.n_floor), extrapolation_error=math.nan, converged=True,
         n_boot=len(samples), bootstrap=fit.method, grid=grid, samples=samples, sweep=one("sweep"),
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),
-        unidentified=unidentified, floor=floor, fitted_expression=fitted_law)
+        unidentified=unidentified, floor=floor, fitted_expression=fitted_law, data_hash=trials_read,
+        n_boot_asked=n_boot)
     result.sd = dict(zip(NAMES, fit.sd))
     if per_draw and len(draws) > 1:
         result.per_draw = _per_draw(draws, n_boot, seed, floor)
@@ -97,6 +99,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
         result.pre_asymptotic = guard(draws, fit, floor)
     result.surfaces = surfaces(est)
     result.notes = list(frame.attrs.get("notes", ())) + _notes(fit, frame)
+    result.ci_quantile, result.ci_sd = _interval_rule(fit, draws, n_boot)
     from .fit_result import fit_warnings
 
     result.warnings = fit_warnings(result, True, None)
@@ -177,11 +180,19 @@ def _notes(fit: Decomposed, frame) -> list[str]:
     column = f"; c1 is the bias level at M = {fmt(M, 'g')}, D = {fmt(D, 'g')}" if np.isfinite(M) else ""
     return [f"bias: {bias_rows} (draw, point) rows fitted, {des.n_floor} within {fmt(FLOOR_FACTOR, 'g')}x the "
             f"reference's error and {des.n_unresolved} not resolved above the seeds' noise left out{column}; "
-            f"fluctuation: {fluct_rows} rows fitted; errors behave as {fmt(des.n_eff, '.3g')} independent entries",
-            f"intervals: estimate +- t({fit.dof}) x sd, the sd from the draws' spread in a bootstrap of draws and "
-            f"of seed indices shared by a draw's points" if len(fit.design.bias_used) > 1 else
-            f"intervals: estimate +- t({fit.dof}) x sd, the sd from a jackknife over seed indices shared by the "
-            f"draw's points (seed noise only)"]
+            f"fluctuation: {fluct_rows} rows fitted; errors behave as {fmt(des.n_eff, '.3g')} independent entries"]
+
+
+def _interval_rule(fit: Decomposed, draws: list[Draw], n_boot: int) -> tuple[str, str]:
+    """(quantile, where the sd comes from) of ``decomposed.estimate``'s interval, in words."""
+    if not n_boot:
+        return "1.96", ""
+    jackknife = "a jackknife over the seed indices, each left out of every point of its draw at once"
+    if len(draws) > 1:
+        return f"t({fit.dof})", (f"the problem draws' part of the spread of {n_boot} resamples of the {len(draws)} "
+                                 "draws, then of seed indices shared by each draw's points (" + jackknife +
+                                 " where that part is not positive)")
+    return f"t({fit.dof})", f"{jackknife} ({draws[0].R} seeds)"
 
 
 def _per_draw(draws: list[Draw], n_boot: int, seed: int, floor: str) -> pd.DataFrame:

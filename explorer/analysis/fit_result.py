@@ -20,7 +20,7 @@ Z95 = 1.959963984540054  # the normal quantile of a 95% interval (scipy.stats.no
 ZERO_WIDTH = 1e-9  # a CI narrower than this (relative to the estimate) has width zero
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
-    "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at",
+    "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at", "fit_key", "data_hash",
 )
 
 
@@ -89,6 +89,12 @@ class FitResult:
     floor: str = "quadrature"
     surfaces: list = field(default_factory=list)  # the decomposed fit's additive and RSS surfaces, as text
     sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
+    data_hash: str | None = None  # ``data_hash`` of the frame fitted: which trials it read (None: no trial keys)
+    n_boot_asked: int | None = None  # resamples asked for (``n_boot`` counts those that converged)
+    # How the 95% intervals were made (``interval_description`` says it in words): the quantile,
+    # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
+    ci_quantile: str = "1.96"
+    ci_sd: str = ""
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -114,9 +120,19 @@ class FitResult:
 
     @property
     def fit_id(self) -> str:
-        """A stable id of what was fitted (sweep, form, metric, step, filter, bootstrap)."""
+        """The id of this fit: ``fit_key`` and the first 8 hex of ``data_hash``, so that a refit of
+        data that changed (a grown sweep) is a fit of its own beside the earlier one, while a refit
+        of the same trials has the same id (and replaces its file with the same numbers)."""
+        return self.fit_key if self.data_hash is None else f"{self.fit_key}-{self.data_hash[:8]}"
+
+    @property
+    def fit_key(self) -> str:
+        """A stable id of what was asked, whatever the data (sweep, form, metric, step, filter,
+        bootstrap): the fits of one key are its history (the ``latest_fits`` view). The resamples
+        are those asked for: how many converge depends on the data."""
+        resamples = len(self.samples) if self.n_boot_asked is None else self.n_boot_asked
         payload = {"sweep": self.sweep, "form": self.expression.text, "metric": self.metric, "step": self.step,
-                   "where": self.where, "n_boot": len(self.samples), "seed": self.seed}
+                   "where": self.where, "n_boot": resamples, "seed": self.seed}
         if self.floor != "quadrature":
             payload["floor"] = self.floor
         text = json.dumps(payload, sort_keys=True, default=str)
@@ -130,16 +146,48 @@ class FitResult:
                             ("metric", self.metric), ("step", self.step), ("r2_log", self.r2_log),
                             ("n_points", self.n_points), ("n_excluded", self.n_excluded),
                             ("extrapolation_error", self.extrapolation_error),
-                            ("warnings", "; ".join(self.warnings)), ("created_at", created_at)):
+                            ("warnings", "; ".join(self.warnings)), ("created_at", created_at),
+                            ("fit_key", self.fit_key), ("data_hash", self.data_hash)):
             table[name] = value
         return table[list(FITS_COLUMNS)]
+
+
+def interval_description(result: FitResult) -> str:
+    """The one sentence saying how a fit's 95% intervals were made and what they cover, as
+    ``explorer fit`` prints it and the report shows it (from ``ci_quantile`` and ``ci_sd``)."""
+    if not result.ci_sd:
+        return "no intervals (no resamples: --bootstrap 0)"
+    if not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
+        return f"no intervals: {result.ci_sd} measured no spread (too few seeds or draws)"
+    positive = [p for p in result.law.parameters if p in result.law.positive]
+    scale = f" (on a log scale for {', '.join(positive)})" if positive else ""
+    covers = ("the draw of data and embeddings and the seeds' noise" if result.n_draws > 1
+              else "the seeds' noise only, not the draw of data and embeddings")
+    return f"95% intervals: estimate +- {result.ci_quantile} x sd{scale}, the sd from {result.ci_sd}; they cover {covers}"
+
+
+def data_hash(frame: pd.DataFrame) -> str | None:
+    """16 hex of the sha256 of the sorted distinct trial keys of a fit's input (a ``grid_errors``
+    frame's ``trial_keys`` lists, or a ``seed_grams`` frame's ``trial_key``); None when the frame
+    names no trials (a grid built by hand). A trial key hashes everything that defines the trial's
+    numbers, its seeds included, so the same keys mean the same data."""
+    if "trial_keys" in frame:
+        keys = {str(k) for keys in frame["trial_keys"] if keys is not None for k in keys}
+    elif "trial_key" in frame:
+        keys = {str(k) for k in frame["trial_key"] if k is not None}
+    else:
+        return None
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:16]
 
 
 def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     """The guard rails (docs/analysis.md, "Reading the warnings")."""
     out = []
+    by_reason: dict = {}  # parameters left unmeasured for one reason (c1 and a with the bias) share one line
     for name, reason in result.unidentified.items():
-        out.append(f"{name} {reason}")
+        by_reason.setdefault(reason, []).append(name)
+    for reason, names in by_reason.items():
+        out.append(f"{', '.join(names)} {reason}")
     if np.isfinite(result.r2_log) and result.r2_log < R2_WARNING:
         out.append(f"R^2 (log) = {result.r2_log:.3f} is below {R2_WARNING}: the law does not explain this grid; "
                    "read its estimates and CIs as descriptive at best")
@@ -181,4 +229,5 @@ def _identifiability(expr: Expression, jac) -> list[str]:
     return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "fit_warnings"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings",
+           "interval_description"]

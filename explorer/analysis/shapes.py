@@ -112,6 +112,19 @@ def best_shape(fit: FitResult, budget: float, max_extrapolation: float = MAX_EXT
             "outside": "; ".join(outside), "refused": ""}
 
 
+def beyond_data(row) -> str:
+    """How far a ``best_shape`` row (a frontier row) lies beyond the data, in words: '' for a
+    shape inside the measured ranges at a measured budget; else the factor beyond the largest
+    measured P and the axes outside their measured ranges, e.g. "100x beyond the largest
+    measured P (L = 451972 outside the measured 4..64)". One wording for ``explorer fit
+    --budget``'s warnings and the report's summary."""
+    get = row.get if isinstance(row, dict) else lambda k, d=None: getattr(row, k, d)
+    outside, factor = get("outside", "") or "", float(get("extrapolation", 1.0))
+    if factor > 1 + 1e-9:
+        return f"{factor:.3g}x beyond the largest measured P" + (f" ({outside})" if outside else "")
+    return f"the advised shape leaves the measured ranges ({outside})" if outside else ""
+
+
 def shape_frontier(fit: FitResult, budgets, max_extrapolation: float = MAX_EXTRAPOLATION) -> pd.DataFrame:
     """``best_shape`` at each budget: one row per P (columns of ``best_shape``)."""
     return pd.DataFrame([best_shape(fit, float(p), max_extrapolation) for p in budgets])
@@ -170,10 +183,9 @@ def shape_advice(fit: FitResult, budgets=None, n_samples: int = 100,
     lo, hi = (np.percentile(slopes, [2.5, 97.5]) if slopes else (math.nan, math.nan))
     d_values = sorted(fit.grid["D"].unique().tolist())
     warnings = [row.refused for row in frontier.itertuples() if row.refused]
-    warnings += [f"P = {row.P:.3g} extrapolates {row.extrapolation:.3g}x beyond the largest measured P"
-                 + (f" ({row.outside})" if row.outside else "")
+    warnings += [f"P = {row.P:.3g} extrapolates {beyond_data(row)}"
                  for row in frontier.itertuples() if not row.refused and row.extrapolation > 1 + 1e-9]
-    warnings += [f"P = {row.P:.3g}: the advised shape leaves the measured ranges ({row.outside})"
+    warnings += [f"P = {row.P:.3g}: {beyond_data(row)}"
                  for row in frontier.itertuples() if not row.refused and row.extrapolation <= 1 + 1e-9 and row.outside]
     if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 1e-3 * max(abs(exponent), 1e-12):
         warnings.append(f"the exponent's CI has width zero: P^{exponent:.3f} follows from the law's algebra "

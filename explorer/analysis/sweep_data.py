@@ -57,8 +57,8 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
         counts points whose every seed is flagged, which are dropped: ``attrs["n_flagged_points"]``
         of them; ``attrs["flag_counts"]`` is flag name -> seeds carrying it), ``floor_limited``
         (err < 3 ref_err, ``FLOOR_FACTOR``), ``seed_errs`` (the per-seed
-        errors, a float64 array per row, for the bootstrap), and constant columns sweep, metric,
-        step. Diverged and failed seeds are not in it (see ``status_counts``). A grid point with
+        errors, a float64 array per row, for the bootstrap), ``trial_keys`` (the trials read,
+        for the fit's ``data_hash``), and constant columns sweep, metric, step. Diverged and failed seeds are not in it (see ``status_counts``). A grid point with
         trials against several references is read against its newest (``choose_references``);
         ``frame.attrs["notes"]`` then says so.
     Raises:
@@ -133,7 +133,8 @@ def _point_errors_sql(columns: list[str], point: list[str], sweep: str, metric: 
                avg(reference_value) FILTER (WHERE NOT flagged) AS ref_err,
                count(*) FILTER (WHERE NOT flagged) AS n_seeds, count(*) FILTER (WHERE flagged) AS n_flagged,
                list(metric_value ORDER BY trial_key, seed) FILTER (WHERE NOT flagged) AS seed_errs,
-               list(flag_names) FILTER (WHERE flagged) AS flag_lists
+               list(flag_names) FILTER (WHERE flagged) AS flag_lists,
+               list(DISTINCT trial_key ORDER BY trial_key) AS trial_keys
         -- (identifiers are case-insensitive in DuckDB: short aliases like m would shadow M)
         FROM (SELECT {select_keys}, step, trial_key, seed, {metric} AS metric_value,
                      {ref_expr} AS reference_value, {flagged_expr(columns)} AS flagged,

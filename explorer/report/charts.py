@@ -31,6 +31,10 @@ WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points
 PHASE_COLORS = {"mlu": "#1b9e77", "lazy": "#7570b3", "trivial": "#bdbdbd", "diverged": "#d95f02", "failed": "#444444"}
 LOG_SCALE = alt.Scale(type="log", nice=False, padding=12)
+# The points on lines coloured by a continuous field: hollow, so that only the stroke carries the
+# colour. A point filled by the colour field makes Vega draw a symbol legend (one entry per tick of
+# the log scale, cut off after 25 as "...N entries") instead of the gradient.
+HOLLOW_POINTS = alt.OverlayMarkDef(filled=False, fill="white")
 
 
 def _guide(x_values: np.ndarray, anchor_x: float, anchor_y: float, slope: float) -> pd.DataFrame:
@@ -324,7 +328,7 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
         keys = keys.iloc[np.unique(np.linspace(0, len(keys) - 1, MAX_CURVES).round().astype(int))]
     data = data.merge(keys[["L", "M", "D"]], on=["L", "M", "D"])
     data["grid_point"] = "L=" + data["L"].astype(str) + " M=" + data["M"].astype(str) + " D=" + data["D"].astype(str)
-    return alt.Chart(data).mark_line(point=True).encode(
+    return alt.Chart(data).mark_line(point=HOLLOW_POINTS).encode(
         x=alt.X("step:Q", title="gradient step k"),
         y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",

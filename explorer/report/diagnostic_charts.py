@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import diagnostics
-from .charts import HEIGHT, LOG_SCALE, MAX_CURVES, PHASE_COLORS, WIDTH, panel_grid
+from .charts import HEIGHT, HOLLOW_POINTS, LOG_SCALE, MAX_CURVES, PHASE_COLORS, WIDTH, panel_grid
 
 
 def phase_chart(diagram, title: str = "phase diagram"):
@@ -85,7 +85,7 @@ def error_vs_axis(grid: pd.DataFrame, axis: str, title: str | None = None):
         x, kind = alt.X(f"{axis}:Q", scale=x_scale, title=axis, axis=x_axis), "Q"
     else:  # a categorical axis (preset, activation): its values side by side
         x, kind = alt.X(f"{axis}:N", title=axis, sort=values, axis=alt.Axis(labelAngle=0)), "N"
-    return alt.Chart(data).mark_line(point=True).encode(
+    return alt.Chart(data).mark_line(point=HOLLOW_POINTS).encode(
         x=x,
         y=alt.Y("err:Q", scale=LOG_SCALE, title="error"),
         color=alt.Color("LM:Q", scale=alt.Scale(type="log", scheme="viridis"), title="L*M",

@@ -39,7 +39,7 @@ from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, ve
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.diagnostics import compare_laws
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
-from ..analysis.fit_result import FITS_COLUMNS, FitResult
+from ..analysis.fit_result import FITS_COLUMNS, FitResult, interval_description
 from ..analysis.fit import fit, flag_summary
 from ..formatting import fmt
 
@@ -58,22 +58,6 @@ REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
 PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
-BOOTSTRAP_COVERS = {  # FitResult.bootstrap -> what its CI covers
-    "seeds": "seeds resampled within grid points: seed noise only, not the draw of data and embeddings",
-    "points": "grid points resampled (one seed per point): seed noise only, not the draw of data and embeddings",
-    "draws, then seeds": "problem draws resampled, then seeds within each: the draw of data and embeddings "
-                         "and seed noise",
-    "draws, then points": "problem draws resampled, then grid points within each: the draw of data and "
-                          "embeddings and seed noise",
-    "draws, then seed indices shared by a draw's points": "problem draws resampled, then one resample of seed "
-                                                          "indices per draw applied to all its points (the seeds "
-                                                          "are common across the grid): the draw of data and "
-                                                          "embeddings and seed noise",
-    "seed indices shared by the draw's points": "one resample of seed indices applied to all points (the seeds are "
-                                                "common across the grid): seed noise only, not the draw of data "
-                                                "and embeddings",
-    "none": "no bootstrap, so no interval",
-}
 
 
 @functools.lru_cache(maxsize=1)
@@ -181,7 +165,6 @@ def _per_draw(result) -> pd.DataFrame | None:
 
 def _fit_block(result: FitResult) -> dict:
     """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
-    unidentified = result_field(result, "unidentified", {})
     per_draw = _per_draw(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
@@ -192,10 +175,11 @@ def _fit_block(result: FitResult) -> dict:
         "n_flagged": int(result_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
         else f"{fmt(100 * result.extrapolation_error, '.1f')}%",
-        "n_boot": result.n_boot,
-        "ci_covers": BOOTSTRAP_COVERS.get(result_field(result, "bootstrap", "seeds"), result_field(result, "bootstrap", "seeds")),
-        "warnings": list(result.notes) + [w for w in result_field(result, "warnings", []) if w not in result.notes],
-        "unidentified": dict(unidentified), "pre_asymptotic": list(result_field(result, "pre_asymptotic", [])),
+        "interval": interval_description(result),
+        # Each guard rail once: the warnings already hold the unmeasured parameters and the
+        # pre-asymptotic points; notes are information, shown as notes.
+        "warnings": list(result_field(result, "warnings", [])),
+        "notes": [n for n in result.notes if n not in result_field(result, "warnings", [])],
         "per_draw": _table(per_draw, "per-draw-table") if per_draw is not None else None,
     }
 

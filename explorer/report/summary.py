@@ -13,6 +13,7 @@ from ..analysis.fit import flag_summary
 from ..analysis.fit_result import FitResult
 from ..analysis.laws import RSS_FALLBACK
 from ..analysis.queries import FLOOR_FACTOR, REFERENCE_ERROR
+from ..analysis.shapes import beyond_data
 from ..formatting import fmt
 
 if TYPE_CHECKING:
@@ -60,12 +61,12 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
                         "form: the {} form describes this grid better.")
                      .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
     for name, result in fits.items():
-        warnings = len(result.notes) + len([w for w in result_field(result, "warnings", []) if w not in result.notes])
+        warnings = len(result_field(result, "warnings", []))  # the red items of its block, each once
         if warnings:
             lines.append(M_('<span class="warn">The {} fit has {} warning{}</span> (listed with the fit below).')
                          .format(name, warnings, "s" if warnings > 1 else ""))
     if report.advice is not None:
-        lines.append(_advice_sentence(report.advice))
+        lines.append(advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
         if form != "decomposed":  # said in the first line
             lines.append(M_("The {} form was not fitted: {}").format(form, why))
@@ -120,21 +121,34 @@ def _decomposed_sentences(report: Report) -> list[Markup]:
     return out
 
 
-def _advice_sentence(advice: dict) -> Markup:
+def advice_sentence(advice: dict) -> Markup:
     """The best-error exponent in P, said as what it is: the fitted law's algebra, extrapolated
-    beyond the measured budgets (a CI of zero width is that algebra, not a measurement)."""
-    last = advice["frontier"].iloc[-1]
+    beyond the measured budgets (a CI of zero width is that algebra, not a measurement). A best
+    shape is stated as a finding only at a measured budget and inside the measured ranges; the
+    shape at the largest budget read is said with how far beyond the data it lies
+    (``shapes.beyond_data``, the wording of ``explorer fit --budget``)."""
+    frontier = advice["frontier"]
+    rows = [r for r in frontier.to_dict("records") if not r.get("refused")]
     lo_p, hi_p = advice["exponent_range"]
     degenerate = not (np.isfinite(advice["ci_low"]) and advice["ci_high"] - advice["ci_low"] > 1e-3)
     ci = (Markup("the bootstrap CI [{}, {}] has no width: the exponent restates the law's algebra, not a "
                  "measurement").format(fmt(advice["ci_low"], ".3f"), fmt(advice["ci_high"], ".3f")) if degenerate
           else Markup("95% CI [{}, {}] from the fit's bootstrap").format(fmt(advice["ci_low"], ".3f"),
                                                                        fmt(advice["ci_high"], ".3f")))
-    return Markup('<span class="warn">Extrapolation:</span> the joint law, read at budgets P = {} to {} beyond the '
-                  "largest measured model, gives a best-error exponent in P of {} ({}; theory -1/6); at P = {} its "
-                  "best shape is L = {}, M = {}, D = {}.").format(
-        fmt(lo_p, ".3g"), fmt(hi_p, ".3g"), fmt(advice["exponent"], ".3f"), ci, fmt(float(last["P"]), ".3g"),
-        int(last["L_int"]), int(last["M_int"]), int(last["D_int"]))
+    out = Markup('<span class="warn">Extrapolation:</span> the joint law, read at budgets P = {} to {} beyond the '
+                 "largest measured model, gives a best-error exponent in P of {} ({}; theory -1/6).").format(
+        fmt(lo_p, ".3g"), fmt(hi_p, ".3g"), fmt(advice["exponent"], ".3f"), ci)
+    measured = [r for r in rows if not beyond_data(r)]
+    if measured:
+        r = measured[-1]
+        out += Markup(" Within the data, at P = {} its best shape is L = {}, M = {}, D = {}.").format(
+            fmt(float(r["P"]), ".3g"), int(r["L_int"]), int(r["M_int"]), int(r["D_int"]))
+    if rows and beyond_data(rows[-1]):
+        r = rows[-1]
+        out += Markup(' <span class="warn">At P = {}, {}, the law would advise L = {}, M = {}, D = {}: an '
+                      "extrapolation, not a finding.</span>").format(
+            fmt(float(r["P"]), ".3g"), beyond_data(r), int(r["L_int"]), int(r["M_int"]), int(r["D_int"]))
+    return out
 
 
 def _and(items) -> str:
@@ -154,4 +168,4 @@ def _skipped_sentences(report: Report) -> list[Markup]:
         for missing, forms in by_reason.items()]
 
 
-__all__ = ["result_field", "summary_sentences"]
+__all__ = ["advice_sentence", "result_field", "summary_sentences"]

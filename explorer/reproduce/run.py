@@ -320,9 +320,10 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
 
 def save_claim_fit(store, exp: Experiment, claim: Claim, result, sweep: str) -> str:
     """Store a claim's fit (kind ``fits``) under ``reproduce-EXPERIMENT-CLAIM``, so SQL and
-    ``explorer report`` see what the reproduction measured; a rerun replaces it."""
+    ``explorer report`` see what the reproduction measured; a rerun replaces it. Its ``fit_key``
+    is the same id (a question of its own in ``latest_fits``); ``data_hash`` says which trials it read."""
     fit_id = claim_fit_id(exp, claim)
-    rows = result.rows().assign(fit_id=fit_id, sweep=sweep).to_dict("records")
+    rows = result.rows().assign(fit_id=fit_id, fit_key=fit_id, sweep=sweep).to_dict("records")
     store.write_fit(sweep, fit_id, rows)
     return fit_id
 

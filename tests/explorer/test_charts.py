@@ -192,3 +192,22 @@ def test_local_slopes_count_each_grid_point_once_over_draws():
     slopes = diagnostic_charts.local_slopes(grid)
     assert len(slopes[slopes["along"] == "L"]) == 2
     np.testing.assert_allclose(slopes["slope"], -1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("chart", ["error_vs_step", "error_vs_alpha"])
+def test_lines_coloured_by_l_times_m_get_a_gradient_legend_not_a_cut_list(chart):
+    """25 and more grid points: the L*M colour is a continuous log scale drawn as one gradient,
+    not a symbol legend of every tick value cut off after 25 ("...5 entries")."""
+    import vl_convert
+
+    points = [(L, M) for L in (4, 8, 16, 32, 64) for M in (1, 4, 16, 64, 256)]
+    if chart == "error_vs_step":
+        steps = pd.DataFrame([(L, M, 8, k, 0.1 * (k + 1) / L) for L, M in points for k in range(3)],
+                             columns=["L", "M", "D", "step", "err"])
+        spec = charts.error_vs_step(steps).to_dict()
+    else:
+        grid = pd.DataFrame([(L, M, 8, alpha, 0.1 * alpha / L, 3) for L, M in points for alpha in (1.0, 4.0)],
+                            columns=["L", "M", "D", "alpha", "err", "n_seeds"])
+        spec = diagnostic_charts.error_vs_axis(grid, "alpha").to_dict()
+    svg = vl_convert.vegalite_to_svg(spec)
+    assert "linearGradient" in svg and "entries" not in svg

@@ -228,3 +228,45 @@ def test_each_sides_own_fit_warnings_are_carried(pair_store):
     flat["gram"] = [g * 0 + np.eye(len(g)) * 1e-2 for g in flat["gram"]]  # no bias, no slope: nothing measured
     warned = side_warnings(Paired(flat, paired.b, [], paired.n_seeds), "quadrature")
     assert warned and all(w.startswith("A: ") for w in warned)
+
+
+@pytest.fixture(scope="module")
+def lr_store(tmp_path_factory):
+    """A sweep of two presets x two learning rates (planted rows): --by preset has lr varying too."""
+    tmp = tmp_path_factory.mktemp("lrxfer")
+    st = Store(tmp / "results")
+    spec_path = tmp / "lrxfer.toml"
+    spec_path.write_text('name = "lrxfer"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
+                         'L = [4, 8, 16]\nM = [64, 256]\nD = [8]\npreset = ["mlu", "completep"]\n'
+                         'lr = [0.125, 0.5]\nproblem_seeds = [1, 2]\nseeds = 3\n')
+    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+
+    spec = load_spec(str(spec_path))
+    PlantedRunner(st, TermsLaw(), entries=400, draw_sd=0.2, term_effects=True)(spec, {t.trial_key for t in plan(spec).trials})
+    return st
+
+
+def test_compare_by_refuses_to_take_one_slice_of_another_varying_axis_silently(lr_store):
+    code, out = run("compare", "--sweep", "lrxfer", "--by", "preset", "--store", lr_store.uri, "--no-save")
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert "also varies lr besides L, M, D and preset (lr: 0.125, 0.5)" in out and "--at lr=0.125" in out
+    code, out = run("compare", "--sweep", "lrxfer", "--by", "preset", "--at", "lr=0.3", "--store", lr_store.uri)
+    assert code == 2 and "sweep 'lrxfer' has no such lr; it holds 0.125, 0.5" in out
+    code, out = run("compare", "--sweep", "lrxfer", "--by", "preset", "--at", "lr", "--store", lr_store.uri)
+    assert code == 2 and "expected AXIS=VALUE" in out
+
+
+@pytest.mark.slow
+def test_compare_at_an_axis_value_compares_that_slice_and_says_so(lr_store):
+    import explorer
+
+    results = {lr: explorer.compare("lrxfer", by="preset", at={"lr": lr}, store=lr_store, n_boot=10)
+               for lr in ("0.125", "0.5")}
+    for lr, result in results.items():
+        assert f'rows where "lr" = {lr}' in result.lines()[0]
+        assert len(result.paired.a) == 12  # 3 L x 2 M x 2 draws: the slice, not the whole sweep
+    rows = lr_store.query("SELECT count(DISTINCT comparison_id) AS n FROM comparisons").to_pylist()
+    assert rows == [{"n": 2}]  # two slices, two comparisons
+    code, out = run("compare", "--sweep", "lrxfer", "--by", "preset", "--at", "lr=0.5", "--store", lr_store.uri,
+                    "--bootstrap", "10", "--no-save")
+    assert code == 0 and 'rows where "lr" = 0.5' in out, out

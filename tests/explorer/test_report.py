@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -88,7 +89,8 @@ def test_summary_numbers_match_the_fit_rows_in_the_store(made):
     assert ("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: this store "
             "predates the per-seed decomposition") in made["html"]
     assert "Depth exponent a (bias ~ c1 L<sup>-a</sup>, free_rss fit to the RMS errors)" in made["html"]
-    assert "The 95% CI covers: seeds resampled within grid points: seed noise only" in made["html"]
+    assert ("the sd from the spread of 200 refits, each resampling the seeds within each grid point; they cover "
+            "the seeds' noise only") in made["html"]
 
 
 @pytest.mark.slow
@@ -410,8 +412,8 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     report = _adapted(tmp_path, Ls=(2, 4, 8), Ms=(1, 4))
     html = report.path.read_text()
     assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
-    assert "Not identified: c1: trades off with c2." in html and "Pre-asymptotic: L = 2 is pre-asymptotic." in html
-    assert "The 95% CI covers: problem draws and seeds (10 bootstrap resamples)." in html
+    assert "Not identified" not in html and "Pre-asymptotic:" not in html  # said once, by the fit's warnings
+    assert "95% intervals: estimate +- 1.96 x sd" in html
     assert ("3 rows were left out for stability flags (init_noise 2, chaotic 1; 1 point with every seed flagged "
             "not fitted)") in html and 'class="dataframe per-draw-table"' in html
     assert 'class="dataframe comparison-table"' in html and "cv_extrap" in html
@@ -442,3 +444,79 @@ def test_the_page_template_is_packaged():
     templates = sorted((root / "explorer" / "report" / "templates").iterdir())
     assert templates and all(any(t.match(f"explorer/report/{p}") for p in patterns) for t in templates)
     assert "jinja2" in " ".join(tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
+
+
+def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, monkeypatch):
+    """The summary's count of a fit's warnings is the number of red items in its block, no
+    sentence is repeated, the fit's notes are shown as notes, and the interval is described by
+    the one sentence ``explorer fit`` prints (``interval_description``)."""
+    from explorer.analysis.fit import format_table
+    from explorer.analysis.fit_result import interval_description
+
+    import explorer.report.page as report_module
+
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid: pd.DataFrame())  # cost, not under test
+    monkeypatch.setattr(report_module, "vega_bundle", lambda: "")
+    build_report = report_module.build_report
+    rows = law_rows(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=2, sweep="s")
+    report = build_report(connect(rows), "s", tmp_path, n_boot=10, formats=())  # no 1/L term: c1 ~ 0 is a note
+    html = report.path.read_text()
+    assert "q bootstrap standard deviations" not in html and "The 95% CI covers" not in html
+    noted = 0
+    for name, result in report.fits.items():
+        block = html[html.index(f"<h3>{name}: err ~"):]
+        block = block[:block.index("</div>", block.index('class="interval"'))]
+        red = re.findall(r'<p class="warn">Warning: (.*?)\.</p>', block)
+        assert len(red) == len(result.warnings) == len(set(red)), name
+        count = re.search(rf"The {name} fit has (\d+) warning", html)
+        assert (int(count.group(1)) if count else 0) == len(red), name
+        notes = re.findall(r'<p class="note">Note: (.*?)\.</p>', block)
+        assert len(notes) == len(result.notes) and not set(notes) & set(red), name
+        noted += len(notes)
+        sentence = interval_description(result)
+        assert f'<p class="interval">{sentence}.</p>' in block.replace("&#39;", "'")
+        printed = format_table(result).splitlines()
+        assert printed.count(sentence) == 1 and not any(line.startswith("note: intervals") for line in printed)
+    assert noted  # the grid leaves some term without evidence: a note, not a warning
+
+
+def test_parameters_unmeasured_for_one_reason_are_one_warning():
+    from explorer.analysis.fit_result import fit_warnings
+    from explorer.analysis.fit_decomposed import fit_decomposed
+    from explorer.analysis.planted import REGIMES
+
+    from .compare_data import planted_pair
+
+    frame, _ = planted_pair(REGIMES["easy"], np.random.default_rng(3))
+    frame = frame[frame["problem_seed"] == frame["problem_seed"].iloc[0]].reset_index(drop=True)
+    frame["gram"] = [np.eye(len(g)) * 1e-2 + 1e-9 * g for g in frame["gram"]]  # no bias: c1 and a unmeasured
+    result = fit_decomposed(frame, n_boot=20)
+    assert set(result.unidentified) == {"c1", "a"}
+    unmeasured = [w for w in result.warnings if "not measured" in w]
+    assert unmeasured == [f"c1, a {result.unidentified['a']}"]
+    assert fit_warnings(result, True, None).count(unmeasured[0]) == 1
+
+
+def test_shape_advice_beyond_the_data_is_no_finding_in_the_summary():
+    """The summary states a best shape as a finding only inside the data (a measured budget, L,
+    M, D in their measured ranges); the shape at the largest budget read carries its factor
+    beyond the largest measured P and the axes it leaves, as `explorer fit --budget` says them."""
+    from explorer.analysis.fit import fit
+    from explorer.analysis.shapes import beyond_data, shape_advice
+    from explorer.analysis.sweep_data import grid_errors
+    from explorer.report.summary import advice_sentence
+
+    rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), seeds=3, sweep="c")
+    result = fit(grid_errors(connect(rows), "c"), "joint", n_boot=20)
+    advice = shape_advice(result, n_samples=5)
+    last = advice["frontier"].iloc[-1]
+    assert last["extrapolation"] > 50 and last["L_int"] > 16  # the law's advice far beyond the data
+    text = str(advice_sentence(advice))
+    far = f"At P = {last['P']:.3g}, {beyond_data(last.to_dict())}, the law would advise L = {last['L_int']},"
+    assert far in text and f"{last['extrapolation']:.3g}x beyond the largest measured P" in text
+    assert f"L = {last['L_int']} outside the measured 2..16" in text
+    inside = [r for r in advice["frontier"].to_dict("records") if not beyond_data(r)]
+    if inside:
+        r = inside[-1]
+        assert f"Within the data, at P = {r['P']:.3g} its best shape is L = {r['L_int']}, M = {r['M_int']}" in text
+    assert text.count("best shape is") == (1 if inside else 0)
