@@ -75,8 +75,8 @@ def run_kills(args, work: Path, budget: Budget) -> tuple[kill_campaign.KillCampa
         if args.s3 and not budget.spent():
             lost = campaign.store_lost()
             print(f"\nS3 server killed mid-sweep: exit {lost.rc} after {lost.seconds:.1f} s, "
-                  f"{lost.stderr_lines} line(s) on stderr: {input_campaign.escaped(lost.first_line, 200)}")
-            bad |= lost.rc != 2 or lost.stderr_lines != 1
+                  f"{lost.error_lines} error line(s): {input_campaign.escaped(lost.first_line, 200)}")
+            bad |= lost.rc != 2 or lost.error_lines != 1
         return campaign, bad
     finally:
         if server is not None:

@@ -49,7 +49,7 @@ class StoreLost:
 
     rc: int | None
     seconds: float
-    stderr_lines: int
+    error_lines: int  # lines of stderr starting "error" (progress lines left out)
     first_line: str
 
 
@@ -174,7 +174,8 @@ class KillCampaign:
         elif scenario == "sweep_resumed":
             shutil.copytree(self.clean_store, store)
             self.drop_half(store)
-            argv, delay = self.sweep_argv(store), self.moment("sweep")
+            # half the trials to run: its run time is about half a fresh sweep's (Ray's start included)
+            argv, delay = self.sweep_argv(store), 0.6 * self.moment("sweep")
             alive = kill_at(argv, delay, env)
             rerun = run(argv, RERUN_TIMEOUT_S, env)
         elif scenario == "compact_during_sweep":
@@ -279,7 +280,8 @@ class KillCampaign:
             end_group(process)
         finally:
             server.kill()
-        lines = [line for line in err.decode(errors="backslashreplace").splitlines() if line.strip()]
+        # The sweep's progress lines go to stderr too: the verdict is its error lines
+        lines = [line for line in err.decode(errors="backslashreplace").splitlines() if line.startswith("error")]
         return StoreLost(rc, seconds, len(lines), lines[0] if lines else "")
 
     # -- the campaign -----------------------------------------------------------------------------

@@ -159,7 +159,7 @@ class MotoServer:
         import pyarrow.fs as pafs
 
         pafs.S3FileSystem(endpoint_override=self.endpoint, access_key="probe", secret_key="probe",
-                          region="us-east-1", scheme="http").create_dir(name)
+                          region="us-east-1", scheme="http", allow_bucket_creation=True).create_dir(name)
 
     def kill(self) -> None:
         end_group(self.process)
