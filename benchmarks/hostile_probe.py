@@ -85,6 +85,8 @@ def run_kills(args, work: Path, budget: Budget) -> tuple[kill_campaign.KillCampa
 
 def run_inputs(args, work: Path, budget: Budget, kills) -> bool:
     everything = input_campaign.cases()
+    if args.category:
+        everything = [case for case in everything if case.category in args.category]
     chosen = input_campaign.quick_selection(everything, QUICK_INPUTS) if args.quick else everything
     campaign = input_campaign.InputCampaign(work / "inputs", base_store(work, kills), budget)
     campaign.run(chosen)
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=0, help="SIGKILLs to run (default 0; --quick: 5)")
     parser.add_argument("--inputs", action="store_true", help="run every hostile input")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_KILLS} kills and {QUICK_INPUTS} inputs")
+    parser.add_argument("--category", action="append", help="only the inputs of this category (repeatable), "
+                        "e.g. 'tampered stores'")
     parser.add_argument("--s3", action="store_true", help="add the S3 kills and the lost server (moto, 127.0.0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
     parser.add_argument("--budget-s", type=float, default=3600.0, help="wall-clock budget of the whole campaign")
