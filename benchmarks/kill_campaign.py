@@ -5,7 +5,9 @@ Scenarios (taken in turn, kill i runs ``SCENARIOS[i % n]``): a sweep from an emp
 resumed on a store missing half its trials, `compact` while a sweep writes, `rm --sweep` of one
 of two sweeps, `report`, `sweep --adaptive`, and with an S3 server a sweep on an ``s3://`` store.
 The moment is uniform over the command's clean run time (measured first), drawn from ``--seed``,
-so a start-up window is hit as often as a write. After each kill: the driver gets SIGKILL, its
+so a start-up window is hit as often as a write. An adaptive loop's choices depend on which queued
+trials had finished at each refit (two clean runs can choose different points), so there every
+chosen point must have its rows and every trial's rows must equal the clean run's of that trial. After each kill: the driver gets SIGKILL, its
 session (Ray's processes) 1 s later; the command is run again; then the views must serve exactly
 the rows of a clean run (``probe_tools.rows_fingerprint``: none lost, none duplicated, same
 content) and `explorer check` must pass. With an S3 server, the server itself is killed once mid-sweep:
@@ -243,10 +245,17 @@ class KillCampaign:
         else:
             seen = rows_fingerprint(store, sweep, kinds)
         clean = self.clean[sweep]
-        lost, doubled = seen.lost_against(clean), seen.duplicated
+        doubled = seen.duplicated
+        if sweep == ADAPTIVE:
+            # Which points a loop chooses depends on which queued trials had finished at each refit
+            # (two clean runs differ): lost = a chosen point without its rows; a mismatch = a trial
+            # whose rows differ from the clean run's rows of the same trial
+            lost, differing = seen.chosen_not_served(), seen.differing_trials(clean)
+        else:
+            lost, differing = seen.lost_against(clean), seen.digest != clean.digest
         tally.lost += lost
         tally.duplicated += doubled
-        if seen.digest != clean.digest:
+        if differing:
             tally.mismatches += 1
             tally.problems.append(f"{where}: fingerprint differs (rows {seen.counts}, clean {clean.counts}, "
                                   f"lost {lost}, duplicated {doubled})")

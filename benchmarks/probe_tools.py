@@ -174,6 +174,16 @@ class RowsFingerprint:
     counts: dict  # kind -> rows served
     duplicated: int  # rows beyond the first of their identity
     identities: dict  # kind -> set of identities served
+    per_trial: dict  # trial_key -> hash of its metrics and trials rows
+
+    def differing_trials(self, clean: RowsFingerprint) -> set:
+        """Trials served by both whose rows differ."""
+        return {k for k in self.per_trial.keys() & clean.per_trial.keys() if self.per_trial[k] != clean.per_trial[k]}
+
+    def chosen_not_served(self) -> int:
+        """An adaptive sweep's chosen points that have no trial row."""
+        chosen = {identity[2] for identity in self.identities.get("rounds", ()) if identity[1] == "point"}
+        return len(chosen - {identity[0] for identity in self.identities["trials"]})
 
     def lost_against(self, clean: RowsFingerprint) -> int:
         return sum(len(clean.identities[k] - self.identities.get(k, set())) for k in clean.identities)
@@ -186,7 +196,7 @@ def _row_text(row: dict) -> str:
 def rows_fingerprint(uri: str, sweep: str, kinds: tuple[str, ...] = ("metrics", "trials")) -> RowsFingerprint:
     """Read every row of ``kinds`` of ``sweep`` through the store's views (as `explorer sql` does)."""
     store = Store(uri)
-    digest, counts, duplicated, identities = hashlib.sha256(), {}, 0, {}
+    digest, counts, duplicated, identities, per_trial = hashlib.sha256(), {}, 0, {}, {}
     for kind in kinds:
         columns = "*" if kind != "rounds" else ", ".join(ROUND_COLUMNS)
         try:
@@ -200,7 +210,12 @@ def rows_fingerprint(uri: str, sweep: str, kinds: tuple[str, ...] = ("metrics", 
         for text in sorted(_row_text(r) for r in rows):
             digest.update(text.encode())
         digest.update(b"|")
-    return RowsFingerprint(digest.hexdigest(), counts, duplicated, identities)
+        if kind != "rounds":
+            for row in sorted(rows, key=_row_text):
+                trial = per_trial.setdefault(row["trial_key"], hashlib.sha256())
+                trial.update(_row_text(row).encode())
+    per_trial = {key: h.hexdigest() for key, h in per_trial.items()}
+    return RowsFingerprint(digest.hexdigest(), counts, duplicated, identities, per_trial)
 
 
 def files_fingerprint(root: Path) -> str:
