@@ -100,7 +100,8 @@ def run_inputs(args, work: Path, budget: Budget, kills) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="The adversarial campaign: random SIGKILLs and hostile inputs "
+                                     "against the real explorer CLI (see the module docstring).")
     parser.add_argument("--kills", type=int, default=0, help="SIGKILLs to run (default 0; --quick: 5)")
     parser.add_argument("--inputs", action="store_true", help="run every hostile input")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_KILLS} kills and {QUICK_INPUTS} inputs")
