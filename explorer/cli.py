@@ -13,7 +13,8 @@ import click
 
 from . import __version__
 from .bounds import MAX_RESAMPLES
-from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
+from .cli_signals import EXIT_CODES, exit_now_if_abandoned, interrupted_signal, terminate_as_exception
+from .signal_hold import begin_work
 from .config.env_settings import check_environment
 from .errors import UsageError
 from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
@@ -24,10 +25,29 @@ from .store_access import open_store, open_sweep, store_errors
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
 DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
 FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
+MAX_QUERY_TIMEOUT_S = 7 * 86_400
+
+
+# Commands that call ``begin_work`` themselves, once their modules are imported (explorer.signal_hold);
+# every other command's work begins when click has resolved it.
+_BEGIN_WORK_THEMSELVES = frozenset({"sql", "sweep", "fit", "report", "reproduce"})
 
 
 class _CleanErrors(click.Group):
     """Turns package errors into one clean line (exit code from the error) unless --debug."""
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as exc:
+            exit_now_if_abandoned(exc.code)  # a store call that never answered must not hold the exit
+            raise
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and name not in _BEGIN_WORK_THEMSELVES:
+            begin_work()
+        return name, command, rest
 
     def invoke(self, ctx: click.Context):
         # restores warnings.showwarning, and SIGTERM's handler, when the command ends
@@ -35,17 +55,20 @@ class _CleanErrors(click.Group):
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
                 check_environment()  # a bad EXPLORER_* variable: one line before any work
-                return super().invoke(ctx)
+                outcome = super().invoke(ctx)
+                begin_work()  # a signal held through a command that ended before its work began
+                return outcome
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
-            except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
+            except BaseException as exc:
                 # A signal before a sweep arms its own handlers (parsing, planning) or in any
                 # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
                 # half-written (every write is atomic), so one line and the shell's code for it
-                signum = interrupted_signal(exc)
+                # (another Exception is a failure, even raised while handling a signal)
+                signum = interrupted_signal(exc) if not isinstance(exc, Exception) or isinstance(exc, RuntimeError) else None
                 if signum is None or ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
@@ -96,7 +119,7 @@ def cli_reference() -> str:
 @store_option
 @sweep_filter_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=7 * 86_400), default=None,
+@click.option("--timeout", "timeout_s", type=float, default=None,
               metavar="SECONDS", help="Stop the query after this many seconds (exit 2). Default: no limit.")
 @click.option("--memory-limit", default=None, metavar="SIZE",
               help="DuckDB's memory limit, e.g. 8GB, 512MiB or 30% of the machine's memory. Default: 50%.")
@@ -109,8 +132,13 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
 
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
+    import math
     import warnings
 
+    if timeout_s is not None and not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_QUERY_TIMEOUT_S):
+        raise UsageError(f"--timeout {timeout_s:g}: expected a number of seconds above 0 and at most "
+                         f"{MAX_QUERY_TIMEOUT_S} (nan and inf are not limits)")
+    begin_work("store", "explorer.report.tables")
     from store import LeftOutFilesWarning
 
     st = open_store(store_uri, must_exist=True, sweep=sweep)  # a sweep it lacks: exit 2 naming those it has
@@ -232,12 +260,15 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
+        begin_work()
         from .sweeps.dry_run import dry_run_lines
 
         for line in dry_run_lines(loaded, embedded=address is None, adaptive=adaptive):
             click.echo(line)
         return
+    begin_work("explorer.api")  # the store (pyarrow, DuckDB) imported where a signal still ends it
     from . import api
+
 
     if adaptive:
         with store_errors():
@@ -331,6 +362,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
+    begin_work("explorer.analysis.fit", "explorer.analysis.laws", "explorer.store_access")
     from .analysis import fit as fitting
     from .analysis.laws import RSS_FALLBACK, resolve_form
     from .errors import FitError, NoDecompositionError
@@ -417,6 +449,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
+    begin_work("explorer.report.page", "explorer.store_access")
     from .store_access import open_sweep
     from .report.page import build_report
 
@@ -465,6 +498,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
+    begin_work("explorer.reproduce.run")
     from .reproduce import run as rep
 
     if list_:

@@ -12,6 +12,7 @@ access is disabled and the setting locked once the views are registered.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import duckdb
@@ -192,6 +193,9 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None
         StoreQueryError: DuckDB rejected the query (its message, unchanged).
         QueryTimeout: it ran longer than ``timeout_s`` seconds (it was interrupted).
     """
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise StoreQueryError(f"time limit {timeout_s!r}: expected a finite number of seconds above 0")
+
     def fetch() -> pa.Table:
         result = con.sql(sql)
         if result is None:  # a statement without a result (SET, CREATE ...)
