@@ -359,8 +359,7 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
             root = os.path.abspath(os.path.expanduser(root))
         return Files(filesystem, root, text, durable)
     if "://" not in text:
-        root = os.path.abspath(os.path.expanduser(text))
-        return Files(pafs.LocalFileSystem(), root, text, durable)
+        return _local_root(os.path.abspath(os.path.expanduser(text)), text, durable)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise StoreError(f"cannot open store {text!r}: the scheme {scheme[:20]!r} is not supported; a store is a "
@@ -379,7 +378,7 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise StoreError(f"cannot open store {text!r}: {exc}") from None
     if isinstance(fs, pafs.LocalFileSystem):
-        root = os.path.abspath(root)
+        return _local_root(os.path.abspath(root), text, durable)
     attempts = None
     if limits is not None and isinstance(fs, pafs.S3FileSystem):
         connect_s, request_s, attempts = limits
@@ -413,6 +412,14 @@ def s3_limits() -> tuple[float, float, int]:
             raise StoreError(f"{name}={text[:40]!r}: expected {kind} of at most {ceiling:g} ({meaning}; default {default})")
         values.append(value)
     return values[0], values[1], values[2]
+
+
+def _local_root(root: str, uri: str, durable: bool) -> Files:
+    """A store folder on local disk; a path that exists and is not a folder is refused (it would
+    read as an empty store, and every write would fail)."""
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise StoreError(f"store {uri}: {root} is a file, not a folder; pass a folder (new or a store)")
+    return Files(pafs.LocalFileSystem(), root, uri, durable)
 
 
 def store_deadline_s() -> float:
