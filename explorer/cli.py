@@ -5,7 +5,6 @@ the traceback appears only with `explorer --debug ...`.
 """
 from __future__ import annotations
 
-import signal
 import sys
 import warnings
 
@@ -13,8 +12,7 @@ import click
 
 from . import __version__
 from .bounds import MAX_RESAMPLES
-from .cli_signals import EXIT_CODES, exit_now_if_abandoned, interrupted_signal, terminate_as_exception
-from .signal_hold import begin_work
+from .cli_signals import OneLineSignals, begin_work
 from .config.env_settings import check_environment
 from .errors import UsageError
 from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
@@ -25,54 +23,25 @@ from .store_access import open_store, open_sweep, store_errors
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
 DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
 FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
-MAX_QUERY_TIMEOUT_S = 7 * 86_400
 
 
-# Commands that call ``begin_work`` themselves, once their modules are imported (explorer.signal_hold);
-# every other command's work begins when click has resolved it.
-_BEGIN_WORK_THEMSELVES = frozenset({"sql", "sweep", "fit", "report", "reproduce"})
+class _CleanErrors(OneLineSignals, click.Group):
+    """Turns package errors into one clean line (exit code from the error) unless --debug; a
+    signal is one line too (``OneLineSignals``)."""
 
-
-class _CleanErrors(click.Group):
-    """Turns package errors into one clean line (exit code from the error) unless --debug."""
-
-    def main(self, *args, **kwargs):
-        try:
-            return super().main(*args, **kwargs)
-        except SystemExit as exc:
-            exit_now_if_abandoned(exc.code)  # a store call that never answered must not hold the exit
-            raise
-
-    def resolve_command(self, ctx: click.Context, args: list[str]):
-        name, command, rest = super().resolve_command(ctx, args)
-        if command is not None and name not in _BEGIN_WORK_THEMSELVES:
-            begin_work()
-        return name, command, rest
+    begin_work_themselves = frozenset({"sql", "sweep", "fit", "report", "reproduce"})
 
     def invoke(self, ctx: click.Context):
-        # restores warnings.showwarning, and SIGTERM's handler, when the command ends
-        with warnings.catch_warnings(), terminate_as_exception():
+        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
                 check_environment()  # a bad EXPLORER_* variable: one line before any work
-                outcome = super().invoke(ctx)
-                begin_work()  # a signal held through a command that ended before its work began
-                return outcome
+                return super().invoke(ctx)
             except UsageError as exc:
                 if ctx.meta.get("explorer.debug"):
                     raise
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(exc.exit_code)
-            except BaseException as exc:
-                # A signal before a sweep arms its own handlers (parsing, planning) or in any
-                # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
-                # half-written (every write is atomic), so one line and the shell's code for it
-                # (another Exception is a failure, even raised while handling a signal)
-                signum = interrupted_signal(exc) if not isinstance(exc, Exception) or isinstance(exc, RuntimeError) else None
-                if signum is None or ctx.meta.get("explorer.debug"):
-                    raise
-                click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
-                sys.exit(EXIT_CODES[signum])
 
 
 def _warning_line(show):
@@ -132,12 +101,8 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
 
     Example: explorer sql "SELECT L, M, avg(err_out) FROM metrics WHERE step = steps GROUP BY ALL ORDER BY ALL"
     """
-    import math
     import warnings
 
-    if timeout_s is not None and not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_QUERY_TIMEOUT_S):
-        raise UsageError(f"--timeout {timeout_s:g}: expected a number of seconds above 0 and at most "
-                         f"{MAX_QUERY_TIMEOUT_S} (nan and inf are not limits)")
     begin_work("store", "explorer.report.tables")
     from store import LeftOutFilesWarning
 
@@ -268,7 +233,6 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         return
     begin_work("explorer.api")  # the store (pyarrow, DuckDB) imported where a signal still ends it
     from . import api
-
 
     if adaptive:
         with store_errors():

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .signal_hold import HOLD, abandoned_imports, is_cli_process
+from .signal_hold import HOLD, abandoned_imports, begin_work, is_cli_process
 
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -39,6 +39,44 @@ def _raise_for(signum: int) -> BaseException:
 
 
 HOLD.raises(_raise_for, _raise_terminated)
+
+
+class OneLineSignals:
+    """What the CLI's click group adds: SIGTERM raises ``Terminated`` while a command runs, and a
+    signal that stops a command is one line and the shell's code for it (before a sweep arms its
+    own handlers, or in any other command: nothing is half-written, every write is atomic). For
+    the start-up window (``explorer.signal_hold``), a command begins its work once click has
+    resolved it, unless it is one of ``begin_work_themselves`` (they call ``begin_work`` once
+    their modules are imported); and the process ends at once, with its exit code, when a store
+    call or an import was abandoned (``exit_now_if_abandoned``)."""
+
+    begin_work_themselves: frozenset[str] = frozenset()
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as exc:
+            exit_now_if_abandoned(exc.code)
+            raise
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and name not in self.begin_work_themselves:
+            begin_work()
+        return name, command, rest
+
+    def invoke(self, ctx):
+        with terminate_as_exception():  # restores SIGTERM's handler when the command ends
+            try:
+                outcome = super().invoke(ctx)
+                begin_work()  # a signal held through a command that ended before its work began
+                return outcome
+            except BaseException as exc:
+                signum = interrupted_signal(exc)
+                if signum is None or ctx.meta.get("explorer.debug"):
+                    raise
+                print(f"interrupted ({signal.Signals(signum).name})", file=sys.stderr, flush=True)
+                sys.exit(EXIT_CODES[signum])
 
 
 def exit_now_if_abandoned(code) -> None:
@@ -81,7 +119,10 @@ def is_interrupted_query(exc: BaseException) -> bool:
 
 def interrupted_signal(exc: BaseException) -> int | None:
     """The signal an exception stands for (SIGINT, SIGTERM), or None; follows ``__cause__`` and
-    ``__context__`` (a store error raised while handling the interrupt)."""
+    ``__context__`` (a store error raised while handling the interrupt). An ``Exception`` other
+    than DuckDB's ``RuntimeError`` is a failure of its own, even raised while handling a signal."""
+    if isinstance(exc, Exception) and not isinstance(exc, RuntimeError):
+        return None
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

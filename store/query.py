@@ -185,6 +185,16 @@ def _message(exc: Exception) -> str:
     return message
 
 
+def check_time_limit(timeout_s: float | None) -> None:
+    """Refuse a query time limit that limits nothing (NaN, inf) or stops everything (<= 0).
+
+    Raises:
+        StoreQueryError: naming the value.
+    """
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise StoreQueryError(f"time limit {timeout_s:g} s: expected a finite number of seconds above 0")
+
+
 def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None) -> pa.Table:
     """Execute SQL and fetch the whole result as Arrow (``interruptible``: Ctrl-C and SIGTERM
     stop it at once, and so does ``timeout_s``).
@@ -193,8 +203,7 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None
         StoreQueryError: DuckDB rejected the query (its message, unchanged).
         QueryTimeout: it ran longer than ``timeout_s`` seconds (it was interrupted).
     """
-    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise StoreQueryError(f"time limit {timeout_s!r}: expected a finite number of seconds above 0")
+    check_time_limit(timeout_s)
 
     def fetch() -> pa.Table:
         result = con.sql(sql)
