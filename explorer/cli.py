@@ -12,7 +12,7 @@ import click
 
 from . import __version__
 from .bounds import MAX_RESAMPLES
-from .cli_signals import OneLineSignals, begin_work
+from .cli_signals import OneLineSignals, begin_work, import_held
 from .config.env_settings import check_environment
 from .errors import UsageError
 from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
@@ -221,6 +221,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     Example: explorer sweep examples/quick.toml --store results
     (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
+    import_held("explorer.config.spec", "store", "trials")  # what reading a spec imports
     from .config.spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
@@ -231,7 +232,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         for line in dry_run_lines(loaded, embedded=address is None, adaptive=adaptive):
             click.echo(line)
         return
-    begin_work("explorer.api")  # the store (pyarrow, DuckDB) imported where a signal still ends it
+    begin_work("explorer.api", "explorer.sweeps.ray_runner")  # the store and Ray, where a signal still ends it
     from . import api
 
     if adaptive:
@@ -462,7 +463,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
-    begin_work("explorer.reproduce.run")
+    begin_work("explorer.reproduce.run", "explorer.sweeps.ray_runner")
     from .reproduce import run as rep
 
     if list_:

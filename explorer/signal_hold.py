@@ -88,6 +88,14 @@ def begin_work(*modules: str) -> None:
             the command at once, never inside an extension's initialisation. The helper is then
             abandoned (``abandoned_imports``).
     """
+    import_held(*modules)
+    HOLD.release()
+    HOLD.check()
+
+
+def import_held(*modules: str) -> None:
+    """Import ``modules`` as ``begin_work`` does, and go on holding signals (a command with two
+    steps of imports: the sweep reads its spec before the store is imported)."""
     if modules and HOLD.holding:
         import importlib
         import threading
@@ -111,8 +119,6 @@ def begin_work(*modules: str) -> None:
         except BaseException:
             _ABANDONED.append(helper)
             raise
-    HOLD.release()
-    HOLD.check()
 
 
 _ABANDONED: list = []  # import helpers a signal stopped waiting for
