@@ -7,7 +7,7 @@ could miss it altogether. So ``explorer/__init__`` installs the hold (``hold_sta
 before anything else is imported, only in the explorer process, and ``begin_work`` ends it and
 raises what was recorded, at a point where the CLI turns it into one line and exit 130 or 143.
 Short commands begin their work when click has resolved them; the long ones (sql, sweep, fit,
-report, reproduce) once their modules are imported. Meanwhile every wait of the store in Python
+report, reproduce) once their modules are imported. Meanwhile every remote store call's wait
 (``store.interrupt.stoppable``) acts on the record through ``stop_waiting()``.
 
 Only ``os``, ``signal`` and ``sys`` are imported here: the window before the hold is the

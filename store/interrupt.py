@@ -13,9 +13,10 @@ a daemon, abandoned to end with the process.
 
 A handler that records a signal instead of raising (the CLI's start-up hold, a sweep's
 ``SignalGuard``) is a bound method of an object with ``stop_waiting()``, which raises the
-recorded signal's exception (or nothing, where its owner acts on the signal itself): the wait
-calls it before the work starts and while it waits (``act_on_recorded_signal``), so a signal
-recorded earlier, or during the wait, ends it too.
+recorded signal's exception (or nothing, where its owner acts on the signal itself): a store
+call's wait calls it before the work starts and while it waits (``act_on_recorded_signal``), so
+a signal recorded earlier, or during the wait, ends it too. DuckDB work is left to finish there,
+as before: a sweep's guard acts on the signal after it.
 
 Memory: DuckDB's own default is 80 % of the machine's memory; the store's connections use
 ``SQL_MEMORY_SHARE`` of it unless told otherwise (``memory_limit_bytes``).
@@ -98,19 +99,22 @@ def act_on_recorded_signal() -> None:
 
 
 def stoppable(work: Callable[[], T], timeout_s: float | None = None, stop: Callable[[], None] | None = None,
-              name: str = "explorer-work") -> T:
+              name: str = "explorer-work", recorded: bool = True) -> T:
     """``work()`` in a daemon helper thread while this thread waits in Python.
 
     Args:
         timeout_s: end the wait after this many seconds (None: no limit).
         stop: called when the wait ends early (a signal, the limit), to stop ``work`` if it can.
+        recorded: also end it for a signal that a recording handler holds (module docstring);
+            False for DuckDB work, which a sweep's guard lets finish and then acts on.
 
     Raises:
         WorkExpired: ``work`` ran longer than ``timeout_s``.
         Whatever ``work`` raises; in the main thread, whatever a signal handler raises (or a
         recording handler's ``check()``) before or while it runs.
     """
-    act_on_recorded_signal()  # a signal that came before the work began ends it before it starts
+    check = act_on_recorded_signal if recorded else (lambda: None)
+    check()  # a signal that came before the work began ends it before it starts
     done = threading.Event()
     box: dict = {}
 
@@ -127,7 +131,7 @@ def stoppable(work: Callable[[], T], timeout_s: float | None = None, stop: Calla
     thread.start()
     try:
         while not done.wait(_POLL_S):  # waiting in Python: signal handlers run here, at once
-            act_on_recorded_signal()
+            check()
             if deadline is not None and time.monotonic() > deadline:
                 raise WorkExpired(f"longer than {timeout_s:g} s")
     except BaseException:
@@ -152,7 +156,7 @@ def interruptible(con, work: Callable[[], T], timeout_s: float | None = None) ->
     if threading.current_thread() is not threading.main_thread():
         return work()  # signals only reach the main thread; a worker thread has nothing to gain
     try:
-        return stoppable(work, timeout_s, stop=lambda: _interrupt(con), name="explorer-duckdb")
+        return stoppable(work, timeout_s, stop=lambda: _interrupt(con), name="explorer-duckdb", recorded=False)
     except WorkExpired:
         raise QueryTimeout(f"the query ran longer than its time limit of {timeout_s:g} s and was stopped") from None
 

@@ -11,8 +11,8 @@ the reference phase, every step of Ray Tune, the wait for another driver, each s
 adaptive round). The driver then stops its Ray, releases what it holds and prints its summary
 with the command that resumes the run; the exit code is 128 + the signal (130, 143).
 
-A wait of the store in plain Python (a remote store's call that a trickling endpoint holds, a
-DuckDB query: ``store.interrupt.stoppable``) calls the handler's owner's ``stop_waiting()``: a
+A wait for a remote store's call in plain Python (one that a trickling endpoint holds:
+``store.interrupt.stoppable``) calls the handler's owner's ``stop_waiting()``: a
 plain sweep's guard raises ``SweepInterrupted`` there, once, so that a store that stopped
 answering does not hold the driver (its cleanup's calls then run to their deadline); an
 adaptive loop's guard never does (its steps check the record themselves).
