@@ -3,7 +3,11 @@
 Every public name is imported on first use, so that ``import explorer`` stays light (no torch,
 no Ray, no scipy, no Altair until a function that needs them is called).
 """
-import importlib
+from .signal_hold import hold_startup_signals
+
+hold_startup_signals()  # the explorer command only: a Ctrl-C from here on is one line, exit 130 (signal_hold)
+
+import importlib  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -5,7 +5,6 @@ the traceback appears only with `explorer --debug ...`.
 """
 from __future__ import annotations
 
-import signal
 import sys
 import warnings
 
@@ -13,7 +12,7 @@ import click
 
 from . import __version__
 from .bounds import MAX_RESAMPLES
-from .cli_signals import EXIT_CODES, Terminated, interrupted_signal, terminate_as_exception
+from .cli_signals import OneLineSignals, begin_work, import_held
 from .config.env_settings import check_environment
 from .errors import UsageError
 from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
@@ -25,12 +24,14 @@ from .store_access import open_store, open_sweep, store_errors
 DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
 
 
-class _CleanErrors(click.Group):
-    """Turns package errors into one clean line (exit code from the error) unless --debug."""
+class _CleanErrors(OneLineSignals, click.Group):
+    """Turns package errors into one clean line (exit code from the error) unless --debug; a
+    signal is one line too (``OneLineSignals``)."""
+
+    begin_work_themselves = frozenset({"sql", "sweep", "fit", "report", "reproduce"})
 
     def invoke(self, ctx: click.Context):
-        # restores warnings.showwarning, and SIGTERM's handler, when the command ends
-        with warnings.catch_warnings(), terminate_as_exception():
+        with warnings.catch_warnings():  # restores warnings.showwarning when the command ends
             warnings.showwarning = _warning_line(warnings.showwarning)
             try:
                 check_environment()  # a bad EXPLORER_* variable: one line before any work
@@ -41,15 +42,6 @@ class _CleanErrors(click.Group):
                 for line in str(exc).splitlines() or [""]:  # a spec error has a line per mistake
                     click.echo(f"error: {_without_credentials(line)}", err=True)
                 sys.exit(exc.exit_code)
-            except (KeyboardInterrupt, Terminated, RuntimeError) as exc:
-                # A signal before a sweep arms its own handlers (parsing, planning) or in any
-                # other command (DuckDB reports Ctrl-C as its own RuntimeError): nothing is
-                # half-written (every write is atomic), so one line and the shell's code for it
-                signum = interrupted_signal(exc)
-                if signum is None or ctx.meta.get("explorer.debug"):
-                    raise
-                click.echo(f"interrupted ({signal.Signals(signum).name})", err=True)
-                sys.exit(EXIT_CODES[signum])
 
 
 def _without_credentials(message: str) -> str:
@@ -212,15 +204,18 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     Example: explorer sweep examples/quick.toml --store results
     (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
+    import_held("explorer.config.spec", "store", "trials")  # what reading a spec imports
     from .config.spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
     if dry_run:
+        begin_work()
         from .sweeps.dry_run import dry_run_lines
 
         for line in dry_run_lines(loaded, embedded=address is None, adaptive=adaptive):
             click.echo(line)
         return
+    begin_work("explorer.api", "explorer.sweeps.ray_runner")  # the store and Ray, where a signal still ends it
     from . import api
 
     if adaptive:
@@ -318,6 +313,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
+    begin_work("explorer.analysis.fit", "explorer.analysis.laws", "explorer.store_access")
     from .analysis import fit as fitting
     from .analysis.laws import RSS_FALLBACK, resolve_form
     from .errors import FitError, NoDecompositionError
@@ -405,6 +401,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
+    begin_work("explorer.report.page", "explorer.store_access")
     from .store_access import open_sweep
     from .report.page import build_report
 
@@ -455,6 +452,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
+    begin_work("explorer.reproduce.run", "explorer.sweeps.ray_runner")
     from .reproduce import run as rep
 
     if list_:

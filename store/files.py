@@ -11,6 +11,14 @@ Every file appears whole or not at all:
 An S3 store opened from its URI fails fast when its endpoint is gone: short connect and request
 timeouts and a few attempts per request (``S3_TIMEOUTS``, each overridable by an environment
 variable), instead of pyarrow's defaults (about 6 s per request to a closed port).
+
+Those timeouts only count the gap between two bytes: an endpoint that trickles a byte every
+0.3 s would hold a call for ever. So every call to a filesystem other than the local disk has a
+total deadline (``EXPLORER_STORE_DEADLINE_S``, ``store_deadline_s``) and runs in a helper thread
+while the main thread waits in Python (``interrupt.stoppable``): a signal ends the command at
+once, and a call past its deadline is ``StoreUnreachable``. A URI's scheme must be one that is
+supported and tested (``SCHEMES``); any other is refused before pyarrow is asked (pyarrow's
+gs:// waits about 19 minutes for a metadata server without a network, and hdfs:// loads a JVM).
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import StoreError, StoreUnreachable
+from .interrupt import WorkExpired, stoppable
 from .layout import join, temporary_path
 from .owners import writer_token
 from .redaction import redact_uri
@@ -41,6 +50,14 @@ S3_TIMEOUTS = {
 }
 S3_LIMIT_CEILINGS = {"EXPLORER_S3_CONNECT_TIMEOUT_S": 300.0, "EXPLORER_S3_REQUEST_TIMEOUT_S": 600.0,
                      "EXPLORER_S3_MAX_ATTEMPTS": 20}
+# The longest one call to a filesystem other than the local disk (a listing, a stat, one file
+# read or written) may take, retries included: past it the store is unreachable. Long enough for
+# a large file on a slow link, short enough that a trickling endpoint is an error, not a hang.
+STORE_DEADLINE = ("EXPLORER_STORE_DEADLINE_S", 120.0, "seconds one call to a remote store may take in all", 3600.0)
+# The URI schemes a store may have (a path without a scheme is a local directory): the ones the
+# tests run. Any other pyarrow scheme would get no deadline that is tested, and some block
+# without a network for many minutes (gs://) or load a JVM (hdfs://).
+SCHEMES = ("file", "s3")
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,7 @@ class Files:
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
         self._object_store = filesystem.type_name in _OBJECT_STORES
         self.s3_attempts: int | None = None  # set by open_root for the S3 filesystems it builds
+        self.deadline_s = None if self.is_local else store_deadline_s()
 
     def __setstate__(self, state: dict) -> None:
         # A pickled S3FileSystem keeps its timeouts but not its retry strategy (pyarrow 2x):
@@ -106,7 +124,7 @@ class Files:
         else:
             selector = pafs.FileSelector(path, allow_not_found=True, recursive=False)
             try:
-                infos = self.fs.get_file_info(selector)
+                infos = self.bounded(f"listing {self.display(path)}", lambda: self.fs.get_file_info(selector))
             except (OSError, pa.ArrowException) as exc:
                 raise StoreError(f"cannot list {self.display(path)}: {exc}") from None
             entries = [
@@ -133,7 +151,7 @@ class Files:
             return out
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
         try:
-            infos = self.fs.get_file_info(selector)
+            infos = self.bounded(f"listing {self.display(path)}", lambda: self.fs.get_file_info(selector))
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"cannot list {self.display(path)}: {exc}") from None
         return sorted((Entry(i.base_name, i.path, False, i.size, i.mtime) for i in infos if i.is_file), key=lambda e: e.path)
@@ -147,7 +165,7 @@ class Files:
                 os.link(source, target) if not os.path.islink(source) else os.symlink(os.readlink(source), target)
                 os.remove(source)
             else:
-                self.fs.move(source, target)
+                self.bounded(f"moving {self.display(source)}", lambda: self.fs.move(source, target))
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"cannot move {self.display(source)} to {self.display(target)}: {exc}") from None
 
@@ -173,7 +191,7 @@ class Files:
             mtime = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
             return Entry(os.path.basename(path), path, os.path.isdir(path), st.st_size, mtime)
         try:
-            i = self.fs.get_file_info(path)
+            i = self.bounded(f"reading the size of {self.display(path)}", lambda: self.fs.get_file_info(path))
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"cannot stat {self.display(path)}: {exc}") from None
         if i.type == pafs.FileType.NotFound:
@@ -186,16 +204,19 @@ class Files:
     def read_table(self, path: str, columns: list[str] | None = None, read_dictionary=None) -> pa.Table:
         """Read a Parquet file; StoreError (naming the file) when it is unreadable."""
         try:
-            return pq.read_table(
+            return self.bounded(f"reading {self.display(path)}", lambda: pq.read_table(
                 path, filesystem=self.fs, columns=columns, read_dictionary=read_dictionary, pre_buffer=True
-            )
+            ))
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"cannot read {self.display(path)}: {exc}; run `explorer check`") from None
 
     def read_metadata(self, path: str) -> pq.FileMetaData:
         """The Parquet footer of a file (raises OSError/ArrowException when unreadable)."""
-        with self.fs.open_input_file(path) as f:
-            return pq.read_metadata(f)
+        def read() -> pq.FileMetaData:
+            with self.fs.open_input_file(path) as f:
+                return pq.read_metadata(f)
+
+        return self.bounded(f"reading the footer of {self.display(path)}", read)
 
     # -- writing -------------------------------------------------------------------------------
     def put(self, path: str, data: bytes) -> None:
@@ -203,15 +224,8 @@ class Files:
         try:
             if self.is_local:
                 self._put_local(path, data)
-            elif self._object_store:
-                with self.fs.open_output_stream(path) as f:
-                    f.write(data)
             else:
-                self.fs.create_dir(path.rpartition("/")[0], recursive=True)
-                tmp = temporary_path(path, writer_token())
-                with self.fs.open_output_stream(tmp) as f:
-                    f.write(data)
-                self.fs.move(tmp, path)
+                self.bounded(f"writing {self.display(path)}", lambda: self._put_remote(path, data))
         except (OSError, pa.ArrowException) as exc:
             raise self.write_error(path, exc) from None
 
@@ -228,6 +242,17 @@ class Files:
             reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno and exc.strerror else str(exc)
             return StoreUnreachable(f"store {self.uri} cannot be written: {reason} (writing {self.display(path)})")
         return StoreError(f"cannot write {self.display(path)}: {exc}")
+
+    def _put_remote(self, path: str, data: bytes) -> None:
+        if self._object_store:
+            with self.fs.open_output_stream(path) as f:
+                f.write(data)
+            return
+        self.fs.create_dir(path.rpartition("/")[0], recursive=True)
+        tmp = temporary_path(path, writer_token())
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, path)
 
     def _put_local(self, path: str, data: bytes) -> None:
         directory = os.path.dirname(path)
@@ -256,7 +281,7 @@ class Files:
             if self.is_local:
                 os.remove(path)
             else:
-                self.fs.delete_file(path)
+                self.bounded(f"deleting {self.display(path)}", lambda: self.fs.delete_file(path))
         except FileNotFoundError:
             if not missing_ok:
                 raise StoreError(f"cannot delete {self.display(path)}: it does not exist") from None
@@ -280,6 +305,21 @@ class Files:
         except OSError as exc:
             raise self.write_error(path, exc) from None
         return True
+
+    def bounded(self, what: str, call):
+        """``call()``, and on a remote store within ``deadline_s`` in a helper thread that a
+        signal does not wait for (module docstring); on local disk simply ``call()``.
+
+        Raises:
+            StoreUnreachable: the call took longer than ``deadline_s`` (it is abandoned).
+        """
+        if self.deadline_s is None:
+            return call()
+        try:
+            return stoppable(call, self.deadline_s, name="explorer-store-io")
+        except WorkExpired:
+            raise StoreUnreachable(f"store {self.uri} did not answer within {self.deadline_s:g} s ({what}); "
+                                   f"{STORE_DEADLINE[0]} sets this limit") from None
 
     def display(self, path: str) -> str:
         """A path as the user knows it (with the URI scheme for object stores)."""
@@ -320,20 +360,26 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
             root = os.path.abspath(os.path.expanduser(root))
         return Files(filesystem, root, text, durable)
     if "://" not in text:
-        root = os.path.abspath(os.path.expanduser(text))
-        return Files(pafs.LocalFileSystem(), root, text, durable)
+        return _local_root(os.path.abspath(os.path.expanduser(text)), text, durable)
     scheme = text.split("://", 1)[0].lower()
+    if scheme not in SCHEMES:
+        raise StoreError(f"cannot open store {text!r}: the scheme {scheme[:20]!r} is not supported; a store is a "
+                         f"local directory, file:// or s3://bucket/prefix")
     limits = s3_limits() if scheme == "s3" else None  # a bad variable is an error before any request
+    deadline_s = store_deadline_s()
     resolved = text
     if scheme == "s3" and "allow_delayed_open" not in text:
         # Single PUT per object instead of a multipart upload (fewer requests, same atomicity).
         resolved += ("&" if "?" in text else "?") + "allow_delayed_open=true"
-    try:
-        fs, root = pafs.FileSystem.from_uri(resolved)
+    try:  # S3 without a region asks the endpoint for the bucket's
+        fs, root = stoppable(lambda: pafs.FileSystem.from_uri(resolved), deadline_s, name="explorer-store-io")
+    except WorkExpired:
+        raise StoreUnreachable(f"cannot open store {redact_uri(text.split('?', 1)[0])!r}: no answer within {deadline_s:g} s; "
+                               f"{STORE_DEADLINE[0]} sets this limit") from None
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise StoreError(redact_uri(f"cannot open store {text!r}: {exc}")) from None  # pyarrow's message quotes it too
     if isinstance(fs, pafs.LocalFileSystem):
-        root = os.path.abspath(root)
+        return _local_root(os.path.abspath(root), text, durable)
     attempts = None
     if limits is not None and isinstance(fs, pafs.S3FileSystem):
         connect_s, request_s, attempts = limits
@@ -367,6 +413,35 @@ def s3_limits() -> tuple[float, float, int]:
             raise StoreError(f"{name}={text[:40]!r}: expected {kind} of at most {ceiling:g} ({meaning}; default {default})")
         values.append(value)
     return values[0], values[1], values[2]
+
+
+def _local_root(root: str, uri: str, durable: bool) -> Files:
+    """A store folder on local disk; a path that exists and is not a folder is refused (it would
+    read as an empty store, and every write would fail)."""
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise StoreError(f"store {uri}: {root} is a file, not a folder; pass a folder (new or a store)")
+    return Files(pafs.LocalFileSystem(), root, uri, durable)
+
+
+def store_deadline_s() -> float:
+    """Seconds one call to a remote store may take in all (``STORE_DEADLINE``): its default, or
+    the environment variable named there.
+
+    Raises:
+        StoreError: a value that is not a positive number of at most the ceiling (NaN, inf included).
+    """
+    name, default, meaning, ceiling = STORE_DEADLINE
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= ceiling:  # False for NaN too
+        raise StoreError(f"{name}={text[:40]!r}: expected a positive number of at most {ceiling:g} ({meaning}; "
+                         f"default {default:g})")
+    return value
 
 
 def _s3_with_limits(fs: pafs.S3FileSystem, connect_s: float | None = None, request_s: float | None = None,

@@ -1,11 +1,22 @@
-"""DuckDB work that a signal or a time limit stops at once, and DuckDB's memory limit.
+"""Work that a signal or a time limit stops at once (DuckDB queries, store I/O), and DuckDB's
+memory limit.
 
 DuckDB runs a query in C++ without returning to Python, so a Python signal handler (Ctrl-C's
 KeyboardInterrupt, a command's SIGTERM handler) would run only when the query ends, and DuckDB's
-own Ctrl-C handling stops working once any Python handler is installed. ``interruptible`` runs
-the work in a helper thread while the calling thread waits in Python: a signal's exception is
-raised in the caller at once, the query is stopped (``con.interrupt()``), and the exception goes
-on (KeyboardInterrupt stays KeyboardInterrupt). A time limit stops it the same way.
+own Ctrl-C handling stops working once any Python handler is installed. pyarrow's object-store
+calls block the same way, for as long as a trickling endpoint keeps sending. ``stoppable`` runs
+the work in a helper thread while the main thread waits in Python: a signal's exception is
+raised there at once, and a time limit ends the wait (``WorkExpired``). ``interruptible`` is that
+for DuckDB work: it also stops the query (``con.interrupt()``), and the exception goes on
+(KeyboardInterrupt stays KeyboardInterrupt). Store I/O cannot be cancelled: its helper thread is
+a daemon, abandoned to end with the process.
+
+A handler that records a signal instead of raising (the CLI's start-up hold, a sweep's
+``SignalGuard``) is a bound method of an object with ``stop_waiting()``, which raises the
+recorded signal's exception (or nothing, where its owner acts on the signal itself): a store
+call's wait calls it before the work starts and while it waits (``act_on_recorded_signal``), so
+a signal recorded earlier, or during the wait, ends it too. DuckDB work is left to finish there,
+as before: a sweep's guard acts on the signal after it.
 
 Memory: DuckDB's own default is 80 % of the machine's memory; the store's connections use
 ``SQL_MEMORY_SHARE`` of it unless told otherwise (``memory_limit_bytes``).
@@ -14,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +39,21 @@ _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[kmgt]i?b|b)\s*$", re.IGNORECASE)
 _STOP_WAIT_S = 10.0  # how long an interrupted query may take to notice
+_POLL_S = 0.05  # how often a waiting main thread lets signal handlers run and looks at the clock
+
+
+class WorkExpired(Exception):
+    """Work that ran past its time limit (``stoppable``); the caller says what it was."""
+
+
+_ABANDONED: list[threading.Thread] = []  # helper threads whose wait ended before their work
+
+
+def abandoned_work() -> int:
+    """How many helper threads were given up (a signal, a time limit) and still run: store calls
+    pyarrow cannot cancel. A process that ends should not wait for them (pyarrow's exit handler
+    would)."""
+    return sum(thread.is_alive() for thread in _ABANDONED)
 
 
 def physical_memory_bytes() -> int:
@@ -61,15 +88,33 @@ def memory_limit_bytes(text: str | None) -> int:
     return int(wanted)
 
 
-def interruptible(con, work: Callable[[], T], timeout_s: float | None = None) -> T:
-    """``work()`` (DuckDB calls on ``con``), stoppable by signals and by ``timeout_s``.
+def act_on_recorded_signal() -> None:
+    """In the main thread: when SIGINT's handler records signals instead of raising (its owner
+    has ``stop_waiting()``), let it raise what it recorded; nothing otherwise."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    stop_waiting = getattr(getattr(signal.getsignal(signal.SIGINT), "__self__", None), "stop_waiting", None)
+    if callable(stop_waiting):
+        stop_waiting()
+
+
+def stoppable(work: Callable[[], T], timeout_s: float | None = None, stop: Callable[[], None] | None = None,
+              name: str = "explorer-work", recorded: bool = True) -> T:
+    """``work()`` in a daemon helper thread while this thread waits in Python.
+
+    Args:
+        timeout_s: end the wait after this many seconds (None: no limit).
+        stop: called when the wait ends early (a signal, the limit), to stop ``work`` if it can.
+        recorded: also end it for a signal that a recording handler holds (module docstring);
+            False for DuckDB work, which a sweep's guard lets finish and then acts on.
 
     Raises:
-        QueryTimeout: ``work`` ran longer than ``timeout_s`` (it was interrupted).
-        Whatever ``work`` raises; whatever a signal handler raises while it runs.
+        WorkExpired: ``work`` ran longer than ``timeout_s``.
+        Whatever ``work`` raises; in the main thread, whatever a signal handler raises (or a
+        recording handler's ``check()``) before or while it runs.
     """
-    if threading.current_thread() is not threading.main_thread():
-        return work()  # signals only reach the main thread; a worker thread has nothing to gain
+    check = act_on_recorded_signal if recorded else (lambda: None)
+    check()  # a signal that came before the work began ends it before it starts
     done = threading.Event()
     box: dict = {}
 
@@ -81,25 +126,43 @@ def interruptible(con, work: Callable[[], T], timeout_s: float | None = None) ->
         finally:
             done.set()
 
-    thread = threading.Thread(target=target, name="explorer-duckdb", daemon=True)
+    thread = threading.Thread(target=target, name=name, daemon=True)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     thread.start()
     try:
-        while not done.wait(0.05):  # waiting in Python: signal handlers run here, at once
+        while not done.wait(_POLL_S):  # waiting in Python: signal handlers run here, at once
+            check()
             if deadline is not None and time.monotonic() > deadline:
-                _stop(con, done)
-                raise QueryTimeout(f"the query ran longer than its time limit of {timeout_s:g} s and was stopped")
+                raise WorkExpired(f"longer than {timeout_s:g} s")
     except BaseException:
-        _stop(con, done)
+        if stop is not None:
+            stop()
+            done.wait(_STOP_WAIT_S)
+        if not done.is_set():
+            _ABANDONED.append(thread)
         raise
     if "error" in box:
         raise box["error"]
     return box["value"]
 
 
-def _stop(con, done: threading.Event) -> None:
+def interruptible(con, work: Callable[[], T], timeout_s: float | None = None) -> T:
+    """``work()`` (DuckDB calls on ``con``), stoppable by signals and by ``timeout_s``.
+
+    Raises:
+        QueryTimeout: ``work`` ran longer than ``timeout_s`` (it was interrupted).
+        Whatever ``work`` raises; whatever a signal handler raises while it runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return work()  # signals only reach the main thread; a worker thread has nothing to gain
+    try:
+        return stoppable(work, timeout_s, stop=lambda: _interrupt(con), name="explorer-duckdb", recorded=False)
+    except WorkExpired:
+        raise QueryTimeout(f"the query ran longer than its time limit of {timeout_s:g} s and was stopped") from None
+
+
+def _interrupt(con) -> None:
     try:
         con.interrupt()
     except Exception:  # noqa: BLE001 - a closed connection has nothing left to stop
         pass
-    done.wait(_STOP_WAIT_S)

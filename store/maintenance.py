@@ -150,6 +150,8 @@ def probe(files: Files) -> None:
         files.put(marker, b"probe")
         if files.info(marker) is None:
             raise StoreError(f"{files.display(marker)} was written but cannot be seen")
+    except StoreUnreachable:
+        raise  # it already says so, naming the store (Files.write_error)
     except StoreError as exc:
         raise StoreUnreachable(f"store {files.uri} cannot be written: {exc}") from None
     try:

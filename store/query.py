@@ -13,6 +13,7 @@ access is disabled and the setting locked once the views are registered.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import duckdb
@@ -212,6 +213,16 @@ def _message(exc: Exception) -> str:
     return message
 
 
+def check_time_limit(timeout_s: float | None) -> None:
+    """Refuse a query time limit that limits nothing (NaN, inf) or stops everything (<= 0).
+
+    Raises:
+        StoreQueryError: naming the value.
+    """
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise StoreQueryError(f"time limit {timeout_s:g} s: expected a finite number of seconds above 0")
+
+
 def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None) -> pa.Table:
     """Execute SQL and fetch the whole result as Arrow (``interruptible``: Ctrl-C and SIGTERM
     stop it at once, and so does ``timeout_s``).
@@ -220,6 +231,8 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None
         StoreQueryError: DuckDB rejected the query (its message, unchanged).
         QueryTimeout: it ran longer than ``timeout_s`` seconds (it was interrupted).
     """
+    check_time_limit(timeout_s)
+
     def fetch() -> pa.Table:
         result = con.sql(sql)
         if result is None:  # a statement without a result (SET, CREATE ...)

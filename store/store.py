@@ -253,6 +253,7 @@ class Store:
         """
         if read_only:
             query.check_read_only(sql)
+        query.check_time_limit(timeout_s)  # before any file is listed
         views = query.views_of(sql)
         con = self.connect(sweep=sweep, read_only=read_only, views=views, memory_limit=memory_limit)
         try:

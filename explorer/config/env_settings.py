@@ -4,7 +4,7 @@ A value outside its range is an error naming the variable, never a silent fallba
 default (``EXPLORER_TORCH_THREADS=-1`` used to be ignored) nor a traceback or a hang
 (``EXPLORER_LEASE_TTL_S=inf`` broke the lease thread; ``1e-6`` made it spin). Every command
 checks them all when it starts (``check_environment``), so a typo is reported before any work.
-The store's own variables (``EXPLORER_S3_*``) are parsed the same way by ``store.files``.
+The store's own variables (``EXPLORER_S3_*``, ``EXPLORER_STORE_DEADLINE_S``) are parsed the same way by ``store.files``.
 """
 from __future__ import annotations
 

@@ -10,6 +10,12 @@ raises: it records the first signal, and the driver's loops call ``check()``, wh
 the reference phase, every step of Ray Tune, the wait for another driver, each step of an
 adaptive round). The driver then stops its Ray, releases what it holds and prints its summary
 with the command that resumes the run; the exit code is 128 + the signal (130, 143).
+
+A wait for a remote store's call in plain Python (one that a trickling endpoint holds:
+``store.interrupt.stoppable``) calls the handler's owner's ``stop_waiting()``: a
+plain sweep's guard raises ``SweepInterrupted`` there, once, so that a store that stopped
+answering does not hold the driver (its cleanup's calls then run to their deadline); an
+adaptive loop's guard never does (its steps check the record themselves).
 """
 from __future__ import annotations
 
@@ -46,11 +52,13 @@ class SignalGuard:
 
     _outermost: SignalGuard | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, stops_store_waits: bool = False) -> None:
         self.active = threading.current_thread() is threading.main_thread()
         self.fired: list[int] = []
         self._saved: dict = {}
         self._owner = False
+        self.stops_store_waits = stops_store_waits  # nested guards take the outermost's
+        self._stopped_a_wait = False
 
     @property
     def signum(self) -> int | None:
@@ -60,6 +68,13 @@ class SignalGuard:
     def check(self) -> None:
         """Raise ``SweepInterrupted`` when a signal was received."""
         if self.fired:
+            raise SweepInterrupted(self.fired[0])
+
+    def stop_waiting(self) -> None:
+        """Raise ``SweepInterrupted`` in a store's wait, once, when this guard stops those
+        (module docstring)."""
+        if self.fired and self.stops_store_waits and not self._stopped_a_wait:
+            self._stopped_a_wait = True
             raise SweepInterrupted(self.fired[0])
 
     def _handler(self, signum, frame) -> None:
@@ -77,6 +92,7 @@ class SignalGuard:
         outer = SignalGuard._outermost
         if outer is not None:
             self.fired = outer.fired  # one record for the whole run
+            self.stops_store_waits = outer.stops_store_waits
         else:
             self._saved = {s: signal.getsignal(s) for s in SIGNALS}
             SignalGuard._outermost, self._owner = self, True

@@ -110,13 +110,17 @@ def run_sweep(
     started = time.monotonic()
     store = open_store(store)
     launch = _Launch(address, max_concurrent, num_cpus, lease_ttl_s, progress, stream)
-    with SignalGuard() as guard:
+    with SignalGuard(stops_store_waits=True) as guard:
         try:
             the_plan = _plan(spec, guard, progress, stream, only_keys)
         except SweepInterrupted as exc:  # planning 10^5 trials takes seconds: nothing ran, nothing to clean
             return SweepResult(name=spec.name, store=store.uri, total=0, skipped=0, ran=0, planned=False,
                                interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
-        result = _run_plan(spec, store, the_plan, guard, launch)
+        try:
+            result = _run_plan(spec, store, the_plan, guard, launch)
+        except SweepInterrupted as exc:  # in a wait for the store outside the Ray phase (interrupts)
+            return SweepResult(name=spec.name, store=store.uri, total=len(the_plan.trials), skipped=0, ran=0,
+                               interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
         if result.interrupted is None and guard.signum is not None:  # a signal during compaction or the last reads
             result.interrupted = guard.signum
         result.resume = resume_command() if result.interrupted is not None else None
