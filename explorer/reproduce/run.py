@@ -70,6 +70,15 @@ def _curve_frame(points: pd.DataFrame, by: str, x: str, fn: Callable) -> pd.Data
     return pd.DataFrame(rows)
 
 
+# The linear experiment's P-lines (plt_cvg_rate cells 18, 23; P = L M D there): constant x P^-power, the
+# constant theirs, sqrt(a^2 + b^2 + c^2) + 0.1 (hidden), sqrt(a^2 + b^2) + 0.22 (output, times sqrt(3):
+# our err_out is sqrt(3) x theirs)
+_HIDDEN_P = float(np.sqrt(0.673**2 + 0.437**2) + 0.1)
+_OUTPUT_P = float(np.sqrt(3) * (np.sqrt(0.0265**2 + 0.250**2) + 0.22))
+LINEAR_P_LINES = {"err_hidden_depthmax": (_HIDDEN_P, 1 / 6, f"{_HIDDEN_P:.2f} P^(-1/6)"),
+                  "err_out": (_OUTPUT_P, 1 / 5, f"{_OUTPUT_P:.2f} P^(-1/5) (sqrt(3) x theirs)")}
+
+
 def experiment_charts(exp: Experiment, grids: dict) -> list:
     """(name, (chart, caption)) pairs for the report; ``grids`` role -> {metric: pooled points} as measured."""
     charts = []
@@ -92,6 +101,14 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
             charts.append((f"{metric}-vs-D-over-LM", _overlay(
                 pts, curves, "ratio", "D/(LM)", label, "D",
                 f"{label} at k = 5 vs D/(LM); dashed: the authors' fitted law (their a, b; c = 0), one per D")))
+            const, power, words = LINEAR_P_LINES[metric]
+            pts_p = pts.assign(P=pts["L"] * pts["M"] * pts["D"])
+            xs = np.geomspace(pts_p["P"].min(), pts_p["P"].max(), 30)
+            line = pd.DataFrame({"P": xs, "err": const * xs ** (-power), "source": words})
+            charts.append((f"{metric}-vs-P", _overlay(
+                pts_p, line, "P", "P = L M D", label, "D",
+                f"{label} at k = 5 vs P = L M D, one colour per D; dashed: the authors' line {words} "
+                "(plt_cvg_rate cells 18 and 23, their constant)")))
     elif exp.name == "companion-nonlinear":
         for role, metric, fn, label in (("coupled", "err_hidden", nonlinear_hidden, "hidden error (coupled)"),
                                          ("uncoupled", "err_out", nonlinear_output, "output error (uncoupled)")):

@@ -306,6 +306,9 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     assert (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").exists()
     svg = (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
+    # the linear experiment's P-lines, the authors' constants (plt_cvg_rate cells 18, 23)
+    assert "0.90 P^(-1/6)" in (out / "charts" / "err_hidden_depthmax-vs-P.svg").read_text()
+    assert "0.82 P^(-1/5)" in (out / "charts" / "err_out-vs-P.svg").read_text()
     assert "| id | claim | paper |" in result.output and re.search(r"Claims: \d consistent, \d close \(CI excludes\), "
                                                                r"\d not measured, \d disagrees?", result.output)
     assert 'id="headline"' in page
