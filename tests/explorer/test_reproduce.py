@@ -342,7 +342,7 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     (alpha, beta, _), _ = curve_fit(lambda _, a, b, g: np.sqrt(a * (D / (M * L)) ** 2 + b / D), None, y,
                                     p0=[10, 2.4, 0.0001], bounds=(0, np.inf))
     assert output_a["points"] == len(y) == 8
-    assert float(csv.set_index("id").loc["output-b", "this tool"]) == pytest.approx(beta / 3, rel=1e-3)  # printed 3 digits
+    assert float(csv.set_index("id").loc["output-b", "this tool"]) == pytest.approx(beta / 3, rel=3e-3)  # printed to 3 digits
     fit = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"), "--format", "csv",
                                     "SELECT parameter, estimate FROM fits WHERE fit_id = 'reproduce-companion-linear-output-b'"])
     stored = dict(line.split(",") for line in fit.output.strip().splitlines()[1:])
