@@ -396,8 +396,8 @@ def procedure(claim: Claim, pooling: str) -> dict:
             form = f"right {form}; wrong {claim.wrong}"
         if claim.mean_of_runs:
             pool = describe_pooling(pooling)
-            loss = ("unweighted least squares on err, bounds >= 0 (the authors' loss: their scipy curve_fit)" if claim.residuals == "err"
-                    else "soft-L1 on log residuals")
+            loss = ("unweighted least squares on err, bounds >= 0 (the authors' loss: their scipy curve_fit)"
+                    if claim.residuals == "err" else "soft-L1 on log residuals")
         elif FORMS.get(claim.form) is not None and FORMS[claim.form].method == "decomposed":
             pool, loss = "none: each seed's Gram rows (decomposed fit)", "the decomposed fit's (bias and fluctuation)"
         else:

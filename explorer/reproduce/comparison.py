@@ -65,11 +65,9 @@ def measure_comparison(claim, grid: pd.DataFrame, row: dict, n_boot: int, poolin
         low, high = ratio * math.exp(-t * sd), ratio * math.exp(t * sd)
     total = float(np.sum((points["err"] - points["err"].mean()) ** 2))
     r2 = (lambda x: 1 - x / total if total > 0 else math.nan)
+    fits = f"{_fitted('right', claim.form, rss_right, r2, right)}; {_fitted('wrong', claim.wrong, rss_wrong, r2, wrong)}"
     row.update(value=ratio, ci_low=low, ci_high=high, n_points=len(points),
-               note=(f"right {claim.form}: RSS {rss_right:.3g}, R^2 {r2(rss_right):.4f} ("
-                     + ", ".join(f"{k} = {v:.3g}" for k, v in right.items()) + f"); wrong {claim.wrong}: RSS "
-                     f"{rss_wrong:.3g}, R^2 {r2(rss_wrong):.4f} (" + ", ".join(f"{k} = {v:.3g}" for k, v in wrong.items())
-                     + f"); interval: {len(logs)} bootstrap resamples of the {len(draws)} draws"))
+               note=f"{fits}; interval: {len(logs)} bootstrap resamples of the {len(draws)} draws")
     if not (finite(low) and finite(high)):
         row.update(verdict=NOT_MEASURED, reason="no interval (the bootstrap over draws gave none)")
     elif low > claim.paper:
@@ -80,8 +78,14 @@ def measure_comparison(claim, grid: pd.DataFrame, row: dict, n_boot: int, poolin
                                              f"{high:.3g}] below {claim.paper:g}: the wrong rate fits better")
     else:
         row.update(verdict=NOT_MEASURED, reason=f"RSS(wrong) / RSS(right) = {ratio:.3g}, 95 % interval [{low:.3g}, "
-                                                f"{high:.3g}] holds {claim.paper:g}: these points do not tell the rates apart")
+                                                f"{high:.3g}] holds {claim.paper:g}: these points do not tell the "
+                                                "rates apart")
     return row
+
+
+def _fitted(which: str, form: str, total: float, r2, constants: dict) -> str:
+    values = ", ".join(f"{k} = {v:.3g}" for k, v in constants.items())
+    return f"{which} {form}: RSS {total:.3g}, R^2 {r2(total):.4f} ({values})"
 
 
 __all__ = ["measure_comparison", "rss"]
