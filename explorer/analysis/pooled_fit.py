@@ -99,11 +99,12 @@ def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options):
 
 
 def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, where: str | None = None,
-               residuals: str = "log"):
+               residuals: str = "log", pool=pooled_mean):
     """The law ``form`` fitted to ``pooled_mean(grid)``, with a bootstrap over the problem draws
     (``grid``: grid_errors rows with problem_seed and seed_errs). Returns a ``FitResult`` whose
     intervals, samples and bootstrap description are the draws'; ``residuals`` as in the module
-    docstring.
+    docstring; ``pool``: how a point's runs become its error (default ``pooled_mean``; a
+    reproduction passes its spec's pooling, ``explorer.reproduce.pooling``).
 
     Raises:
         FitError: as ``explorer.fit.fit``; or fewer than ``MIN_DRAWS`` draws.
@@ -115,7 +116,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     draws = np.sort(grid["problem_seed"].unique()) if "problem_seed" in grid else np.array([None])
     if len(draws) < MIN_DRAWS:
         raise FitError(f"{len(draws)} problem draw(s): a bootstrap over draws needs at least {MIN_DRAWS}")
-    result, estimate = _estimate(pooled_mean(grid), form, residuals, where=where)
+    result, estimate = _estimate(pool(grid), form, residuals, where=where)
     names = [p for p in result.parameters if math.isfinite(estimate[p])]
     by_draw = {d: grid[grid["problem_seed"] == d] for d in draws}
     rng = np.random.default_rng(seed)
@@ -124,9 +125,9 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
         sample = pd.concat([by_draw[d] for d in rng.choice(draws, len(draws))], ignore_index=True)
         try:
             if residuals == "err":  # a local refit from the point estimate: no log fit needed to start it
-                refit = least_squares_on_err(form, pooled_mean(sample), estimate)
+                refit = least_squares_on_err(form, pool(sample), estimate)
             else:
-                _, refit = _estimate(pooled_mean(sample), form, residuals, n_starts=RESAMPLE_STARTS)
+                _, refit = _estimate(pool(sample), form, residuals, n_starts=RESAMPLE_STARTS)
         except FitError:
             continue
         replicates.append([refit[p] for p in names])

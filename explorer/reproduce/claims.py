@@ -16,9 +16,22 @@ grid) and which claims of the papers it checks. A claim is one row of the report
   ratio is within ``factor``.
 - ``collapse``: at equal L*M, the spread max/min - 1 of the errors across M (worst over the
   products shared by several M, within the filter): consistent when at most ``paper``.
+- ``compare``: the notebook's model comparison: the law ``form`` (the right rate) and ``wrong``
+  fitted to the same pooled points by the same loss; the row gives RSS(wrong) / RSS(right) (above
+  1: the right rate fits better) with a 95 % interval over the problem draws (resample, refit
+  both), consistent when the interval lies above 1, disagrees when below, else not measured.
 - ``frontier``: the exponent e of the best error at each compute P = 2 L M D along the grid's
   frontier (``explorer.analysis.frontier``: err ~ P^-e, an interval over the problem draws), graded as an
   exponent against ``paper``; the note gives the pooled frontier over the authors' curve.
+
+Like with like: a fitted constant is graded against the paper's only when the sweep's grid is the
+paper's (``measure(sub_grid=None)``, the full scale); on a sub-grid it is reported "not comparable
+at this scale" (``verdicts.not_comparable``), while exponents, negligible terms and the model
+comparison, which transfer across grids, are graded at every scale. A claim with no paper number
+(``paper=None``: the tool's own procedure beside the authors') is reported, never graded.
+
+Every row names its procedure (``procedure``): the form, the region, the pooling
+(``explorer.reproduce.pooling``, the spec's ``[reproduce] pooling``) and the loss.
 
 Which points a curve or frontier claim leaves out, and why, is written in the paper spec's
 ``[reproduce]`` table (``explorer.reproduce.leave_out``), not here; ``measure`` takes it resolved.
@@ -36,7 +49,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .verdicts import (NOT_MEASURED, Verdict, bounds_verdict, constant_verdict, exponent_verdict, finite, negligible_verdict)
+from .pooling import POOL, describe as describe_pooling, with_blown_up_runs
+from .verdicts import (NOT_MEASURED, Verdict, bounds_verdict, constant_verdict, exponent_verdict,
+                       finite, negligible_verdict, not_comparable)
 
 SCALES = ("laptop", "full")  # "tiny": the laptop spec with the experiment's TINY overrides (tests, CI)
 
@@ -58,7 +73,7 @@ class Claim:
     text: str
     source: str
     sweep: str  # the experiment's sweep it is measured on (Experiment.sweeps key)
-    kind: str  # fit | curve | collapse | frontier
+    kind: str  # fit | curve | collapse | frontier | compare
     metric: str = "err_out"
     step: int | None = None
     where: str | None = None  # SQL filter on metric rows
@@ -80,6 +95,8 @@ class Claim:
     mean_of_runs: bool = False
     residuals: str = "log"  # mean_of_runs: "err" minimises the squares of err - law, as the authors' curve_fit
     pooled: bool = True  # curve / collapse: pool problem draws as sqrt(mean err^2)
+    wrong: str | None = None  # compare: the wrong law, fitted beside ``form``
+    region: str = ""  # the table's words for ``where`` (whose region it is)
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,13 @@ def output_frontier(P):
     return 0.7 * P ** (-1 / 5)
 
 
-LINEAR_REGION = "L > 50 AND M > 10 AND D > 10"  # the authors' fit region
+LINEAR_REGION = "L > 50 AND M > 10 AND D > 10"  # the authors' hidden-state fit region (plt_cvg_rate, mins=(10, 10, 50))
+# the authors' output fit region (plt_cvg_rate cell 22: mins=(10, 10, 10), maxs=(200, 1000, 200))
+OUTPUT_REGION = "D > 10 AND D < 200 AND M > 10 AND M < 1000 AND L > 10 AND L < 200"
+# the notebook's output law (cell 21, "ignore 1/L term"): err^2 = a (D/(ML))^2 + b/D, c1 = a, c2 = b
+NOTEBOOK_OUTPUT = "sqrt(c1*(D/(L*M))**2 + c2/D)"
+WRONG_OUTPUT = "sqrt(c1*D/(L*M) + c2/D)"  # the notebook's "wrong model": the hidden state's rate sqrt(D/(LM))
+RATE_LAW = "sqrt(c1*(D/(L*M))**r + c2/D)"  # the D/(LM) exponent r in err^2 left free
 # tiny: inside the authors' fit region, with the 3 draws the bootstrap over draws needs (so the
 # claims' fits run and are stored), 24 small trials, seconds
 _TINY_LINEAR = ["grid.L=[53, 123]", "grid.M=[17, 40]", "grid.D=[17, 40]", "grid.problem_seeds=[1, 2, 3]", "grid.seeds=1",
@@ -149,10 +172,15 @@ _TINY_NONLINEAR = ["grid.M=[1, 4]", "grid.D=[2, 17]", "grid.L=[4]", "grid.proble
 # d_out = 3 outputs against their norm), so our constants of err_out^2 are 3 x theirs.
 # Both are fitted as the authors do: to each point's mean error over every run (seeds x draws), by
 # unweighted least squares on the error (their curve_fit), not the tool's log residuals.
+_AUTHORS_HIDDEN = "the authors' hidden region (plt_cvg_rate, mins=(10, 10, 50))"
+_AUTHORS_OUTPUT = "the authors' output region (plt_cvg_rate cell 22)"
 _HIDDEN = dict(metric="err_hidden_depthmax", step=5, where=LINEAR_REGION, form="companion_hidden", mean_of_runs=True,
-               residuals="err")
-_OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="companion_output", scale=1 / 3,
-               mean_of_runs=True, residuals="err")
+               residuals="err", region=_AUTHORS_HIDDEN)
+_OUTPUT = dict(metric="err_out", step=5, where=OUTPUT_REGION, form=NOTEBOOK_OUTPUT, scale=1 / 3,
+               mean_of_runs=True, residuals="err", region=_AUTHORS_OUTPUT)
+# the tool's own output law (with c/L^2) on the hidden region: reported beside the authors', not graded
+_TOOL_OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="companion_output", scale=1 / 3,
+                    mean_of_runs=True, residuals="err", region="the hidden claims' region")
 CLOSE_FACTOR = 1.15  # a fitted constant within 1.15x of the paper's is "close" (when its CI excludes it)
 CLOSE_EXPONENT = 0.1  # an exponent within 0.1 of the paper's is "close"
 # The frontier exponents 1/6 and 1/5 differ by 1/30: "close" within 0.05 keeps them apart
@@ -172,11 +200,33 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
             Claim("hidden-c", "same fit: the c/L^2 term is negligible (below 5 % of err^2 at every fitted point)",
                   COMPANION, "main", "fit", parameter="c", paper=4e-16, paper_text="c ~ 4e-16 (fitted)",
                   quantity="negligible", share=0.05, term=lambda L, M, D: 1.0 / L**2, **_HIDDEN),
-            Claim("output-a", "output error^2 = a (D/(LM))^2 + b/D at k = 5: constant a (authors' units: "
-                  "our err_out is sqrt(3) x theirs, so our a / 3)", COMPANION, "main", "fit", parameter="a",
-                  paper=0.0265, paper_text="a = 0.0265 (fitted)", factor=CLOSE_FACTOR, **_OUTPUT),
-            Claim("output-b", "same fit: constant b of 1/D (our b / 3)", COMPANION, "main", "fit", parameter="b",
+            Claim("output-a", "output error^2 = a (D/(LM))^2 + b/D at k = 5, the notebook's law (no L term) on its "
+                  "region: constant a (c1; authors' units: our err_out is sqrt(3) x theirs, so our a / 3)", COMPANION,
+                  "main", "fit", parameter="c1", paper=0.0265, paper_text="a = 0.0265 (fitted)", factor=CLOSE_FACTOR,
+                  **_OUTPUT),
+            Claim("output-b", "same fit: constant b of 1/D (c2; our b / 3)", COMPANION, "main", "fit", parameter="c2",
                   paper=0.250, paper_text="b = 0.250 (fitted)", factor=CLOSE_FACTOR, **_OUTPUT),
+            Claim("hidden-rate", "hidden error^2 = a (D/(LM))^r + b/D at k = 5 on the hidden region: the exponent r "
+                  "of D/(LM) (the rate sqrt(D/(LM)): r = 1)", COMPANION, "main", "fit", metric="err_hidden_depthmax",
+                  step=5, where=LINEAR_REGION, form=RATE_LAW, parameter="r", quantity="exponent", paper=1.0,
+                  paper_text="r = 1 (rate sqrt(D/(LM)))", tolerance=CLOSE_EXPONENT, mean_of_runs=True,
+                  residuals="err", region=_AUTHORS_HIDDEN),
+            Claim("output-rate", "output error^2 = a (D/(LM))^r + b/D at k = 5 on the output region: the exponent r "
+                  "of D/(LM) (the rate D/(LM): r = 2)", COMPANION, "main", "fit", metric="err_out", step=5,
+                  where=OUTPUT_REGION, form=RATE_LAW, parameter="r", quantity="exponent", paper=2.0,
+                  paper_text="r = 2 (rate D/(LM))", tolerance=CLOSE_EXPONENT, mean_of_runs=True, residuals="err",
+                  region=_AUTHORS_OUTPUT),
+            Claim("output-right-vs-wrong", "the output error follows the rate D/(LM), not the hidden state's "
+                  "sqrt(D/(LM)): the notebook's two laws fitted to the same points, RSS(wrong) / RSS(right) > 1",
+                  COMPANION, "main", "compare", metric="err_out", step=5, where=OUTPUT_REGION, form=NOTEBOOK_OUTPUT,
+                  wrong=WRONG_OUTPUT, paper=1.0, paper_text="D/(LM) fits, sqrt(D/(LM)) does not (their figure)",
+                  mean_of_runs=True, residuals="err", region=_AUTHORS_OUTPUT),
+            Claim("tool-output-a", "the tool's own output law a (D/(LM))^2 + b/D + c/L^2 on the hidden region: "
+                  "constant a (our a / 3), beside output-a; another estimator than the authors'", COMPANION, "main",
+                  "fit", parameter="a", paper_text="none: not the authors' procedure (theirs is output-a)",
+                  **_TOOL_OUTPUT),
+            Claim("tool-output-b", "same fit: constant b of 1/D (our b / 3), beside output-b", COMPANION, "main", "fit",
+                  parameter="b", paper_text="none: not the authors' procedure (theirs is output-b)", **_TOOL_OUTPUT),
         ),
         tiny={"main": _TINY_LINEAR},
     ),
@@ -257,17 +307,20 @@ def _empty_row() -> dict:
 
 
 def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200, leave_out: tuple = (),
-            fits: dict | None = None) -> dict:
+            fits: dict | None = None, pooling: str = "authors", sub_grid: str | None = None) -> dict:
     """One claim on one sweep: a dict with value, ci_low, ci_high (or range), n_points, verdict
-    (the grade), reason, note, left_out (the points the spec leaves out and why; ``leave_out``:
-    ``explorer.reproduce.leave_out.LeftOut`` entries, placeholders resolved) and ``fit``, the FitResult, for
-    a fit claim. ``fits``: a dict that keeps each fit for the claims that share it (same law,
-    metric, step, points)."""
+    (the grade), reason, note, procedure (form, region, pooling, loss), left_out (the points the
+    spec leaves out and why; ``leave_out``: ``explorer.reproduce.leave_out.LeftOut`` entries,
+    placeholders resolved) and ``fit``, the FitResult, for a fit claim. ``fits``: a dict that keeps
+    each fit for the claims that share it (same law, metric, step, points). ``pooling``: the
+    spec's ``[reproduce] pooling`` (for the claims fitted to pooled runs). ``sub_grid``: None when
+    the sweep's grid is the paper's; else why not (its constants are then not comparable)."""
     from .leave_out import describe, kept_where
 
     row = _empty_row()
     row["left_out"] = describe(leave_out) if leave_out or claim.kind in ("curve", "frontier") else ""
     kept = dataclasses.replace(claim, where=kept_where(claim.where, tuple(leave_out)))
+    row["procedure"] = procedure(kept, pooling)
     grid = claim_grid(con, sweep, kept)
     if grid is None or grid.empty:
         at = f"{claim.metric} at step {claim.step}" if claim.step is not None else claim.metric
@@ -276,8 +329,14 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200, leave_out: t
         return row
     if claim.kind == "frontier":
         return measure_frontier(claim, grid, row)
+    if claim.mean_of_runs and pooling == "authors":  # the notebook keeps a blown-up run as 0
+        grid = with_blown_up_runs(con, sweep, grid, claim.metric, claim.step)
     if claim.kind == "fit":
-        return _measure_fit(kept, grid, row, n_boot, con, sweep, {} if fits is None else fits)
+        return _measure_fit(kept, grid, row, n_boot, con, sweep, {} if fits is None else fits, pooling, sub_grid)
+    if claim.kind == "compare":
+        from .comparison import measure_comparison
+
+        return measure_comparison(kept, grid, row, n_boot, pooling)
     points = pooled(grid) if claim.pooled else grid
     if claim.kind == "curve":
         ratio = points["err"] / claim.curve(points["L"], points["M"], points["D"])
@@ -325,7 +384,35 @@ def _span(edge: pd.DataFrame) -> str:
     return f"{edge['P'].min():.3g} to {edge['P'].max():.3g}" if len(edge) else "none"
 
 
-def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
+def procedure(claim: Claim, pooling: str) -> dict:
+    """How a claim is measured, for the table: form, region, pooling, loss (one phrase each)."""
+    from ..analysis.laws import FORMS
+
+    region = claim.where or "every point"
+    region = f"{claim.region}: {region}" if claim.region else region
+    if claim.kind in ("fit", "compare"):
+        form = FORMS[claim.form].expression if claim.form in FORMS else claim.form
+        if claim.kind == "compare":
+            form = f"right {form}; wrong {claim.wrong}"
+        if claim.mean_of_runs:
+            pool = describe_pooling(pooling)
+            loss = ("unweighted least squares on err, bounds >= 0 (the authors' loss: their scipy curve_fit)"
+                    if claim.residuals == "err" else "soft-L1 on log residuals")
+        elif FORMS.get(claim.form) is not None and FORMS[claim.form].method == "decomposed":
+            pool, loss = "none: each seed's Gram rows (decomposed fit)", "the decomposed fit's (bias and fluctuation)"
+        else:
+            pool, loss = "none: every draw's RMS over seeds, each a point", "soft-L1 on log residuals"
+    elif claim.kind == "frontier":
+        form, pool = "err ~ P^-e along the frontier, P = 2 L M D", "per draw: RMS over seeds"
+        loss = "least squares on log err along each draw's frontier; t interval over draws"
+    else:
+        form = "the authors' hand-set curve (see the claim)" if claim.kind == "curve" else "spread at equal L*M"
+        pool = ("RMS over seeds, then sqrt(mean err^2) over draws" if claim.pooled else "none")
+        loss = "none: ratio measured / curve" if claim.kind == "curve" else "none: max/min - 1"
+    return {"form": form, "region": region, "pooling": pool, "loss": loss}
+
+
+def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int, pooling: str = "authors"):
     """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
     any other law on the claim's grid of errors."""
     from ..analysis import fit as fitting
@@ -335,20 +422,23 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int):
     if claim.mean_of_runs:
         from ..analysis.pooled_fit import fit_pooled
 
-        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals)
+        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals,
+                          pool=POOL[pooling])
     if form is not None and form.method == "decomposed":
         return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
                                  n_boot=n_boot, hold=False)
     return fitting.fit(grid, claim.form, n_boot=n_boot, where=claim.where)
 
 
-def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str, fits: dict) -> dict:
+def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str, fits: dict,
+                 pooling: str = "authors", sub_grid: str | None = None) -> dict:
     from ..errors import UsageError
     from ..analysis.fit_result import R2_WARNING
 
-    key = (sweep, claim.form, claim.metric, claim.step, claim.where, claim.mean_of_runs, n_boot)
+    key = (sweep, claim.form, claim.metric, claim.step, claim.where, claim.mean_of_runs, n_boot, pooling)
     try:
-        result = fits[key] if key in fits else fits.setdefault(key, fit_claim(claim, grid, con, sweep, n_boot))
+        result = (fits[key] if key in fits
+                  else fits.setdefault(key, fit_claim(claim, grid, con, sweep, n_boot, pooling)))
     except UsageError as exc:
         row.update(verdict=NOT_MEASURED, reason=f"the fit failed: {exc}")
         return row
@@ -360,7 +450,13 @@ def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, 
     if finite(result.r2_log) and result.r2_log < R2_WARNING:
         unexplained = (f"the fit's R^2 (log) {result.r2_log:.3f} is below {R2_WARNING}: the law does not explain "
                        "this grid")
-    verdict = fit_claim_verdict(claim, row["value"], row["ci_low"], row["ci_high"], result, unexplained)
+    if claim.paper is None:  # the tool's own procedure: reported beside the authors', never graded
+        verdict = not_comparable("not the authors' procedure (another form or region); reported beside theirs")
+    elif claim.quantity == "constant" and sub_grid is not None:  # like with like: the paper's constant is its grid's
+        verdict = not_comparable(f"fitted on a sub-grid ({sub_grid}); the paper's {claim.paper:.3g} is its full "
+                                 "grid's, and a constant fitted on one region is no evidence about another's")
+    else:
+        verdict = fit_claim_verdict(claim, row["value"], row["ci_low"], row["ci_high"], result, unexplained)
     row.update(verdict=verdict.grade, reason=verdict.reason)
     return row
 
@@ -394,4 +490,4 @@ def claim_fit_id(exp: Experiment, claim: Claim) -> str:
 __all__ = ["COMPANION", "EXPERIMENTS", "HIDDEN_WIDTH", "SCALES", "Claim", "Experiment", "claim_fit_id", "claim_grid",
            "fit_claim", "fit_claim_verdict", "hidden_frontier", "largest_point", "measure", "measure_frontier",
            "output_frontier", "nonlinear_hidden", "nonlinear_output", "paper_spec",
-           "pooled", "term_share"]
+           "pooled", "procedure", "term_share"]

@@ -49,8 +49,12 @@ def read_leave_out(path: str | Path) -> dict[str, tuple[LeftOut, ...]]:
         table = tomllib.load(f).get("reproduce", {})
     if not isinstance(table, dict):
         raise UsageError(f"{path}: [reproduce] must be a table of claim id = list of {{where, why}}")
+    from .pooling import OPTIONS
+
     out = {}
     for claim_id, entries in table.items():
+        if claim_id in OPTIONS:  # an option of the reproduction (explorer.reproduce.pooling), not a claim
+            continue
         if not isinstance(entries, list):
             raise UsageError(f"{path}: [reproduce] {claim_id} must be a list of {{ where = ..., why = ... }}")
         parsed = []

@@ -23,7 +23,8 @@ import pandas as pd
 from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim_grid, measure,
                      nonlinear_hidden, nonlinear_output, pooled)
 from ..formatting import fmt
-from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, finite, headline
+from .pooling import read_pooling
+from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_COMPARABLE, NOT_MEASURED, finite, headline
 
 
 # --- charts: the authors' curves over our points -------------------------------------------
@@ -69,6 +70,15 @@ def _curve_frame(points: pd.DataFrame, by: str, x: str, fn: Callable) -> pd.Data
     return pd.DataFrame(rows)
 
 
+# The linear experiment's P-lines (plt_cvg_rate cells 18, 23; P = L M D there): constant x P^-power, the
+# constant theirs, sqrt(a^2 + b^2 + c^2) + 0.1 (hidden), sqrt(a^2 + b^2) + 0.22 (output, times sqrt(3):
+# our err_out is sqrt(3) x theirs)
+_HIDDEN_P = float(np.sqrt(0.673**2 + 0.437**2) + 0.1)
+_OUTPUT_P = float(np.sqrt(3) * (np.sqrt(0.0265**2 + 0.250**2) + 0.22))
+LINEAR_P_LINES = {"err_hidden_depthmax": (_HIDDEN_P, 1 / 6, f"{_HIDDEN_P:.2f} P^(-1/6)"),
+                  "err_out": (_OUTPUT_P, 1 / 5, f"{_OUTPUT_P:.2f} P^(-1/5) (sqrt(3) x theirs)")}
+
+
 def experiment_charts(exp: Experiment, grids: dict) -> list:
     """(name, (chart, caption)) pairs for the report; ``grids`` role -> {metric: pooled points} as measured."""
     charts = []
@@ -91,6 +101,14 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
             charts.append((f"{metric}-vs-D-over-LM", _overlay(
                 pts, curves, "ratio", "D/(LM)", label, "D",
                 f"{label} at k = 5 vs D/(LM); dashed: the authors' fitted law (their a, b; c = 0), one per D")))
+            const, power, words = LINEAR_P_LINES[metric]
+            pts_p = pts.assign(P=pts["L"] * pts["M"] * pts["D"])
+            xs = np.geomspace(pts_p["P"].min(), pts_p["P"].max(), 30)
+            line = pd.DataFrame({"P": xs, "err": const * xs ** (-power), "source": words})
+            charts.append((f"{metric}-vs-P", _overlay(
+                pts_p, line, "P", "P = L M D", label, "D",
+                f"{label} at k = 5 vs P = L M D, one colour per D; dashed: the authors' line {words} "
+                "(plt_cvg_rate cells 18 and 23, their constant)")))
     elif exp.name == "companion-nonlinear":
         for role, metric, fn, label in (("coupled", "err_hidden", nonlinear_hidden, "hidden error (coupled)"),
                                          ("uncoupled", "err_out", nonlinear_output, "output error (uncoupled)")):
@@ -124,10 +142,13 @@ def _num(x) -> str:
 
 def claims_table(exp: Experiment, rows: list[dict]) -> pd.DataFrame:
     """The claims as a table: claim, paper's number, this tool's value and 95 % CI (or range),
-    verdict (one of ``explorer.reproduce.verdicts.GRADES``), the reason for it, and the fit's notes."""
+    verdict (one of ``explorer.reproduce.verdicts.GRADES``), the reason for it, the fit's notes, and
+    the claim's procedure: form, region, pooling, loss."""
     out = []
     for claim, r in zip(exp.claims, rows):
+        how = r.get("procedure", {})
         out.append({"id": claim.id, "kind": claim.kind, "claim": claim.text, "source": claim.source, "sweep": r.get("sweep", ""),
+                    **{k: how.get(k, "") for k in PROCEDURE},
                     "paper": claim.paper_text, "this tool": _num(r["value"]),
                     "95 % CI / range": (f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
                                         if finite(r["ci_low"]) else ""),
@@ -159,19 +180,28 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
     page = env.get_template("reproduce.html.j2").render(
         experiment=exp, scale=scale, columns=list(table.columns), rows=table.to_dict("records"),
         headline=headline(table["verdict"]), grades={CONSISTENT: "consistent", CLOSE: "close",
-                                                     NOT_MEASURED: "not", DISAGREES: "disagrees"},
+                                                     NOT_MEASURED: "not", DISAGREES: "disagrees",
+                                                     NOT_COMPARABLE: "not"},
         figures=figures, sweeps=sweeps, wall_s=wall_s, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     folder.write("index.html", page)
     return out
 
 
+PROCEDURE = ("form", "region", "pooling", "loss")  # how each claim is measured: a column each in the table
+
+
 def markdown_table(table: pd.DataFrame) -> str:
-    """The headline (each grade counted), then the claims with their verdicts and reasons."""
+    """The headline (each grade counted), then the claims with their verdicts and reasons, then
+    each claim's procedure (form, region, pooling, loss)."""
     cols = ["id", "claim", "paper", "this tool", "95 % CI / range", "verdict", "reason"]
     lines = [f"Claims: {headline(table['verdict'])}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in table.to_dict("records"):
         lines.append("| " + " | ".join(str(r[c]).replace("|", "\\|") for c in cols) + " |")
+    records = table.to_dict("records")
+    if records and all(k in records[0] for k in PROCEDURE):
+        lines += ["", "Procedures (form; region; pooling; loss):"]
+        lines += [f"- {r['id']}: " + "; ".join(f"{k}: {r[k]}" for k in PROCEDURE) for r in records]
     left = [r for r in table.to_dict("records") if r.get("left out")]
     if left:  # the points each curve comparison leaves out, from the paper spec, and why
         lines += ["", "Points left out (the paper spec's [reproduce] table):"]
@@ -292,13 +322,16 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
     wall = time.monotonic() - started
     rows, grids, fits = [], {}, {}
     cons, stores = {}, {}
+    pooling = {role: read_pooling(exp.spec_path(role, "laptop" if scale == "tiny" else scale)) for role in specs}
+    sub_grids = {role: sub_grid(exp, role, spec) for role, spec in specs.items()}
     try:
         for role, spec in specs.items():
             stores[role], cons[role] = open_sweep(store, spec.name)
         for claim in exp.claims:
             spec = specs[claim.sweep]
             row = measure(claim, cons[claim.sweep], spec.name, spec, n_boot=n_boot,
-                          leave_out=exp.leave_out(claim, scale, spec), fits=fits)
+                          leave_out=exp.leave_out(claim, scale, spec), fits=fits, pooling=pooling[claim.sweep],
+                          sub_grid=sub_grids[claim.sweep])
             row["sweep"] = spec.name
             rows.append(row)
             if row.get("fit") is not None:
@@ -316,6 +349,19 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
     write_reproduction_report(exp, scale, table, experiment_charts(exp, grids), out,
                               {role: spec.name for role, spec in specs.items()}, wall, force=force)
     return code, table, out
+
+
+def sub_grid(exp: Experiment, role: str, spec) -> str | None:
+    """None when ``spec``'s grid is the paper's (the full-scale spec's L, M, D, draws and seeds);
+    else the sub-grid in words (its fitted constants are then not the paper's to compare)."""
+    full = exp.load(role, "full").grid
+    axes = ("L", "M", "D", "problem_seeds", "seeds")
+    if all(tuple(np.atleast_1d(getattr(spec.grid, a))) == tuple(np.atleast_1d(getattr(full, a))) for a in axes):
+        return None
+    g = spec.grid
+    return (f"L {min(g.L)}..{max(g.L)} ({len(g.L)}), M {min(g.M)}..{max(g.M)} ({len(g.M)}), D {min(g.D)}..{max(g.D)} "
+            f"({len(g.D)}), {len(g.problem_seeds or (0,))} draws x {g.seeds} seeds; the paper's grid: {len(full.L)} x "
+            f"{len(full.M)} x {len(full.D)}, {len(full.problem_seeds or (0,))} draws x {full.seeds} seeds")
 
 
 def save_claim_fit(store, exp: Experiment, claim: Claim, result, sweep: str) -> str:

@@ -12,6 +12,9 @@ Four grades, each with a reason that is always printed:
   (every resample gave the same value: a parameter at its bound), an uninformative interval, or a
   fit whose own R^2 says the law does not explain the grid.
 - **disagrees**: everything else.
+- **not comparable at this scale**: a fitted constant measured on a sub-grid of the paper's (a
+  smaller scale): a constant fitted on one region is no evidence about another region's, so it
+  is reported, not graded (``not_comparable``).
 
 A *negligible* claim (a term the paper finds ~0) is consistent only when the interval's upper end
 shows the term below a stated share of err^2 at every fitted point (``negligible_verdict``).
@@ -28,7 +31,8 @@ CONSISTENT = "consistent"
 CLOSE = "close, CI excludes"
 NOT_MEASURED = "not measured"
 DISAGREES = "disagrees"
-GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES)
+NOT_COMPARABLE = "not comparable at this scale"
+GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES, NOT_COMPARABLE)
 
 INFORMATIVE_RATIO = 3.0  # a constant's CI wider than ci_high / ci_low = 3 does not measure it
 INFORMATIVE_HALFWIDTH = 0.15  # an exponent's CI wider than +-0.15 does not measure it
@@ -143,14 +147,21 @@ def bounds_verdict(values, low: float, high: float, what: str) -> Verdict:
                               f"(from {min(values):.3g} to {max(values):.3g})")
 
 
+def not_comparable(why: str) -> Verdict:
+    """A constant fitted on another grid or region than the paper's: reported, not graded."""
+    return Verdict(NOT_COMPARABLE, f"not comparable at this scale: {why}")
+
+
 def headline(grades) -> str:
-    """``2 consistent, 1 close (CI excludes), 1 not measured, 0 disagree``: each grade counted."""
+    """``2 consistent, 1 close (CI excludes), 1 not measured, 0 disagree``: each grade counted
+    (then ``, 3 not comparable at this scale`` when some are)."""
     grades = list(grades)
     n = {g: grades.count(g) for g in GRADES}
-    return (f"{n[CONSISTENT]} consistent, {n[CLOSE]} close (CI excludes), {n[NOT_MEASURED]} not measured, "
+    line = (f"{n[CONSISTENT]} consistent, {n[CLOSE]} close (CI excludes), {n[NOT_MEASURED]} not measured, "
             f"{n[DISAGREES]} disagree{'s' if n[DISAGREES] == 1 else ''}")
+    return line + (f", {n[NOT_COMPARABLE]} {NOT_COMPARABLE}" if n[NOT_COMPARABLE] else "")
 
 
-__all__ = ["CLOSE", "CONSISTENT", "DISAGREES", "GRADES", "INFORMATIVE_HALFWIDTH", "INFORMATIVE_RATIO", "NOT_MEASURED",
-           "Verdict", "bounds_verdict", "constant_verdict", "exponent_verdict", "finite", "headline",
+__all__ = ["CLOSE", "CONSISTENT", "DISAGREES", "GRADES", "INFORMATIVE_HALFWIDTH", "INFORMATIVE_RATIO", "NOT_COMPARABLE",
+           "NOT_MEASURED", "Verdict", "not_comparable", "bounds_verdict", "constant_verdict", "exponent_verdict", "finite", "headline",
            "negligible_verdict"]

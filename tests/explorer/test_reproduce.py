@@ -14,7 +14,7 @@ from explorer.reproduce import run as rep
 from explorer.cli import main
 from explorer.config.planning import plan
 from explorer.reproduce.run import EXPERIMENTS
-from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED
+from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, GRADES, NOT_COMPARABLE, NOT_MEASURED
 
 
 @pytest.mark.slow  # plans every experiment at full scale (companion-linear: 43,875 trials)
@@ -306,11 +306,48 @@ def test_a_tiny_reproduction_writes_its_report(tmp_path):
     assert (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").exists()
     svg = (out / "charts" / "err_hidden_depthmax-vs-D-over-LM.svg").read_text()
     assert "this tool (measured)" in svg and "authors' curve" in svg  # the legend says which is which
+    # the linear experiment's P-lines, the authors' constants (plt_cvg_rate cells 18, 23)
+    assert "0.90 P^(-1/6)" in (out / "charts" / "err_hidden_depthmax-vs-P.svg").read_text()
+    assert "0.82 P^(-1/5)" in (out / "charts" / "err_out-vs-P.svg").read_text()
     assert "| id | claim | paper |" in result.output and re.search(r"Claims: \d consistent, \d close \(CI excludes\), "
                                                                r"\d not measured, \d disagrees?", result.output)
     assert 'id="headline"' in page
     csv = pd.read_csv(out / "claims.csv")
-    assert set(csv["verdict"]) <= {CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES} and csv["reason"].notna().all()
+    assert set(csv["verdict"]) <= set(GRADES) and csv["reason"].notna().all()
+    # every row names its procedure; the output claim's is the notebook's form and region
+    assert csv[["form", "region", "pooling", "loss"]].notna().all().all()
+    output_a = csv.set_index("id").loc["output-a"]
+    assert output_a["form"] == cl.NOTEBOOK_OUTPUT and cl.OUTPUT_REGION in output_a["region"]
+    assert output_a["pooling"].startswith("authors") and "curve_fit" in output_a["loss"]
+    # a tiny grid is a sub-grid: its constants are not graded against the paper's full-grid values
+    assert set(csv.set_index("id").loc[["hidden-a", "hidden-b", "output-a", "output-b"], "verdict"]) <= {
+        NOT_COMPARABLE, NOT_MEASURED}
+    # the notebook's own fit (plt_cvg_rate cells 20-22) on the stored runs: mean over runs (above 1e3 as 0),
+    # y > 0 and 10 < D < 200, 10 < M < 1000, 10 < L < 200, its 3-parameter model and p0: the claims' estimates
+    from scipy.optimize import curve_fit
+
+    from explorer.store_access import open_sweep
+
+    _, con = open_sweep(str(tmp_path / "store"), "companion-linear-tiny")
+    try:
+        runs = con.execute("SELECT L, M, D, err_out FROM metrics WHERE sweep = 'companion-linear-tiny' AND step = 5 "
+                           "AND status = 'ok'").fetchdf()
+    finally:
+        con.close()
+    mean = runs.assign(err=np.where(runs["err_out"] > 1e3, 0, runs["err_out"])).groupby(["L", "M", "D"])["err"].mean()
+    L, M, D = (mean.index.get_level_values(k).to_numpy(float) for k in ("L", "M", "D"))
+    y = mean.to_numpy()
+    mask = (y > 0) & (D > 10) & (M > 10) & (L > 10) & (D < 200) & (M < 1000) & (L < 200)
+    L, M, D, y = L[mask], M[mask], D[mask], y[mask]
+    (alpha, beta, _), _ = curve_fit(lambda _, a, b, g: np.sqrt(a * (D / (M * L)) ** 2 + b / D), None, y,
+                                    p0=[10, 2.4, 0.0001], bounds=(0, np.inf))
+    assert output_a["points"] == len(y) == 8
+    assert float(csv.set_index("id").loc["output-b", "this tool"]) == pytest.approx(beta / 3, rel=3e-3)  # printed to 3 digits
+    fit = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"), "--format", "csv",
+                                    "SELECT parameter, estimate FROM fits WHERE fit_id = 'reproduce-companion-linear-output-b'"])
+    stored = dict(line.split(",") for line in fit.output.strip().splitlines()[1:])
+    assert float(stored["c2"]) == pytest.approx(beta, rel=1e-6)
+    assert float(stored["c1"]) == pytest.approx(alpha, abs=1e-6)  # at its bound 0 on this grid, in both
     # the claims' fits are stored, under the claims' names
     fits = CliRunner().invoke(main, ["sql", "--store", str(tmp_path / "store"),
                                      "SELECT DISTINCT fit_id FROM fits ORDER BY fit_id"])
@@ -371,3 +408,46 @@ def test_a_frontier_claims_exponent_is_stored_as_a_fit_that_sql_sees(tmp_path):
                                        "SELECT fit_id, form, parameter, estimate, ci_low, ci_high, n_points FROM fits"])
     assert result.exit_code == 0, result.output
     assert "reproduce-companion-nonlinear-uncoupled-output-P,frontier,e,0.21,0.15,0.27,7" in result.output
+
+
+def test_the_full_linear_spec_runs_only_the_authors_points():
+    """Their loop skips the last M (range(n_M - 1) in exp_cvg_rate): no M = 499 in the full spec."""
+    spec = EXPERIMENTS["companion-linear"].load("main", "full")
+    assert 499 not in spec.grid.M and len(spec.grid.M) == 14 and max(spec.grid.L) == max(spec.grid.D) == 499
+
+
+def _output_law(exponent=2.0):
+    return lambda L, M, D: np.sqrt(3 * (0.0265 * (D / (L * M)) ** exponent * 40 + 0.25 / D))
+
+
+WIDE = ([23, 53, 123], [13, 30, 70, 163], [13, 30, 70, 163])  # inside the notebook's output region
+
+
+def test_on_a_sub_grid_constants_are_not_comparable_and_exponents_and_the_model_comparison_are_graded(monkeypatch):
+    exp = EXPERIMENTS["companion-linear"]
+    by_id = {c.id: c for c in exp.claims}
+    grid = _synthetic(_output_law(), *WIDE, noise=0.03)
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, claim: grid)
+    claims = [by_id[i] for i in ("output-a", "output-rate", "output-right-vs-wrong")]
+    const, rate, compare = (cl.measure(c, None, "s", _Spec(), n_boot=30, sub_grid="L 23..123") for c in claims)
+    assert const["verdict"] == NOT_COMPARABLE and const["reason"].startswith(
+        "not comparable at this scale: fitted on a sub-grid (L 23..123)"), const
+    assert rate["verdict"] in (CONSISTENT, CLOSE) and abs(rate["value"] - 2) < 0.1, rate
+    assert compare["verdict"] == CONSISTENT and compare["ci_low"] > 1, compare
+    # the same constant on the paper's grid (sub_grid None) is graded
+    assert cl.measure(by_id["output-a"], None, "s", _Spec(), n_boot=30)["verdict"] != NOT_COMPARABLE
+    # on a law with the wrong rate sqrt(D/(LM)) the comparison says so
+    wrong = _synthetic(lambda L, M, D: np.sqrt(0.5 * D / (L * M) + 0.25 / D), *WIDE, noise=0.03)
+    monkeypatch.setattr(cl, "claim_grid", lambda con, sweep, claim: wrong)
+    assert cl.measure(by_id["output-right-vs-wrong"], None, "s", _Spec(), n_boot=30)["verdict"] == DISAGREES
+
+
+def test_every_claim_row_names_its_form_region_pooling_and_loss():
+    for exp in EXPERIMENTS.values():
+        for claim in exp.claims:
+            how = cl.procedure(claim, "authors")
+            assert set(how) == set(rep.PROCEDURE) and all(how.values()), (claim.id, how)
+    output = cl.procedure(next(c for c in EXPERIMENTS["companion-linear"].claims if c.id == "output-a"), "authors")
+    assert output["form"] == "sqrt(c1*(D/(L*M))**2 + c2/D)" and "D < 200 AND M > 10 AND M < 1000" in output["region"]
+    tool = cl.procedure(next(c for c in EXPERIMENTS["companion-linear"].claims if c.id == "tool-output-a"), "rms")
+    assert "c/L**2" in tool["form"] and tool["region"].endswith(": " + cl.LINEAR_REGION) and tool["pooling"].startswith("rms")
