@@ -39,6 +39,13 @@ def store_errors() -> Iterator[None]:
         raise StoreAccessError(str(exc)) from exc
 
 
+def _local_path(text: str) -> str:
+    """``text`` as an absolute local path, ``~`` and ``~user`` expanded where they name a home."""
+    # os.path.expanduser leaves "~nosuchuser/x" as it is (a folder of that name), where
+    # Path.expanduser raises RuntimeError (a traceback for a user's typo)
+    return str(Path(os.path.expanduser(text)).resolve())
+
+
 def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep: str | None = None) -> Store:
     """The Store at ``store``: a ``Store`` (returned as is), a directory or ``s3://bucket/prefix``.
 
@@ -63,7 +70,7 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
             text = os.fspath(store)
             if not text.strip():
                 raise StoreAccessError("empty store URI: pass --store DIR or --store s3://bucket/prefix")
-            opened = Store(text if "://" in text else str(Path(text).expanduser().resolve()))
+            opened = Store(text if "://" in text else _local_path(text))
         if sweep is not None:
             check_sweep(sweep)  # a name no sweep can have ("../etc") says so, not "unknown"
             if not opened.exists():

@@ -184,3 +184,12 @@ def test_sql_json_keeps_the_stored_text_exact(hostile):
     code, out = run("sql", "SELECT DISTINCT node_id FROM metrics", "--store", hostile.uri, "--format", "json")
     assert code == 0 and json.loads(out) == [{"node_id": HOSTILE}]
     assert "\x1b" not in out  # JSON's own escapes
+
+
+@pytest.mark.parametrize("command", [["ls"], ["check"], ["sql", "SELECT 1"]])
+def test_a_home_of_no_user_is_a_plain_folder_name_not_a_traceback(tmp_path, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [*command, "--store", "~nosuchuser-xyz/x"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "~nosuchuser-xyz").exists()  # nothing created by a read
