@@ -178,7 +178,7 @@ def test_fit_command_pools_draws_prints_per_draw_estimates_warnings_and_the_comp
                                     "--bootstrap", "50", "--compare", "--budget", "1e4"])
     assert out.exit_code == 0, out.output
     text = out.output
-    assert "2 problem draws pooled" in text and "draws, then seeds" in text and "problem_seed 2" in text
+    assert "2 problem draws pooled" in text and "resampling the 2 draws, then the seeds" in text and "problem_seed 2" in text
     assert "c3 not fitted" in text and "rank law" in text
     assert "extrapolates" in text  # P = 1e4 is beyond the largest measured P = 16*16*8
     rows = Store(tmp_path / "store").connect().execute("SELECT parameter, warnings FROM fits").df()
