@@ -15,7 +15,8 @@ from .bounds import MAX_RESAMPLES
 from .cli_signals import OneLineSignals, begin_work, import_held
 from .config.env_settings import check_environment
 from .errors import UsageError
-from .cli_options import (metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
+from .formatting import error_line, printable_text
+from .cli_options import (form_option, metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
                           where_option)
 from .store_access import open_store, open_sweep, store_errors
 
@@ -40,7 +41,13 @@ class _CleanErrors(OneLineSignals, click.Group):
                 if ctx.meta.get("explorer.debug"):
                     raise
                 for line in str(exc).splitlines() or [""]:  # a spec error has a line per mistake
-                    click.echo(f"error: {_without_credentials(line)}", err=True)
+                    click.echo(f"error: {error_line(_without_credentials(line))}", err=True)
+                sys.exit(exc.exit_code)
+            except click.UsageError as exc:  # a subcommand's bad option or argument: one line too
+                if ctx.meta.get("explorer.debug") or exc.ctx is None:
+                    raise
+                message = error_line(" ".join(exc.format_message().split()))
+                click.echo(f"error: {message} (see '{exc.ctx.command_path} --help')", err=True)
                 sys.exit(exc.exit_code)
 
 
@@ -133,7 +140,7 @@ def ls_command(store_uri: str) -> None:
     with store_errors():
         rows = st.sweeps_summary() if st.exists() else []
     if not rows:  # an empty or new store is an answer, not an error
-        click.echo(f"no sweeps in {st.uri}")
+        click.echo(f"no sweeps in {printable_text(st.uri)}")
         return
     click.echo(f"{'sweep':<24} {'trials':>7} {'ok':>7} {'diverged':>8} {'failed':>7} {'MiB':>9}  last write")
     for r in rows:
@@ -287,11 +294,7 @@ def demo_command(store_uri: str, out: str) -> None:
 @store_option
 @metric_option
 @step_option
-@click.option("--form", default="decomposed", show_default=True, metavar="F",
-              help="decomposed (c1 L^-a on the seeds' bias, c2 (D/(LM))^b on their fluctuation), free_rss "
-              "(sqrt((c1 L^-a)^2 + (c2 (D/(LM))^b)^2)), theory_rss, theory (c1/L + c2 sqrt(D/(LM))), free "
-              "(c1 L^-a + c2 (D/(LM))^b), joint (+ c3/sqrt(D)), output (c1/L + c2 D/(LM)), or an expression over "
-              "L, M, D, P, e.g. \"c1*L**-a + c2\".")
+@form_option("The law to fit.")
 @where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
@@ -385,7 +388,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @metric_option
 @step_option
 @where_option
-@click.option("--form", default="decomposed", show_default=True, metavar="F", help="The fit drawn in the charts.")
+@form_option("The fit drawn in the charts.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples per fit.")
 @click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")

@@ -65,6 +65,17 @@ def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
     return printable_text(text)
 
 
+ERROR_LINE_CHARS = 400
+
+
+def error_line(text: str) -> str:
+    """One line of an error message as the CLI prints it: escaped as ``printable_text`` does, and
+    cut to ``ERROR_LINE_CHARS`` with the full length said, so that a library's message quoting a
+    user's value (a name, a path, a ``--where`` filter of 30,000 characters) stays one short line.
+    """
+    return shown_text(text, ERROR_LINE_CHARS)
+
+
 def spec_value(value: Any) -> str:
     """A spec value as TOML writes it, for error messages: strings quoted (control, bidi and other
     invisible characters escaped, cut to ``SHOWN_CHARS``), booleans as true/false, lists item by

@@ -359,14 +359,16 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
         if isinstance(filesystem, pafs.LocalFileSystem):
             root = os.path.abspath(os.path.expanduser(root))
         return Files(filesystem, root, text, durable)
+    # The store's variables are checked whatever the scheme, so that a bad value in a shell profile
+    # is an error on the first local run, not a surprise on the first S3 one.
+    limits = s3_limits()
+    deadline_s = store_deadline_s()
     if "://" not in text:
         return _local_root(os.path.abspath(os.path.expanduser(text)), text, durable)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise StoreError(f"cannot open store {text!r}: the scheme {scheme[:20]!r} is not supported; a store is a "
                          f"local directory, file:// or s3://bucket/prefix")
-    limits = s3_limits() if scheme == "s3" else None  # a bad variable is an error before any request
-    deadline_s = store_deadline_s()
     resolved = text
     if scheme == "s3" and "allow_delayed_open" not in text:
         # Single PUT per object instead of a multipart upload (fewer requests, same atomicity).

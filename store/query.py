@@ -213,14 +213,19 @@ def _message(exc: Exception) -> str:
     return message
 
 
+# The longest query time limit: past it a limit limits nothing, and a timer of 1e308 s overflows.
+MAX_TIME_LIMIT_S = 7 * 86_400
+
+
 def check_time_limit(timeout_s: float | None) -> None:
-    """Refuse a query time limit that limits nothing (NaN, inf) or stops everything (<= 0).
+    """Refuse a query time limit that limits nothing (NaN, inf, over a week) or stops everything (<= 0).
 
     Raises:
         StoreQueryError: naming the value.
     """
-    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise StoreQueryError(f"time limit {timeout_s:g} s: expected a finite number of seconds above 0")
+    if timeout_s is not None and not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIME_LIMIT_S):
+        raise StoreQueryError(f"time limit {timeout_s:g} s: expected a number of seconds above 0 and at most "
+                              f"{MAX_TIME_LIMIT_S:,} (a week)")
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None) -> pa.Table:

@@ -55,3 +55,16 @@ def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns
         summary = line.split(None, 1)[1]
         assert len(line) <= 80 and not summary.endswith("..."), line
         assert summary.endswith(".") and summary == main.commands[name].get_short_help_str(limit=10**6), line
+
+
+def test_fit_help_lists_every_registry_form_and_every_fit_metric():
+    from explorer.analysis.laws import DECOMPOSED_METRICS, FORMS
+    from explorer.analysis.queries import FIT_METRICS
+
+    result = CliRunner().invoke(main, ["fit", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    form_help = text[text.index("--form F"):text.index("--where SQL")]
+    metric_help = text[text.index("--metric NAME"):text.index("--step K")]
+    assert all(f"{name} (" in form_help for name in FORMS), form_help
+    assert all(name in metric_help for name in FIT_METRICS + DECOMPOSED_METRICS), metric_help

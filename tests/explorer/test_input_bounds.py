@@ -120,6 +120,17 @@ def test_s3_variables_are_bounded_above(monkeypatch, value):
         Store("s3://bucket/prefix")
 
 
+def test_s3_variables_are_checked_on_a_local_store_too(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+
+    monkeypatch.setenv("EXPLORER_S3_REQUEST_TIMEOUT_S", "1e308")
+    done = CliRunner().invoke(main, ["ls", "--store", str(tmp_path)])
+    assert done.exit_code == 2 and done.output.count("\n") == 1
+    assert "EXPLORER_S3_REQUEST_TIMEOUT_S" in done.output
+
+
 def _grid() -> pd.DataFrame:
     rows = [{"L": L, "M": M, "D": 8, "err": 1 / L + (8 / (L * M)) ** 0.5} for L in (2, 4, 8, 16) for M in (1, 4, 16)]
     return pd.DataFrame(rows)
