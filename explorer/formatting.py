@@ -35,6 +35,7 @@ def format_percent(share: float) -> str:
 # An echoed value is cut to this many characters (a spec is a few KiB: a value this long is a
 # mistake, and the line that names it should stay readable), a list to this many items.
 SHOWN_CHARS = 80
+ERROR_LINE_CHARS = 400  # a whole error line (error_line): room for a message around its echoes
 SHOWN_ITEMS = 20
 # Characters that would break an error line or rewrite the terminal: controls (Cc), invisible
 # format characters such as the bidi overrides U+202A-202E and U+2066-2069 (Cf), line and
@@ -63,9 +64,6 @@ def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text):,} characters)"
     return printable_text(text)
-
-
-ERROR_LINE_CHARS = 400
 
 
 def error_line(text: str) -> str:

@@ -383,7 +383,7 @@ def open_root(uri: str | os.PathLike, filesystem: pafs.FileSystem | None = None,
     if isinstance(fs, pafs.LocalFileSystem):
         return _local_root(os.path.abspath(root), text, durable)
     attempts = None
-    if limits is not None and isinstance(fs, pafs.S3FileSystem):
+    if isinstance(fs, pafs.S3FileSystem):
         connect_s, request_s, attempts = limits
         fs = _s3_with_limits(fs, connect_s, request_s, attempts)
     files = Files(fs, root, text.split("?", 1)[0], durable)
