@@ -35,7 +35,9 @@ def format_percent(share: float) -> str:
 # An echoed value is cut to this many characters (a spec is a few KiB: a value this long is a
 # mistake, and the line that names it should stay readable), a list to this many items.
 SHOWN_CHARS = 80
-ERROR_LINE_CHARS = 400  # a whole error line (error_line): room for a message around its echoes
+# A whole error line (error_line): room for a message, its cut echoes and the command that
+# resumes (a path and a store URI), which must print whole.
+ERROR_LINE_CHARS = 1000
 SHOWN_ITEMS = 20
 # Characters that would break an error line or rewrite the terminal: controls (Cc), invisible
 # format characters such as the bidi overrides U+202A-202E and U+2066-2069 (Cf), line and
@@ -63,6 +65,17 @@ def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
     ``printable_text`` does."""
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text):,} characters)"
+    return printable_text(text)
+
+
+def shown_ends(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to about ``limit`` characters by leaving out its middle (the length left out
+    said), escaped as ``printable_text`` does: a library's message keeps both what failed (its
+    start) and why (its end, often the system's own words)."""
+    if len(text) > limit:
+        head = limit * 2 // 3
+        tail = limit - head
+        text = f"{text[:head]} ... ({len(text) - head - tail:,} characters) ... {text[-tail:]}"
     return printable_text(text)
 
 

@@ -15,10 +15,14 @@ from collections.abc import Iterator
 
 from store import Store, StoreError, StoreUnreachable
 
+from ..formatting import shown_ends
 from .interrupts import resume_command
 from .progress import Progress
 
 STORE_LOST = "store_lost"  # the key of a worker's report that the store is unreachable
+# The filesystem's error is cut to this (its start and end kept), so that the line keeps room
+# for the command that resumes, which is what the user acts on.
+LOST_CHARS = 300
 
 
 def unreachable(store: Store, exc: StoreError) -> StoreUnreachable | None:
@@ -50,6 +54,6 @@ def stop_when_store_lost(bar: Progress) -> Iterator[None]:
         bar.finish()
         again = resume_command()
         raise StoreUnreachable(
-            f"the store became unreachable mid-sweep, which stopped: {' '.join(str(lost).split())}; "
+            f"the store became unreachable mid-sweep, which stopped: {shown_ends(' '.join(str(lost).split()), LOST_CHARS)}; "
             f"the trials already written stay in it: to resume, run the same command again once the store is "
             f"back{': ' + again if again else ''}") from None

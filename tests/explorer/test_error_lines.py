@@ -6,7 +6,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.formatting import ERROR_LINE_CHARS, error_line
+from explorer.formatting import ERROR_LINE_CHARS, error_line, shown_ends
 
 
 def _run(*args: str):
@@ -56,3 +56,11 @@ def test_error_line_keeps_a_short_line_and_cuts_a_long_one():
     cut = error_line("y" * 5_000)
     assert cut.startswith("y" * ERROR_LINE_CHARS) and cut.endswith("... (5,000 characters)")
     assert error_line("a\u202eb") == "a\\u202eb"
+
+
+def test_shown_ends_keeps_the_start_and_the_end_of_a_long_message():
+    message = "store s3://b/r cannot be listed: " + "x" * 2_000 + " Could not connect to server"
+    cut = shown_ends(message, 300)
+    assert cut.startswith("store s3://b/r cannot be listed: ") and cut.endswith("Could not connect to server")
+    assert len(cut) < 340 and f"({len(message) - 300:,} characters)" in cut
+    assert shown_ends("short", 300) == "short"
