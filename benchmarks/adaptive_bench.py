@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from explorer.analysis.fit_decomposed import fit_decomposed  # noqa: E402
-from explorer.analysis.sweep_data import seed_grams  # noqa: E402
+from explorer.analysis.data import seed_grams  # noqa: E402
 from explorer.config.estimate import trial_seconds  # noqa: E402
 from explorer.config.planning import plan  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
@@ -162,7 +162,7 @@ def refit_cpu(args) -> None:
     import collections
 
     import explorer.analysis.fit_decomposed as decomposed_fit
-    import explorer.analysis.sweep_data as sweep_data
+    import explorer.analysis.data as data
     import explorer.sweeps.adaptive as adaptive
     import explorer.sweeps.adaptive_driver as driver
     from explorer.analysis.planted import REGIMES
@@ -183,7 +183,7 @@ def refit_cpu(args) -> None:
         setattr(owner, name, wrapper)
 
     timed_cpu(adaptive.AdaptiveLoop, "fit", "refits (store reads of the rows included)")
-    timed_cpu(sweep_data, "seed_grams", "  the fit's queries (seed_grams)")
+    timed_cpu(data, "seed_grams", "  the fit's queries (seed_grams)")
     timed_cpu(decomposed_fit, "estimate", "  point fit and bootstrap")
     timed_cpu(Store, "trial_column", "statuses and wall times read")
     for module in (adaptive, driver):

@@ -40,7 +40,7 @@ from explorer.analysis.fit_decomposed import fit_decomposed  # noqa: E402
 from explorer.analysis.planted import REGIMES  # noqa: E402
 from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
-from explorer.analysis.sweep_data import seed_grams  # noqa: E402
+from explorer.analysis.data import seed_grams  # noqa: E402
 from store import Store  # noqa: E402
 
 SPEC = ROOT / "examples" / "rates_adaptive.toml"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import explorer.analysis.sweep_data as sweep_data  # noqa: E402
+import explorer.analysis.data.queries as queries  # noqa: E402
 from explorer.analysis.fit import fit  # noqa: E402
-from explorer.analysis.sweep_data import grid_errors  # noqa: E402
+from explorer.analysis.data import grid_errors  # noqa: E402
 from explorer.report.page import build_report, vega_bundle  # noqa: E402
 from tests.explorer.analysis_data import connect, law_grid, law_rows  # noqa: E402
 
@@ -48,15 +48,15 @@ def main() -> None:
     vega_bundle()
     print(f"vega bundle (once per process): {time.perf_counter() - started:6.2f} s")
     out = Path(args.out or tempfile.mkdtemp())
-    queries = []  # every store query of a report build (they all go through sweep_data.run_query)
-    run_query = sweep_data.run_query
-    sweep_data.run_query = lambda con, sql: queries.append(sql) or run_query(con, sql)
+    asked = []  # every store query of a report build (they all go through queries.run_query)
+    run_query = queries.run_query
+    queries.run_query = lambda con, sql: asked.append(sql) or run_query(con, sql)
     try:
         started = time.perf_counter()
         build_report(con, "bench", out / "data", formats=())
-        print(f"report without chart files: {len(queries)} store queries: {time.perf_counter() - started:6.2f} s")
+        print(f"report without chart files: {len(asked)} store queries: {time.perf_counter() - started:6.2f} s")
     finally:
-        sweep_data.run_query = run_query
+        queries.run_query = run_query
     started = time.perf_counter()
     report = build_report(con, "bench", out)
     print(f"report: {len(report.fits)} fits, {len(report.charts)} charts x PNG/SVG/HTML: "

@@ -19,7 +19,7 @@ _LAZY = {
     "adaptive_sweep": "api",
     "design": "api",
     "compare": "api",
-    "grid_errors": "analysis.fit",
+    "grid_errors": "analysis.data",
     "fit_sweep": "analysis.fit",
     "phase_diagram": "analysis.phase",
     "shape_advice": "analysis.shapes",

@@ -45,7 +45,7 @@ class RegistryHelpOption(click.Option):
 
 def _metric_names() -> str:
     from .analysis.laws import DECOMPOSED_METRICS
-    from .analysis.queries import FIT_METRICS
+    from .analysis.data import FIT_METRICS
 
     return (f"One of: {', '.join(FIT_METRICS)} (the decomposed law: {', '.join(DECOMPOSED_METRICS)}; "
             "docs/store.md defines each).")

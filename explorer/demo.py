@@ -33,12 +33,12 @@ DEMO_SPEC = {
 def error_table(store, sweep: str = "demo") -> list[str]:
     """Lines of a text table: RMS over seeds of err_out at the last step, L down, M across.
 
-    The numbers are ``explorer.analysis.sweep_data.grid_errors``'s (the errors the fits use); axes other than
+    The numbers are ``explorer.analysis.data.grid_errors``'s (the errors the fits use); axes other than
     L and M that the sweep varies are held at ``held_axes`` values, said in the title line.
     """
     from .errors import MixedReferencesError, SweepDataError
-    from .analysis.sweep_data import grid_errors, held_axes
-    from .analysis.queries import held_where
+    from .analysis.data import grid_errors, held_axes
+    from .analysis.data import held_where
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

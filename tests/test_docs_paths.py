@@ -118,8 +118,8 @@ def test_the_checks_catch_a_moved_module_and_accept_real_ones():
     assert path_exists("explorer/report/page.py") and not path_exists("explorer/report.py")
     assert dotted_problem("explorer.analysis.fit") is None
     assert dotted_problem("explorer.sweep") is None  # the package's API function
-    assert dotted_problem("explorer.analysis.sweep_data.seed_grams") is None
+    assert dotted_problem("explorer.analysis.data.seed_grams") is None
     assert dotted_problem("explorer.fit") is not None  # the module moved to explorer.analysis
-    assert dotted_problem("explorer.analysis.sweep_data.no_such_function") is not None
+    assert dotted_problem("explorer.analysis.data.no_such_function") is not None
     assert DOTTED.findall("`explorer.config.spec.load_spec`, explorer.toml") == [
         "explorer.config.spec.load_spec", "explorer.toml"]

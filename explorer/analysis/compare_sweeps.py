@@ -27,9 +27,8 @@ from .seed_paths import departing_seeds, departure_warning
 from ..errors import FitError, QueryError, SweepDataError
 from .laws import DEFAULT_FORM, resolve_form
 from .solver import check_single_slice
-from .queries import (GRID_COLUMNS, column_is, column_values, held_where, plain_value, query_frame, sql_literal, sweep_is,
-                      table_columns, where_clause)
-from .sweep_data import held_axes, seed_grams
+from .data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame, seed_grams,
+                   sql_literal, sweep_is, table_columns, where_clause)
 
 # Columns that define the data a problem seed draws: sides that differ in them share no draws.
 PROBLEM_COLUMNS = ("d_in", "d_out", "samples", "coupled_dim")

@@ -3,7 +3,7 @@
 A point's RMS error over seeds splits into bias^2 + fluct^2 (``explorer.analysis.decomposition``): the
 seed-mean's distance from the reference and the seeds' spread around it. The law
 err^2 ~ (c1 L^-a)^2 + (c2 (D/(LM))^b)^2 is fitted term by term from the Gram rows of
-``explorer.analysis.sweep_data.seed_grams``:
+``explorer.analysis.data.seed_grams``:
 
 - Bias: the reference's own error, common to every seed, sits in the bias; it is removed in
   quadrature (bias^2 - ref_err^2) and points with bias < ``FLOOR_FACTOR`` x ref_err are left out
@@ -47,7 +47,7 @@ from scipy import stats
 
 from .decomposition import terms
 from ..errors import FitError
-from .queries import DRAW_COLUMN, FLOOR_FACTOR, plain_value
+from .data import DRAW_COLUMN, FLOOR_FACTOR, plain_value
 
 RESOLVED_SE = 3.0  # a bias is measured where it exceeds this many of one draw's standard errors
 WEIGHT_FLOOR = 0.02  # log units added in quadrature to every point's standard error

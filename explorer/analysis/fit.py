@@ -6,7 +6,7 @@ The laws are the registry of ``explorer.analysis.laws``; any other text is parse
 expression by ``explorer.analysis.expression``.
 
 Procedure (docs/analysis.md): per grid point and problem draw the seeds' errors at one GD step
-are aggregated by RMS (``explorer.analysis.sweep_data.grid_errors``); the reference's own error is
+are aggregated by RMS (``explorer.analysis.data.grid_errors``); the reference's own error is
 removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); points within
 ``FLOOR_FACTOR`` times the reference error, and seeds with a stability flag, are left out and
 counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
@@ -33,8 +33,7 @@ from .fit_result import FitResult, data_hash, fit_warnings, interval_description
 from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
-from .queries import DRAW_COLUMN, format_flag_counts, held_where
-from .sweep_data import grid_errors, held_axes
+from .data import DRAW_COLUMN, grid_errors, held_axes, held_where
 
 
 def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts: int = 8, seed: int = 0,
@@ -274,7 +273,7 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     where = held_where(held, where)
     if label in FORMS and FORMS[label].method == "decomposed":
         from .fit_decomposed import fit_decomposed
-        from .sweep_data import seed_grams
+        from .data import seed_grams
 
         frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
         check_single_slice(frame)
@@ -326,6 +325,11 @@ def format_table(result: FitResult) -> str:
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
+
+
+def format_flag_counts(counts: dict) -> str:
+    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
 def flag_summary(result: FitResult) -> str:

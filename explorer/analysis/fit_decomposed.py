@@ -23,7 +23,7 @@ from .expression import parse_expression
 from .laws import FORMS
 from .fit_result import FitResult, data_hash
 from ..formatting import fmt
-from .queries import DRAW_COLUMN, FLOOR_FACTOR
+from .data import DRAW_COLUMN, FLOOR_FACTOR
 
 GUARD_SIGMAS = 2.0  # "beyond noise": this many standard errors
 GUARD_RESAMPLES = 50  # bootstrap resamples of the refit without the smallest points

@@ -38,7 +38,7 @@ from .decomposed import Design, Draw, NAMES, design, draws_of, solve
 from .decomposition import terms
 from ..errors import FitError
 from ..formatting import fmt
-from .queries import DRAW_COLUMN, plain_value
+from .data import DRAW_COLUMN, plain_value
 
 PAIR_COLUMNS = (DRAW_COLUMN, "L", "M", "D")  # a grid point of a draw, in both sweeps
 RATIO_PARAMETERS = ("c1", "c2")  # positive constants: compared by ratio, in log space

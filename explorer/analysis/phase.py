@@ -40,10 +40,8 @@ import pandas as pd
 
 from ..errors import SweepDataError
 from ..formatting import fmt
-from .queries import (FLAGS_COLUMN, GRID_COLUMNS, final_step_clause, held_where, plain_value, query_frame,
-                      require_sweep_rows, sweep_is, table_columns, where_clause)
-from .reference_choice import choose_references
-from .sweep_data import held_axes
+from .data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, held_axes, held_where, plain_value,
+                   query_frame, require_sweep_rows, sweep_is, table_columns, where_clause)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS

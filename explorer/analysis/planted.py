@@ -1,4 +1,4 @@
-"""Planted laws shaped like ``explorer.analysis.sweep_data.seed_grams`` frames, for the coverage harness
+"""Planted laws shaped like ``explorer.analysis.data.seed_grams`` frames, for the coverage harness
 (``benchmarks/coverage.py``) and the tests of the decomposed fit.
 
 Each draw g has its own bias direction u_g and reference-error direction v_g (n entries, unit
@@ -121,7 +121,7 @@ def seed_errors(frame: pd.DataFrame) -> pd.Series:
 def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame in ``grid_errors``'s shape (err, seed_errs, ref_err, floor_limited) for the
     laws fitted to RMS errors."""
-    from .queries import FLOOR_FACTOR
+    from .data import FLOOR_FACTOR
 
     out = frame[["problem_seed", "L", "M", "D", "ref_err", "err"]].copy()
     out["seed_errs"] = seed_errors(frame)

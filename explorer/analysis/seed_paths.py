@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..formatting import fmt
-from .queries import DRAW_COLUMN, plain_value
+from .data import DRAW_COLUMN, plain_value
 
 DEPARTURE_FACTOR = 3.0  # a seed's B/A squared-error ratio this far from its point's median ratio
 

@@ -21,7 +21,7 @@ from scipy.optimize import least_squares
 
 from ..errors import FitError
 from .expression import Expression
-from .queries import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
+from .data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
 
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly

@@ -151,7 +151,7 @@ def pilot_model(store, sweep: str, n_boot: int = 100) -> PilotModel:
         SweepDataError, NoDecompositionError: as ``seed_grams``.
     """
     from ..analysis.fit_decomposed import fit_decomposed
-    from ..analysis.sweep_data import seed_grams
+    from ..analysis.data import seed_grams
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

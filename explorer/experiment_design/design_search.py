@@ -40,7 +40,7 @@ from scipy import stats
 from ..analysis.decomposed import RESOLVED_SE, WEIGHT_FLOOR, standard_errors
 from .design_model import PilotModel
 from ..errors import UsageError
-from ..analysis.queries import FLOOR_FACTOR
+from ..analysis.data import FLOOR_FACTOR
 
 TARGETS = ("a", "b")  # the exponents a design predicts
 # achieved / closed-form half-width on the engine, the geometric mean over two designs from the demo

@@ -318,7 +318,7 @@ def error_vs_step(steps: pd.DataFrame, title: str = "error along gradient descen
     """err vs GD step (log y), one line per grid point, coloured by L*M.
 
     Args:
-        steps: ``explorer.analysis.sweep_data.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
+        steps: ``explorer.analysis.data.step_errors`` table (L, M, D, step, err). At most ``MAX_CURVES``
             grid points are drawn, evenly spread over L*M.
     """
     data = steps[np.isfinite(steps["err"]) & (steps["err"] > 0)].copy()

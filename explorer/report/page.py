@@ -49,9 +49,9 @@ from .summary import result_field, summary_sentences
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice
 from ..analysis.fit_decomposed import fit_decomposed
-from ..analysis.queries import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_where, query_cache, query_frame,
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_where, query_cache, query_frame,
                                 require_sweep_rows, sweep_is, table_columns)
-from ..analysis.sweep_data import grid_errors, held_axes, seed_grams, status_counts, step_errors
+from ..analysis.data import grid_errors, held_axes, seed_grams, status_counts, step_errors
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")

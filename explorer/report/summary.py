@@ -12,7 +12,7 @@ from markupsafe import Markup
 from ..analysis.fit import flag_summary
 from ..analysis.fit_result import FitResult
 from ..analysis.laws import RSS_FALLBACK
-from ..analysis.queries import FLOOR_FACTOR, REFERENCE_ERROR
+from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR
 from ..analysis.shapes import beyond_data
 from ..formatting import fmt
 

@@ -290,7 +290,7 @@ def pooled(grid: pd.DataFrame) -> pd.DataFrame:
 
 def claim_grid(con, sweep: str, claim: Claim) -> pd.DataFrame | None:
     from ..errors import SweepDataError
-    from ..analysis.sweep_data import grid_errors
+    from ..analysis.data import grid_errors
 
     try:
         return grid_errors(con, sweep, metric=claim.metric, step=claim.step, where=claim.where)

@@ -79,7 +79,7 @@ def with_blown_up_runs(con, sweep: str, grid: pd.DataFrame, metric: str, step: i
     """``grid`` with ``n_blown_up``: per (L, M, D, problem draw), the seeds the store marks diverged
     that have no finite ``metric`` row with status ok at ``step`` (the tool ends a diverged seed's
     rows, where the notebook keeps the run and counts it as 0)."""
-    from ..analysis.queries import query_frame, sweep_is
+    from ..analysis.data import query_frame, sweep_is
 
     if con is None or step is None or "problem_seed" not in grid or grid.empty:
         return grid.assign(n_blown_up=0)

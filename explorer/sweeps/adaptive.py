@@ -209,7 +209,7 @@ class AdaptiveLoop:
         and samples that decide are the same without them, at half the cost of a refit.
         """
         from ..analysis.fit import fit
-        from ..analysis.sweep_data import grid_errors
+        from ..analysis.data import grid_errors
 
         def only(frame: pd.DataFrame) -> pd.DataFrame:
             """The rows of the trials of ``keys`` (a trial is a grid point at one problem draw)."""
@@ -229,7 +229,7 @@ class AdaptiveLoop:
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
                 from ..analysis.fit_decomposed import fit_decomposed
-                from ..analysis.sweep_data import seed_grams
+                from ..analysis.data import seed_grams
 
                 self.fitted_keys = keys
                 return fit_decomposed(only(seed_grams(con, self.spec.name)), n_boot=self.ad.resamples,
@@ -248,7 +248,8 @@ class AdaptiveLoop:
     def load_fit() -> None:
         """Import the fit's modules (scipy among them: about a second) while the first trials
         run, instead of in the first refit, when the workers have nothing else queued."""
-        from ..analysis import fit, fit_decomposed, sweep_data  # noqa: F401
+        from ..analysis import fit, fit_decomposed  # noqa: F401
+        from ..analysis.data import grid_errors, seed_grams  # noqa: F401
 
     def connect(self):
         """A connection whose ``metrics`` are the sweep's rows: the kept rows of its finished

@@ -12,7 +12,7 @@ import pytest
 
 from explorer.analysis.decomposed import draws_of, estimate
 from explorer.analysis.row_cache import SweepRows
-from explorer.analysis.sweep_data import seed_grams
+from explorer.analysis.data import seed_grams
 from explorer.config.planning import plan
 from explorer.sweeps.adaptive import AdaptiveLoop, run_adaptive
 from explorer.sweeps.adaptive_rounds import read_rounds

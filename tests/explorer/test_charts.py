@@ -10,7 +10,7 @@ import pytest
 from explorer.report import charts, diagnostic_charts
 from explorer.analysis import diagnostics
 from explorer.analysis.fit import fit
-from explorer.analysis.sweep_data import grid_errors, step_errors
+from explorer.analysis.data import grid_errors, step_errors
 from explorer.analysis.phase import phase_diagram
 from explorer.analysis.shapes import shape_advice
 

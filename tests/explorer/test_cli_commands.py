@@ -59,7 +59,7 @@ def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns
 
 def test_fit_help_lists_every_registry_form_and_every_fit_metric():
     from explorer.analysis.laws import DECOMPOSED_METRICS, FORMS
-    from explorer.analysis.queries import FIT_METRICS
+    from explorer.analysis.data import FIT_METRICS
 
     result = CliRunner().invoke(main, ["fit", "--help"])
     assert result.exit_code == 0

@@ -11,8 +11,8 @@ from explorer.analysis.fit_result import FITS_COLUMNS
 from explorer.analysis.laws import FORMS
 from explorer.analysis.fit import fit, fit_sweep, format_table
 from explorer.analysis.solver import Problem, solve_batch
-from explorer.analysis.queries import GRID_COLUMNS
-from explorer.analysis.sweep_data import grid_errors, held_axes, status_counts, step_errors
+from explorer.analysis.data import GRID_COLUMNS
+from explorer.analysis.data import grid_errors, held_axes, status_counts, step_errors
 from store import Store
 from store.schema import CONFIG_COLUMNS
 

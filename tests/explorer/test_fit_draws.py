@@ -9,7 +9,7 @@ import pytest
 from explorer.analysis.diagnostics import compare_laws, fittable_forms, law_forms, local_slopes
 from explorer.analysis.laws import FORMS, resolve_form
 from explorer.analysis.fit import fit, format_table
-from explorer.analysis.sweep_data import grid_errors
+from explorer.analysis.data import grid_errors
 
 from .analysis_data import connect, draws_grid, law_grid, law_rows, random_effect_laws
 

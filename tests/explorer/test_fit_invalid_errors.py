@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.analysis.sweep_data import grid_errors
+from explorer.analysis.data import grid_errors
 from store import Store
 
 from .analysis_data import law_rows, write_to_store

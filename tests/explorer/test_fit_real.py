@@ -5,7 +5,7 @@ import functools
 import pytest
 
 from explorer.analysis.fit import fit
-from explorer.analysis.sweep_data import grid_errors
+from explorer.analysis.data import grid_errors
 from trials import TrialConfig
 
 from .analysis_data import connect, grid_configs, run_trials

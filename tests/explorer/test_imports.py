@@ -8,7 +8,12 @@ that a new import or a grown function is checked too:
 - ``trials`` and ``store`` import nothing of ours (and not each other);
 - Ray is imported only under ``explorer/sweeps/``, click only by ``explorer/cli*.py``;
 - ``explorer.analysis`` imports neither ``sweeps`` nor ``report`` (report may import analysis);
-- no import cycle among the explorer's modules, nor among its subpackages;
+- no import cycle among the explorer's modules, nor among its subpackages, nor among the wings
+  and modules of one subpackage (``explorer.analysis.fitting`` and ``explorer.analysis.shapes``);
+- a wing (a package two levels under ``explorer/``, such as ``explorer/analysis/fitting/``) has a
+  lazy face, its ``__init__``: code outside the wing imports the names the face exports, never a
+  module inside it (tests may unit-test a wing's modules); ``explorer/analysis/`` holds at most
+  ``MAX_ANALYSIS_CHILDREN`` wings and modules;
 - no private ``_name`` is imported from another module, tests and benchmarks included;
 - no module over 500 lines, no function over 80 lines (from its ``def`` to its last line).
 """
@@ -137,14 +142,35 @@ def where(path: pathlib.Path, line: int) -> str:
     return f"{path.relative_to(ROOT)}:{line}"
 
 
+@functools.lru_cache(maxsize=None)
+def face_table(package: str) -> dict[str, str]:
+    """A lazy face's name -> the module of its package that defines it (the ``_LAZY`` dict of the
+    package's ``__init__``, read from the source), {} for a package without one."""
+    init = ROOT.joinpath(*package.split(".")) / "__init__.py"
+    if not init.is_file():
+        return {}
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_LAZY" for t in node.targets):
+            return {key.value: f"{package}.{value.value}" for key, value in zip(node.value.keys, node.value.values)}
+    return {}
+
+
+def defining_module(module: str, name: str | None) -> str:
+    """The module an import reaches: ``from explorer.analysis.fitting import fit`` reaches the
+    module the face serves ``fit`` from, any other import the module it names."""
+    return face_table(module).get(name, module) if name else module
+
+
 def explorer_graph() -> dict[str, set[str]]:
     """explorer module -> the explorer modules it imports (a package's ``__init__`` is not an edge:
-    importing ``explorer.sweeps.worker`` runs it, but it imports nothing)."""
+    importing ``explorer.sweeps.worker`` runs it, but it imports nothing; a name imported from a
+    lazy face is an edge to the module that defines it)."""
     graph: dict[str, set[str]] = {}
     for path in CODE:
         name = module_name(path)
         if name.startswith("explorer"):
-            graph[name] = {m for m, _, _ in imports(path)
+            reached = {defining_module(m, n) for m, n, _ in imports(path)}
+            graph[name] = {m for m in reached
                            if m.startswith("explorer.") and m != name and (ROOT / (m.replace(".", "/") + ".py")).is_file()}
     return graph
 
@@ -225,6 +251,25 @@ def test_no_import_cycle_among_the_explorer_subpackages():
     assert cycle is None, " -> ".join(cycle)
 
 
+def room_within(module: str, package: str) -> str:
+    """The room of ``package`` a module belongs to: its wing (explorer.analysis.fitting) or itself
+    (explorer.analysis.shapes)."""
+    return ".".join(module.split(".")[:len(package.split(".")) + 1])
+
+
+@pytest.mark.parametrize("package", sorted(module_name(p.parent) for p in EXPLORER.glob("*/__init__.py")))
+def test_no_import_cycle_among_the_wings_and_modules_of_a_subpackage(package):
+    rooms: dict[str, set[str]] = {}
+    for module, targets in explorer_graph().items():
+        if not module.startswith(package + "."):
+            continue
+        room = room_within(module, package)
+        rooms.setdefault(room, set()).update(room_within(t, package) for t in targets
+                                             if t.startswith(package + ".") and room_within(t, package) != room)
+    cycle = find_cycle(rooms)
+    assert cycle is None, " -> ".join(cycle)
+
+
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -272,3 +317,68 @@ def test_no_function_is_longer_than_the_limit():
                 if n > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = n
     assert not long, long
+
+
+# --- wings and their faces -----------------------------------------------------------------------
+
+WINGS = sorted(module_name(p) for p in EXPLORER.glob("*/*/__init__.py"))
+MAX_ANALYSIS_CHILDREN = 8  # wings and modules directly under explorer/analysis/ (its __init__ not counted)
+
+
+def wing_of(module: str) -> str | None:
+    """The wing a module lies in: ``explorer.X.Y`` when ``explorer/X/Y/`` is a package, else None."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[0] == "explorer" and (ROOT.joinpath(*parts[:3]) / "__init__.py").is_file():
+        return ".".join(parts[:3])
+    return None
+
+
+def face_source(wing: str) -> ast.Module:
+    return ast.parse((ROOT.joinpath(*wing.split(".")) / "__init__.py").read_text())
+
+
+def test_the_wings_are_found_and_told_apart_from_modules():
+    assert {"explorer.analysis.data"} <= set(WINGS)
+    assert wing_of("explorer.analysis.data.queries") == "explorer.analysis.data"
+    assert wing_of("explorer.analysis.data") == "explorer.analysis.data"
+    assert wing_of("explorer.analysis.phase") is None and wing_of("explorer.cli") is None
+
+
+def test_code_outside_a_wing_imports_only_its_face():
+    bad = []
+    for path in CODE:
+        me = module_name(path)
+        for module, _, line in imports(path):
+            wing = wing_of(module)
+            if wing is not None and module != wing and wing_of(me) != wing:
+                bad.append(f"{where(path, line)} imports {module}: import its names from {wing}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_a_wing_has_a_lazy_face(wing):
+    tree = face_source(wing)
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert ast.get_docstring(tree), f"{wing}: its __init__ says what the wing holds"
+    assert face_table(wing) and "__getattr__" in functions, f"{wing}: a _LAZY table served by __getattr__ (PEP 562)"
+    package = importlib.import_module(wing)
+    assert sorted(package.__all__) == sorted(face_table(wing)), f"{wing}: __all__ lists the face's names"
+    for name, module in face_table(wing).items():
+        assert (ROOT.joinpath(*module.split(".")).with_suffix(".py")).is_file(), f"{wing}.{name}: no module {module}"
+        assert getattr(package, name) is getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_no_name_of_a_face_is_also_a_module_of_its_wing(wing):
+    # importing the module would set the package's attribute to it, hiding the name the face serves
+    modules = {p.stem for p in ROOT.joinpath(*wing.split(".")).glob("*.py")}
+    assert not modules & set(face_table(wing)), sorted(modules & set(face_table(wing)))
+
+
+def test_importing_a_face_imports_none_of_its_modules():
+    code = ("import sys\n" + "".join(f"import {wing}\n" for wing in WINGS)
+            + f"print(sorted(m for m in sys.modules if any(m.startswith(w + '.') for w in {WINGS!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout
+

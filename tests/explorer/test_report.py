@@ -240,7 +240,7 @@ def test_analysis_commands_without_the_sweep_are_one_line_and_exit_2(rep_store, 
 @pytest.mark.slow
 def test_demo_error_table_prints_the_fits_errors(made):
     from explorer.demo import error_table
-    from explorer.analysis.sweep_data import grid_errors
+    from explorer.analysis.data import grid_errors
 
     lines = error_table(made["store"], "rep")
     assert lines[0] == "err_out at the last step (RMS over seeds); rows L, columns M, D = 8, alpha = 1.0"
@@ -503,7 +503,7 @@ def test_shape_advice_beyond_the_data_is_no_finding_in_the_summary():
     beyond the largest measured P and the axes it leaves, as `explorer fit --budget` says them."""
     from explorer.analysis.fit import fit
     from explorer.analysis.shapes import beyond_data, shape_advice
-    from explorer.analysis.sweep_data import grid_errors
+    from explorer.analysis.data import grid_errors
     from explorer.report.summary import advice_sentence
 
     rows = law_rows(LAW, Ls=(2, 4, 8, 16), Ms=(1, 4, 16), Ds=(2, 8), seeds=3, sweep="c")

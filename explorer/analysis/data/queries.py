@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
-from ..errors import FitError, QueryError, SweepDataError
-from ..store_access import store_errors
+from ...errors import FitError, QueryError, SweepDataError
+from ...store_access import store_errors
 
 # err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
 FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
@@ -193,11 +193,6 @@ def count_flags(values) -> dict:
     return counts
 
 
-def format_flag_counts(counts: dict) -> str:
-    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
-    return ", ".join(f"{name} {n}" for name, n in counts.items())
-
-
 def quoted(columns) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
@@ -281,7 +276,7 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
 __all__ = [
     "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRAM_COLUMN", "GRID_COLUMNS", "NO_DECOMPOSITION",
     "NOT_GRID_COLUMNS", "REFERENCE_ERROR", "REQUIRED_COLUMNS", "cached", "check_metric", "column_is", "column_values",
-    "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "format_flag_counts", "grid_columns",
+    "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
     "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
 ]

@@ -1,6 +1,6 @@
 """The data layer of the analysis: a store's ``metrics`` view as per-point tables (the SQL pieces
-live in ``explorer.analysis.queries``, the choice of one reference per point in
-``explorer.analysis.reference_choice``).
+live in ``queries``, the choice of one reference per point in
+``reference_choice``).
 
 Used by the fits (``explorer.analysis.fit``), the phase diagram (``explorer.analysis.phase``), shape advice and
 the report. Every query goes through ``query_frame`` (the one place a store query error becomes
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
+from ...errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
 from .queries import (FLOOR_FACTOR, GRAM_COLUMN, GRID_COLUMNS, NO_DECOMPOSITION, REFERENCE_ERROR, REQUIRED_COLUMNS, cached,
                       check_metric, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
                       plain_value, point_columns, query_frame, quoted, require_sweep_rows, sweep_is, table_columns,

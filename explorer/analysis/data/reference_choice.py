@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..errors import MixedReferencesError
+from ...errors import MixedReferencesError
 from .queries import column_is, point_columns, query_frame, quoted, sql_literal, sweep_is, table_columns, where_clause
 
 

@@ -1,0 +1,54 @@
+"""The data layer of the analysis: a store's views read as per-point tables.
+
+``queries`` holds the SQL pieces every query is built from and the one place a store error
+becomes a ``QueryError``; ``reference_choice`` reads each grid point against one reference;
+``sweep_data`` gives the tables the fits, the phase diagram and the report read (``grid_errors``,
+``step_errors``, ``seed_grams``, ``held_axes``, ``status_counts``).
+
+Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
+outside this wing imports these names, never a module inside it.
+"""
+import importlib
+
+# name -> the module of this wing that defines it.
+_LAZY = {
+    "DRAW_COLUMN": "queries",
+    "FIT_METRICS": "queries",
+    "FLAGS_COLUMN": "queries",
+    "FLOOR_FACTOR": "queries",
+    "GRID_COLUMNS": "queries",
+    "REFERENCE_ERROR": "queries",
+    "column_is": "queries",
+    "column_values": "queries",
+    "final_step_clause": "queries",
+    "held_where": "queries",
+    "plain_value": "queries",
+    "query_cache": "queries",
+    "query_frame": "queries",
+    "require_sweep_rows": "queries",
+    "sql_literal": "queries",
+    "sweep_is": "queries",
+    "table_columns": "queries",
+    "where_clause": "queries",
+    "ReferenceChoice": "reference_choice",
+    "choose_references": "reference_choice",
+    "grid_errors": "sweep_data",
+    "held_axes": "sweep_data",
+    "seed_grams": "sweep_data",
+    "status_counts": "sweep_data",
+    "step_errors": "sweep_data",
+}
+
+__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
