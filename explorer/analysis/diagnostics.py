@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FitError
-from .expression import Expression
-from .laws import FORMS, resolve_form, unidentified_terms
+from .laws import FORMS, Expression, resolve_form, unidentified_terms
 from .solver import LOSS_SCALE
 from .fit_result import FitResult
 from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)

@@ -3,7 +3,7 @@
 preparation it reads live in ``explorer.analysis.solver``).
 
 The laws are the registry of ``explorer.analysis.laws``; any other text is parsed as a user
-expression by ``explorer.analysis.expression``.
+expression by ``explorer.analysis.laws``.
 
 Procedure (docs/analysis.md): per grid point and problem draw the seeds' errors at one GD step
 are aggregated by RMS (``explorer.analysis.data.grid_errors``); the reference's own error is
@@ -28,9 +28,8 @@ from ..bounds import MAX_RESAMPLES
 from ..errors import FitError
 from ..formatting import fmt
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
-from .expression import Expression
 from .fit_result import FitResult, data_hash, fit_warnings, interval_description
-from .laws import DEFAULT_FORM, FORMS, resolve_form, unidentified_terms
+from .laws import DEFAULT_FORM, FORMS, Expression, resolve_form, unidentified_terms
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
 from .data import DRAW_COLUMN, grid_errors, held_axes, held_where
@@ -45,7 +44,7 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
         grid: columns L, M, D, err, optionally seed_errs, ref_err, floor_limited, problem_seed
             (one row per point and draw; draws are pooled), n_flagged, sweep, metric, step and
             grid columns (which must each hold one value: one slice).
-        form: a name of ``FORMS`` or an expression over L, M, D, P (see explorer.analysis.expression).
+        form: a name of ``FORMS`` or an expression over L, M, D, P (see explorer.analysis.laws).
         n_boot: bootstrap resamples: draws, then seeds within each draw (points within the draw
             when every point has one seed). 0 skips the bootstrap (CIs are NaN).
         n_starts: starts of the point fit (the first from the theory's values).

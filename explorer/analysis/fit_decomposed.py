@@ -19,8 +19,7 @@ import pandas as pd
 
 from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
 from ..errors import FitError
-from .expression import parse_expression
-from .laws import FORMS
+from .laws import FORMS, parse_expression
 from .fit_result import FitResult, data_hash
 from ..formatting import fmt
 from .data import DRAW_COLUMN, FLOOR_FACTOR

@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..formatting import fmt
-from .expression import Expression
-from .laws import FORMS
+from .laws import FORMS, Expression
 
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ..errors import FitError
-from .expression import Expression
+from .laws import Expression
 from .data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
 
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]

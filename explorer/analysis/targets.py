@@ -20,7 +20,7 @@ def positive_parameters(form: str) -> frozenset:
 
 
 def is_positive(name: str, positive: Collection[str] | None) -> bool:
-    from .expression import POSITIVE
+    from .laws import POSITIVE
 
     return name in (positive or ()) or bool(POSITIVE.match(name))
 

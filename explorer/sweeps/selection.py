@@ -147,7 +147,7 @@ class Linearised:
     """What the selection needs from a fit: the law, its estimate and covariance in the fit's
     parametrization (log for positive constants), the residual variance of log errors."""
 
-    law: object  # explorer.analysis.expression.Expression (the fitted law)
+    law: object  # explorer.analysis.laws.Expression (the fitted law)
     theta: np.ndarray  # (p,)
     cov: np.ndarray  # (p, p)
     sigma2: float  # residual variance of log errors

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from explorer.errors import ExpressionError, UsageError
-from explorer.analysis.expression import parse_expression
+from explorer.analysis.laws import parse_expression
 from explorer.analysis.laws import FORMS
 
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import ExpressionError
-from explorer.analysis.expression import parse_expression
+from explorer.analysis.laws import parse_expression
 from store import Store
 
 from .analysis_data import law_rows, write_to_store

@@ -1,9 +1,10 @@
 """The data layer of the analysis: a store's views read as per-point tables.
 
-``queries`` holds the SQL pieces every query is built from and the one place a store error
-becomes a ``QueryError``; ``reference_choice`` reads each grid point against one reference;
-``sweep_data`` gives the tables the fits, the phase diagram and the report read (``grid_errors``,
-``step_errors``, ``seed_grams``, ``held_axes``, ``status_counts``).
+``metrics`` is the registry of the error metrics a law may be fitted to; ``queries`` holds the
+SQL pieces every query is built from and the one place a store error becomes a ``QueryError``;
+``reference_choice`` reads each grid point against one reference; ``sweep_data`` gives the tables
+the fits, the phase diagram and the report read (``grid_errors``, ``step_errors``, ``seed_grams``,
+``held_axes``, ``status_counts``).
 
 Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
 outside this wing imports these names, never a module inside it.
@@ -13,11 +14,12 @@ import importlib
 # name -> the module of this wing that defines it.
 _LAZY = {
     "DRAW_COLUMN": "queries",
-    "FIT_METRICS": "queries",
+    "ERROR_METRICS": "metrics",
+    "FIT_METRICS": "metrics",
     "FLAGS_COLUMN": "queries",
     "FLOOR_FACTOR": "queries",
     "GRID_COLUMNS": "queries",
-    "REFERENCE_ERROR": "queries",
+    "REFERENCE_ERROR": "metrics",
     "column_is": "queries",
     "column_values": "queries",
     "final_step_clause": "queries",

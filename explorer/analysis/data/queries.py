@@ -17,15 +17,8 @@ import pyarrow.compute as pc
 
 from store import CONFIG_COLUMNS, run_query, validate_filter
 
-from ...errors import FitError, QueryError, SweepDataError
+from ...errors import QueryError, SweepDataError
 from ...store_access import store_errors
-
-# err_hidden_depthmax: the companion paper's hidden error (joint_limit references only; store/schema.py)
-FIT_METRICS = ("err_out", "err_hidden", "err_hidden_depthmax")
-
-REFERENCE_ERROR = {"err_out": "ref_err_out", "err_hidden": "ref_err_hidden", "err_hidden_depthmax": "ref_err_hidden"}
-
-GRAM_COLUMN = {"err_out": "gram_out", "err_hidden": "gram_hidden"}  # each seed's row of the error Gram matrix
 
 NO_DECOMPOSITION = ("this store predates the per-seed decomposition (no {column} rows{where}); "
                     "rerun the sweep to get the bias and fluctuation")
@@ -129,11 +122,6 @@ def require_sweep_rows(con, sweep: str) -> None:
     if sweep not in known:
         shown = ", ".join(map(str, known)) if known else "none"
         raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
-
-
-def check_metric(metric: str) -> None:
-    if metric not in FIT_METRICS:
-        raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(FIT_METRICS)}")
 
 
 def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
@@ -274,8 +262,8 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
 
 
 __all__ = [
-    "DRAW_COLUMN", "FIT_METRICS", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRAM_COLUMN", "GRID_COLUMNS", "NO_DECOMPOSITION",
-    "NOT_GRID_COLUMNS", "REFERENCE_ERROR", "REQUIRED_COLUMNS", "cached", "check_metric", "column_is", "column_values",
+    "DRAW_COLUMN", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "NO_DECOMPOSITION",
+    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "column_is", "column_values",
     "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
     "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",

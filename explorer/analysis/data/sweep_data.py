@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
-from .queries import (FLOOR_FACTOR, GRAM_COLUMN, GRID_COLUMNS, NO_DECOMPOSITION, REFERENCE_ERROR, REQUIRED_COLUMNS, cached,
-                      check_metric, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
+from .metrics import ERROR_METRICS, check_metric
+from .queries import (FLOOR_FACTOR, GRID_COLUMNS, NO_DECOMPOSITION, REQUIRED_COLUMNS, cached, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
                       plain_value, point_columns, query_frame, quoted, require_sweep_rows, sweep_is, table_columns,
                       where_clause)
 from .reference_choice import choose_references, mixed_references_error, shown_keys
@@ -46,7 +46,7 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     Args:
         con: a DuckDB connection with a ``metrics`` view (store/schema.py columns).
         sweep: the sweep name.
-        metric: ``err_out`` or ``err_hidden``.
+        metric: a name of ``metrics.ERROR_METRICS`` (``FIT_METRICS``).
         step: the GD step; None means each trial's final step (its ``steps`` column).
         where: an optional SQL condition on metric columns, e.g. ``"alpha = 1"``.
     Returns:
@@ -124,7 +124,7 @@ def _point_errors_sql(columns: list[str], point: list[str], sweep: str, metric: 
     """``grid_errors``' query: per point (and reference), the RMS over unflagged seeds, the
     reference's error, the seeds' errors and the flags of the seeds left out."""
     keys = point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["L", "M", "D"]
-    ref = REFERENCE_ERROR[metric]
+    ref = ERROR_METRICS[metric].reference
     ref_expr = f"{ref}" if ref in columns else "CAST(NULL AS DOUBLE)"
     select_keys = quoted(keys)
     sql = f"""
@@ -173,9 +173,9 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     """
     check_metric(metric)
     columns = table_columns(con)
-    if metric not in GRAM_COLUMN:
+    gram = ERROR_METRICS[metric].gram
+    if gram is None:
         raise NoDecompositionError(f"{metric} has no per-seed Gram rows: fit it with a form other than the decomposed one")
-    gram = GRAM_COLUMN[metric]
     cond = f" matching {where!r}" if where else ""
     if gram not in columns:
         raise NoDecompositionError(NO_DECOMPOSITION.format(column=gram, where=cond))
@@ -183,7 +183,7 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
     keys = quoted(point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["trial_key", "L", "M", "D"])
-    ref = REFERENCE_ERROR[metric]
+    ref = ERROR_METRICS[metric].reference
     ref_expr = f'"{ref}"' if ref in columns else "CAST(NULL AS DOUBLE)"
     # A gram row lists every seed of its trial in ascending order: pos is a seed's place there.
     sql = f"""

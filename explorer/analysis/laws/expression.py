@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..errors import ExpressionError
+from ...errors import ExpressionError
 
 VARIABLES = ("L", "M", "D", "P")
 FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"sqrt": np.sqrt, "log": np.log, "exp": np.exp}

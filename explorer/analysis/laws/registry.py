@@ -1,7 +1,7 @@
 """The law registry: the named scaling laws a fit, a spec or the report may ask for, and which
 part of a law a grid can measure. No scipy: a spec reads the registry without the fitting stack.
 
-Laws (``FORMS``; any other text is parsed as a user expression by ``explorer.analysis.expression``):
+Laws (``FORMS``; any other text is parsed as a user expression by ``expression``):
 
 - ``theory``: err ~ c1/L + c2 sqrt(D/(L M)). Chizat, "The Hidden Width of Deep ResNets"
   (arXiv:2509.10167), the 2LP-block bound: Euler discretization O(1/L) plus Monte-Carlo
@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..errors import FitError
-from ..formatting import fmt
+from ...errors import FitError
+from ...formatting import fmt
+from ..data import ERROR_METRICS
 from .expression import Expression, constant_terms, parse_expression
 
 DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
 
-DECOMPOSED_METRICS = ("err_out", "err_hidden")
+DECOMPOSED_METRICS = tuple(m.name for m in ERROR_METRICS.values() if m.gram)  # those with per-seed Gram rows
 
 RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
 
@@ -44,7 +45,7 @@ class Form:
     """A named scaling law of the registry."""
 
     name: str
-    expression: str  # parsed by explorer.analysis.expression
+    expression: str  # parsed by the expression module of this wing
     source: str  # where the law comes from
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
@@ -107,7 +108,7 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
         expr: a parsed law. grid: a table with columns L, M, D (the points to fit).
     Returns:
         (the law to fit: ``expr`` itself or it without the unmeasurable summands, see
-        ``explorer.analysis.expression.constant_terms``; parameter -> reason it is not fitted).
+        ``expression.constant_terms``; parameter -> reason it is not fitted).
     Raises:
         FitError: no summand of the law varies on the grid.
     """
