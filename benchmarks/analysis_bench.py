@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import explorer.analysis.data.queries as queries  # noqa: E402
-from explorer.analysis.fit import fit  # noqa: E402
+from explorer.analysis.fitting import fit  # noqa: E402
 from explorer.analysis.data import grid_errors  # noqa: E402
 from explorer.report.page import build_report, vega_bundle  # noqa: E402
 from tests.explorer.analysis_data import connect, law_grid, law_rows  # noqa: E402

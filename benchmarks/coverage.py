@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from explorer.analysis.fit import fit
+from explorer.analysis.fitting import fit
 from explorer.analysis.fit_decomposed import fit_decomposed
 from explorer.analysis.planted import REGIMES, as_grid, planted_grams
 

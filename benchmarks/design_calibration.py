@@ -14,7 +14,7 @@ import numpy as np
 
 from explorer.experiment_design.design_model import pilot_model
 from explorer.experiment_design.design_search import draw_spread, grid_terms, halfwidths
-from explorer.analysis.fit import fit_sweep
+from explorer.analysis.fitting import fit_sweep
 from store import Store
 
 

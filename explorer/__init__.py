@@ -20,7 +20,7 @@ _LAZY = {
     "design": "api",
     "compare": "api",
     "grid_errors": "analysis.data",
-    "fit_sweep": "analysis.fit",
+    "fit_sweep": "analysis.fitting",
     "phase_diagram": "analysis.phase",
     "shape_advice": "analysis.shapes",
     "build_report": "report.page",

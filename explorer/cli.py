@@ -316,8 +316,8 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
-    begin_work("explorer.analysis.fit", "explorer.analysis.laws", "explorer.store_access")
-    from .analysis import fit as fitting
+    begin_work("explorer.analysis.fitting.rms_fit", "explorer.analysis.laws.registry", "explorer.store_access")
+    from .analysis import fitting
     from .analysis.laws import RSS_FALLBACK, resolve_form
     from .errors import FitError, NoDecompositionError
 
@@ -333,7 +333,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
             raise type(exc)(f"{exc}; --form {RSS_FALLBACK} fits the RMS errors instead") from None
         click.echo(fitting.format_table(result))
         if compare:
-            from .analysis.diagnostics import additive_warning, compare_laws, format_comparison
+            from .analysis.fitting import additive_warning, compare_laws, format_comparison
 
             table = compare_laws(result.grid, floor=floor, seed=seed)
             click.echo(format_comparison(table))

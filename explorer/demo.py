@@ -67,7 +67,7 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
     constants with 95% CIs, warnings), or one line saying why there is none."""
     from .errors import UsageError
-    from .analysis.fit import fit_sweep, format_table
+    from .analysis.fitting import fit_sweep, format_table
 
     con = store.connect(sweep=sweep, read_only=True)
     try:

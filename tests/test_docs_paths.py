@@ -116,7 +116,7 @@ def test_the_checks_catch_a_moved_module_and_accept_real_ones():
     assert PATH.findall("see tests/explorer/test_fit.py and `explorer/report/page.py`.") == [
         "tests/explorer/test_fit.py", "explorer/report/page.py"]
     assert path_exists("explorer/report/page.py") and not path_exists("explorer/report.py")
-    assert dotted_problem("explorer.analysis.fit") is None
+    assert dotted_problem("explorer.analysis.fitting") is None
     assert dotted_problem("explorer.sweep") is None  # the package's API function
     assert dotted_problem("explorer.analysis.data.seed_grams") is None
     assert dotted_problem("explorer.fit") is not None  # the module moved to explorer.analysis

@@ -26,7 +26,7 @@ from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, v
 from .seed_paths import departing_seeds, departure_warning
 from ..errors import FitError, QueryError, SweepDataError
 from .laws import DEFAULT_FORM, resolve_form
-from .solver import check_single_slice
+from .fitting import check_single_slice
 from .data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame, seed_grams,
                    sql_literal, sweep_is, table_columns, where_clause)
 

@@ -20,7 +20,7 @@ import pandas as pd
 from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
 from ..errors import FitError
 from .laws import FORMS, parse_expression
-from .fit_result import FitResult, data_hash
+from .fitting import FitResult, data_hash, fit_warnings
 from ..formatting import fmt
 from .data import DRAW_COLUMN, FLOOR_FACTOR
 
@@ -99,8 +99,6 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
     result.surfaces = surfaces(est)
     result.notes = list(frame.attrs.get("notes", ())) + _notes(fit, frame)
     result.ci_quantile, result.ci_sd = _interval_rule(fit, draws, n_boot)
-    from .fit_result import fit_warnings
-
     result.warnings = fit_warnings(result, True, None)
     return result
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FitError
-from .fit_result import FitResult
+from .fitting import FitResult
 
 THEORY_EXPONENT = -1 / 6  # companion paper: best error ~ P^(-1/6) for the joint law
 MAX_EXTRAPOLATION = 100.0  # budgets beyond 100x the largest measured P are refused

@@ -25,7 +25,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..analysis.fit_result import FitResult
+from ..analysis.fitting import FitResult
 
 WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points

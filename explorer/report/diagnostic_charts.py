@@ -5,7 +5,7 @@ loop's chosen points and CIs. A table in, a chart out, no I/O.
 - ``error_vs_axis``: err vs any other swept axis (alpha, D, lr, ...), one line per (L, M, D).
 - ``local_slopes`` / ``local_slopes_chart``: d log err / d log L between neighbouring L at each
   M, and d log err / d log(L*M) between neighbouring M at each L, against the theory's -1 and -1/2
-  (the table of ``explorer.analysis.diagnostics.local_slopes``).
+  (the table of ``explorer.analysis.fitting.local_slopes``).
 - ``per_draw_chart``: one fit's estimates per problem draw, with the pooled estimate's CI band.
 - ``phase_chart``: the phase diagram (mlu, lazy, trivial, diverged, failed).
 - ``adaptive_points`` / ``ci_vs_compute``: the adaptive loop's rounds (from its ``rounds`` log).
@@ -18,7 +18,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..analysis import diagnostics
+from ..analysis import fitting
 from .charts import HEIGHT, HOLLOW_POINTS, LOG_SCALE, MAX_CURVES, PHASE_COLORS, WIDTH, panel_grid
 
 
@@ -99,7 +99,7 @@ SLOPE_THEORY = {"L": -1.0, "LM": -0.5}  # d log err / d log L (Euler term), / d 
 
 
 def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
-    """The local log-log slopes of ``explorer.analysis.diagnostics.local_slopes`` (one computation for the
+    """The local log-log slopes of ``explorer.analysis.fitting.local_slopes`` (one computation for the
     fit's diagnostics and this chart), its ``axis`` column named ``along``.
 
     - ``along = "L"``: d log err / d log L between neighbouring L at each (M, D);
@@ -111,7 +111,7 @@ def local_slopes(grid: pd.DataFrame) -> pd.DataFrame:
         Columns along, L, M, D (the held values; the varied one NaN), x_low, x_high, x (their
         geometric mean), slope, theory (-1 along L, -1/2 along L*M). One row per neighbouring pair.
     """
-    return diagnostics.local_slopes(grid).rename(columns={"axis": "along"})
+    return fitting.local_slopes(grid).rename(columns={"axis": "along"})
 
 
 def local_slopes_chart(slopes: pd.DataFrame, title: str = "local slopes"):

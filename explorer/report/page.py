@@ -37,10 +37,8 @@ from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
-from ..analysis.diagnostics import compare_laws
+from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
-from ..analysis.fit_result import FITS_COLUMNS, FitResult, interval_description
-from ..analysis.fit import fit, flag_summary
 from ..formatting import fmt
 
 from ..store_access import open_sweep
@@ -49,9 +47,9 @@ from .summary import result_field, summary_sentences
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice
 from ..analysis.fit_decomposed import fit_decomposed
-from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_where, query_cache, query_frame,
-                                require_sweep_rows, sweep_is, table_columns)
-from ..analysis.data import grid_errors, held_axes, seed_grams, status_counts, step_errors
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
+                             query_frame, require_sweep_rows, seed_grams, status_counts, step_errors, sweep_is,
+                             table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
@@ -386,7 +384,7 @@ def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
         c["adaptive_points"] = diagnostic_charts.adaptive_points(points)
     targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
     if len(targets):
-        from ..analysis.targets import positive_parameters, target_halfwidth
+        from ..analysis.fitting import positive_parameters, target_halfwidth
 
         positive = positive_parameters(str(targets["form"].iloc[-1]))
         targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)

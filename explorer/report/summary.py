@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from ..analysis.fit import flag_summary
-from ..analysis.fit_result import FitResult
+from ..analysis.fitting import FitResult, flag_summary
 from ..analysis.laws import RSS_FALLBACK
 from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR
 from ..analysis.shapes import beyond_data

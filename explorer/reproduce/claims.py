@@ -415,12 +415,12 @@ def procedure(claim: Claim, pooling: str) -> dict:
 def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int, pooling: str = "authors"):
     """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
     any other law on the claim's grid of errors."""
-    from ..analysis import fit as fitting
+    from ..analysis import fitting
     from ..analysis.laws import FORMS
 
     form = FORMS.get(claim.form)
     if claim.mean_of_runs:
-        from ..analysis.pooled_fit import fit_pooled
+        from ..analysis.fitting import fit_pooled
 
         return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals,
                           pool=POOL[pooling])
@@ -433,7 +433,7 @@ def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int, po
 def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str, fits: dict,
                  pooling: str = "authors", sub_grid: str | None = None) -> dict:
     from ..errors import UsageError
-    from ..analysis.fit_result import R2_WARNING
+    from ..analysis.fitting import R2_WARNING
 
     key = (sweep, claim.form, claim.metric, claim.step, claim.where, claim.mean_of_runs, n_boot, pooling)
     try:

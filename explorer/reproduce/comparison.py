@@ -22,7 +22,7 @@ def rss(form: str, points: pd.DataFrame, start: dict | None = None) -> tuple[flo
     """(sum of squares of err - law, the constants) of ``form`` fitted to ``points`` by the
     authors' loss (unweighted least squares, bounds >= 0), from ``start`` (default: 1 for each)."""
     from ..analysis.laws import resolve_form
-    from ..analysis.pooled_fit import least_squares_on_err
+    from ..analysis.fitting import least_squares_on_err
 
     _, expr = resolve_form(form)
     start = start or {n: 1.0 for n in expr.parameters}
@@ -38,7 +38,7 @@ def measure_comparison(claim, grid: pd.DataFrame, row: dict, n_boot: int, poolin
     the draws, pool, refit both from the point fits; Student's t in log, G - 1 degrees of freedom)."""
     from scipy import stats
 
-    from ..analysis.pooled_fit import MIN_DRAWS
+    from ..analysis.fitting import MIN_DRAWS
 
     pool = POOL[pooling]
     points = pool(grid)

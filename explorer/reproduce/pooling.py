@@ -55,7 +55,7 @@ def pooled_authors(grid: pd.DataFrame) -> pd.DataFrame:
     """Per (L, M, D), the mean of every run's error with blown-up runs as 0 (``grid``: rows with
     ``seed_errs``, and ``n_blown_up`` zeros to add where ``with_blown_up_runs`` counted them); a
     point whose mean is 0 is dropped (the notebook fits only ``y > 0``)."""
-    from ..analysis.pooled_fit import pooled_mean
+    from ..analysis.fitting import pooled_mean
 
     extra = grid["n_blown_up"] if "n_blown_up" in grid else pd.Series(0, index=grid.index)
     runs = [np.concatenate([np.where(e > BLOWN_UP, 0.0, e), np.zeros(int(n))])
@@ -66,7 +66,7 @@ def pooled_authors(grid: pd.DataFrame) -> pd.DataFrame:
 
 def pooled_rms(grid: pd.DataFrame) -> pd.DataFrame:
     """Per (L, M, D), sqrt(mean of every run's error^2): the tool's pooling of seeds, over draws too."""
-    from ..analysis.pooled_fit import pooled_mean
+    from ..analysis.fitting import pooled_mean
 
     points = pooled_mean(grid.assign(seed_errs=[np.asarray(e, dtype=float) ** 2 for e in grid["seed_errs"]]))
     return points.assign(err=np.sqrt(points["err"]))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..analysis.fit_result import Z95
+from ..analysis.fitting import Z95
 from ..formatting import format_percent
 
 CONSISTENT = "consistent"

@@ -44,7 +44,7 @@ from store import SCHEMA_VERSION, Store
 
 from ..analysis.laws import FORMS
 from ..analysis.row_cache import SweepRows
-from ..analysis.targets import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
+from ..analysis.fitting import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
 from ..config.spec import SweepSpec
 from ..config.spec_rules import adaptive_targets
@@ -208,7 +208,7 @@ class AdaptiveLoop:
         guard, whose warnings only the stop reason quotes (``stop_warnings``); the estimates, CIs
         and samples that decide are the same without them, at half the cost of a refit.
         """
-        from ..analysis.fit import fit
+        from ..analysis.fitting import fit
         from ..analysis.data import grid_errors
 
         def only(frame: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +248,8 @@ class AdaptiveLoop:
     def load_fit() -> None:
         """Import the fit's modules (scipy among them: about a second) while the first trials
         run, instead of in the first refit, when the workers have nothing else queued."""
-        from ..analysis import fit, fit_decomposed  # noqa: F401
+        from ..analysis import fit_decomposed  # noqa: F401
+        from ..analysis.fitting import fit  # noqa: F401
         from ..analysis.data import grid_errors, seed_grams  # noqa: F401
 
     def connect(self):

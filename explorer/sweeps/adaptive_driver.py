@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from store import FINAL_STATUSES
 
-from ..analysis.targets import target_lines, targets_of
+from ..analysis.fitting import target_lines, targets_of
 from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds
 from .interrupts import SIGNAL_POLL_S
 from .selection import Choice

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.fit_result import Z95
+from ..analysis.fitting import Z95
 from ..config.estimate import trial_seconds
 
 LOG_AXES = ("L", "M", "D")

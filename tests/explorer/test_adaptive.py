@@ -308,7 +308,7 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
     # Seen on a real tiny sweep (form theory, no 1/L signal): c1 = 9.236e-13 [9.236e-13,
     # 9.236e-13], every resample the same value, was printed "reached" and stopped the loop.
     from explorer.sweeps.adaptive import AdaptiveLoop
-    from explorer.analysis.targets import target_lines, unmeasured
+    from explorer.analysis.fitting import target_lines, unmeasured
 
     assert unmeasured(9.236e-13, 9.236e-13, 9.236e-13 + 3e-26)
     assert unmeasured(-10.0, -10.0, 6.9)  # cut at the search bound: width unknown
@@ -350,7 +350,7 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
     # A first design that holds L fixed (a cap that admits only L = 4): the fit cannot measure a
     # yet, although the grid can; the loop must choose points at other L, not fail.
     from explorer.sweeps.adaptive import AdaptiveLoop
-    from explorer.analysis.fit import fit as fit_law
+    from explorer.analysis.fitting import fit as fit_law
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
@@ -378,7 +378,7 @@ def test_a_constants_half_width_is_relative_in_the_stopping_rule_and_the_display
     # Seen with the fake runner (free law with c1 = 0, form theory): c1 = 0.0068 [0.0029, 0.016]
     # was "reached" at half-width 0.1, measured in absolute units, although it is known only to a
     # factor of ~2.4; the selection ranked it in log units all along.
-    from explorer.analysis.targets import target_halfwidth, target_lines
+    from explorer.analysis.fitting import target_halfwidth, target_lines
 
     assert target_halfwidth("c1", 0.0029, 0.016) == pytest.approx(np.log(0.016 / 0.0029) / 2)
     assert target_halfwidth("a", 0.9, 1.1) == pytest.approx(0.1)  # exponents stay absolute

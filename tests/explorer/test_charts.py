@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from explorer.report import charts, diagnostic_charts
-from explorer.analysis import diagnostics
-from explorer.analysis.fit import fit
+from explorer.analysis.fitting import diagnostics, fit
 from explorer.analysis.data import grid_errors, step_errors
 from explorer.analysis.phase import phase_diagram
 from explorer.analysis.shapes import shape_advice

@@ -11,8 +11,7 @@ from scipy import stats
 from explorer.analysis.decomposed import draws_of, estimate
 from explorer.analysis.decomposition import gram_of, jackknife_se, terms
 from explorer.errors import FitError
-from explorer.analysis.fit_result import FITS_COLUMNS
-from explorer.analysis.fit import format_table
+from explorer.analysis.fitting import FITS_COLUMNS, format_table
 from explorer.analysis.fit_decomposed import fit_decomposed
 from explorer.analysis.planted import REGIMES, Regime, planted_grams
 
@@ -178,7 +177,7 @@ def test_decomposed_intervals_cover_at_their_nominal_rate():
 
 
 def test_an_additive_law_warns_when_a_quadrature_law_ranks_ahead():
-    from explorer.analysis.diagnostics import additive_warning
+    from explorer.analysis.fitting import additive_warning
 
     table = pd.DataFrame({"law": ["free_rss", "theory_rss", "free", "theory"], "rank": [1, 2, 3, 4]})
     (line,) = additive_warning(table, "free")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from explorer import api
 from explorer.cli import main
 from explorer.demo import DEMO_SPEC
-from explorer.analysis.fit import fit_sweep
+from explorer.analysis.fitting import fit_sweep
 from store import Store
 
 TARGETS = {"a": 0.3, "b": 0.05}

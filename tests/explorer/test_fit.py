@@ -6,13 +6,10 @@ import pandas as pd
 import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
-from explorer.analysis.diagnostics import law_forms
-from explorer.analysis.fit_result import FITS_COLUMNS
+from explorer.analysis.fitting import FITS_COLUMNS, fit, fit_sweep, format_table, law_forms
 from explorer.analysis.laws import FORMS
-from explorer.analysis.fit import fit, fit_sweep, format_table
-from explorer.analysis.solver import Problem, solve_batch
-from explorer.analysis.data import GRID_COLUMNS
-from explorer.analysis.data import grid_errors, held_axes, status_counts, step_errors
+from explorer.analysis.fitting.solver import Problem, solve_batch
+from explorer.analysis.data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
 from store import Store
 from store.schema import CONFIG_COLUMNS
 

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from explorer.errors import ExpressionError, UsageError
-from explorer.analysis.laws import parse_expression
-from explorer.analysis.laws import FORMS
+from explorer.analysis.laws import FORMS, parse_expression
 
 
 def test_expression_evaluates_like_the_formula():

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.analysis.fit import fit_sweep
+from explorer.analysis.fitting import fit_sweep
 from explorer.store_access import open_sweep
 from explorer.analysis.phase import phase_diagram
 from store import Store, trial_row_from_metrics

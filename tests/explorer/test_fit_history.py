@@ -78,7 +78,7 @@ def test_fits_written_before_the_history_columns_stay_readable_and_count_in_late
 def test_the_question_does_not_depend_on_how_many_resamples_converged():
     """A grown sweep's fit may see fewer resamples converge (a term unmeasured on one draw): it
     is still the same question (fit_key), so latest_fits supersedes the earlier fit."""
-    from explorer.analysis.fit import fit
+    from explorer.analysis.fitting import fit
 
     from .analysis_data import law_grid
 

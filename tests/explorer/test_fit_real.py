@@ -4,7 +4,7 @@ import functools
 
 import pytest
 
-from explorer.analysis.fit import fit
+from explorer.analysis.fitting import fit
 from explorer.analysis.data import grid_errors
 from trials import TrialConfig
 

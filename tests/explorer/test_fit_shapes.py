@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from explorer.errors import FitError
-from explorer.analysis.fit import fit
+from explorer.analysis.fitting import fit
 from explorer.analysis.shapes import best_shape, format_advice, shape_advice, shape_frontier
 
 from .analysis_data import law_grid

@@ -138,7 +138,7 @@ def _grid() -> pd.DataFrame:
 
 @pytest.mark.parametrize("law", ["c1/0*L", "c1*sqrt(-L)"])
 def test_a_law_undefined_on_the_grid_is_refused_before_fitting(law):
-    from explorer.analysis.fit import fit
+    from explorer.analysis.fitting import fit
 
     with pytest.raises(FitError, match=r"is not a finite positive number at 12 of 12 grid points .* no fit saved"):
         fit(_grid(), law, n_boot=0)
@@ -148,7 +148,7 @@ def test_the_bootstrap_count_is_bounded_before_its_array_exists():
     from click.testing import CliRunner
 
     from explorer.cli import main
-    from explorer.analysis.fit import fit
+    from explorer.analysis.fitting import fit
 
     with pytest.raises(FitError, match=f"n_boot must be from 0 to {MAX_RESAMPLES:,}"):
         fit(_grid(), "free", n_boot=1_000_000_000_000)

@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from explorer.errors import FitError
-from explorer.analysis.fit import fit
-from explorer.analysis.pooled_fit import fit_pooled, pooled_mean
+from explorer.analysis.fitting import fit, fit_pooled, pooled_mean
 
 L, M, D = [53, 123, 285], [17, 40, 93, 216], [17, 40, 93, 216]
 

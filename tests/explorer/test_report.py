@@ -450,8 +450,8 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
     """The summary's count of a fit's warnings is the number of red items in its block, no
     sentence is repeated, the fit's notes are shown as notes, and the interval is described by
     the one sentence ``explorer fit`` prints (``interval_description``)."""
-    from explorer.analysis.fit import format_table
-    from explorer.analysis.fit_result import interval_description
+    from explorer.analysis.fitting import format_table
+    from explorer.analysis.fitting import interval_description
 
     import explorer.report.page as report_module
 
@@ -481,7 +481,7 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
 
 
 def test_parameters_unmeasured_for_one_reason_are_one_warning():
-    from explorer.analysis.fit_result import fit_warnings
+    from explorer.analysis.fitting import fit_warnings
     from explorer.analysis.fit_decomposed import fit_decomposed
     from explorer.analysis.planted import REGIMES
 
@@ -501,7 +501,7 @@ def test_shape_advice_beyond_the_data_is_no_finding_in_the_summary():
     """The summary states a best shape as a finding only inside the data (a measured budget, L,
     M, D in their measured ranges); the shape at the largest budget read carries its factor
     beyond the largest measured P and the axes it leaves, as `explorer fit --budget` says them."""
-    from explorer.analysis.fit import fit
+    from explorer.analysis.fitting import fit
     from explorer.analysis.shapes import beyond_data, shape_advice
     from explorer.analysis.data import grid_errors
     from explorer.report.summary import advice_sentence

@@ -364,7 +364,7 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
     """sampling-rate (b) and bias-rate (a) go through fit_sweep's decomposed law; on a planted
     law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
     told apart."""
-    from explorer.analysis import fit as fitting
+    from explorer.analysis import fitting
     from explorer.analysis.fit_decomposed import fit_decomposed
     from explorer.analysis.planted import REGIMES, as_grid, planted_grams
 

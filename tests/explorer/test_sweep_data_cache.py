@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import QueryError
-from explorer.analysis.data import GRID_COLUMNS, column_values, plain_value, query_cache, query_frame, sweep_is, table_columns, where_clause
-from explorer.analysis.data import grid_errors, held_axes
+from explorer.analysis.data import (GRID_COLUMNS, column_values, grid_errors, held_axes, plain_value, query_cache,
+                                    query_frame, sweep_is, table_columns, where_clause)
 
 from .analysis_data import connect, law_rows
 

@@ -75,7 +75,7 @@ RESIDUALS = ("log", "err")
 def least_squares_on_err(form: str, points: pd.DataFrame, start: dict) -> dict:
     """The law's constants that minimise sum (err - law)^2 over ``points`` (L, M, D, err),
     unweighted, every positive constant bounded below by 0, from ``start`` (name -> value)."""
-    from .laws import resolve_form
+    from ..laws import resolve_form
 
     _, expr = resolve_form(form)
     names = list(expr.parameters)
@@ -90,7 +90,7 @@ def least_squares_on_err(form: str, points: pd.DataFrame, start: dict) -> dict:
 
 def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options):
     """(tool's fit of the law on ``points``, the constants under ``residuals``)."""
-    from .fit import fit
+    from .rms_fit import fit
 
     result = fit(points, form, n_boot=0, per_draw=False, range_check=False, **fit_options)
     if residuals == "log":
@@ -109,7 +109,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     Raises:
         FitError: as ``explorer.fit.fit``; or fewer than ``MIN_DRAWS`` draws.
     """
-    from ..errors import FitError
+    from ...errors import FitError
 
     if residuals not in RESIDUALS:
         raise FitError(f"residuals {residuals!r}: expected one of {', '.join(RESIDUALS)}")

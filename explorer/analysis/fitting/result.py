@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..formatting import fmt
-from .laws import FORMS, Expression
+from ...formatting import fmt
+from ..laws import FORMS, Expression
 
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 
@@ -90,7 +90,7 @@ class FitResult:
     sd: dict = field(default_factory=dict)  # the decomposed fit's standard errors (log for c1, c2)
     data_hash: str | None = None  # ``data_hash`` of the frame fitted: which trials it read (None: no trial keys)
     n_boot_asked: int | None = None  # resamples asked for (``n_boot`` counts those that converged)
-    # How the 95% intervals were made (``interval_description`` says it in words): the quantile,
+    # How the 95% intervals were made (``text.interval_description`` says it in words): the quantile,
     # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
     ci_quantile: str = "1.96"
     ci_sd: str = ""
@@ -149,20 +149,6 @@ class FitResult:
                             ("fit_key", self.fit_key), ("data_hash", self.data_hash)):
             table[name] = value
         return table[list(FITS_COLUMNS)]
-
-
-def interval_description(result: FitResult) -> str:
-    """The one sentence saying how a fit's 95% intervals were made and what they cover, as
-    ``explorer fit`` prints it and the report shows it (from ``ci_quantile`` and ``ci_sd``)."""
-    if not result.ci_sd:
-        return "no intervals (no resamples: --bootstrap 0)"
-    if not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
-        return f"no intervals: {result.ci_sd} measured no spread (too few seeds or draws)"
-    positive = [p for p in result.law.parameters if p in result.law.positive]
-    scale = f" (on a log scale for {', '.join(positive)})" if positive else ""
-    covers = ("the draw of data and embeddings and the seeds' noise" if result.n_draws > 1
-              else "the seeds' noise only, not the draw of data and embeddings")
-    return f"95% intervals: estimate +- {result.ci_quantile} x sd{scale}, the sd from {result.ci_sd}; they cover {covers}"
 
 
 def data_hash(frame: pd.DataFrame) -> str | None:
@@ -228,5 +214,4 @@ def _identifiability(expr: Expression, jac) -> list[str]:
     return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings",
-           "interval_description"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]

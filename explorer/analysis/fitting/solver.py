@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from ..errors import FitError
-from .laws import Expression
-from .data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
+from ...errors import FitError
+from ..laws import Expression
+from ..data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
 
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly

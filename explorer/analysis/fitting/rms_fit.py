@@ -1,9 +1,8 @@
-"""Scaling-law fits of a sweep's errors: the fit of one law to a grid, and of one sweep slice
-(``fit_sweep``) (the least-squares solver and the data
-preparation it reads live in ``explorer.analysis.solver``).
+"""A law fitted to each grid point's RMS error over seeds (``fit``; the registry's method "law").
 
-The laws are the registry of ``explorer.analysis.laws``; any other text is parsed as a user
-expression by ``explorer.analysis.laws``.
+The laws are the registry of ``explorer.analysis.laws``; any other text is parsed there as a
+user expression. The least squares live in ``solver``, the intervals in ``bootstrap``, the guard
+rails in ``result``; ``dispatch.fit_sweep`` reads a sweep's errors and calls ``fit``.
 
 Procedure (docs/analysis.md): per grid point and problem draw the seeds' errors at one GD step
 are aggregated by RMS (``explorer.analysis.data.grid_errors``); the reference's own error is
@@ -15,7 +14,7 @@ their logarithm, the draws pooled. The bootstrap resamples draws, then seeds wit
 (points when there is one seed) and refits; CIs are estimate +- q sd in the fit's
 parametrization (log for constants): with one draw q = 1.96 and sd the refits' spread; with G
 draws q is Student's t with G - 1 degrees of freedom and sd the draws' part of the spread
-(``explorer.analysis.bootstrap``). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
+(``bootstrap``). Guard rails (``FitResult.warnings``) flag what the numbers cannot say.
 """
 from __future__ import annotations
 
@@ -24,15 +23,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..bounds import MAX_RESAMPLES
-from ..errors import FitError
-from ..formatting import fmt
+from ...bounds import MAX_RESAMPLES
+from ...errors import FitError
+from ..laws import FORMS, Expression, resolve_form, unidentified_terms
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
-from .fit_result import FitResult, data_hash, fit_warnings, interval_description
-from .laws import DEFAULT_FORM, FORMS, Expression, resolve_form, unidentified_terms
+from .result import FitResult, data_hash, fit_warnings
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
-from .data import DRAW_COLUMN, grid_errors, held_axes, held_where
+from .text import flag_summary
 
 
 def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts: int = 8, seed: int = 0,
@@ -251,94 +249,4 @@ def _extrapolation_error(problem: Problem, data: FitData, theta: np.ndarray, n_p
     return float(np.sqrt(np.mean(relative**2)))
 
 
-# ----------------------------------------------------------------------------- sweeps and output
-
-
-def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
-              where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
-              floor: str = "quadrature") -> FitResult:
-    """``grid_errors`` then ``fit``: the whole analysis of one sweep slice (see both).
-
-    Args:
-        hold: when the sweep varies axes besides L, M, D (alpha, lr, ...), fit the slice at
-            ``held_axes`` (their most common values) instead of failing; the slice is recorded
-            in the result's ``where`` and ``held``. Problem draws are pooled, not held: select
-            one with ``where="problem_seed = 2"``.
-    """
-    label, _ = resolve_form(form)  # a bad form fails before any query
-    if not 0 <= n_boot <= MAX_RESAMPLES:
-        raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
-    held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
-    where = held_where(held, where)
-    if label in FORMS and FORMS[label].method == "decomposed":
-        from .fit_decomposed import fit_decomposed
-        from .data import seed_grams
-
-        frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
-        check_single_slice(frame)
-        result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)
-        result.held = held
-        return result
-    grid = grid_errors(con, sweep, metric=metric, step=step, where=where)
-    result = fit(grid, form, n_boot=n_boot, seed=seed, where=where, floor=floor)
-    result.held = held
-    return result
-
-
-def save_fit(store, result: FitResult) -> str:
-    """Write a fit's rows into a store (``store.write_fit``); returns the fit_id."""
-    if result.sweep is None:
-        raise FitError("this fit has no sweep name; fit a grid from grid_errors to save it")
-    store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
-    return result.fit_id
-
-
-def format_table(result: FitResult) -> str:
-    """Plain text: the law, each parameter with its 95% CI, the quality numbers, per-draw
-    estimates, then the warnings and notes."""
-    held = ", ".join(f"{k} = {v}" for k, v in result.held.items())
-    lines = [f"form {result.form}: err ~ {result.expression.text}"
-             + (f"  (slice {held}: the sweep varies these too; choose with --where)" if held else ""),
-             f"{'parameter':<10} {'estimate':>12} {'95% CI':>27}"]
-    for row in result.table().itertuples():
-        if row.parameter in result.unidentified:
-            shown = "not measured" if result.unidentified[row.parameter].startswith("not measured") else "not fitted"
-            lines.append(f"{row.parameter:<10} {shown:>12}")
-            continue
-        lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
-    extra = "n/a" if math.isnan(result.extrapolation_error) else f"{100 * result.extrapolation_error:.1f}%"
-    flagged = f", {result.n_flagged} flagged seeds left out{flag_summary(result)}" if result.n_flagged else ""
-    if result.n_invalid:
-        flagged += f", {result.n_invalid} seed rows with a NaN, infinite or negative error left out (see `explorer check`)"
-    draws = f"{result.n_draws} problem draw{'s' if result.n_draws != 1 else ''} pooled"
-    lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
-                 f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}")
-    lines.append(interval_description(result))
-    lines.extend(result.surfaces)
-    if len(result.per_draw):
-        wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
-        names = [p for p in result.law.parameters if p in wide.columns]
-        lines.append("per draw (each draw fitted alone): " + " ".join(f"{n:>10}" for n in names))
-        for label, row in wide.iterrows():
-            lines.append(f"  problem_seed {str(label):<6} " + " ".join(f"{fmt(row[n], missing='nan'):>10}" for n in names))
-    lines.extend(f"warning: {w}" for w in result.warnings)
-    lines.extend(f"note: {n}" for n in result.notes)
-    return "\n".join(lines)
-
-
-def format_flag_counts(counts: dict) -> str:
-    """``init_noise 3, chaotic 1`` (empty when no flag was counted)."""
-    return ", ".join(f"{name} {n}" for name, n in counts.items())
-
-
-def flag_summary(result: FitResult) -> str:
-    """`` (init_noise 3, chaotic 1; 2 points with every seed flagged not fitted)``: the seeds a fit
-    left out for stability flags by flag name, and the points dropped whole ('' when none)."""
-    parts = [format_flag_counts(result.flag_counts)] if getattr(result, "flag_counts", None) else []
-    if getattr(result, "n_flagged_points", 0):
-        parts.append(f"{result.n_flagged_points} point{'s' if result.n_flagged_points != 1 else ''} "
-                     "with every seed flagged not fitted")
-    return f" ({'; '.join(parts)})" if parts else ""
-
-
-__all__ = ["fit", "fit_sweep", "flag_summary", "format_table", "refuse_undefined_law", "save_fit"]
+__all__ = ["fit", "refuse_undefined_law"]

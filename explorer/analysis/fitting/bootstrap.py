@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .fit_result import Z95
+from .result import Z95
 from .solver import FitData, Problem, solve_batch, subset
-from .data import DRAW_COLUMN
+from ..data import DRAW_COLUMN
 
 def interval(thetas: np.ndarray, theta: np.ndarray, bounds, inner: np.ndarray | None = None,
               n_draws: int = 1) -> tuple[np.ndarray, np.ndarray]:

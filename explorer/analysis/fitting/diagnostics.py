@@ -17,12 +17,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError
-from .laws import FORMS, Expression, resolve_form, unidentified_terms
+from ...errors import FitError
+from ..laws import FORMS, Expression, resolve_form, unidentified_terms
 from .solver import LOSS_SCALE
-from .fit_result import FitResult
+from .result import FitResult
 from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)
-from ..formatting import fmt
+from ...formatting import fmt
 
 CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
 

@@ -11,7 +11,7 @@ import numpy as np
 def positive_parameters(form: str) -> frozenset:
     """The positive constants of a law (``c1, c2, ...`` and a form's own, such as theory's a, b,
     c): their half-widths are relative (``target_halfwidth``). Empty for a form that does not parse."""
-    from .laws import resolve_form
+    from ..laws import resolve_form
 
     try:
         return frozenset(resolve_form(form)[1].positive)
@@ -20,7 +20,7 @@ def positive_parameters(form: str) -> frozenset:
 
 
 def is_positive(name: str, positive: Collection[str] | None) -> bool:
-    from .laws import POSITIVE
+    from ..laws import POSITIVE
 
     return name in (positive or ()) or bool(POSITIVE.match(name))
 
@@ -62,7 +62,7 @@ def unmeasured(est: float, lo: float, hi: float) -> str | None:
     or a CI cut at the fit's search bound (``explorer.analysis.fit``: +-FREE_BOUND for exponents, exp(+-50)
     for constants), whose true width is unknown. Such a target is never "reached"."""
     from .solver import FREE_BOUND
-    from .fit_result import ZERO_WIDTH
+    from .result import ZERO_WIDTH
 
     if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
         return "no CI (the bootstrap gave none)"

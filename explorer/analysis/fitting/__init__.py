@@ -1,0 +1,62 @@
+"""Fitting a law: a sweep's errors to a law of the registry, with intervals and guard rails.
+
+``dispatch.fit_sweep`` reads one slice of a sweep and fits a law with the method the registry
+names for it; ``rms_fit.fit`` fits a law to each point's RMS error over seeds (the least squares
+in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` is a fitted law
+with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
+(cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
+over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
+adaptive sweep's targets from a fit.
+
+Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
+outside this wing imports these names, never a module inside it.
+"""
+import importlib
+
+# name -> the module of this wing that defines it.
+_LAZY = {
+    "fit_sweep": "dispatch",
+    "save_fit": "dispatch",
+    "fit": "rms_fit",
+    "FITS_COLUMNS": "result",
+    "R2_WARNING": "result",
+    "Z95": "result",
+    "FitResult": "result",
+    "data_hash": "result",
+    "fit_warnings": "result",
+    "flag_summary": "text",
+    "format_table": "text",
+    "interval_description": "text",
+    "check_single_slice": "solver",
+    "additive_warning": "diagnostics",
+    "compare_laws": "diagnostics",
+    "fittable_forms": "diagnostics",
+    "format_comparison": "diagnostics",
+    "law_forms": "diagnostics",
+    "local_slopes": "diagnostics",
+    "MIN_DRAWS": "mean_of_runs",
+    "fit_pooled": "mean_of_runs",
+    "least_squares_on_err": "mean_of_runs",
+    "pooled_mean": "mean_of_runs",
+    "halfwidth_of": "targets",
+    "positive_parameters": "targets",
+    "target_halfwidth": "targets",
+    "target_lines": "targets",
+    "targets_of": "targets",
+    "unmeasured": "targets",
+    "unmeasured_in": "targets",
+}
+
+__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
