@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.analysis.fit_decomposed import fit_decomposed  # noqa: E402
+from explorer.analysis.decomposed import fit_decomposed  # noqa: E402
 from explorer.analysis.data import seed_grams  # noqa: E402
 from explorer.config.estimate import trial_seconds  # noqa: E402
 from explorer.config.planning import plan  # noqa: E402
@@ -161,11 +161,11 @@ def synthetic(args) -> None:
 def refit_cpu(args) -> None:
     import collections
 
-    import explorer.analysis.fit_decomposed as decomposed_fit
+    import explorer.analysis.decomposed.fit as decomposed_fit
     import explorer.analysis.data as data
     import explorer.sweeps.adaptive as adaptive
     import explorer.sweeps.adaptive_driver as driver
-    from explorer.analysis.planted import REGIMES
+    from explorer.analysis.decomposed import REGIMES
     from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
 
     spent, calls = collections.Counter(), collections.Counter()

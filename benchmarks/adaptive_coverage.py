@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from explorer.sweeps.adaptive import FIT_SEED, run_adaptive  # noqa: E402
-from explorer.analysis.fit_decomposed import fit_decomposed  # noqa: E402
-from explorer.analysis.planted import REGIMES  # noqa: E402
+from explorer.analysis.decomposed import fit_decomposed  # noqa: E402
+from explorer.analysis.decomposed import REGIMES  # noqa: E402
 from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
 from explorer.analysis.data import seed_grams  # noqa: E402

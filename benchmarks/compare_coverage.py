@@ -6,7 +6,7 @@
   the seeds' jackknife;
 - bootstrap_floored: the same, not below the seeds' jackknife.
 
-The pairs (``explorer.analysis.planted.planted_pair_partly_shared``): the rates law, B's c1 1.2 x
+The pairs (``explorer.analysis.decomposed.planted_pair_partly_shared``): the rates law, B's c1 1.2 x
 A's, the seeds' noise shared with correlation --shared, B's fluctuation level moved per draw by
 exp(--effect-sd N(0, 1)). The truth: c1 ratio 1.2, no change in a, c2, b.
 
@@ -21,9 +21,8 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from explorer.analysis.decomposed import draws_of
+from explorer.analysis.decomposed import REGIMES, draws_of, planted_pair_partly_shared
 from explorer.analysis.pairing import draws_jackknife, joint_design, pair_frames, paired_solve, seeds_jackknife
-from explorer.analysis.planted import REGIMES, planted_pair_partly_shared
 
 TRUTH = np.array([np.log(1.2), 0.0, 0.0, 0.0])  # log c1 ratio, a, log c2 ratio, b
 RULES = ("jackknife", "bootstrap", "bootstrap_floored")

@@ -1,6 +1,6 @@
 """Coverage of the fits' 95% intervals on planted laws (docs/analysis.md, "Coverage").
 
-Three regimes (``explorer.analysis.planted.REGIMES``):
+Three regimes (``explorer.analysis.decomposed.REGIMES``):
 - easy: c1 = 0.8, c2 = 0.3 on L = 2..64 x M = 1..64, 4 draws x 5 seeds, no draw effect;
 - rates: c1 = 0.065, c2 = 0.205 (the engine's size) on L = 4..128 x M = 1..1024, D = 8, 4 draws x
   4 seeds, a per-draw effect of sd 0.2 in log on each term, each seed's error the RMS of a fixed
@@ -27,8 +27,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from explorer.analysis.fitting import fit
-from explorer.analysis.fit_decomposed import fit_decomposed
-from explorer.analysis.planted import REGIMES, as_grid, planted_grams
+from explorer.analysis.decomposed import REGIMES, as_grid, fit_decomposed, planted_grams
 
 PARAMETERS = ("c1", "a", "c2", "b")
 FORMS = ("decomposed", "free_rss", "free")

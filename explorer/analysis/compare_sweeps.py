@@ -272,7 +272,7 @@ def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> li
 def side_warnings(paired, floor: str) -> list[str]:
     """Each side's own fit warnings on the shared selection (a law that does not explain a grid,
     a term not measured), as ``explorer fit`` gives them, prefixed A: or B:."""
-    from .fit_decomposed import fit_decomposed
+    from .decomposed import fit_decomposed
 
     out = []
     for name, frame in (("A", paired.a), ("B", paired.b)):

@@ -34,8 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .decomposed import Design, Draw, NAMES, design, draws_of, solve
-from .decomposition import terms
+from .decomposed import Design, Draw, NAMES, design, draws_of, solve, terms
 from ..errors import FitError
 from ..formatting import fmt
 from .data import DRAW_COLUMN, plain_value

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.decomposed import draws_of, effective_entries, gram_spread, standard_errors
-from ..analysis.decomposition import terms
+from ..analysis.decomposed import draws_of, effective_entries, gram_spread, standard_errors, terms
 from ..errors import FitError
 
 MIN_POINTS = 6  # fewer grid points than this cannot measure two exponents
@@ -106,7 +105,7 @@ def entries(draws) -> float:
 def unbiased_entries(measured: float, draws, replicates: int = 12) -> float:
     """``measured`` (``entries`` of the pilot) divided by the bias of ``entries`` on planted laws
     with the pilot's grid and seeds and that many entries (Gaussian errors: n_eff = entries)."""
-    from ..analysis.planted import Regime, planted_grams
+    from ..analysis.decomposed import Regime, planted_grams
 
     d = draws[0]
     n = max(int(round(measured)), 2)
@@ -150,7 +149,7 @@ def pilot_model(store, sweep: str, n_boot: int = 100) -> PilotModel:
             measure the fluctuation's exponent, a pilot that varies axes besides L, M, D.
         SweepDataError, NoDecompositionError: as ``seed_grams``.
     """
-    from ..analysis.fit_decomposed import fit_decomposed
+    from ..analysis.decomposed import fit_decomposed
     from ..analysis.data import seed_grams
 
     con = store.connect(sweep=sweep, read_only=True)

@@ -46,7 +46,7 @@ from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.fit_decomposed import fit_decomposed
+from ..analysis.decomposed import fit_decomposed
 from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
                              query_frame, require_sweep_rows, seed_grams, status_counts, step_errors, sweep_is,
                              table_columns)

@@ -228,7 +228,7 @@ class AdaptiveLoop:
         con = self.connect()
         try:
             if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
-                from ..analysis.fit_decomposed import fit_decomposed
+                from ..analysis.decomposed import fit_decomposed
                 from ..analysis.data import seed_grams
 
                 self.fitted_keys = keys
@@ -248,7 +248,7 @@ class AdaptiveLoop:
     def load_fit() -> None:
         """Import the fit's modules (scipy among them: about a second) while the first trials
         run, instead of in the first refit, when the workers have nothing else queued."""
-        from ..analysis import fit_decomposed  # noqa: F401
+        from ..analysis.decomposed import fit_decomposed  # noqa: F401
         from ..analysis.fitting import fit  # noqa: F401
         from ..analysis.data import grid_errors, seed_grams  # noqa: F401
 

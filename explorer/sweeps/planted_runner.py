@@ -40,7 +40,7 @@ class PlantedRunner:
 
     ``fail_after``: raise after writing this many trials in a call (a crash mid-round).
     ``term_effects``: with a ``TermsLaw``, each draw scales its two terms by independent factors
-    exp(draw_sd * z_bias), exp(draw_sd * z_fluct) (``explorer.analysis.planted``'s rates regime) instead of
+    exp(draw_sd * z_bias), exp(draw_sd * z_fluct) (``explorer.analysis.decomposed``'s rates regime) instead of
     one factor for both.
     """
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from explorer.analysis.planted import planted_sweeps
+from explorer.analysis.decomposed import planted_sweeps
 from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
 from explorer.config.planning import plan
 from explorer.config.spec import load_spec
 
 
 def planted_pair(regime, rng, c1_factor: float = 1.2) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two ``seed_grams`` frames of ``explorer.analysis.planted``'s law that differ only in c1
+    """Two ``seed_grams`` frames of ``explorer.analysis.decomposed``'s law that differ only in c1
     (B's is ``c1_factor`` times A's) and share every random draw (``planted_sweeps``)."""
     a, b = planted_sweeps(regime, rng, (1.0, c1_factor))
     return a, b

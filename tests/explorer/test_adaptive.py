@@ -503,7 +503,7 @@ def test_the_adaptive_loop_covers_at_its_stopping_point(tmp_path):
 
     from scipy import stats
 
-    from explorer.analysis.planted import REGIMES
+    from explorer.analysis.decomposed import REGIMES
     from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
     from explorer.config.spec import load_spec
 

@@ -98,7 +98,7 @@ def test_a_rewritten_trial_is_read_again_and_a_removed_one_dropped(tmp_path):
 
 
 def test_the_bootstrap_gives_the_same_numbers_with_a_draws_terms_reused(tmp_path, monkeypatch):
-    import explorer.analysis.decomposed as decomposed
+    import explorer.analysis.decomposed.estimator as decomposed
 
     _, st, _ = planted(tmp_path)
     frame = from_store(st)

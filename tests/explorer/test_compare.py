@@ -11,7 +11,7 @@ from explorer.analysis.pairing import pair_frames, paired_fit
 from explorer.analysis.compare_sweeps import Side, check_comparable, check_references
 from explorer.errors import FitError
 from explorer.config.planning import plan
-from explorer.analysis.planted import REGIMES
+from explorer.analysis.decomposed import REGIMES
 from explorer.config.spec import load_spec
 from store import Store
 
@@ -53,7 +53,7 @@ def test_a_paired_difference_in_c1_is_found_and_the_unpaired_interval_is_wider()
 def test_the_estimates_are_close_to_each_fit_alone_and_the_difference_is_theirs():
     """estimate_a and estimate_b are each frame's decomposed fit with one set of weights for both
     (the mean of the two fits' variances): close to what each fit alone gives."""
-    from explorer.analysis.fit_decomposed import fit_decomposed
+    from explorer.analysis.decomposed import fit_decomposed
 
     a, b = planted_pair(REGIMES["easy"], np.random.default_rng(5))
     rows = paired_fit(pair_frames(a, b), n_boot=20).rows().set_index("parameter")

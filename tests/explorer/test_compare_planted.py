@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from explorer.analysis.pairing import pair_frames, paired_fit
-from explorer.analysis.planted import REGIMES
+from explorer.analysis.decomposed import REGIMES
 
 from .compare_data import planted_pair
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.analysis.decomposed import draws_of
+from explorer.analysis.decomposed import REGIMES, Regime, draws_of, planted_pair_partly_shared
 from explorer.analysis.pairing import (draws_jackknife, joint_design, pair_frames, paired_fit, paired_solve,
                                        total_variance)
-from explorer.analysis.planted import REGIMES, Regime, planted_pair_partly_shared
 
 from .compare_data import planted_pair
 

@@ -8,12 +8,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from explorer.analysis.decomposed import draws_of, estimate
-from explorer.analysis.decomposition import gram_of, jackknife_se, terms
+from explorer.analysis.decomposed import (REGIMES, Regime, draws_of, estimate, fit_decomposed, gram_of, jackknife_se,
+                                          planted_grams, terms)
 from explorer.errors import FitError
 from explorer.analysis.fitting import FITS_COLUMNS, format_table
-from explorer.analysis.fit_decomposed import fit_decomposed
-from explorer.analysis.planted import REGIMES, Regime, planted_grams
 
 
 def naive_terms(errors, pick):
@@ -111,7 +109,7 @@ def test_the_intervals_use_students_t_on_the_draws():
 
 def test_bootstrap_resamples_seed_indices_once_per_draw(monkeypatch):
     """Every point of a draw gets the same resample of seed indices."""
-    import explorer.analysis.decomposed as module
+    import explorer.analysis.decomposed.estimator as module
 
     seen = []
     original = module.terms

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from explorer.experiment_design import design_search
-from explorer.analysis.decomposed import draws_of, estimate
-from explorer.analysis.decomposition import gram_of
+from explorer.analysis.decomposed import draws_of, estimate, gram_of
 from explorer.experiment_design.design_model import PilotModel
 from explorer.experiment_design.design_search import grid_terms, halfwidths, shared_units, slope_variance
 

@@ -482,8 +482,8 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
 
 def test_parameters_unmeasured_for_one_reason_are_one_warning():
     from explorer.analysis.fitting import fit_warnings
-    from explorer.analysis.fit_decomposed import fit_decomposed
-    from explorer.analysis.planted import REGIMES
+    from explorer.analysis.decomposed import fit_decomposed
+    from explorer.analysis.decomposed import REGIMES
 
     from .compare_data import planted_pair
 

@@ -365,8 +365,8 @@ def test_the_rate_claims_read_the_decomposed_fit_of_the_stored_seeds(monkeypatch
     law with a = 1, b = 1/2 both intervals hold the paper's exponents, and a planted a = 0.6 is
     told apart."""
     from explorer.analysis import fitting
-    from explorer.analysis.fit_decomposed import fit_decomposed
-    from explorer.analysis.planted import REGIMES, as_grid, planted_grams
+    from explorer.analysis.decomposed import fit_decomposed
+    from explorer.analysis.decomposed import REGIMES, as_grid, planted_grams
 
     exp = EXPERIMENTS["hidden-width-rates"]
     sampling, bias = (c for c in exp.claims if c.id in ("sampling-rate", "bias-rate"))

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import NoDecompositionError
-from explorer.analysis.decomposition import decompose_gram
+from explorer.analysis.decomposed import decompose_gram
 from explorer.analysis.data import seed_grams
 from store import Store, trial_row_from_metrics
 from store.layout import key_file

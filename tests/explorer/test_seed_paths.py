@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from explorer.analysis.pairing import pair_frames
-from explorer.analysis.planted import REGIMES
+from explorer.analysis.decomposed import REGIMES
 from explorer.analysis.seed_paths import DEPARTURE_FACTOR, departing_seeds, departure_warning
 
 from .compare_data import planted_pair

@@ -10,7 +10,7 @@ the explorer's one-line ``QueryError``).
 - ``step_errors``: the same at every step.
 - ``seed_grams``: per (problem draw, grid point) at one step, the seeds' Gram matrix of the
   errors, from which the bias and the fluctuation are computed for any resampling of the seeds
-  (``explorer.analysis.decomposition``).
+  (``explorer.analysis.decomposed``).
 - ``held_axes`` / ``held_where``: the slice of a sweep that varies more axes than a view draws.
 - ``choose_references`` / ``ReferenceChoice``: one reference per grid point and draw.
 - ``status_counts``, ``require_sweep_rows``, ``table_columns``.

@@ -28,7 +28,7 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     where = held_where(held, where)
     if label in FORMS and FORMS[label].method == "decomposed":
         from ..data import seed_grams
-        from ..fit_decomposed import fit_decomposed
+        from ..decomposed import fit_decomposed
 
         frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
         check_single_slice(frame)

@@ -127,7 +127,7 @@ def _check_request(label: str, n_boot: int, grid: pd.DataFrame | None) -> None:
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     if label in FORMS and FORMS[label].method == "decomposed":
         raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
-                       "explorer.analysis.fit_decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
+                       "explorer.analysis.decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     check_single_slice(grid)

@@ -13,7 +13,7 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``expression``
   measured in (an additive law fitted to them biases a upwards).
 - ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
   each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
-  (``explorer.analysis.fit_decomposed``, ``explorer.analysis.decomposed``).
+  (``explorer.analysis.decomposed``).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -50,7 +50,7 @@ class Form:
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
-    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.analysis.fit_decomposed)
+    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.analysis.decomposed)
 
 
 FORMS: dict[str, Form] = {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .decomposition import gram_of
+from .gram_terms import gram_of
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def seed_errors(frame: pd.DataFrame) -> pd.Series:
 def as_grid(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame in ``grid_errors``'s shape (err, seed_errs, ref_err, floor_limited) for the
     laws fitted to RMS errors."""
-    from .data import FLOOR_FACTOR
+    from ..data import FLOOR_FACTOR
 
     out = frame[["problem_seed", "L", "M", "D", "ref_err", "err"]].copy()
     out["seed_errs"] = seed_errors(frame)

@@ -1,6 +1,6 @@
 """The ``decomposed`` fit: each term of the law fitted on the term it describes.
 
-A point's RMS error over seeds splits into bias^2 + fluct^2 (``explorer.analysis.decomposition``): the
+A point's RMS error over seeds splits into bias^2 + fluct^2 (``gram_terms``): the
 seed-mean's distance from the reference and the seeds' spread around it. The law
 err^2 ~ (c1 L^-a)^2 + (c2 (D/(LM))^b)^2 is fitted term by term from the Gram rows of
 ``explorer.analysis.data.seed_grams``:
@@ -45,9 +45,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .decomposition import terms
-from ..errors import FitError
-from .data import DRAW_COLUMN, FLOOR_FACTOR, plain_value
+from .gram_terms import terms
+from ...errors import FitError
+from ..data import DRAW_COLUMN, FLOOR_FACTOR, plain_value
 
 RESOLVED_SE = 3.0  # a bias is measured where it exceeds this many of one draw's standard errors
 WEIGHT_FLOOR = 0.02  # log units added in quadrature to every point's standard error

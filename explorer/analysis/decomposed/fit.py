@@ -1,4 +1,4 @@
-"""The ``decomposed`` law as a ``FitResult``: the estimates of ``explorer.analysis.decomposed``, the
+"""The ``decomposed`` law as a ``FitResult``: the estimates of ``estimator``, the
 surfaces they imply, the per-draw fits and the pre-asymptotic guard.
 
 The guard fires on two signs that the smallest points are not yet in the law's range:
@@ -17,12 +17,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from .decomposed import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
-from ..errors import FitError
-from .laws import FORMS, parse_expression
-from .fitting import FitResult, data_hash, fit_warnings
-from ..formatting import fmt
-from .data import DRAW_COLUMN, FLOOR_FACTOR
+from .estimator import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
+from ...errors import FitError
+from ..laws import FORMS, parse_expression
+from ..fitting import FitResult, data_hash, fit_warnings
+from ...formatting import fmt
+from ..data import DRAW_COLUMN, FLOOR_FACTOR
 
 GUARD_SIGMAS = 2.0  # "beyond noise": this many standard errors
 GUARD_RESAMPLES = 50  # bootstrap resamples of the refit without the smallest points

@@ -1,0 +1,54 @@
+"""The decomposed law: each term of err^2 ~ (c1 L^-a)^2 + (c2 (D/(LM))^b)^2 fitted on the part of
+the error it describes, the seeds' bias on the first and their fluctuation on the second.
+
+``gram_terms`` splits a point's RMS error over seeds into bias^2 and fluct^2 from the Gram matrix
+of its seeds' errors; ``estimator`` fits both terms and gives their shared-seed two-level
+bootstrap (``estimate``); ``fit`` turns that into a ``FitResult`` with its guard rails
+(``fit_decomposed``, the registry's method "decomposed"); ``planted`` makes synthetic sweeps of a
+known law for the tests and the coverage harness.
+
+Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
+outside this wing imports these names, never a module inside it.
+"""
+import importlib
+
+# name -> the module of this wing that defines it.
+_LAZY = {
+    "decompose_gram": "gram_terms",
+    "gram_of": "gram_terms",
+    "jackknife_se": "gram_terms",
+    "terms": "gram_terms",
+    "NAMES": "estimator",
+    "RESOLVED_SE": "estimator",
+    "WEIGHT_FLOOR": "estimator",
+    "Design": "estimator",
+    "Draw": "estimator",
+    "design": "estimator",
+    "draws_of": "estimator",
+    "effective_entries": "estimator",
+    "estimate": "estimator",
+    "gram_spread": "estimator",
+    "solve": "estimator",
+    "standard_errors": "estimator",
+    "fit_decomposed": "fit",
+    "REGIMES": "planted",
+    "Regime": "planted",
+    "as_grid": "planted",
+    "planted_grams": "planted",
+    "planted_pair_partly_shared": "planted",
+    "planted_sweeps": "planted",
+}
+
+__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
