@@ -22,7 +22,8 @@ import numpy as np
 from scipy import stats
 
 from explorer.analysis.decomposed import REGIMES, draws_of, planted_pair_partly_shared
-from explorer.analysis.pairing import draws_jackknife, joint_design, pair_frames, paired_solve, seeds_jackknife
+from explorer.analysis.compare import pair_frames
+from explorer.analysis.compare.pairing import draws_jackknife, joint_design, paired_solve, seeds_jackknife
 
 TRUTH = np.array([np.log(1.2), 0.0, 0.0, 0.0])  # log c1 ratio, a, log c2 ratio, b
 RULES = ("jackknife", "bootstrap", "bootstrap_floored")

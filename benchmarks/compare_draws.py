@@ -13,7 +13,7 @@ and prints
   comparison on all G draws;
 - the seeds' part: the jackknife over seed indices, unpaired against paired;
 - with --pairs, the comparison on each pair of draws: the distribution of the two-draw ratios;
-- the seeds that took different paths in the two sweeps (``explorer.analysis.seed_paths``).
+- the seeds that took different paths in the two sweeps (``explorer.analysis.compare``).
 
     python benchmarks/compare_draws.py --store /tmp/draws --draws 16 --pairs    # docs/analysis.md
     python benchmarks/compare_draws.py --store /tmp/draws --draws 8 --lr 1.0 0.5
@@ -31,8 +31,8 @@ import numpy as np
 
 import explorer
 from explorer.analysis.decomposed import draws_of
-from explorer.analysis.pairing import joint_design, paired_solve, seeds_jackknife
-from explorer.analysis.seed_paths import departing_seeds
+from explorer.analysis.compare import departing_seeds
+from explorer.analysis.compare.pairing import joint_design, paired_solve, seeds_jackknife
 from store import Store
 
 PARAMETERS = ("c1", "a", "c2", "b")

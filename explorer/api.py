@@ -193,7 +193,7 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
             form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
             n_boot: int = 200, seed: int = 0, save: bool = True, at: dict | None = None):
     """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
-    with paired intervals of the differences (``explorer.analysis.pairing``; docs/analysis.md).
+    with paired intervals of the differences (``explorer.analysis.compare``; docs/analysis.md).
 
         explorer.compare("lr10", "lr08", store="results").lines()
         explorer.compare("presets", by="preset", store="results")   # two values of one sweep's axis
@@ -213,7 +213,7 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
             axes not fixed by ``at`` or ``where``, an ``at`` value a sweep does not hold.
         SweepDataError: an unknown sweep. QueryError: a bad ``where``.
     """
-    from .analysis.compare_sweeps import Side, at_where, compare as compare_sides, sides_by
+    from .analysis.compare import Side, at_where, compare as compare_sides, sides_by
     from .errors import FitError
 
     if (sweep_b is None) == (by is None):

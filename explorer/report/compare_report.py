@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .charts import HEIGHT, WIDTH
-from ..analysis.pairing import RATIO_PARAMETERS
+from ..analysis.compare import RATIO_PARAMETERS
 from ..formatting import fmt
 
 _LOG = alt.Scale(type="log", nice=False, padding=12)

@@ -235,7 +235,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         formats: which files to write per chart besides index.html.
         force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
             without it such a file is refused before any work; no file is written through a link).
-        comparison: an ``explorer.analysis.compare_sweeps.Comparison`` of this sweep with another: adds
+        comparison: an ``explorer.analysis.compare.Comparison`` of this sweep with another: adds
             its table and charts (``explorer.report.compare_report``).
     Returns:
         A :class:`Report`.

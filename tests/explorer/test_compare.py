@@ -7,8 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.analysis.pairing import pair_frames, paired_fit
-from explorer.analysis.compare_sweeps import Side, check_comparable, check_references
+from explorer.analysis.compare import Side, check_comparable, check_references, pair_frames, paired_fit
 from explorer.errors import FitError
 from explorer.config.planning import plan
 from explorer.analysis.decomposed import REGIMES
@@ -218,8 +217,8 @@ def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
 
 def test_each_sides_own_fit_warnings_are_carried(pair_store):
     """A side whose law leaves a term unmeasured says so, prefixed with its letter."""
-    from explorer.analysis.pairing import Paired
-    from explorer.analysis.compare_sweeps import side_warnings
+    from explorer.analysis.compare import Paired
+    from explorer.analysis.compare import side_warnings
 
     a, b = planted_pair(REGIMES["easy"], np.random.default_rng(8))
     paired = pair_frames(a, b)

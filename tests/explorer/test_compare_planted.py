@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.analysis.pairing import pair_frames, paired_fit
+from explorer.analysis.compare import pair_frames, paired_fit
 from explorer.analysis.decomposed import REGIMES
 
 from .compare_data import planted_pair

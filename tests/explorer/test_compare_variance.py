@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from explorer.analysis.decomposed import REGIMES, Regime, draws_of, planted_pair_partly_shared
-from explorer.analysis.pairing import (draws_jackknife, joint_design, pair_frames, paired_fit, paired_solve,
-                                       total_variance)
+from explorer.analysis.compare import pair_frames, paired_fit
+from explorer.analysis.compare.pairing import draws_jackknife, joint_design, paired_solve, total_variance
 
 from .compare_data import planted_pair
 

@@ -1,13 +1,12 @@
 """explorer compare's check for seeds that took different paths in the two sweeps
-(``explorer.analysis.seed_paths``), on planted pairs that share every random draw."""
+(``explorer.analysis.compare``), on planted pairs that share every random draw."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from explorer.analysis.pairing import pair_frames
+from explorer.analysis.compare import DEPARTURE_FACTOR, departing_seeds, departure_warning, pair_frames
 from explorer.analysis.decomposed import REGIMES
-from explorer.analysis.seed_paths import DEPARTURE_FACTOR, departing_seeds, departure_warning
 
 from .compare_data import planted_pair
 

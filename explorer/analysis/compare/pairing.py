@@ -1,5 +1,5 @@
 """Two sweeps fitted with the decomposed law on what they share, and their difference with a
-paired interval (numpy only: the store side is ``explorer.analysis.compare_sweeps``).
+paired interval (numpy only: the store side is ``sides``).
 
 Sweeps share randomness by construction: a problem seed draws the same data, embeddings and
 reference direction in every sweep, and a seed index draws the same unit streams. So the two
@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .decomposed import Design, Draw, NAMES, design, draws_of, solve, terms
-from ..errors import FitError
-from ..formatting import fmt
-from .data import DRAW_COLUMN, plain_value
+from ..decomposed import Design, Draw, NAMES, design, draws_of, solve, terms
+from ...errors import FitError
+from ...formatting import fmt
+from ..data import DRAW_COLUMN, plain_value
 
 PAIR_COLUMNS = (DRAW_COLUMN, "L", "M", "D")  # a grid point of a draw, in both sweeps
 RATIO_PARAMETERS = ("c1", "c2")  # positive constants: compared by ratio, in log space

@@ -1,6 +1,6 @@
 """``explorer compare``: two sweeps (or two values of one categorical axis of a sweep) read from
 the store, checked for comparability, fitted on what they share and compared with paired
-intervals (``explorer.analysis.pairing``); the rows can be saved as kind ``comparisons``.
+intervals (``pairing``); the rows can be saved as kind ``comparisons``.
 
 Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
 ``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..formatting import fmt
+from ...formatting import fmt
 from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
 from .seed_paths import departing_seeds, departure_warning
-from ..errors import FitError, QueryError, SweepDataError
-from .laws import DEFAULT_FORM, resolve_form
-from .fitting import check_single_slice
-from .data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame, seed_grams,
+from ...errors import FitError, QueryError, SweepDataError
+from ..laws import DEFAULT_FORM, resolve_form
+from ..fitting import check_single_slice
+from ..data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame, seed_grams,
                    sql_literal, sweep_is, table_columns, where_clause)
 
 # Columns that define the data a problem seed draws: sides that differ in them share no draws.
@@ -272,7 +272,7 @@ def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> li
 def side_warnings(paired, floor: str) -> list[str]:
     """Each side's own fit warnings on the shared selection (a law that does not explain a grid,
     a term not measured), as ``explorer fit`` gives them, prefixed A: or B:."""
-    from .decomposed import fit_decomposed
+    from ..decomposed import fit_decomposed
 
     out = []
     for name, frame in (("A", paired.a), ("B", paired.b)):

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from ..formatting import fmt
-from .data import DRAW_COLUMN, plain_value
+from ...formatting import fmt
+from ..data import DRAW_COLUMN, plain_value
 
 DEPARTURE_FACTOR = 3.0  # a seed's B/A squared-error ratio this far from its point's median ratio
 
@@ -31,7 +31,7 @@ def departing_seeds(frame_a, frame_b) -> list[dict]:
     (or less than 1 / it) their point's median change.
 
     Args:
-        frame_a, frame_b: paired ``seed_grams`` frames (``explorer.analysis.pairing.pair_frames``:
+        frame_a, frame_b: paired ``seed_grams`` frames (``pairing.pair_frames``:
             same rows, same seeds per row, in the same order).
     Returns:
         One dict per departing seed, largest departure first: draw, L, M, D, seed and
