@@ -1,4 +1,12 @@
-"""Shape advice: for a parameter budget P = L*M*D, the (L, M, D) that minimizes a fitted law.
+"""The error against compute: the shape a fitted law advises at a parameter budget, and the
+frontier of a grid of measured errors (one question: the lowest error reachable at each compute).
+
+Two counts of compute, each as its source draws it: the advice's budget is the unit parameters
+P = L*M*D (``explorer fit --budget``); the frontier's axis is the companion paper's parameter count
+P = 2 L M D (its figure).
+
+Shape advice (``best_shape``, ``shape_advice``): for a budget P = L*M*D, the (L, M, D) that
+minimizes a fitted law.
 
 Source: Chaintron, Chizat, Maass, "ResNets of All Shapes and Sizes" (arXiv:2603.18168). With the
 ``joint`` law err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D) and L M = P/D, the sampling term is
@@ -15,19 +23,51 @@ extrapolation and its row says how far (``extrapolation`` = P / largest measured
 of L, M, D lie outside the measured ranges); beyond ``MAX_EXTRAPOLATION`` times the largest P
 the advice is refused (NaN shape, reason in ``refused``); an exponent whose CI has width zero
 (below 0.1% of it) restates the law's algebra rather than measuring anything; a single-D sweep cannot advise on D.
+
+The measured frontier (``frontier``, ``frontier_exponent``): the best error a grid of errors
+reaches at each compute, and its slope.
+
+The companion paper draws, over every shape (L, M, D) it trained, the error against the
+parameter count P = 2 L M D, and a hand-set curve c P^(-e) along the lower edge of the cloud
+(2 P^(-1/6) for the hidden error, 0.7 P^(-1/5) for the output). This measures that edge:
+
+- ``frontier``: at each distinct P, the best (smallest) error; a P is on the frontier when its
+  best error is below the best error of every smaller P (more compute that does no better is
+  not on the edge).
+- ``interior``: the frontier's points whose best shape lies inside the grid (neither M nor D at
+  the smallest or largest value the grid has). Where the best shape sits on the grid's edge, the
+  frontier follows the edge (at small P, M = 1 and only D grows), not the trade-off between the
+  error terms the exponent is about: on the authors' 20 x 20 grid the theory's law gives a whole
+  frontier's exponent of 0.183 instead of 1/6, its interior 0.167 (tests/explorer/test_frontier.py).
+- ``frontier_slope``: the least-squares slope of log err against log P over the interior points,
+  so ``err ~ P^slope``; the paper's exponent ``e`` is ``-slope``.
+- ``frontier_exponent``: the exponent over problem draws. Each draw (its own data, embeddings,
+  units and reference) gives its own frontier and slope; the estimate is their mean and the 95 %
+  interval is Student's t over the draws (the draws are independent replicates of the whole
+  experiment, so their spread holds every source of noise: units, embeddings, the reference).
+  The frontier of the draws' pooled errors (the authors' protocol: sqrt(mean err^2)) is reported
+  too, with its slope.
+
+With the theory's law err^2 = a^2 D/(LM) + b^2/D the best shape at compute P has D ~ P^(1/3) and
+err ~ P^(-1/6); with err^2 = a^2 (D/(LM))^2 + b^2/D, D ~ P^(2/5) and err ~ P^(-1/5): the two
+exponents the paper's curves carry.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..errors import FitError
 from .fitting import FitResult
 
 THEORY_EXPONENT = -1 / 6  # companion paper: best error ~ P^(-1/6) for the joint law
 MAX_EXTRAPOLATION = 100.0  # budgets beyond 100x the largest measured P are refused
+MIN_FRONTIER_POINTS = 3  # a slope through fewer frontier points is not a measurement
+MIN_P_SPAN = 10.0  # nor one whose frontier spans less than a decade of compute
 
 
 def _continuous_best(law, log_p: float, n: int = 61) -> tuple[float, float, float, float]:
@@ -130,12 +170,17 @@ def shape_frontier(fit: FitResult, budgets, max_extrapolation: float = MAX_EXTRA
     return pd.DataFrame([best_shape(fit, float(p), max_extrapolation) for p in budgets])
 
 
-def frontier_exponent(frontier: pd.DataFrame) -> float:
-    """The log-log slope of the best error against P (the theory says -1/6 for ``joint``)."""
-    ok = np.isfinite(frontier["best_err"]) & (frontier["best_err"] > 0)
+def _log_slope(P, err) -> float:
+    """The least-squares slope of log err on log P (err ~ P^slope)."""
+    return float(np.polyfit(np.log(np.asarray(P, dtype=float)), np.log(np.asarray(err, dtype=float)), 1)[0])
+
+
+def _advised_exponent(advised: pd.DataFrame) -> float:
+    """The log-log slope of the advised shapes' best error against P (the theory says -1/6 for ``joint``)."""
+    ok = np.isfinite(advised["best_err"]) & (advised["best_err"] > 0)
     if ok.sum() < 2:  # refused budgets have a NaN error
         return math.nan
-    return float(np.polyfit(np.log(frontier["P"][ok]), np.log(frontier["best_err"][ok]), 1)[0])
+    return _log_slope(advised["P"][ok], advised["best_err"][ok])
 
 
 def default_budgets(fit: FitResult, count: int = 13) -> np.ndarray:
@@ -165,13 +210,13 @@ def shape_advice(fit: FitResult, budgets=None, n_samples: int = 100,
         dependence is the law's assumption, not a measurement), ``warnings`` (sentences).
     """
     budgets = default_budgets(fit) if budgets is None else np.asarray(budgets, dtype=float)
-    frontier = shape_frontier(fit, budgets, max_extrapolation)
+    advised = shape_frontier(fit, budgets, max_extrapolation)
     # The exponent is read beyond the sweep (P >= its largest model), where the law's leading
     # terms dominate; the frontier inside the sweep's range is still curving.
     tail = budgets >= _grid_max_p(fit) * (1 - 1e-9)
     if tail.sum() < 2:
         tail = np.ones_like(budgets, dtype=bool)
-    exponent = frontier_exponent(frontier[tail])
+    exponent = _advised_exponent(advised[tail])
     slopes = []
     for params in fit.samples[: max(0, n_samples)]:
         def law(L, M, D, _p=params):
@@ -182,18 +227,18 @@ def shape_advice(fit: FitResult, budgets=None, n_samples: int = 100,
             slopes.append(np.polyfit(np.log(budgets[tail][ok]), np.log(errs[ok]), 1)[0])
     lo, hi = (np.percentile(slopes, [2.5, 97.5]) if slopes else (math.nan, math.nan))
     d_values = sorted(fit.grid["D"].unique().tolist())
-    warnings = [row.refused for row in frontier.itertuples() if row.refused]
+    warnings = [row.refused for row in advised.itertuples() if row.refused]
     warnings += [f"P = {row.P:.3g} extrapolates {beyond_data(row)}"
-                 for row in frontier.itertuples() if not row.refused and row.extrapolation > 1 + 1e-9]
+                 for row in advised.itertuples() if not row.refused and row.extrapolation > 1 + 1e-9]
     warnings += [f"P = {row.P:.3g}: {beyond_data(row)}"
-                 for row in frontier.itertuples() if not row.refused and row.extrapolation <= 1 + 1e-9 and row.outside]
+                 for row in advised.itertuples() if not row.refused and row.extrapolation <= 1 + 1e-9 and row.outside]
     if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= 1e-3 * max(abs(exponent), 1e-12):
         warnings.append(f"the exponent's CI has width zero: P^{exponent:.3f} follows from the law's algebra "
                         "(its fitted terms), it is not a measurement")
     if len(d_values) < 2:
         warnings.append("the sweep has a single D: the advised D comes from the law's assumed D dependence, "
                         "not from data")
-    return {"frontier": frontier, "exponent": exponent, "ci_low": float(lo), "ci_high": float(hi),
+    return {"frontier": advised, "exponent": exponent, "ci_low": float(lo), "ci_high": float(hi),
             "exponent_range": (float(budgets[tail].min()), float(budgets[tail].max())),
             "theory": THEORY_EXPONENT, "d_values": d_values, "warnings": warnings}
 
@@ -216,3 +261,82 @@ def format_advice(advice: dict) -> str:
                      "for a default range); theory -1/6 for the joint law")
     lines.extend(f"warning: {w}" for w in advice.get("warnings", ()))
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the measured frontier
+
+
+def compute(frame: pd.DataFrame) -> pd.Series:
+    """The companion's parameter count P = 2 L M D, per row."""
+    return 2.0 * frame["L"].astype(float) * frame["M"].astype(float) * frame["D"].astype(float)
+
+
+def frontier(points: pd.DataFrame) -> pd.DataFrame:
+    """The frontier of one set of errors (columns L, M, D, err): the best point at each P, kept
+    when its error is below that of every smaller P. Sorted by P, with a column ``P``."""
+    pts = points[np.isfinite(points["err"]) & (points["err"] > 0)].assign(P=lambda f: compute(f))
+    best = pts.sort_values(["P", "err"]).groupby("P", as_index=False).first()
+    running = best["err"].cummin().shift(1, fill_value=math.inf)
+    return best[best["err"] < running].reset_index(drop=True)
+
+
+def interior(edge: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """The frontier points whose shape is inside ``points``' grid: M and D both strictly between
+    the grid's smallest and largest values."""
+    inside = pd.Series(True, index=edge.index)
+    for axis in ("M", "D"):
+        inside &= (edge[axis] > points[axis].min()) & (edge[axis] < points[axis].max())
+    return edge[inside].reset_index(drop=True)
+
+
+def frontier_slope(edge: pd.DataFrame) -> float:
+    """The least-squares slope of log err on log P over the frontier's points (err ~ P^slope);
+    NaN when there are fewer than ``MIN_FRONTIER_POINTS`` or they span less than ``MIN_P_SPAN``."""
+    if len(edge) < MIN_FRONTIER_POINTS or edge["P"].max() / edge["P"].min() < MIN_P_SPAN:
+        return math.nan
+    return _log_slope(edge["P"], edge["err"])
+
+
+@dataclass(frozen=True)
+class FrontierExponent:
+    """The frontier's exponent e (err ~ P^-e) over the problem draws."""
+
+    estimate: float  # mean over the draws of each draw's exponent
+    ci_low: float
+    ci_high: float
+    per_draw: dict  # problem draw -> its exponent (NaN: its frontier too short)
+    pooled_exponent: float  # the exponent of the draws' pooled errors' frontier (the authors' protocol)
+    pooled_edge: pd.DataFrame  # that frontier's interior points: L, M, D, P, err
+    problem: str | None = None  # why there is no interval, when there is none
+
+    def ratio_to(self, curve) -> tuple[float, float, float]:
+        """The pooled frontier over a curve c(P): geometric mean, min, max of the ratios."""
+        if self.pooled_edge.empty:
+            return math.nan, math.nan, math.nan
+        ratio = self.pooled_edge["err"].to_numpy(float) / curve(self.pooled_edge["P"].to_numpy(float))
+        return float(np.exp(np.log(ratio).mean())), float(ratio.min()), float(ratio.max())
+
+
+def frontier_exponent(grid: pd.DataFrame, level: float = 0.95) -> FrontierExponent:
+    """The exponent of the frontier of a grid of errors (grid_errors rows: problem_seed, L, M, D,
+    err; one draw when there is no problem_seed column), with a ``level`` interval over the draws."""
+    draws = grid.groupby("problem_seed") if "problem_seed" in grid else [(None, grid)]
+    per_draw = {draw: -frontier_slope(interior(frontier(g), g)) for draw, g in draws}
+    pooled_points = grid.assign(err2=grid["err"] ** 2).groupby(["L", "M", "D"], as_index=False)["err2"].mean()
+    pooled_points = pooled_points.assign(err=np.sqrt(pooled_points["err2"]))
+    pooled_edge = interior(frontier(pooled_points), pooled_points)[["L", "M", "D", "P", "err"]]
+    pooled = -frontier_slope(pooled_edge)
+    values = np.array([v for v in per_draw.values() if math.isfinite(v)])
+    if len(values) < 2:
+        problem = (f"{len(values)} problem draw(s) with a frontier interior of >= {MIN_FRONTIER_POINTS} points over "
+                   f">= {MIN_P_SPAN:g}x in P: an interval over draws needs 2")
+        return FrontierExponent(float(values.mean()) if len(values) else pooled, math.nan, math.nan, per_draw,
+                                pooled, pooled_edge, problem)
+    mean = float(values.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
+    return FrontierExponent(mean, mean - half, mean + half, per_draw, pooled, pooled_edge)
+
+
+__all__ = ["MAX_EXTRAPOLATION", "MIN_FRONTIER_POINTS", "MIN_P_SPAN", "THEORY_EXPONENT", "FrontierExponent", "best_shape",
+           "beyond_data", "compute", "default_budgets", "format_advice", "frontier", "frontier_exponent", "frontier_slope",
+           "interior", "shape_advice", "shape_frontier"]

@@ -21,7 +21,7 @@ grid) and which claims of the papers it checks. A claim is one row of the report
   1: the right rate fits better) with a 95 % interval over the problem draws (resample, refit
   both), consistent when the interval lies above 1, disagrees when below, else not measured.
 - ``frontier``: the exponent e of the best error at each compute P = 2 L M D along the grid's
-  frontier (``explorer.analysis.frontier``: err ~ P^-e, an interval over the problem draws), graded as an
+  frontier (``explorer.analysis.shapes``: err ~ P^-e, an interval over the problem draws), graded as an
   exponent against ``paper``; the note gives the pooled frontier over the authors' curve.
 
 Like with like: a fitted constant is graded against the paper's only when the sweep's grid is the
@@ -361,9 +361,9 @@ def measure(claim: Claim, con, sweep: str, spec, n_boot: int = 200, leave_out: t
 
 def measure_frontier(claim: Claim, grid: pd.DataFrame, row: dict) -> dict:
     """The exponent of the best error at each compute along the grid's frontier, over the problem
-    draws (``explorer.analysis.frontier``), graded as an exponent; the note gives each draw's exponent and
+    draws (``explorer.analysis.shapes``), graded as an exponent; the note gives each draw's exponent and
     the pooled frontier over the authors' curve."""
-    from ..analysis.frontier import frontier_exponent
+    from ..analysis.shapes import frontier_exponent
 
     result = frontier_exponent(grid)
     row.update(value=result.estimate, ci_low=result.ci_low, ci_high=result.ci_high, n_points=len(result.pooled_edge))

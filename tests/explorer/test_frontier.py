@@ -1,4 +1,4 @@
-"""explorer.analysis.frontier: the best error at each compute P = 2 L M D along a grid's frontier, and its
+"""explorer.analysis.shapes: the best error at each compute P = 2 L M D along a grid's frontier, and its
 exponent, checked on constructed grids whose frontier slope is known."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from explorer.analysis.frontier import compute, frontier, frontier_exponent, frontier_slope, interior
+from explorer.analysis.shapes import compute, frontier, frontier_exponent, frontier_slope, interior
 
 
 def naive_frontier(points: pd.DataFrame) -> set:
