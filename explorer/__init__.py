@@ -19,6 +19,7 @@ _LAZY = {
     "adaptive_sweep": "api",
     "design": "api",
     "compare": "api",
+    "fit": "api",
     "grid_errors": "analysis.data",
     "fit_sweep": "analysis.fitting",
     "phase_diagram": "analysis.phase",

@@ -22,6 +22,9 @@ from .config.planning import plan
 from .config.spec import SweepSpec, load_spec
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analysis.fitting import FitResult
     from .sweeps.adaptive_rounds import AdaptiveResult
     from .sweeps.results import SweepResult
 
@@ -232,6 +235,85 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
     if save:
         st.write_comparison(sweep_a, result.comparison_id, result.store_rows())
     return result
+
+
+@dataclass
+class SweepFit:
+    """What ``fit`` made: the fit, and as asked the laws ranked and the shape advice."""
+
+    result: "FitResult"
+    comparison: "pd.DataFrame | None" = None  # compare_laws' table (compare=True)
+    advice: dict | None = None  # shape_advice at the budgets asked
+    written_to: str | None = None  # the store the fit was written to (None: not saved)
+
+    def lines(self) -> list[str]:
+        """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
+        from .analysis.fitting import additive_warning, format_comparison, format_table
+        from .analysis.shapes import format_advice
+
+        out = format_table(self.result).split("\n")
+        if self.comparison is not None:
+            out += format_comparison(self.comparison).split("\n")
+            out += [f"warning: {line}" for line in additive_warning(self.comparison, self.result.form)]
+        if self.advice is not None:
+            out += format_advice(self.advice).split("\n")
+        if self.written_to is not None:
+            out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
+        return out
+
+
+def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results", metric: str = "err_out",
+        step: int | None = None, where: str | None = None, n_boot: int = 200, seed: int = 0,
+        floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = ()) -> SweepFit:
+    """Fit a scaling law to a sweep's errors with 95% intervals, as ``explorer fit`` does, and
+    write it to the store (kind ``fits``; docs/analysis.md).
+
+        explorer.fit("demo", store="results").result.estimate
+        explorer.fit("demo", "free_rss", where="problem_seed = 2", save=False).lines()
+
+    Args:
+        sweep: the sweep. form: a law of the registry (``explorer.analysis.laws.FORMS``, each fitted
+            with its own method) or an expression over L, M, D, P.
+        metric, step, where: the rows fitted (step None: each trial's final step); axes the sweep
+            varies besides L, M, D are held at their most common values (``FitResult.held``).
+        n_boot, seed, floor: the bootstrap's resamples and seed; the reference's error removed in
+            quadrature ("quadrature") or not ("none").
+        save: write the fit's rows to the store. compare: also rank every registry law by
+            cross-validated log error. budgets: also the shape advice at these parameter budgets.
+
+    Returns:
+        A ``SweepFit`` (``result``, the ``FitResult``; ``lines()``, what the command prints).
+
+    Raises:
+        FitError: an unknown form or metric, a law the sweep cannot fit (the decomposed law without
+            its Gram rows names the law that fits the RMS errors instead). SweepDataError: an
+            unknown sweep. QueryError: a bad ``where``. ExpressionError: an invalid expression.
+    """
+    from .analysis.fitting import compare_laws, fit_sweep
+    from .analysis.laws import method_of, resolve_form
+    from .analysis.shapes import shape_advice
+    from .errors import FitError, NoDecompositionError
+    from .store_access import open_sweep
+
+    with store_errors():
+        label, _ = resolve_form(form)  # a bad form fails before the store is opened
+        st, con = open_sweep(store, sweep)
+        try:
+            result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                               floor=floor)
+        except (NoDecompositionError, FitError) as exc:
+            method = method_of(label)
+            if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
+                raise
+            raise type(exc)(f"{exc}; --form {method.fallback} fits the RMS errors instead") from None
+        finally:
+            con.close()
+        done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
+                        shape_advice(result, budgets) if budgets else None)
+        if save:
+            st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
+            done.written_to = st.uri
+    return done
 
 
 def every_sweep_status_lines(store) -> list[str]:

@@ -16,8 +16,8 @@ from .cli_signals import OneLineSignals, begin_work, import_held
 from .config.env_settings import check_environment
 from .errors import UsageError
 from .formatting import error_line, printable_text
-from .cli_options import (form_option, metric_option, step_option, store_option, sweep_filter_option, sweep_required_option,
-                          where_option)
+from .cli_options import (RegistryHelpOption, axis_names, form_option, metric_option, step_option, store_option,
+                          sweep_filter_option, sweep_required_option, where_option)
 from .store_access import open_store, open_sweep, store_errors
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
@@ -316,43 +316,24 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
     (one draw: --where "problem_seed = 2"; rank the laws: --compare)
     """
-    begin_work("explorer.analysis.fitting.rms_fit", "explorer.analysis.laws.registry", "explorer.store_access")
-    from .analysis import fitting
-    from .analysis.laws import RSS_FALLBACK, resolve_form
-    from .errors import FitError, NoDecompositionError
+    # the fitting stack (scipy, the store) imported while a signal still ends the command cleanly
+    begin_work("explorer.api", "explorer.analysis.fitting.dispatch", "explorer.analysis.fitting.rms_fit",
+               "explorer.store_access")
+    from . import api
 
     with store_errors():
-        label, _ = resolve_form(form)
-        st, con = open_sweep(store_uri, sweep)
-        try:
-            result = fitting.fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot,
-                                       seed=seed, floor=floor)
-        except (NoDecompositionError, FitError) as exc:
-            if label != "decomposed" or not isinstance(exc, NoDecompositionError) and "decomposed" not in str(exc):
-                raise
-            raise type(exc)(f"{exc}; --form {RSS_FALLBACK} fits the RMS errors instead") from None
-        click.echo(fitting.format_table(result))
-        if compare:
-            from .analysis.fitting import additive_warning, compare_laws, format_comparison
-
-            table = compare_laws(result.grid, floor=floor, seed=seed)
-            click.echo(format_comparison(table))
-            for line in additive_warning(table, label):
-                click.echo(f"warning: {line}")
-        if budgets:
-            from .analysis.shapes import format_advice, shape_advice
-
-            click.echo(format_advice(shape_advice(result, budgets)))
-        if save:
-            fitting.save_fit(st, result)
-            click.echo(f"wrote fit {result.fit_id} ({len(result.parameters)} rows, kind fits) to {st.uri}")
+        fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                         floor=floor, save=save, compare=compare, budgets=budgets)
+    click.echo("\n".join(fitted.lines()))
 
 
 @main.command("phase")
 @sweep_required_option
 @store_option
-@click.option("--x", "x", default="alpha", show_default=True, help="Axis across (a swept column: alpha, lr, L, M, D, ...).")
-@click.option("--y", "y", default="D", show_default=True, help="Axis down.")
+@click.option("--x", "x", default="alpha", show_default=True, cls=RegistryHelpOption, registry_help=axis_names,
+              help="Axis across.")
+@click.option("--y", "y", default="D", show_default=True, cls=RegistryHelpOption, registry_help=axis_names,
+              help="Axis down.")
 @step_option
 @where_option
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",

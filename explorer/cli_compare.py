@@ -4,21 +4,22 @@ from __future__ import annotations
 import click
 
 from .bounds import MAX_RESAMPLES
-from .cli_options import metric_option, step_option, store_option, where_option
+from .cli_options import (RegistryHelpOption, column_names, compared_forms, metric_option, step_option, store_option,
+                          where_option)
 from .store_access import store_errors
 
 
 @click.command("compare")
 @click.option("--sweep", "sweeps", multiple=True, required=True, metavar="NAME",
               help="Sweep A, then sweep B (B - A is reported); once with --by.")
-@click.option("--by", default=None, metavar="COLUMN",
+@click.option("--by", default=None, metavar="COLUMN", cls=RegistryHelpOption, registry_help=column_names,
               help="Compare the two values of this column within one sweep, e.g. preset or activation.")
-@click.option("--at", "at", multiple=True, metavar="AXIS=VALUE",
+@click.option("--at", "at", multiple=True, metavar="AXIS=VALUE", cls=RegistryHelpOption, registry_help=column_names,
               help="Compare the slice at this value of an axis the sweeps also vary, e.g. --at lr=0.5 "
                    "(repeatable); without it such a comparison is refused.")
 @store_option
-@click.option("--form", default="decomposed", show_default=True, metavar="F",
-              help="The law both sweeps are fitted with (decomposed: the only one compare fits today).")
+@click.option("--form", default="decomposed", show_default=True, metavar="F", cls=RegistryHelpOption,
+              registry_help=compared_forms, help="The law both sweeps are fitted with.")
 @metric_option
 @step_option
 @where_option

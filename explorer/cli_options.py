@@ -35,37 +35,60 @@ class RegistryHelpOption(click.Option):
 
     def __init__(self, *args, registry_help, **kwargs):
         super().__init__(*args, **kwargs)
-        self._registry_help = registry_help
+        self.registry_help = registry_help
         self._base_help = self.help
 
     def get_help_record(self, ctx):
-        self.help = f"{self._base_help} {self._registry_help()}"
+        self.help = f"{self._base_help} {self.registry_help()}"
         return super().get_help_record(ctx)
 
 
-def _metric_names() -> str:
-    from .analysis.laws import DECOMPOSED_METRICS
+def metric_names() -> str:
+    """The metrics a law may be fitted to, for ``--metric`` (and those a method of its own narrows to)."""
     from .analysis.data import FIT_METRICS
+    from .analysis.laws import METHODS
 
-    return (f"One of: {', '.join(FIT_METRICS)} (the decomposed law: {', '.join(DECOMPOSED_METRICS)}; "
-            "docs/store.md defines each).")
+    fewer = "".join(f"the {m.name} law: {', '.join(m.metrics)}; " for m in METHODS.values() if m.metrics != FIT_METRICS)
+    return f"One of: {', '.join(FIT_METRICS)} ({fewer}docs/store.md defines each)."
 
 
-def _form_names() -> str:
+def form_names() -> str:
+    """The registry's laws, each with its expression or source, for ``--form``."""
     from .analysis.laws import FORMS
 
-    named = ", ".join(f"{f.name} ({f.expression if f.method == 'law' else f.source})" for f in FORMS.values())
+    named = ", ".join(f"{f.name} ({f.summary})" for f in FORMS.values())
     return f"One of the registry's laws: {named}; or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\"."
 
 
+def axis_names() -> str:
+    """The axes a phase diagram may be drawn over, for ``--x`` and ``--y``."""
+    from .analysis.phase import AXES
+
+    return f"One of the swept columns: {', '.join(AXES)}."
+
+
+def column_names() -> str:
+    """The configuration columns two sides may differ in or be held at (``compare --by``, ``--at``)."""
+    from .analysis.data import GRID_COLUMNS
+
+    return f"A configuration column: {', '.join(GRID_COLUMNS)}."
+
+
+def compared_forms() -> str:
+    """The laws ``explorer compare`` fits."""
+    from .analysis.compare import COMPARED_FORMS
+
+    return f"One of: {', '.join(COMPARED_FORMS)} (the laws compare fits)."
+
+
 metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME", cls=RegistryHelpOption,
-                             registry_help=_metric_names, help="Error metric.")
+                             registry_help=metric_names, help="Error metric.")
 
 
 def form_option(help_text: str):
     """``--form``: a law of the registry or an expression, with ``help_text`` before the names."""
     return click.option("--form", default="decomposed", show_default=True, metavar="F", cls=RegistryHelpOption,
-                        registry_help=_form_names, help=help_text)
+                        registry_help=form_names, help=help_text)
 step_option = click.option("--step", type=int, default=None, metavar="K",
                            help="GD step to read (default: each trial's final step).")
 where_option = click.option("--where", default=None, metavar="SQL",

@@ -119,7 +119,7 @@ def test_the_checks_catch_a_moved_module_and_accept_real_ones():
     assert dotted_problem("explorer.analysis.fitting") is None
     assert dotted_problem("explorer.sweep") is None  # the package's API function
     assert dotted_problem("explorer.analysis.data.seed_grams") is None
-    assert dotted_problem("explorer.fit") is not None  # the module moved to explorer.analysis
+    assert dotted_problem("explorer.analysis.fit") is not None  # the module moved to explorer.analysis.fitting
     assert dotted_problem("explorer.analysis.data.no_such_function") is not None
     assert DOTTED.findall("`explorer.config.spec.load_spec`, explorer.toml") == [
         "explorer.config.spec.load_spec", "explorer.toml"]

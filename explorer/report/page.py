@@ -37,7 +37,7 @@ from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
-from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit, flag_summary, interval_description
+from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
 from ..formatting import fmt
 
@@ -46,9 +46,8 @@ from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import PhaseDiagram, phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.decomposed import fit_decomposed
 from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
-                             query_frame, require_sweep_rows, seed_grams, status_counts, step_errors, sweep_is,
+                             query_frame, require_sweep_rows, status_counts, step_errors, sweep_is,
                              table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
@@ -257,7 +256,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         fit_where = held_where(report.fixed, where)
         grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
 
-        _fit_forms(report, con, sweep, grid, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
+        _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
         if report.fits:
             try:
                 report.comparison = pd.DataFrame(compare_laws(grid))
@@ -293,7 +292,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         return report
 
 
-def _fit_forms(report: Report, con, sweep: str, grid: pd.DataFrame, form: str, *, metric: str, step: int | None,
+def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
                where: str | None, n_boot: int, seed: int) -> None:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
     not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
@@ -303,12 +302,9 @@ def _fit_forms(report: Report, con, sweep: str, grid: pd.DataFrame, form: str, *
         if missing:
             report.skipped[name] = missing
             continue
-        try:
-            if name == "decomposed":
-                frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
-                report.fits[name] = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where)
-            else:
-                report.fits[name] = fit(grid, name, n_boot=n_boot, seed=seed, where=where)
+        try:  # each law with its own method (the decomposed law from the seeds' Gram rows)
+            report.fits[name] = fit_sweep(con, sweep, name, metric=metric, step=step, where=where, n_boot=n_boot,
+                                          seed=seed, hold=False)
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
 

@@ -386,7 +386,7 @@ def _span(edge: pd.DataFrame) -> str:
 
 def procedure(claim: Claim, pooling: str) -> dict:
     """How a claim is measured, for the table: form, region, pooling, loss (one phrase each)."""
-    from ..analysis.laws import FORMS
+    from ..analysis.laws import FORMS, method_of
 
     region = claim.where or "every point"
     region = f"{claim.region}: {region}" if claim.region else region
@@ -398,10 +398,9 @@ def procedure(claim: Claim, pooling: str) -> dict:
             pool = describe_pooling(pooling)
             loss = ("unweighted least squares on err, bounds >= 0 (the authors' loss: their scipy curve_fit)"
                     if claim.residuals == "err" else "soft-L1 on log residuals")
-        elif FORMS.get(claim.form) is not None and FORMS[claim.form].method == "decomposed":
-            pool, loss = "none: each seed's Gram rows (decomposed fit)", "the decomposed fit's (bias and fluctuation)"
         else:
-            pool, loss = "none: every draw's RMS over seeds, each a point", "soft-L1 on log residuals"
+            method = method_of(claim.form)
+            pool, loss = method.pooling, method.loss
     elif claim.kind == "frontier":
         form, pool = "err ~ P^-e along the frontier, P = 2 L M D", "per draw: RMS over seeds"
         loss = "least squares on log err along each draw's frontier; t interval over draws"
@@ -413,21 +412,18 @@ def procedure(claim: Claim, pooling: str) -> dict:
 
 
 def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int, pooling: str = "authors"):
-    """The claim's fit: the decomposed law from the seeds' Gram rows in the store (``fit_sweep``),
-    any other law on the claim's grid of errors."""
-    from ..analysis import fitting
-    from ..analysis.laws import FORMS
-
-    form = FORMS.get(claim.form)
+    """The claim's fit: the law fitted to the mean of every run (``grid``, the claim's grid of
+    errors) when the claim asks for it, else with the law's own method on the claim's rows of the
+    store (``fit_sweep``: the seeds' Gram rows for the decomposed law, the grid of errors for the others)."""
     if claim.mean_of_runs:
         from ..analysis.fitting import fit_pooled
 
         return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals,
                           pool=POOL[pooling])
-    if form is not None and form.method == "decomposed":
-        return fitting.fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
-                                 n_boot=n_boot, hold=False)
-    return fitting.fit(grid, claim.form, n_boot=n_boot, where=claim.where)
+    from ..analysis.fitting import fit_sweep
+
+    return fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where, n_boot=n_boot,
+                     hold=False)
 
 
 def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, sweep: str, fits: dict,

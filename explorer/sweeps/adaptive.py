@@ -11,7 +11,7 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
    while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
-   on the trials of the rounds up to it (``explorer.analysis.fit``; the metric rows of the trials
+   on the trials of the rounds up to it (``explorer.analysis.fitting.fit_sweep``, with the law's own method; the metric rows of the trials
    already read are kept, ``explorer.analysis.row_cache``, so a refit reads only the trials
    finished since the last one and gives what a refit from scratch gives), the next batch is chosen
    (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
@@ -19,9 +19,9 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    (absolute for exponents, relative for positive constants: half the width of the CI of log c,
    the units the selection ranks in; ``target_halfwidth``) in two consecutive rounds with each
    estimate inside the previous round's interval (``unconfirmed``: one lucky round does not stop
-   the loop), the budget spent, or no candidate left that is expected to help. With the
-   ``decomposed`` law the fit reads the seeds' Gram rows; its per-draw fits and pre-asymptotic
-   guard, which decide nothing, run only for the warnings of a stop on reached targets. A round
+   the loop), the budget spent, or no candidate left that is expected to help. The fit's per-draw
+   fits and pre-asymptotic checks, which decide nothing, run only for the warnings of a stop on
+   reached targets. A round
    is never recorded done before its trials are all in the store.
 3. Rerunning the same command resumes: the planned rounds are completed first (their finished
    trials are not rerun), a done round without a stop reason is followed by the next, a stopped
@@ -42,7 +42,6 @@ import pandas as pd
 
 from store import SCHEMA_VERSION, Store
 
-from ..analysis.laws import FORMS
 from ..analysis.row_cache import SweepRows
 from ..analysis.fitting import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
@@ -77,7 +76,7 @@ class AdaptiveLoop:
         # step, and the keys to read again before the next use (``forget``)
         self._columns: dict[str, dict] = {}
         self._stale: dict[str, set[str]] = {}
-        self.fitted_keys: Collection[str] | None = None  # the trials of the last decomposed fit
+        self.fitted_keys: Collection[str] | None = None  # the trials of the last fit
         # the sweep's metrics rows, read once per trial (None: every refit reads the store afresh)
         self.rows: SweepRows | None = SweepRows(store, spec.name)
         varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
@@ -204,12 +203,11 @@ class AdaptiveLoop:
         """The law fitted to the sweep's trials so far (only those of ``keys`` when given: the
         rounds up to one), a FitResult, or the FitError's text.
 
-        ``warnings``: with the decomposed law, also the per-draw fits and the pre-asymptotic
-        guard, whose warnings only the stop reason quotes (``stop_warnings``); the estimates, CIs
-        and samples that decide are the same without them, at half the cost of a refit.
+        ``warnings``: also the per-draw fits and the pre-asymptotic checks, whose warnings only
+        the stop reason quotes (``stop_warnings``); the estimates, CIs and samples that decide are
+        the same without them, at half the cost of a refit.
         """
-        from ..analysis.fitting import fit
-        from ..analysis.data import grid_errors
+        from ..analysis.fitting import fit_sweep
 
         def only(frame: pd.DataFrame) -> pd.DataFrame:
             """The rows of the trials of ``keys`` (a trial is a grid point at one problem draw)."""
@@ -227,16 +225,9 @@ class AdaptiveLoop:
 
         con = self.connect()
         try:
-            if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
-                from ..analysis.decomposed import fit_decomposed
-                from ..analysis.data import seed_grams
-
-                self.fitted_keys = keys
-                return fit_decomposed(only(seed_grams(con, self.spec.name)), n_boot=self.ad.resamples,
-                                      seed=FIT_SEED, per_draw=warnings, range_check=warnings)
-            grid = only(grid_errors(con, self.spec.name))
-            return fit(grid, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, per_draw=False,
-                       range_check=False)
+            self.fitted_keys = keys
+            return fit_sweep(con, self.spec.name, self.ad.form, n_boot=self.ad.resamples, seed=FIT_SEED, hold=False,
+                             per_draw=warnings, range_check=warnings, select=only)
         except (FitError, SweepDataError) as exc:
             return str(exc)
         except (np.linalg.LinAlgError, ValueError) as exc:  # a degenerate early design: more points first
@@ -244,13 +235,12 @@ class AdaptiveLoop:
         finally:
             con.close()
 
-    @staticmethod
-    def load_fit() -> None:
+    def load_fit(self) -> None:
         """Import the fit's modules (scipy among them: about a second) while the first trials
         run, instead of in the first refit, when the workers have nothing else queued."""
-        from ..analysis.decomposed import fit_decomposed  # noqa: F401
-        from ..analysis.fitting import fit  # noqa: F401
-        from ..analysis.data import grid_errors, seed_grams  # noqa: F401
+        from ..analysis.fitting import data_and_fitter
+
+        data_and_fitter(self.ad.form)
 
     def connect(self):
         """A connection whose ``metrics`` are the sweep's rows: the kept rows of its finished
@@ -262,12 +252,10 @@ class AdaptiveLoop:
         return self.rows.connection({k: (v, walls.get(k)) for k, v in self.statuses().items()})
 
     def stop_warnings(self, result) -> list[str]:
-        """The warnings of ``result``'s fit with the per-draw fits and the pre-asymptotic guard on
-        (refitted on the same trials when the loop fitted without them)."""
-        if self.ad.form in FORMS and FORMS[self.ad.form].method == "decomposed":
-            full = self.fit(self.fitted_keys, warnings=True)
-            return list(full.warnings) if not isinstance(full, str) else list(result.warnings)
-        return list(result.warnings)
+        """The warnings of ``result``'s fit with the per-draw fits and the pre-asymptotic checks on
+        (refitted on the same trials: the loop fits without them)."""
+        full = self.fit(self.fitted_keys, warnings=True)
+        return list(full.warnings) if not isinstance(full, str) else list(result.warnings)
 
     # -- writing the log
     def write(self, number: int, state: str, rows: list[dict], keys: list[str], stop: str | None = None) -> None:

@@ -58,7 +58,7 @@ def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns
 
 
 def test_fit_help_lists_every_registry_form_and_every_fit_metric():
-    from explorer.analysis.laws import DECOMPOSED_METRICS, FORMS
+    from explorer.analysis.laws import FORMS, METHODS
     from explorer.analysis.data import FIT_METRICS
 
     result = CliRunner().invoke(main, ["fit", "--help"])
@@ -67,4 +67,42 @@ def test_fit_help_lists_every_registry_form_and_every_fit_metric():
     form_help = text[text.index("--form F"):text.index("--where SQL")]
     metric_help = text[text.index("--metric NAME"):text.index("--step K")]
     assert all(f"{name} (" in form_help for name in FORMS), form_help
-    assert all(name in metric_help for name in FIT_METRICS + DECOMPOSED_METRICS), metric_help
+    method_metrics = tuple(name for method in METHODS.values() for name in method.metrics)
+    assert all(name in metric_help for name in FIT_METRICS + method_metrics), metric_help
+
+
+def registry_of_help() -> dict:
+    """Each help text a CLI option reads from a registry -> the names it must list."""
+    from explorer import cli_options
+    from explorer.analysis.compare import COMPARED_FORMS
+    from explorer.analysis.data import FIT_METRICS, GRID_COLUMNS
+    from explorer.analysis.laws import FORMS
+    from explorer.analysis.phase import AXES
+
+    return {cli_options.metric_names: FIT_METRICS, cli_options.form_names: tuple(f"{name} (" for name in FORMS),
+            cli_options.axis_names: AXES, cli_options.column_names: GRID_COLUMNS,
+            cli_options.compared_forms: COMPARED_FORMS}
+
+
+def registry_options():
+    """(command, option) for every option whose help ends with a registry's names."""
+    from explorer.cli_options import RegistryHelpOption
+
+    return [(name, param) for name, command in sorted(main.commands.items()) for param in command.params
+            if isinstance(param, RegistryHelpOption)]
+
+
+def test_every_registry_name_appears_in_the_help_of_each_option_that_lists_it():
+    found = registry_options()
+    assert {"fit", "report", "compare", "phase"} <= {name for name, _ in found}
+    table = registry_of_help()
+    for name, param in found:
+        assert param.registry_help in table, f"{name} {param.opts[0]}: a registry help this test does not know"
+        shown = CliRunner().invoke(main, [name, "--help"], terminal_width=200)
+        assert shown.exit_code == 0, shown.output
+        text = " ".join(shown.output.split())
+        with main.make_context("explorer", [name, "--help"], resilient_parsing=True) as ctx:
+            record = " ".join(param.get_help_record(ctx)[1].split())
+        assert record in text, (name, param.opts[0])
+        missing = [n for n in table[param.registry_help] if n not in record]
+        assert not missing, f"explorer {name} --help, {param.opts[0]}: {missing} not listed"

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from explorer.errors import ExpressionError, FitError, MixedReferencesError, QueryError, SweepDataError
-from explorer.analysis.fitting import FITS_COLUMNS, fit, fit_sweep, format_table, law_forms
-from explorer.analysis.laws import FORMS
+from explorer.analysis.fitting import FITS_COLUMNS, fit, fit_sweep, format_table
+from explorer.analysis.laws import FORMS, law_forms
 from explorer.analysis.fitting.solver import Problem, solve_batch
 from explorer.analysis.data import GRID_COLUMNS, grid_errors, held_axes, status_counts, step_errors
 from store import Store

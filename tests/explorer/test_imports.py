@@ -8,7 +8,8 @@ that a new import or a grown function is checked too:
 - ``trials`` and ``store`` import nothing of ours (and not each other);
 - Ray is imported only under ``explorer/sweeps/``, click only by ``explorer/cli*.py``;
 - ``explorer.analysis`` imports neither ``sweeps`` nor ``report`` (report may import analysis);
-- no import cycle among the explorer's modules, nor among its subpackages;
+- no import cycle among the explorer's modules, nor among its subpackages, nor among the wings
+  and modules of one subpackage (``explorer.analysis.fitting`` and ``explorer.analysis.shapes``);
 - a wing (a package two levels under ``explorer/``, such as ``explorer/analysis/fitting/``) has a
   lazy face, its ``__init__``: code outside the wing imports the names the face exports, never a
   module inside it (tests may unit-test a wing's modules); ``explorer/analysis/`` holds at most
@@ -206,7 +207,7 @@ def test_the_checks_see_absolute_relative_and_lazy_imports():
     found = {(m, n) for path in CODE for m, n, _ in imports(path)}
     assert ("store", "Store") in found and ("trials", "TrialConfig") in found  # absolute
     assert ("explorer.errors", "UsageError") in found  # relative, from cli.py
-    assert ("explorer.analysis.fitting", None) in found  # "from .analysis import fitting", lazily in cli.py
+    assert ("explorer.config.estimate", None) in found  # "from ..config import estimate", lazily in reproduce/run.py
     assert ("ray", None) in found
 
 
@@ -246,6 +247,25 @@ def test_no_import_cycle_among_the_explorer_subpackages():
     rooms: dict[str, set[str]] = {}
     for module, targets in explorer_graph().items():
         rooms.setdefault(part_of(module), set()).update(part_of(t) for t in targets if part_of(t) != part_of(module))
+    cycle = find_cycle(rooms)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def room_within(module: str, package: str) -> str:
+    """The room of ``package`` a module belongs to: its wing (explorer.analysis.fitting) or itself
+    (explorer.analysis.shapes)."""
+    return ".".join(module.split(".")[:len(package.split(".")) + 1])
+
+
+@pytest.mark.parametrize("package", sorted(module_name(p.parent) for p in EXPLORER.glob("*/__init__.py")))
+def test_no_import_cycle_among_the_wings_and_modules_of_a_subpackage(package):
+    rooms: dict[str, set[str]] = {}
+    for module, targets in explorer_graph().items():
+        if not module.startswith(package + "."):
+            continue
+        room = room_within(module, package)
+        rooms.setdefault(room, set()).update(room_within(t, package) for t in targets
+                                             if t.startswith(package + ".") and room_within(t, package) != room)
     cycle = find_cycle(rooms)
     assert cycle is None, " -> ".join(cycle)
 
@@ -362,3 +382,8 @@ def test_importing_a_face_imports_none_of_its_modules():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", done.stdout
 
+
+def test_analysis_has_few_direct_children():
+    children = [p.name for p in (EXPLORER / "analysis").iterdir()
+                if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").is_file())]
+    assert len(children) <= MAX_ANALYSIS_CHILDREN, sorted(children)

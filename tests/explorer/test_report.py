@@ -389,11 +389,14 @@ def test_needed_axes_of_the_laws():
 
 def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_path, monkeypatch):
     import explorer.report.page as report_module
+    from explorer.analysis.laws import LAW_METHOD, method_of
 
-    real_fit = report_module.fit
+    real_fit = report_module.fit_sweep
 
-    def richer_fit(grid, form, **kwargs):
-        result = real_fit(grid, form, **kwargs)
+    def richer_fit(con, sweep, form, **kwargs):
+        result = real_fit(con, sweep, form, **kwargs)
+        if method_of(form).name != LAW_METHOD:  # the laws fitted to RMS errors offer the fields
+            return result
         result.warnings = ["c2 hit its bound <b>"]
         result.per_draw = pd.DataFrame({"problem_seed": [1, 2] * len(result.parameters),
                                         "parameter": [p for p in result.parameters for _ in (1, 2)],
@@ -407,7 +410,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
 
     comparison = pd.DataFrame({"law": ["theory", "free"], "n_params": [2, 4], "cv_loo": [0.1, 0.2],
                                "cv_extrap": [0.3, 0.4], "rank": [1, 2]})
-    monkeypatch.setattr(report_module, "fit", richer_fit)
+    monkeypatch.setattr(report_module, "fit_sweep", richer_fit)
     monkeypatch.setattr(report_module, "compare_laws", lambda grid: comparison)
     report = _adapted(tmp_path, Ls=(2, 4, 8), Ms=(1, 4))
     html = report.path.read_text()

@@ -17,6 +17,25 @@ from explorer.reproduce.run import EXPERIMENTS
 from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, GRADES, NOT_COMPARABLE, NOT_MEASURED
 
 
+@pytest.fixture(autouse=True)
+def fits_read_the_stand_in_grid(monkeypatch):
+    """A test that stands in for a claim's points (``claim_grid``) stands in for what the claim's fit
+    reads too: the fit reads the claim's rows again through its method's reader (``fit_sweep``;
+    ``grid_errors`` for the laws fitted to RMS errors)."""
+    import types
+
+    import explorer.analysis.data as data
+
+    real_read, real_claim_grid = data.grid_errors, cl.claim_grid
+
+    def read(con, sweep, metric="err_out", step=None, where=None):
+        if cl.claim_grid is real_claim_grid:
+            return real_read(con, sweep, metric=metric, step=step, where=where)
+        return cl.claim_grid(con, sweep, types.SimpleNamespace(metric=metric, step=step, where=where))
+
+    monkeypatch.setattr(data, "grid_errors", read)
+
+
 @pytest.mark.slow  # plans every experiment at full scale (companion-linear: 40,950 trials)
 def test_list_names_every_experiment_with_its_grid_sizes():
     result = CliRunner().invoke(main, ["reproduce", "--list"])

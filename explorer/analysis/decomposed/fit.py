@@ -19,7 +19,7 @@ import pandas as pd
 
 from .estimator import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
 from ...errors import FitError
-from ..laws import FORMS, parse_expression
+from ..laws import parse_expression, resolve_form
 from ..fitting import FitResult, data_hash, fit_warnings
 from ...formatting import fmt
 from ..data import DRAW_COLUMN, FLOOR_FACTOR
@@ -43,13 +43,23 @@ def _subset(draws: list[Draw], keep) -> list[Draw]:
     return out
 
 
-def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, where: str | None = None,
-                   floor: str = "quadrature", per_draw: bool = True, range_check: bool = True) -> FitResult:
-    """Fit the decomposed law to a ``seed_grams`` frame (one slice, one step).
+def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int = 200, seed: int = 0,
+                   where: str | None = None, floor: str = "quadrature", per_draw: bool = True,
+                   range_check: bool = True) -> FitResult:
+    """Fit the decomposed law to a ``seed_grams`` frame (one slice, one step): the registry's
+    ``decomposed`` method's fitter (an ``explorer.analysis.fitting.Fitter``).
 
+    Args:
+        form: the law, a registry name or an expression whose parameters are c1, a (the bias
+            term) and c2, b (the fluctuation term).
     Raises:
-        FitError: no rows; a single seed per point (no decomposition); too few points for either term.
+        FitError: a law of other parameters; no rows; a single seed per point (no
+            decomposition); too few points for either term.
     """
+    label, expr = resolve_form(form)
+    if sorted(expr.parameters) != sorted(NAMES):
+        raise FitError(f"the decomposed fit measures c1, a (the bias) and c2, b (the fluctuation); law {label!r} "
+                       f"has {', '.join(expr.parameters)}")
     if frame is None or len(frame) == 0:
         raise FitError("no grid points to fit")
     if floor not in ("quadrature", "none"):
@@ -65,7 +75,6 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
     unidentified = _unmeasured(fit, draws)
     for name in unidentified:
         est[name] = low[name] = high[name] = math.nan
-    expr = parse_expression(FORMS["decomposed"].expression)
     fitted_law = _measured_law(unidentified)
     grid = _grid(frame, draws, fit, est, floor)
     law = fitted_law or expr
@@ -85,7 +94,7 @@ def fit_decomposed(frame: pd.DataFrame, *, n_boot: int = 200, seed: int = 0, whe
 
     step = one("step")
     result = FitResult(
-        form="decomposed", expression=expr, estimate=est, ci_low=low, ci_high=high, r2_log=r2,
+        form=label, expression=expr, estimate=est, ci_low=low, ci_high=high, r2_log=r2,
         n_points=int(ok.sum()), n_excluded=int(fit.design.n_floor), extrapolation_error=math.nan, converged=True,
         n_boot=len(samples), bootstrap=fit.method, grid=grid, samples=samples, sweep=one("sweep"),
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),

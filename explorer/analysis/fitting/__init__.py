@@ -1,7 +1,8 @@
 """Fitting a law: a sweep's errors to a law of the registry, with intervals and guard rails.
 
 ``dispatch.fit_sweep`` reads one slice of a sweep and fits a law with the method the registry
-names for it; ``rms_fit.fit`` fits a law to each point's RMS error over seeds (the least squares
+names for it (the one place a law becomes its data and fitter; ``Fitter`` declares what a fitter
+does); ``rms_fit.fit`` fits a law to each point's RMS error over seeds (the least squares
 in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` is a fitted law
 with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
 (cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
@@ -15,8 +16,10 @@ import importlib
 
 # name -> the module of this wing that defines it.
 _LAZY = {
+    "Fitter": "dispatch",
+    "SweepReader": "dispatch",
+    "data_and_fitter": "dispatch",
     "fit_sweep": "dispatch",
-    "save_fit": "dispatch",
     "fit": "rms_fit",
     "FITS_COLUMNS": "result",
     "R2_WARNING": "result",
@@ -32,7 +35,6 @@ _LAZY = {
     "compare_laws": "diagnostics",
     "fittable_forms": "diagnostics",
     "format_comparison": "diagnostics",
-    "law_forms": "diagnostics",
     "local_slopes": "diagnostics",
     "MIN_DRAWS": "mean_of_runs",
     "fit_pooled": "mean_of_runs",

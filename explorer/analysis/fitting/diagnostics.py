@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import FitError
-from ..laws import FORMS, Expression, resolve_form, unidentified_terms
+from ..laws import FORMS, Expression, law_forms, resolve_form, unidentified_terms
 from .solver import LOSS_SCALE
 from .result import FitResult
 from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)
@@ -29,11 +29,6 @@ CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by
 
 ADDITIVE_FORMS = ("theory", "free")  # their terms add; the RMS over seeds adds them in quadrature
 RSS_FORMS = ("theory_rss", "free_rss")
-
-
-def law_forms() -> list[str]:
-    """The registry laws fitted to RMS errors (not ``decomposed``, which reads the seeds' Gram rows)."""
-    return [name for name, form in FORMS.items() if form.method == "law"]
 
 
 def additive_warning(table: pd.DataFrame, form: str) -> list[str]:
@@ -219,4 +214,4 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["axis", "L", "M", "D", "x_low", "x_high", "x", "slope", "theory"])
 
 
-__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "law_forms", "fittable_forms", "format_comparison", "local_slopes", "range_check"]
+__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check"]

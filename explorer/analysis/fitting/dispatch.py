@@ -1,52 +1,109 @@
-"""``fit_sweep``: a law fitted to one slice of a sweep read from the store."""
+"""The one place a law becomes its data and its fitter: ``fit_sweep`` reads one slice of a sweep
+with the reader the law's method names (``explorer.analysis.laws.METHODS``) and fits it with the
+method's fitter.
+
+``explorer fit`` (through ``explorer.api.fit``), the report, the adaptive loop and the
+reproductions all fit through here, so a law with a way of fitting of its own is a ``Method``
+entry of the registry and the module that fits it; nothing here changes. What a reader and a
+fitter must do is declared below (``SweepReader``, ``Fitter``).
+"""
 from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Protocol
+
+import pandas as pd
 
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
-from ..data import grid_errors, held_axes, held_where
-from ..laws import DEFAULT_FORM, FORMS, resolve_form
+from ..data import held_axes, held_where
+from ..laws import DEFAULT_FORM, method_of, resolve_form
 from .result import FitResult
-from .rms_fit import fit
 from .solver import check_single_slice
+
+
+class SweepReader(Protocol):
+    """Reads the frame a method fits: one slice of a sweep at one step (``grid_errors``, ``seed_grams``).
+
+    Raises:
+        SweepDataError, QueryError, FitError: no such sweep or rows, a bad ``where``, an unknown metric.
+    """
+
+    def __call__(self, con, sweep: str, metric: str = ..., step: int | None = ...,
+                 where: str | None = ...) -> pd.DataFrame: ...
+
+
+class Fitter(Protocol):
+    """Fits a law to the frame its method's reader gives, with 95% intervals and guard rails
+    (``fit``, ``explorer.analysis.decomposed.fit_decomposed``).
+
+    Args:
+        frame: one slice, as the reader returns it. form: the registry name or expression.
+        n_boot: resamples of the intervals (0: none). seed: seeds them (the result is deterministic).
+        where: recorded in the result. floor: "quadrature" or "none" (the reference's error).
+        per_draw: also fit each problem draw alone. range_check: the pre-asymptotic checks.
+    Raises:
+        FitError: a law or a frame it cannot fit.
+    """
+
+    def __call__(self, frame: pd.DataFrame, form: str, *, n_boot: int = ..., seed: int = ...,
+                 where: str | None = ..., floor: str = ..., per_draw: bool = ...,
+                 range_check: bool = ...) -> FitResult: ...
+
+
+def data_and_fitter(form: str) -> tuple[SweepReader, Fitter]:
+    """The reader and the fitter of the method that fits ``form`` (``explorer.analysis.laws.method_of``),
+    imported on this first use (the fitting stack: scipy)."""
+    method = method_of(form)
+    return _imported(method.data), _imported(method.fitter)
+
+
+def _imported(target: str):
+    """The object a ``"module:name"`` of the registry names."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
-              floor: str = "quadrature") -> FitResult:
-    """``grid_errors`` then ``fit``: the whole analysis of one sweep slice (see both).
+              floor: str = "quadrature", per_draw: bool = True, range_check: bool = True,
+              select: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> FitResult:
+    """A law fitted to one slice of a sweep: its method's reader, then its fitter (``data_and_fitter``).
 
     Args:
+        con: a DuckDB connection with the store's views (``metrics``, ``trials``).
+        form: a name of ``explorer.analysis.laws.FORMS`` or an expression over L, M, D, P.
+        metric, step, where: the rows read (see ``explorer.analysis.data.grid_errors``).
         hold: when the sweep varies axes besides L, M, D (alpha, lr, ...), fit the slice at
             ``held_axes`` (their most common values) instead of failing; the slice is recorded
             in the result's ``where`` and ``held``. Problem draws are pooled, not held: select
             one with ``where="problem_seed = 2"``.
+        n_boot, seed, floor, per_draw, range_check: as the ``Fitter``'s.
+        select: a function of the frame read, before the fit (the adaptive loop keeps the trials
+            of its rounds so far).
+    Returns:
+        The method's ``FitResult``.
+    Raises:
+        FitError: an unknown form, n_boot out of range, several slices, a law the grid cannot fit.
+        ExpressionError: an invalid expression. SweepDataError, QueryError, NoDecompositionError:
+        as the method's reader.
     """
     label, _ = resolve_form(form)  # a bad form fails before any query
     if not 0 <= n_boot <= MAX_RESAMPLES:
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
+    read, fitter = data_and_fitter(label)
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
-    where = held_where(held, where)
-    if label in FORMS and FORMS[label].method == "decomposed":
-        from ..data import seed_grams
-        from ..decomposed import fit_decomposed
-
-        frame = seed_grams(con, sweep, metric=metric, step=step, where=where)
-        check_single_slice(frame)
-        result = fit_decomposed(frame, n_boot=n_boot, seed=seed, where=where, floor=floor)
-        result.held = held
-        return result
-    grid = grid_errors(con, sweep, metric=metric, step=step, where=where)
-    result = fit(grid, form, n_boot=n_boot, seed=seed, where=where, floor=floor)
+    if hold:
+        where = held_where(held, where)
+    frame = read(con, sweep, metric=metric, step=step, where=where)
+    if select is not None:
+        frame = select(frame)
+    check_single_slice(frame)
+    result = fitter(frame, form, n_boot=n_boot, seed=seed, where=where, floor=floor, per_draw=per_draw,
+                    range_check=range_check)
     result.held = held
     return result
 
 
-def save_fit(store, result: FitResult) -> str:
-    """Write a fit's rows into a store (``store.write_fit``); returns the fit_id."""
-    if result.sweep is None:
-        raise FitError("this fit has no sweep name; fit a grid from grid_errors to save it")
-    store.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
-    return result.fit_id
-
-
-__all__ = ["fit_sweep", "save_fit"]
+__all__ = ["Fitter", "SweepReader", "data_and_fitter", "fit_sweep"]

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
-from ..laws import FORMS, Expression, resolve_form, unidentified_terms
+from ..laws import FORMS, LAW_METHOD, Expression, method_of, resolve_form, unidentified_terms
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
 from .result import FitResult, data_hash, fit_warnings
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
@@ -121,13 +121,15 @@ def _interval_rule(data: FitData, n_boot: int, method: str) -> tuple[str, str]:
 
 
 def _check_request(label: str, n_boot: int, grid: pd.DataFrame | None) -> None:
-    """Refuse what ``fit`` cannot do before any work: too many resamples, the decomposed law
-    (fitted from Gram rows, not RMS errors), no points, several slices."""
+    """Refuse what ``fit`` cannot do before any work: too many resamples, a law another method fits
+    (the decomposed law, from Gram rows), no points, several slices."""
     if not 0 <= n_boot <= MAX_RESAMPLES:  # before the (n_boot, parameters) array of the bootstrap
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
-    if label in FORMS and FORMS[label].method == "decomposed":
-        raise FitError("the decomposed law is fitted from the seeds' Gram rows (fit_sweep, or "
-                       "explorer.analysis.decomposed.fit_decomposed on a seed_grams frame), not from RMS errors")
+    method = method_of(label)
+    if method.name != LAW_METHOD:  # another method's law: its own data and fitter
+        fitter, data = (target.replace(":", ".") for target in (method.fitter, method.data))
+        raise FitError(f"the {label} law is fitted by its own method, {method.name} (fit_sweep, or {fitter} on a "
+                       f"{data.rsplit('.', 1)[-1]} frame), not from RMS errors")
     if grid is None or len(grid) == 0:
         raise FitError("no grid points to fit")
     check_single_slice(grid)

@@ -1,8 +1,9 @@
 """The law language and the law registry: what a fit, a spec or the report may ask for.
 
 ``expression`` parses and evaluates a law written over L, M, D, P (the grammar of docs/analysis.md);
-``registry`` names the laws of the papers (``FORMS``), the form a fit uses by default, and which
-part of a law a grid can measure. No scipy: a spec reads the registry without the fitting stack.
+``registry`` names the laws of the papers (``FORMS``), how each is fitted (``METHODS``: the data
+it reads and its fitter), the form a fit uses by default, and which part of a law a grid can
+measure. No scipy: a spec reads the registry without the fitting stack.
 
 Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
 outside this wing imports these names, never a module inside it.
@@ -14,11 +15,15 @@ _LAZY = {
     "POSITIVE": "expression",
     "Expression": "expression",
     "parse_expression": "expression",
-    "DECOMPOSED_METRICS": "registry",
     "DEFAULT_FORM": "registry",
     "FORMS": "registry",
-    "Form": "registry",
+    "LAW_METHOD": "registry",
+    "METHODS": "registry",
     "RSS_FALLBACK": "registry",
+    "Form": "registry",
+    "Method": "registry",
+    "law_forms": "registry",
+    "method_of": "registry",
     "resolve_form": "registry",
     "unidentified_terms": "registry",
 }

@@ -1,5 +1,11 @@
-"""The law registry: the named scaling laws a fit, a spec or the report may ask for, and which
-part of a law a grid can measure. No scipy: a spec reads the registry without the fitting stack.
+"""The law registry: the named scaling laws a fit, a spec or the report may ask for, how each is
+fitted, and which part of a law a grid can measure. No scipy: a spec reads the registry without
+the fitting stack.
+
+Each law names its method (``Form.method``), and the method (``METHODS``) names the data it reads
+and the function that fits it; ``explorer.analysis.fitting.fit_sweep`` is the one place that
+turns them into a read and a fit. A law with a way of fitting of its own is one ``Method`` entry
+here and the module that fits it (a ``Fitter`` of ``explorer.analysis.fitting``).
 
 Laws (``FORMS``; any other text is parsed as a user expression by ``expression``):
 
@@ -30,14 +36,44 @@ import pandas as pd
 
 from ...errors import FitError
 from ...formatting import fmt
-from ..data import ERROR_METRICS
+from ..data import ERROR_METRICS, FIT_METRICS
 from .expression import Expression, constant_terms, parse_expression
 
 DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
 
-DECOMPOSED_METRICS = tuple(m.name for m in ERROR_METRICS.values() if m.gram)  # those with per-seed Gram rows
-
 RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
+
+LAW_METHOD = "law"  # the method of a user expression and of every law that names no other
+
+
+@dataclass(frozen=True)
+class Method:
+    """How a law is fitted: the data it reads, the function that fits it, and what a table says of it.
+
+    ``data`` and ``fitter`` are ``"module:name"`` of a wing's face, imported when a fit first needs
+    them (``explorer.analysis.fitting.data_and_fitter``): the fitters read this registry, so it
+    cannot import them, and a spec reads it without the fitting stack.
+    """
+
+    name: str
+    data: str  # a SweepReader: (con, sweep, *, metric, step, where) -> the frame the fitter reads
+    fitter: str  # a Fitter: (frame, form, *, n_boot, seed, where, floor, per_draw, range_check) -> FitResult
+    pooling: str  # how the runs of a point become what is fitted, in words (the reproductions' table)
+    loss: str  # what the fit minimises, in words
+    metrics: tuple[str, ...] = FIT_METRICS  # the metrics it can fit
+    fallback: str | None = None  # the law that fits the same terms from RMS errors when this one's data is missing
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(LAW_METHOD, "explorer.analysis.data:grid_errors", "explorer.analysis.fitting:fit",
+               "none: every draw's RMS over seeds, each a point", "soft-L1 on log residuals"),
+        Method("decomposed", "explorer.analysis.data:seed_grams", "explorer.analysis.decomposed:fit_decomposed",
+               "none: each seed's Gram rows (decomposed fit)", "the decomposed fit's (bias and fluctuation)",
+               metrics=tuple(m.name for m in ERROR_METRICS.values() if m.gram), fallback=RSS_FALLBACK),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -50,7 +86,13 @@ class Form:
     start: dict = field(default_factory=dict)  # first start of the free parameters
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
-    method: str = "law"  # "law": fitted to RMS errors; "decomposed": term by term (explorer.analysis.decomposed)
+    method: str = LAW_METHOD  # the name of its ``Method`` (how it is fitted)
+
+    @property
+    def summary(self) -> str:
+        """The law in a help text's words: its expression, or where it comes from when a method
+        of its own fits it (the expression alone would not say how)."""
+        return self.expression if self.method == LAW_METHOD else self.source
 
 
 FORMS: dict[str, Form] = {
@@ -76,6 +118,16 @@ FORMS: dict[str, Form] = {
              "Chaintron, Chizat, Maass 2026: output error^2 ~ (D/(LM))^2 + 1/D + 1/L^2", positive=("a", "b", "c")),
     )
 }
+
+
+def method_of(form: str) -> Method:
+    """The method that fits ``form``: a registry law's own, ``LAW_METHOD`` for an expression."""
+    return METHODS[FORMS[form].method] if form in FORMS else METHODS[LAW_METHOD]
+
+
+def law_forms() -> list[str]:
+    """The registry laws fitted to RMS errors (``LAW_METHOD``): those ``compare_laws`` ranks."""
+    return [name for name, form in FORMS.items() if form.method == LAW_METHOD]
 
 
 def resolve_form(form: str) -> tuple[str, Expression]:
@@ -129,4 +181,5 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
     return parse_expression(reduced, positive), reasons
 
 
-__all__ = ["DECOMPOSED_METRICS", "DEFAULT_FORM", "FORMS", "Form", "RSS_FALLBACK", "resolve_form", "unidentified_terms"]
+__all__ = ["DEFAULT_FORM", "FORMS", "LAW_METHOD", "METHODS", "RSS_FALLBACK", "Form", "Method", "law_forms", "method_of",
+           "resolve_form", "unidentified_terms"]
