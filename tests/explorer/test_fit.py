@@ -265,6 +265,16 @@ def test_mixed_references_are_refused_when_no_start_time_tells_the_newest():
     assert (old["n_seeds"] == 2).all() and set(old["ref_key"]) == {"old-8"}
 
 
+def test_mixed_references_are_refused_on_a_connection_without_a_trials_view():
+    # the adaptive loop's kept rows are a connection with ``metrics`` only: no start times to read
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("metrics", _rerun(started=False))
+    with pytest.raises(MixedReferencesError, match="the trials view has no start times"):
+        grid_errors(con, "mix")
+
+
 def test_mixed_references_started_at_the_same_time_are_refused():
     rows = _rerun()
     rows["started_at"] = rows["started_at"].min()

@@ -117,3 +117,29 @@ def test_no_module_but_the_registry_reads_a_laws_method():
              if p not in allowed and (lines := method_comparisons(p))}
     assert not found, found
     assert method_comparisons(ROOT / "explorer/analysis/laws/registry.py")  # the check sees one
+
+
+def test_explorer_fit_in_python_is_the_command_saving_included(tmp_path):
+    import math
+
+    from click.testing import CliRunner
+
+    import explorer
+    from explorer.cli import main
+
+    from .analysis_data import write_to_store
+
+    store = Store(tmp_path / "results")
+    write_to_store(law_rows(lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16),
+                            seeds=3, steps=2, sweep="S"), store)
+    fitted = explorer.fit("S", "theory", store=store.uri, n_boot=10, budgets=(1e3,))
+    assert fitted.written_to == store.uri and fitted.comparison is None and fitted.advice is not None
+    rows = store.query("SELECT parameter, estimate FROM fits WHERE sweep = 'S'").to_pylist()
+    assert {r["parameter"]: r["estimate"] for r in rows} == fitted.result.estimate
+    shown = CliRunner().invoke(main, ["fit", "--sweep", "S", "--store", store.uri, "--form", "theory", "--bootstrap",
+                                      "10", "--budget", "1e3"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == "\n".join(fitted.lines()) + "\n"
+    assert fitted.lines()[-1] == f"wrote fit {fitted.result.fit_id} (2 rows, kind fits) to {store.uri}"
+    unsaved = explorer.fit("S", "theory", store=store.uri, n_boot=10, save=False)
+    assert unsaved.written_to is None and not unsaved.lines()[-1].startswith("wrote fit")

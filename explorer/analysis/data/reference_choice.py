@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ...errors import MixedReferencesError
-from .queries import column_is, point_columns, query_frame, quoted, sql_literal, sweep_is, table_columns, where_clause
+from ...errors import MixedReferencesError, SweepDataError
+from .queries import point_columns, query_frame, quoted, sql_literal, sweep_is, table_columns, where_clause
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...errors import FitError, MixedReferencesError, NoDecompositionError, QueryError, SweepDataError
+from ...errors import NoDecompositionError, SweepDataError
 from .metrics import ERROR_METRICS, check_metric
 from .queries import (FLOOR_FACTOR, GRID_COLUMNS, NO_DECOMPOSITION, REQUIRED_COLUMNS, cached, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
                       plain_value, point_columns, query_frame, quoted, require_sweep_rows, sweep_is, table_columns,
