@@ -1,7 +1,7 @@
 """Altair charts of a sweep's errors and fits: a table in, a chart out, no I/O (the charts of
 other axes, slopes, draws, the phase diagram and the adaptive loop are in ``diagnostic_charts``).
 
-Every function takes the small aggregated tables of ``explorer.analysis.fit`` / ``explorer.analysis.phase``
+Every function takes the small aggregated tables of ``explorer.analysis.fitting`` / ``explorer.analysis.phase``
 (one row per grid point, per step or per cell, never raw metric rows), so no chart comes near
 Altair's row limit. Axes are logarithmic wherever the theory is a power law, and dashed guide
 lines show the slopes the theory predicts (docs/model.md section 6):

@@ -2,7 +2,7 @@
 diagram, shape advice and data quality, as one ``index.html`` that opens with no network.
 
 ``build_report(con, sweep, out_dir)`` reads only the store's DuckDB views, runs the fits of
-``explorer.analysis.fit`` (theory, free, output, and joint when D varies), the phase diagram of
+``explorer.analysis.fitting`` (theory, free, output, and joint when D varies), the phase diagram of
 ``explorer.analysis.phase`` and the charts of ``explorer.report.charts``, then writes into ``out_dir``:
 
 - ``index.html``: the Vega, Vega-Lite and Vega-Embed libraries inline (once), every chart's

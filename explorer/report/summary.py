@@ -36,7 +36,7 @@ def _slope_sentence(result: FitResult, parameter: str, label: Markup, theory: st
 
 
 def result_field(result, name: str, default):
-    """A FitResult field that newer versions of explorer.analysis.fit add (older ones lack it)."""
+    """A FitResult field that newer versions of explorer.analysis.fitting add (older ones lack it)."""
     value = getattr(result, name, default)
     return default if value is None else value
 

@@ -91,7 +91,7 @@ class Claim:
     # curve: the authors' curve, err(L, M, D); frontier: the authors' curve, err(P)
     curve: Callable | None = None
     # fit: the law of the mean error over every run of a point, with a bootstrap over the draws
-    # (explorer.analysis.pooled_fit; the authors' pooling), instead of a fit to every draw's rows
+    # (explorer.analysis.fitting.fit_pooled; the authors' pooling), instead of a fit to every draw's rows
     mean_of_runs: bool = False
     residuals: str = "log"  # mean_of_runs: "err" minimises the squares of err - law, as the authors' curve_fit
     pooled: bool = True  # curve / collapse: pool problem draws as sqrt(mean err^2)

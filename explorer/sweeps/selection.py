@@ -156,7 +156,7 @@ class Linearised:
 
     @classmethod
     def from_fit(cls, result, targets: list[str], halfwidth: float) -> "Linearised":
-        """From an ``explorer.analysis.fit.FitResult`` (with bootstrap samples); ``targets``: the unmet ones."""
+        """From an ``explorer.analysis.fitting.FitResult`` (with bootstrap samples); ``targets``: the unmet ones."""
         law = result.law
         names = law.parameters
         is_log = np.array([n in law.positive for n in names])

@@ -1,4 +1,4 @@
-"""Data for the analysis tests (explorer.analysis.fit, phase, charts, report): metric rows shaped like
+"""Data for the analysis tests (explorer.analysis.fitting, phase, charts, report): metric rows shaped like
 the store's ``metrics`` view, from the real trial engine or from a known law, on a DuckDB
 connection. Used only by tests."""
 from __future__ import annotations

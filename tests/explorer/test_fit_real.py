@@ -1,5 +1,5 @@
 """The science check of docs/model.md section 6 on a real (small) sweep: trials.train_trial on a grid of
-depths and widths against a Mean ODE reference, then the fits of explorer.analysis.fit."""
+depths and widths against a Mean ODE reference, then the fits of explorer.analysis.fitting."""
 import functools
 
 import pytest

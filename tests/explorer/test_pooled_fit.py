@@ -1,4 +1,4 @@
-"""explorer.analysis.pooled_fit: the law of the mean error over every run, with a bootstrap over draws."""
+"""explorer.analysis.fitting.fit_pooled: the law of the mean error over every run, with a bootstrap over draws."""
 from __future__ import annotations
 
 import math

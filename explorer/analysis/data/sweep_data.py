@@ -2,7 +2,7 @@
 live in ``queries``, the choice of one reference per point in
 ``reference_choice``).
 
-Used by the fits (``explorer.analysis.fit``), the phase diagram (``explorer.analysis.phase``), shape advice and
+Used by the fits (``explorer.analysis.fitting``), the phase diagram (``explorer.analysis.phase``), shape advice and
 the report. Every query goes through ``query_frame`` (the one place a store query error becomes
 the explorer's one-line ``QueryError``).
 
@@ -18,7 +18,7 @@ the explorer's one-line ``QueryError``).
   ``grid_errors``): each distinct query runs once inside it.
 
 Problem draws (``problem_seed``) are part of a grid point's identity here: each draw has its own
-reference, and the fits pool the draws (``explorer.analysis.fit``). Stability flags (a ``flags`` column
+reference, and the fits pool the draws (``explorer.analysis.fitting``). Stability flags (a ``flags`` column
 of comma-separated names, '' or NULL when clean; absent in older stores) leave a seed's row out
 of the per-point errors; the rows left out are counted in ``n_flagged``.
 """

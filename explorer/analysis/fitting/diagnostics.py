@@ -1,5 +1,5 @@
 """Diagnostics of the scaling-law fits: what a grid can identify, whether it is asymptotic, and
-which law explains it best (one concept per module: ``explorer.analysis.fit`` fits a law, this module
+which law explains it best (one concept per module: ``rms_fit`` fits a law, this module
 judges laws and grids).
 
 - ``fittable_forms``: each registered law -> the parameters a grid cannot identify.
@@ -7,8 +7,8 @@ judges laws and grids).
 - ``compare_laws`` / ``format_comparison``: laws ranked by cross-validated log error.
 - ``local_slopes``: log-log slopes between neighbouring grid values, per axis (L and L*M).
 
-Built on ``explorer.analysis.solver`` (the fits' least-squares problem and data preparation);
-``explorer.analysis.fit`` calls ``range_check``.
+Built on ``solver`` (the fits' least-squares problem and data preparation);
+``rms_fit.fit`` calls ``range_check``.
 """
 from __future__ import annotations
 

@@ -3,13 +3,13 @@
 The companion paper's linear constants are those of a law of the *mean* error: the authors
 average each point's error over all their runs (unit seeds x embedding draws) and fit the law to
 those means. The draws differ a lot (on the laptop grid one draw's 1/D constant ranges over 25x),
-so a fit to every draw's rows, as ``explorer.fit.fit`` pools them, answers another question: its
+so a fit to every draw's rows, as ``rms_fit.fit`` pools them, answers another question: its
 R^2 counts the draws' own spread as a failure of the law, and its log residuals weight the draws
 as a geometric mean. This module measures the authors' quantity:
 
 - ``pooled_mean``: per (L, M, D), the mean of every run's error (``seed_errs`` over all seeds and
   draws), the authors' pooling.
-- ``fit_pooled``: ``explorer.fit.fit`` of the law on those means (its R^2 and warnings are the
+- ``fit_pooled``: ``rms_fit.fit`` of the law on those means (its R^2 and warnings are the
   law's against the means), and a 95 % interval from a bootstrap over the draws: resample the
   draws with replacement, pool, refit; the interval is Student's t with G - 1 degrees of freedom
   (G draws) on the replicates' spread, in log for a positive parameter (as the tool's other
@@ -107,7 +107,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     reproduction passes its spec's pooling, ``explorer.reproduce.pooling``).
 
     Raises:
-        FitError: as ``explorer.fit.fit``; or fewer than ``MIN_DRAWS`` draws.
+        FitError: as ``rms_fit.fit``; or fewer than ``MIN_DRAWS`` draws.
     """
     from ...errors import FitError
 

@@ -1,5 +1,5 @@
-"""The least-squares machinery under the scaling-law fits (``explorer.analysis.fit``) and their
-diagnostics (``explorer.analysis.diagnostics``): one concept, fitting a parsed law to log errors.
+"""The least-squares machinery under the scaling-law fits (``rms_fit``) and their
+diagnostics (``diagnostics``): one concept, fitting a parsed law to log errors.
 
 - ``Problem``: log(err) = log(law(theta)) on fixed (L, M, D) points, constants searched through
   their logarithm, a soft-L1 loss (``scipy.optimize.least_squares``); ``start_points`` and
@@ -9,7 +9,7 @@ diagnostics (``explorer.analysis.diagnostics``): one concept, fitting a parsed l
   in quadrature, the points a fit may use), ``fit_data`` / ``FitData`` (the arrays a fit
   reads), ``subset`` and ``largest_lm``.
 
-The procedure and its sources are described in ``explorer.analysis.fit`` and docs/analysis.md.
+The procedure and its sources are described in ``rms_fit`` and docs/analysis.md.
 """
 from __future__ import annotations
 

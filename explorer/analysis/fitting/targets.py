@@ -29,7 +29,7 @@ def target_halfwidth(name: str, lo: float, hi: float, positive: Collection[str] 
     """A target's 95% CI half-width in the units its ``halfwidth`` is measured in.
 
     A positive constant (``c1, c2, ...``, or a name in ``positive``) is fitted as log c
-    (``explorer.analysis.fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
+    (``rms_fit``), and its half-width is relative: half the width of the CI of log c, so 0.1
     means about +-10 %; the selection ranks candidates in the same units. Any other parameter
     (an exponent) has the absolute half-width (hi - lo) / 2. Infinite when the CI has no finite
     ends (or a constant's CI does not lie above 0).
@@ -59,7 +59,7 @@ def target_lines(targets: dict, halfwidth: float, positive: Collection[str] | No
 def unmeasured(est: float, lo: float, hi: float) -> str | None:
     """Why a target's CI measures nothing although it may be narrow, else None: no CI, a CI of
     width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
-    or a CI cut at the fit's search bound (``explorer.analysis.fit``: +-FREE_BOUND for exponents, exp(+-50)
+    or a CI cut at the fit's search bound (``solver``: +-FREE_BOUND for exponents, exp(+-50)
     for constants), whose true width is unknown. Such a target is never "reached"."""
     from .solver import FREE_BOUND
     from .result import ZERO_WIDTH
