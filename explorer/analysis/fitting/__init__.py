@@ -9,10 +9,10 @@ with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges
 over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
 adaptive sweep's targets from a fit.
 
-Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
-outside this wing imports these names, never a module inside it.
+Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
+wing imports these names, never a module inside it.
 """
-import importlib
+from ...faces import lazy_face
 
 # name -> the module of this wing that defines it.
 _LAZY = {
@@ -49,16 +49,4 @@ _LAZY = {
     "unmeasured_in": "targets",
 }
 
-__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)

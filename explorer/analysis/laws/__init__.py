@@ -5,10 +5,10 @@
 it reads and its fitter), the form a fit uses by default, and which part of a law a grid can
 measure. No scipy: a spec reads the registry without the fitting stack.
 
-Every public name is imported on first use (PEP 562), as in ``trials`` and ``store``: code
-outside this wing imports these names, never a module inside it.
+Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
+wing imports these names, never a module inside it.
 """
-import importlib
+from ...faces import lazy_face
 
 # name -> the module of this wing that defines it.
 _LAZY = {
@@ -28,16 +28,4 @@ _LAZY = {
     "unidentified_terms": "registry",
 }
 
-__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)
