@@ -19,7 +19,8 @@ from store import SCHEMA_VERSION, STATUSES, Store
 
 from .store_access import open_store, store_errors
 from .config.planning import plan
-from .config.spec import SweepSpec, load_spec
+from .config.sections import SweepSpec
+from .config.spec import load_spec
 
 if TYPE_CHECKING:
     from .sweeps.adaptive_rounds import AdaptiveResult

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from trials import JointLimitConfig, ReferenceConfig, TrialConfig
 
     from .planning import Plan
-    from .spec import SweepSpec
+    from .sections import SweepSpec
 
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
 _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
     from trials import JointLimitConfig
 
 from ..errors import spec_error
-from .spec import SweepSpec
+from .sections import SweepSpec
 
 
 CHECK_EVERY = 1000  # trials planned between two calls of plan's ``check`` (a few ms)

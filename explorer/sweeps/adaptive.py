@@ -46,7 +46,7 @@ from ..analysis.laws import FORMS
 from ..analysis.row_cache import SweepRows
 from ..analysis.targets import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
 from ..config.planning import plan
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from ..config.spec_rules import adaptive_targets
 from ..errors import FitError, SweepDataError, spec_error
 from .adaptive_driver import BlockingRunner, RoundDriver

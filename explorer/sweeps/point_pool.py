@@ -41,7 +41,7 @@ from store import StoreError, StoreUnreachable
 
 from ..config.estimate import trial_memory_bytes
 from ..config.planning import Plan, PlannedTrial
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from . import resources
 from .failures import LOST_ACTOR_RETRIES, error_text, root_cause
 from .ray_import import ray

@@ -40,7 +40,7 @@ from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
 from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from ..store_access import open_store
 from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from store import SCHEMA_VERSION, Store, StoreError
 
 from ..config.planning import plan
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from .cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
 from .interrupts import SIGNAL_POLL_S, SignalGuard
 from .point_pool import PointPool, PointRecord
