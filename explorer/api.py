@@ -23,7 +23,7 @@ from .config.sections import SweepSpec
 from .config.spec import load_spec
 
 if TYPE_CHECKING:
-    from .sweeps.adaptive_rounds import AdaptiveResult
+    from .sweeps.adaptive import AdaptiveResult
     from .sweeps.results import SweepResult
 
 
@@ -88,8 +88,8 @@ def adaptive_sweep(
 ) -> "AdaptiveResult":
     """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
     points chosen by the [adaptive] rules run on one Ray session's pool of workers until every
-    target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``,
-    ``explorer.sweeps.session_runner``; docs/sweeps.md).
+    target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``: its
+    ``run_adaptive`` and ``SessionRunner``; docs/sweeps.md).
 
     Args: as ``sweep``.
 
@@ -102,9 +102,8 @@ def adaptive_sweep(
     """
     import sys
 
-    from .sweeps.adaptive import run_adaptive
+    from .sweeps.adaptive import SessionRunner, run_adaptive
     from .sweeps.leases import sole_adaptive_driver
-    from .sweeps.session_runner import SessionRunner
 
     spec = _runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
@@ -185,7 +184,7 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
     if sweep not in st.sweeps():
         return []
-    from .sweeps.adaptive_rounds import adaptive_status
+    from .sweeps.adaptive import adaptive_status
 
     return adaptive_status(st, sweep)
 
