@@ -13,18 +13,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS,
-                    ProblemConfig, ReferenceConfig, TrialConfig)
+                    LimitReferenceConfig, ProblemConfig, ReferenceConfig, TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_REPLICAS, MAX_SEEDS
 from .spec_values import (at_most, boolean, budget_fraction, choice, law_name, list_of, nonnegative_int,
                           nonnegative_number, points_per_trial, positive_int, positive_number, resample_count,
                           spec_field)
-
-if TYPE_CHECKING:
-    from trials import JointLimitConfig
 
 # The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
 # ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
@@ -234,7 +231,7 @@ class SweepSpec:
             init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **fields,
         )
 
-    def reference_config(self, limit: TrialConfig) -> ReferenceConfig | JointLimitConfig:
+    def reference_config(self, limit: TrialConfig) -> LimitReferenceConfig:
         """The mean_ode (or joint_limit) reference of the group ``limit`` (any of its trials) belongs to."""
         ref = self.reference
         if ref.kind == "joint_limit":
