@@ -43,7 +43,7 @@ def test_every_command_has_a_section_in_the_reference(name):
 
 def test_the_reference_is_the_generated_one():
     assert CLI_DOC.read_text() == cli_reference(), (
-        "docs/cli.md is out of date: python -m explorer.cli_reference > docs/cli.md")
+        "docs/cli.md is out of date: python -m explorer.cli.reference > docs/cli.md")
 
 
 def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns():

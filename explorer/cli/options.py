@@ -1,6 +1,6 @@
 """The click options shared by several commands (written once, as decorators).
 
-    @main.command()
+    @click.command("mycommand")
     @store_option
     def mycommand(store_uri: str) -> None:
         ...
@@ -44,15 +44,15 @@ class RegistryHelpOption(click.Option):
 
 
 def _metric_names() -> str:
-    from .analysis.laws import DECOMPOSED_METRICS
-    from .analysis.queries import FIT_METRICS
+    from ..analysis.laws import DECOMPOSED_METRICS
+    from ..analysis.queries import FIT_METRICS
 
     return (f"One of: {', '.join(FIT_METRICS)} (the decomposed law: {', '.join(DECOMPOSED_METRICS)}; "
             "docs/store.md defines each).")
 
 
 def _form_names() -> str:
-    from .analysis.laws import FORMS
+    from ..analysis.laws import FORMS
 
     named = ", ".join(f"{f.name} ({f.expression if f.method == 'law' else f.source})" for f in FORMS.values())
     return f"One of the registry's laws: {named}; or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\"."
