@@ -1,4 +1,4 @@
-"""Coverage of the adaptive loop's 95% intervals at its stopping point (docs/analysis.md,
+"""Coverage of the adaptive loop's 95% intervals at its stopping point (docs/measurements.md,
 "Coverage at the adaptive loop's stop").
 
 Each repetition runs the real adaptive loop (``explorer.sweeps.adaptive.run_adaptive``) of
