@@ -16,6 +16,8 @@ import pathlib
 
 import pytest
 
+from .test_imports import find_cycle  # one circle as a path that ends where it starts, or None
+
 ROOT = pathlib.Path(__file__).parents[2]
 
 
@@ -77,29 +79,6 @@ def import_graph(root: pathlib.Path, top: str = "explorer", through_faces: bool 
     return {module_name(p, root): imported_modules(p, root, top, through_faces) for p in sorted((root / top).rglob("*.py"))}
 
 
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One circle of ``graph`` as a path that ends where it starts, or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        state[node] = 2
-        stack.pop()
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)):
-            return found
-    return None
-
-
 def rooms(graph: dict[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
     """The graph between the folders at ``depth`` (explorer.sweeps, explorer.api, ...)."""
     def room(module: str) -> str:
@@ -155,13 +134,20 @@ def test_a_circle_only_a_type_checker_sees_is_found(tmp_path):
     assert find_cycle(graph) == ["pkg.spec", "pkg.rules", "pkg.spec"]
 
 
-def test_a_name_from_a_lazy_face_is_an_edge_to_the_module_behind_it(tmp_path):
-    wing = tmp_path / "pkg" / "wing"
+def package_with_a_wing(root: pathlib.Path, loop: str, **modules: str) -> None:
+    """``pkg`` holding the wing ``pkg.wing`` (lazy face: ``run`` from ``loop``, whose source is
+    ``loop``) and the other modules of ``pkg`` given by name."""
+    wing = root / "pkg" / "wing"
     wing.mkdir(parents=True)
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "__init__.py").write_text("")
     (wing / "__init__.py").write_text('_LAZY = {"run": "loop"}\n\ndef __getattr__(name):\n    pass\n')
-    (wing / "loop.py").write_text("from ..user import helper\n")
-    (tmp_path / "pkg" / "user.py").write_text("def helper():\n    from .wing import run\n")
+    (wing / "loop.py").write_text(loop)
+    for name, source in modules.items():
+        (root / "pkg" / f"{name}.py").write_text(source)
+
+
+def test_a_name_from_a_lazy_face_is_an_edge_to_the_module_behind_it(tmp_path):
+    package_with_a_wing(tmp_path, "from ..user import helper\n", user="def helper():\n    from .wing import run\n")
     graph = import_graph(tmp_path, "pkg")
     assert graph["pkg.user"] == {"pkg.wing", "pkg.wing.loop"}
     assert find_cycle(graph) == ["pkg.user", "pkg.wing.loop", "pkg.user"]
@@ -182,12 +168,6 @@ def test_code_outside_a_wing_imports_only_its_face(wing):
 
 
 def test_the_face_rule_sees_a_module_named_behind_a_face(tmp_path):
-    wing = tmp_path / "pkg" / "wing"
-    wing.mkdir(parents=True)
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (wing / "__init__.py").write_text('_LAZY = {"run": "loop"}\n\ndef __getattr__(name):\n    pass\n')
-    (wing / "loop.py").write_text("")
-    (tmp_path / "pkg" / "good.py").write_text("from .wing import run\n")
-    (tmp_path / "pkg" / "bad.py").write_text("from .wing.loop import run\n")
+    package_with_a_wing(tmp_path, "", good="from .wing import run\n", bad="from .wing.loop import run\n")
     named = import_graph(tmp_path, "pkg", through_faces=False)
     assert named["pkg.good"] == {"pkg.wing"} and "pkg.wing.loop" in named["pkg.bad"]
