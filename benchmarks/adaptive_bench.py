@@ -55,7 +55,7 @@ from explorer.analysis.data import seed_grams  # noqa: E402
 from explorer.config.estimate import trial_seconds  # noqa: E402
 from explorer.config.planning import plan  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
-from explorer.sweeps.adaptive_rounds import read_rounds  # noqa: E402
+from explorer.sweeps.adaptive import read_rounds  # noqa: E402
 from store import SCHEMA_VERSION, Store  # noqa: E402
 
 SPEC = ROOT / "examples" / "rates_adaptive.toml"
@@ -163,10 +163,10 @@ def refit_cpu(args) -> None:
 
     import explorer.analysis.decomposed.fit as decomposed_fit
     import explorer.analysis.data as data
-    import explorer.sweeps.adaptive as adaptive
-    import explorer.sweeps.adaptive_driver as driver
+    import explorer.sweeps.adaptive.driver as driver
+    import explorer.sweeps.adaptive.stopping as stopping
     from explorer.analysis.decomposed import REGIMES
-    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+    from explorer.sweeps.adaptive import AdaptiveLoop, PlantedRunner, TermsLaw
 
     spent, calls = collections.Counter(), collections.Counter()
 
@@ -182,11 +182,11 @@ def refit_cpu(args) -> None:
                 calls[label] += 1
         setattr(owner, name, wrapper)
 
-    timed_cpu(adaptive.AdaptiveLoop, "fit", "refits (store reads of the rows included)")
+    timed_cpu(AdaptiveLoop, "fit", "refits (store reads of the rows included)")
     timed_cpu(data, "seed_grams", "  the fit's queries (seed_grams)")
     timed_cpu(decomposed_fit, "estimate", "  point fit and bootstrap")
     timed_cpu(Store, "trial_column", "statuses and wall times read")
-    for module in (adaptive, driver):
+    for module in (driver, stopping):
         timed_cpu(module, "read_rounds", "rounds log read")
     planted = REGIMES["rates"]
     spec = load_spec(SPEC)
@@ -202,7 +202,7 @@ def refit_cpu(args) -> None:
         finally:
             spent["(runner, left out)"] += time.process_time() - started
 
-    loop = adaptive.AdaptiveLoop(spec, st, runner, lambda line: None)
+    loop = AdaptiveLoop(spec, st, runner, lambda line: None)
     if args.from_scratch:
         loop.rows = None
     started = time.process_time()
@@ -216,9 +216,8 @@ def refit_cpu(args) -> None:
 
 
 def timeline(args) -> None:
-    import explorer.sweeps.adaptive_driver as driver
-    from explorer.sweeps.adaptive import run_adaptive
-    from explorer.sweeps.session_runner import SessionRunner
+    import explorer.sweeps.adaptive.driver as driver
+    from explorer.sweeps.adaptive import SessionRunner, run_adaptive
 
     root = Path(args.dir or tempfile.mkdtemp(prefix="adaptive-timeline-"))
     references(root, args.references)

@@ -1,10 +1,10 @@
-"""Coverage of the adaptive loop's 95% intervals at its stopping point (docs/analysis.md,
+"""Coverage of the adaptive loop's 95% intervals at its stopping point (docs/measurements.md,
 "Coverage at the adaptive loop's stop").
 
 Each repetition runs the real adaptive loop (``explorer.sweeps.adaptive.run_adaptive``) of
 examples/rates_adaptive.toml (candidates L = 4..128 x M = 1..1024, D = 8, 4 draws x 4 seeds;
 decomposed law, targets a and b, half-width 0.1, budget 0.5, batch 8) on a fresh store, with
-``explorer.sweeps.planted_runner.PlantedRunner`` writing the trials (no Ray, no torch): the rates-like
+``explorer.sweeps.adaptive.PlantedRunner`` writing the trials (no Ray, no torch): the rates-like
 regime of ``benchmarks/coverage.py``, c1 = 0.065, c2 = 0.205, a = 1, b = 1/2, each seed's error a
 fixed bias vector plus Gaussian fluctuations (50 entries), an independent per-draw effect of sd
 0.2 in log on each term, a reference error of 1e-5. Each loop runs to its stop; then the last
@@ -35,10 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.sweeps.adaptive import FIT_SEED, run_adaptive  # noqa: E402
+from explorer.sweeps.adaptive import FIT_SEED, PlantedRunner, TermsLaw, run_adaptive  # noqa: E402
 from explorer.analysis.decomposed import fit_decomposed  # noqa: E402
 from explorer.analysis.decomposed import REGIMES  # noqa: E402
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
 from explorer.analysis.data import seed_grams  # noqa: E402
 from store import Store  # noqa: E402

@@ -1,5 +1,5 @@
-"""Coverage of ``explorer compare``'s paired 95% intervals on planted pairs (docs/analysis.md,
-"Comparing two sweeps"), for three estimates of a difference's variance:
+"""Coverage of ``explorer compare``'s paired 95% intervals on planted pairs (docs/measurements.md,
+"Comparing sweeps"), for three estimates of a difference's variance:
 
 - jackknife: the problem draws' jackknife, each draw left out of both sweeps (what compare uses);
 - bootstrap: G/(G-1) (V_outer - V_inner) of the paired two-level bootstrap when positive, else
@@ -10,7 +10,7 @@ The pairs (``explorer.analysis.decomposed.planted_pair_partly_shared``): the rat
 A's, the seeds' noise shared with correlation --shared, B's fluctuation level moved per draw by
 exp(--effect-sd N(0, 1)). The truth: c1 ratio 1.2, no change in a, c2, b.
 
-    python benchmarks/compare_coverage.py --reps 150 --draws 4     # the numbers in docs/analysis.md
+    python benchmarks/compare_coverage.py --reps 150 --draws 4     # the numbers in docs/measurements.md
 """
 from __future__ import annotations
 

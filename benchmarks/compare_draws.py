@@ -1,5 +1,5 @@
-"""What pairing two real sweeps buys, beyond one realization of two draws (docs/analysis.md,
-"Comparing two sweeps").
+"""What pairing two real sweeps buys, beyond one realization of two draws (docs/measurements.md,
+"Comparing sweeps").
 
 With two problem draws each variance of ``explorer compare`` has one degree of freedom, so one
 pair's ratio of unpaired to paired width is a ratio of two such estimates: it can land far from
@@ -15,7 +15,7 @@ and prints
 - with --pairs, the comparison on each pair of draws: the distribution of the two-draw ratios;
 - the seeds that took different paths in the two sweeps (``explorer.analysis.compare``).
 
-    python benchmarks/compare_draws.py --store /tmp/draws --draws 16 --pairs    # docs/analysis.md
+    python benchmarks/compare_draws.py --store /tmp/draws --draws 16 --pairs    # docs/measurements.md
     python benchmarks/compare_draws.py --store /tmp/draws --draws 8 --lr 1.0 0.5
 """
 from __future__ import annotations

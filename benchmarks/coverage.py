@@ -1,4 +1,4 @@
-"""Coverage of the fits' 95% intervals on planted laws (docs/analysis.md, "Coverage").
+"""Coverage of the fits' 95% intervals on planted laws (docs/measurements.md, "Coverage of the fits' intervals").
 
 Three regimes (``explorer.analysis.decomposed.REGIMES``):
 - easy: c1 = 0.8, c2 = 0.3 on L = 2..64 x M = 1..64, 4 draws x 5 seeds, no draw effect;
@@ -11,7 +11,7 @@ Three regimes (``explorer.analysis.decomposed.REGIMES``):
 For each repetition it fits ``decomposed`` (from the Gram rows), ``free_rss`` and the additive
 ``free`` (from the RMS errors) and counts how often each 95% interval holds the planted value.
 
-    python benchmarks/coverage.py --reps 400            # the table of docs/analysis.md
+    python benchmarks/coverage.py --reps 400            # the table of docs/measurements.md
     python benchmarks/coverage.py --reps 40 --regimes rates --forms decomposed
     python benchmarks/coverage.py --reps 200 --regimes shared --forms decomposed --draws 2
 """

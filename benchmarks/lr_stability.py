@@ -1,5 +1,5 @@
-"""Is a learning rate at the edge of stability of a problem draw's training? (docs/analysis.md,
-"Comparing two sweeps").
+"""Is a learning rate at the edge of stability of a problem draw's training? (docs/measurements.md,
+"Comparing sweeps").
 
 Trains many seeds of one (L, M) at D = 8 on one problem draw (the compare test's problem: 5 -> 5,
 10 samples, tanh, mlu) for K full-batch GD steps at each learning rate, with no reference: the
@@ -8,7 +8,7 @@ seeds' losses rise at some step (gradient descent past its edge of stability; be
 falls at every step), and how far each seed ends from the seeds' mean relative to where it
 started (the median and the largest over seeds).
 
-    python benchmarks/lr_stability.py --L 16 --M 16 --draw 1 --steps 40     # docs/analysis.md
+    python benchmarks/lr_stability.py --L 16 --M 16 --draw 1 --steps 40     # docs/measurements.md
     python benchmarks/lr_stability.py --L 16 --M 16 --draw 2 --steps 40
 """
 from __future__ import annotations

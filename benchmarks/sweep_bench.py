@@ -1,4 +1,4 @@
-"""Benchmark of the sweep machinery on the embedded local Ray (figures in docs/sweeps.md).
+"""Benchmark of the sweep machinery on the embedded local Ray (figures in docs/benchmarks.md).
 
 Two sweeps, each into a fresh store:
 - tiny: 1,024 trials with L <= 8, M <= 4, D = 4, steps = 5 (L x M x 32 values of alpha, so 32

@@ -1,82 +1,65 @@
-"""The Python API of sweeps: the same as the CLI, for notebooks and scripts.
+"""The Python twin of every command: ``explorer X`` on the command line is ``explorer.api.X`` in a
+notebook or a script, with the same arguments and errors (the CLI parses, calls one of these,
+prints what it returns).
 
     import explorer
     result = explorer.sweep("examples/quick.toml", store="results")   # embedded Ray
     result = explorer.sweep(spec, store="s3://bucket/prefix", address="auto")  # join a cluster
     explorer.sweep_status("examples/quick.toml", store="results").counts
+    explorer.api.ls("results").lines(); explorer.api.sql("SELECT count(*) FROM trials", "results")
 
-A script that already called ``ray.init`` (or joined a cluster) keeps its Ray: ``sweep`` uses it
-and leaves it running. Ray is imported only when a sweep actually has trials to run.
+| command | twin |
+| --- | --- |
+| sweep (--adaptive, --dry-run) | ``sweep``, ``adaptive_sweep``, ``dry_run`` |
+| status | ``sweep_status``; with no spec nor sweep ``every_sweep_status_lines`` |
+| demo | ``demo`` |
+| ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
+| fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
+| reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
+
+Commands that print as they go (check, compact, phase, demo) take ``echo``, which receives each
+line when it is ready; the others return what the command prints (``lines()``). A script that
+already called ``ray.init`` (or joined a cluster) keeps its Ray: ``sweep`` uses it and leaves it
+running. Ray is imported only when a sweep actually has trials to run.
+
+Size: one function per command, the list a user reads to find a twin; each only calls its wing.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION, STATUSES, Store
 
-from .store_access import open_store, store_errors
 from .config.planning import plan
-from .config.spec import SweepSpec, load_spec
+from .config.sections import SweepSpec
+from .config.spec import load_spec
+from .formatting import printable_text
+from .store_access import open_store, open_sweep, store_errors
+from .sweeps.launch import runnable_spec, sweep  # sweep: beside the Tune driver, which reproduce and demo call too
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+
+    from store import CheckReport, CompactionReport
 
     from .analysis.fitting import FitResult
-    from .sweeps.adaptive_rounds import AdaptiveResult
-    from .sweeps.results import SweepResult
+    from .analysis.phase import PhaseDiagram
+    from .report.contents import Report
+    from .sweeps.adaptive import AdaptiveResult
+
+Echo = Callable[[str], object]  # receives each line a command prints, as it is ready
 
 
-def _runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
-    """The spec, loaded before Ray is even imported (spec errors first); with an embedded Ray
-    (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
-    spec = load_spec(spec_or_path, overrides)
-    if address is None:
-        from .config.estimate import available_memory_bytes, check_fits_memory
-
-        check_fits_memory(spec, available_memory_bytes())
-    return spec
+def _quiet(line: str) -> None:
+    """The default ``echo``: a Python caller reads the returned value instead."""
 
 
-def sweep(
-    spec_or_path: SweepSpec | Mapping | str | os.PathLike,
-    store: Store | str | os.PathLike = "results",
-    address: str | None = None,
-    max_concurrent: int | None = None,
-    overrides: Sequence[str] = (),
-    progress: bool = True,
-    num_cpus: int | None = None,
-) -> "SweepResult":
-    """Run a sweep: every trial of the spec that the store does not have yet.
-
-    Args:
-        spec_or_path: a spec file path, a dict of TOML data, or a ``SweepSpec``.
-        store: results store, a directory (default ``results``) or ``s3://bucket/prefix``, or a Store.
-        address: None starts an embedded Ray (unless this process already has one);
-            ``"auto"`` or ``"ray://host:port"`` joins a cluster.
-        max_concurrent: at most this many trials at once.
-        overrides: ``KEY=VALUE`` strings such as ``"grid.L=[4,8]"``, applied to the spec.
-        progress: show the progress line on standard error.
-        num_cpus: CPUs of an embedded Ray (default: all of this machine's).
-
-    Returns:
-        A ``SweepResult`` (counts by status, ``summary()``, ``exit_code``).
-
-    Raises:
-        SpecError: an invalid spec, resources no node provides, or (embedded Ray) a trial or
-            reference whose estimated memory exceeds this machine's. ClusterError: Ray cannot start
-            or be reached. StoreError: the store cannot be listed or written (before Ray starts).
-
-    SIGINT or SIGTERM (in the main thread) stop the run cleanly: the result has ``interrupted``
-    set, ``resume`` the command to run again, and ``exit_code`` 130 or 143.
-    """
-    spec = _runnable_spec(spec_or_path, overrides, address)
-    from .sweeps.ray_runner import run_sweep
-
-    return run_sweep(spec, open_store(store), address=address,
-                     max_concurrent=max_concurrent, progress=progress, num_cpus=num_cpus)
+# --- sweeps: explorer sweep, status, demo ----------------------------------------------------
 
 
 def adaptive_sweep(
@@ -90,8 +73,8 @@ def adaptive_sweep(
 ) -> "AdaptiveResult":
     """Run (or resume) an adaptive sweep: the spec's [grid] is the candidate set, and rounds of
     points chosen by the [adaptive] rules run on one Ray session's pool of workers until every
-    target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``,
-    ``explorer.sweeps.session_runner``; docs/sweeps.md).
+    target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``: its
+    ``run_adaptive`` and ``SessionRunner``; docs/sweeps.md).
 
     Args: as ``sweep``.
 
@@ -104,11 +87,10 @@ def adaptive_sweep(
     """
     import sys
 
-    from .sweeps.adaptive import run_adaptive
+    from .sweeps.adaptive import SessionRunner, run_adaptive
     from .sweeps.leases import sole_adaptive_driver
-    from .sweeps.session_runner import SessionRunner
 
-    spec = _runnable_spec(spec_or_path, overrides, address)
+    spec = runnable_spec(spec_or_path, overrides, address)
     st = open_store(store)
 
     def log(line: str) -> None:
@@ -121,12 +103,18 @@ def adaptive_sweep(
         return run_adaptive(spec, st, runner, log=log)
 
 
-def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
-    """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
-    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``)."""
-    from .experiment_design.designer import design as designed
+def dry_run(spec: SweepSpec, address: str | None = None, adaptive: bool = False) -> list[str]:
+    """What ``explorer sweep SPEC --dry-run`` prints: the trials, references and estimated memory
+    and time (``adaptive``: the candidates, the budget and the initial design); nothing runs.
+    With an embedded Ray (``address`` None) this machine's memory and CPUs price the plan, and
+    what cannot fit is flagged.
 
-    return designed(sweep, targets, store=store, **options)
+    Raises:
+        SpecError: (adaptive) a grid the law cannot be fitted on, or a budget that pays for no point.
+    """
+    from .sweeps.dry_run import dry_run_lines
+
+    return dry_run_lines(spec, embedded=address is None, adaptive=adaptive)
 
 
 @dataclass
@@ -187,9 +175,180 @@ def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
     if sweep not in st.sweeps():
         return []
-    from .sweeps.adaptive_rounds import adaptive_status
+    from .sweeps.adaptive import adaptive_status
 
     return adaptive_status(st, sweep)
+
+
+def every_sweep_status_lines(store) -> list[str]:
+    """``explorer status`` alone: a header and one row per sweep of the store, trials by status.
+
+    Raises:
+        StoreAccessError: nothing was written to ``store`` yet.
+    """
+    st = open_store(store, must_exist=True)
+    with store_errors():
+        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+    lines = [f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}"]
+    for name, statuses in rows:
+        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
+        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+    return lines
+
+
+def demo(store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", echo: Echo = print) -> int:
+    """``explorer demo``: a small built-in sweep, its error table, report and fit, each line through
+    ``echo`` (``explorer.demo.run_demo``). Returns the sweep's exit code."""
+    from .demo import run_demo
+
+    return run_demo(store=store, out=out, echo=echo)
+
+
+# --- the store: explorer ls, check, compact, rm, sql -----------------------------------------
+
+
+@dataclass
+class SweepListing:
+    """The sweeps of a store (``explorer ls``): ``rows`` as ``Store.sweeps_summary`` gives them."""
+
+    store: str
+    rows: list = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        if not self.rows:  # an empty or new store is an answer, not an error
+            return [f"no sweeps in {printable_text(self.store)}"]
+        lines = [f"{'sweep':<24} {'trials':>7} {'ok':>7} {'diverged':>8} {'failed':>7} {'MiB':>9}  last write"]
+        for r in self.rows:
+            when = r.last_write.strftime("%Y-%m-%d %H:%M:%S") if r.last_write else "-"
+            lines.append(f"{r.sweep:<24} {r.trials:>7} {r.ok:>7} {r.diverged:>8} {r.failed:>7} "
+                         f"{r.bytes / 2**20:>9.2f}  {when}")
+        return lines
+
+
+def ls(store: Store | str | os.PathLike = "results") -> SweepListing:
+    """The store's sweeps with their trials by status, size on disk (MiB) and last write (UTC);
+    none for an empty or new store."""
+    st = open_store(store)
+    with store_errors():
+        rows = st.sweeps_summary() if st.exists() else []
+    return SweepListing(store=st.uri, rows=rows)
+
+
+def check(store: Store | str | os.PathLike = "results", sweep: str | None = None, *, quarantine: bool = False,
+          repair: bool = False, echo: Echo = _quiet) -> CheckReport:
+    """Check the store (one sweep, or every sweep) for damaged files, stale locks and bad rows.
+
+    Args:
+        quarantine: first move unreadable files to ``<store>/quarantine/<their path>`` (each
+            move a line through ``echo``). repair: first remove stale reference locks, old
+            temporaries and lapsed leases (what it removed, through ``echo``).
+
+    Returns:
+        The store's ``CheckReport`` (``ok``; ``lines(limit_per_category=...)``).
+
+    Raises:
+        StoreAccessError: nothing was written to ``store`` yet. SweepDataError: an unknown sweep.
+    """
+    from store import printable
+
+    st = open_store(store, must_exist=True, sweep=sweep)
+    with store_errors():
+        if quarantine:
+            for source, target in st.quarantine(sweep):
+                echo(f"quarantined {printable(source)} -> {printable(target)}")
+        if repair:
+            for line in st.repair(sweep).lines():
+                echo(line)
+        return st.check(sweep)
+
+
+def compact(store: Store | str | os.PathLike = "results", sweep: str | None = None, *,
+            rows_per_file: int = 4_000_000, kinds: Sequence[str] = (), echo: Echo = _quiet) -> list[CompactionReport]:
+    """Merge small result files into large ones, rows unchanged, for one sweep or every sweep
+    (``kinds``: only these data kinds, default all); each sweep's report lines go through ``echo``
+    as it is done. Safe to interrupt and rerun."""
+    from store import DATA_KINDS
+
+    st = open_store(store, must_exist=True, sweep=sweep)
+    reports = []
+    with store_errors():
+        for name in [sweep] if sweep else st.sweeps():
+            reports.append(st.compact(name, rows_per_file=rows_per_file, kinds=tuple(kinds) or DATA_KINDS))
+            for line in reports[-1].lines():
+                echo(line)
+    return reports
+
+
+def rm(sweep: str, store: Store | str | os.PathLike = "results", *,
+       confirm: Callable[[str], object] | None = None) -> int:
+    """Delete every file of one sweep (the shared reference cache stays); returns how many.
+    ``confirm`` is called with the question first, and may raise to refuse (the CLI asks)."""
+    st = open_store(store, must_exist=True, sweep=sweep)
+    with store_errors():
+        if confirm is not None:
+            confirm(f"delete sweep {sweep} from {st.uri}?")
+        return st.remove_sweep(sweep)
+
+
+def sql(query: str, store: Store | str | os.PathLike = "results", *, sweep: str | None = None,
+        timeout_s: float | None = None, memory_limit: str | None = None) -> pa.Table:
+    """One read-only SQL query over the store's views (``explorer sql``): a pyarrow Table. Files
+    that are not store data are left out, with a ``store.LeftOutFilesWarning``.
+
+    Raises:
+        QueryError: a query that is not read-only, fails, or outlasts ``timeout_s``.
+        StoreAccessError, SweepDataError: no store there, an unknown ``sweep``.
+    """
+    st = open_store(store, must_exist=True, sweep=sweep)  # a sweep it lacks: the error names those it has
+    with store_errors():
+        return st.query(query, sweep=sweep, timeout_s=timeout_s, memory_limit=memory_limit)
+
+
+# --- analysis: explorer phase, report, compare, design ---------------------------------------
+
+
+def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = "alpha", y: str = "D",
+          step: int | None = None, where: str | None = None, out: str | os.PathLike | None = None, force: bool = False,
+          echo: Echo = _quiet) -> PhaseDiagram:
+    """The phase diagram of a sweep over (``x``, ``y``) (``explorer.analysis.phase``): its table
+    through ``echo``, then with ``out`` the chart saved as ``out``/phase.png, .svg and .html
+    (``force``: replace files there that explorer did not write) and their paths."""
+    from .analysis.phase import format_phase, phase_diagram
+
+    with store_errors():
+        _, con = open_sweep(store, sweep)
+        try:
+            diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
+        finally:
+            con.close()
+        echo(format_phase(diagram))
+        if out:
+            from .report.diagnostic_charts import phase_chart
+            from .report.output_folder import OutputFolder
+            from .report.page import save_chart
+
+            paths = save_chart(phase_chart(diagram), out, "phase", output=OutputFolder(out, force=force))
+            echo("chart: " + ", ".join(str(p) for p in paths))
+    return diagram
+
+
+def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
+           metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
+           n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None) -> Report:
+    """A sweep's offline HTML report in ``out`` (``explorer.report.page.build_report``), its fits
+    also written to the store unless ``save`` is False (or the store is read-only:
+    ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
+    ``compare`` makes it."""
+    from .report.page import build_report
+
+    with store_errors():
+        st, con = open_sweep(store, sweep)
+        comparison = None
+        if compare_with is not None:
+            comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
+                                 n_boot=max(n_boot, 2), save=save)
+        return build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
+                            form=form, n_boot=n_boot, force=force, comparison=comparison)
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
@@ -316,17 +475,60 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
     return done
 
 
-def every_sweep_status_lines(store) -> list[str]:
-    """``explorer status`` alone: a header and one row per sweep of the store, trials by status.
+def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
+    """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
+    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``)."""
+    from .experiment_design.designer import design as designed
 
-    Raises:
-        StoreAccessError: nothing was written to ``store`` yet.
-    """
-    st = open_store(store, must_exist=True)
+    return designed(sweep, targets, store=store, **options)
+
+
+# --- the papers: explorer reproduce ----------------------------------------------------------
+
+
+@dataclass
+class Reproduction:
+    """What ``reproduce`` did: the claims table, graded, and the report folder."""
+
+    exit_code: int  # 0, or 1 when some trial failed
+    claims: pd.DataFrame
+    folder: Path
+
+    def lines(self) -> list[str]:
+        from .reproduce.run import markdown_table
+
+        return markdown_table(self.claims).splitlines() + [f"report: {self.folder.resolve() / 'index.html'}"]
+
+
+def reproduce(name: str, scale: str = "laptop", store: Store | str | os.PathLike = "results", *,
+              address: str | None = None, out: str | os.PathLike | None = None, force: bool = False) -> Reproduction:
+    """Run (or resume) one of the papers' experiments at ``scale`` and grade its claims
+    (``explorer.reproduce.run.reproduce``: its errors; the report goes to ``out``, by default
+    reproduce-NAME-SCALE)."""
+    from .reproduce.run import reproduce as run_experiment
+
     with store_errors():
-        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
-    lines = [f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}"]
-    for name, statuses in rows:
-        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
-        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
-    return lines
+        code, claims, folder = run_experiment(name, scale, store=store, address=address, out=out, force=force)
+    return Reproduction(exit_code=code, claims=claims, folder=folder)
+
+
+def reproduce_list() -> list[str]:
+    """``explorer reproduce --list``: the experiments with their trials, references and estimated
+    compute per scale."""
+    from .reproduce.run import list_lines
+
+    with store_errors():
+        return list_lines()
+
+
+def reproduce_dry_run(name: str, scale: str = "laptop", *, address: str | None = None,
+                      out: str | os.PathLike | None = None) -> list[str]:
+    """``explorer reproduce NAME --dry-run``: each sweep's trials, references and estimated memory
+    and time, priced by this machine's memory and CPUs with an embedded Ray (``address`` None),
+    and where the report would go."""
+    from .config.estimate import available_memory_bytes
+    from .reproduce.run import dry_run_lines
+
+    embedded = address is None
+    return dry_run_lines(name, scale, out, available_memory_bytes() if embedded else None,
+                         os.cpu_count() if embedded else None)

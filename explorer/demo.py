@@ -15,9 +15,9 @@ import math
 import os
 from collections.abc import Callable
 
-from . import api
-from .store_access import open_store
 from .report.page import write_report
+from .store_access import open_store
+from .sweeps.launch import sweep
 
 DEMO_SPEC = {
     "name": "demo",
@@ -88,7 +88,7 @@ def run_demo(store="results", out: str | os.PathLike = "report", address: str | 
         The sweep's exit code (0 when every trial ended ok or diverged; 130/143 when interrupted).
     """
     st = open_store(store)
-    result = api.sweep(DEMO_SPEC, store=st, address=address)
+    result = sweep(DEMO_SPEC, store=st, address=address)
     echo(result.summary())
     if result.interrupted is not None:
         return result.exit_code

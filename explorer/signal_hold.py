@@ -30,7 +30,7 @@ class StartupHold:
         self._sigterm_handler = signal.SIG_DFL
 
     def raises(self, exception, sigterm_handler) -> None:
-        """What a recorded signal raises (``explorer.cli_signals``: KeyboardInterrupt or
+        """What a recorded signal raises (``explorer.cli.signals``: KeyboardInterrupt or
         ``Terminated``), and SIGTERM's handler once the hold ends."""
         self._exception, self._sigterm_handler = exception, sigterm_handler
 
@@ -68,7 +68,7 @@ def is_cli_process() -> bool:
     """Whether this process is the ``explorer`` command (its console script or ``python -m
     explorer.cli``), not a program or a test that imported the CLI."""
     head = sys.argv[0] if sys.argv else ""
-    return os.path.basename(head) == "explorer" or head.endswith(os.path.join("explorer", "cli.py"))
+    return os.path.basename(head) == "explorer" or head.endswith(os.path.join("explorer", "cli", "__main__.py"))
 
 
 def hold_startup_signals() -> None:

@@ -22,6 +22,7 @@ _LAZY = {
     "REFERENCE_KINDS": "config",
     "ProblemConfig": "config",
     "ReferenceConfig": "config",
+    "LimitReferenceConfig": "config",
     "TrialConfig": "config",
     "UNIT_BLOCK": "config",
     "METRICS_BLOCK": "config",

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # torch is imported where a tensor is made (resolve_device, torch_dtype), never here:
     import torch  # validating a configuration (a spec, a CLI error) must not pay torch's second of import
@@ -278,6 +278,33 @@ class TrialConfig:
             "lr": float(self.lr), "steps": self.steps, "dtype": self.dtype,
             "antithetic": self.antithetic, "residual_scale": self.residual_scale,
         }
+
+
+@runtime_checkable
+class LimitReferenceConfig(Protocol):
+    """What the configuration of a reference kind that computes the trials' limit declares:
+    ``ReferenceConfig`` (mean_ode, a particle solution) and ``joint_limit.JointLimitConfig``
+    (joint_limit, exact). The third kind, largest, is no limit: its configuration is the largest
+    grid point's ``TrialConfig``, keyed by ``largest_reference_key``.
+
+    Trials whose ``limit_identity`` is equal share one limit, so one reference: the planner
+    computes one key per distinct identity, the store caches the reference under ``key()``.
+    """
+
+    @property
+    def limit(self) -> TrialConfig:
+        """Any trial of the group whose limit this is (its L, M and seeds are ignored)."""
+
+    def limit_identity(self) -> tuple:
+        """The values the limit depends on, as a hashable tuple."""
+
+    def limit_fields(self) -> dict:
+        """Exactly what the limit depends on (no trial seed; L and M only through an effective
+        scale the limit depends on), as the data its key hashes."""
+
+    def key(self) -> str:
+        """Stable hash of the limit's fields, this reference's resolution and the reference
+        numerics version: the reference's identity in the store."""
 
 
 @dataclass(frozen=True)

@@ -54,10 +54,10 @@ from ..errors import spec_error
 from ..formatting import format_bytes, format_seconds
 
 if TYPE_CHECKING:
-    from trials import JointLimitConfig, ReferenceConfig, TrialConfig
+    from trials import JointLimitConfig, LimitReferenceConfig, TrialConfig
 
     from .planning import Plan
-    from .spec import SweepSpec
+    from .sections import SweepSpec
 
 _DTYPE_BYTES = {"float32": 4, "float64": 8}
 _METRIC_COPIES = 9  # block-sized float64 scratch arrays alive at the metrics' peak (lin_ratio)
@@ -164,7 +164,7 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + data)
 
 
-def reference_kind(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> str:
+def reference_kind(config: "LimitReferenceConfig | TrialConfig") -> str:
     """mean_ode, joint_limit or largest, from the config's type (by its fields: the joint limit's
     module imports torch, which an estimate must not)."""
     if hasattr(config, "particle_config"):
@@ -178,7 +178,7 @@ def _joint_limit_size(config: "JointLimitConfig") -> tuple[int, int, int, int]:
     return t.steps + 1, config.grid, t.problem.samples, t.problem.d_in + t.problem.d_out
 
 
-def reference_memory_bytes(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> int:
+def reference_memory_bytes(config: "LimitReferenceConfig | TrialConfig") -> int:
     """Estimated peak bytes of computing a reference: a ``ReferenceConfig`` (mean_ode: the
     particles at depth x width, replicas batched, then their half-depth twins), a
     ``JointLimitConfig`` (its r-dimensional path over the RK4 grid: ``_JOINT_LIMIT``), or the
@@ -223,7 +223,7 @@ def trial_seconds(config: "TrialConfig") -> float:
     return _SECONDS["fixed"] + _SECONDS["draw"] * L * D * M * R + seconds * (2 if config.chaos_check else 1)
 
 
-def reference_seconds(config: "ReferenceConfig | TrialConfig | JointLimitConfig") -> float:
+def reference_seconds(config: "LimitReferenceConfig | TrialConfig") -> float:
     """Estimated single-core seconds of computing a reference: the particles at full and half
     depth (mean_ode), or the largest point's run; without metrics, which cost about as much as
     the step itself (README, "Speed of the trial engine"), hence the factor 1/2. A joint_limit
@@ -336,7 +336,7 @@ def largest_point(source: "Plan | SweepSpec") -> tuple[Largest, Largest]:
             Largest(f"reference {_reference_what(ref)}", reference_memory_bytes(ref)))
 
 
-def _reference_what(ref: "ReferenceConfig | TrialConfig | JointLimitConfig") -> str:
+def _reference_what(ref: "LimitReferenceConfig | TrialConfig") -> str:
     kind = reference_kind(ref)
     if kind == "mean_ode":
         return f"at D={ref.limit.D} ({ref.depth} x {ref.width} particles, {ref.replicas} replicas, {ref.limit.dtype})"

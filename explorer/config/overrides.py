@@ -6,15 +6,14 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..bounds import MAX_NESTING, toml_nesting
 from ..errors import SpecProblems, spec_error
 from ..formatting import shown_text, spec_value
+from .sections import SweepSpec
 from .spec_values import closest, unknown_key
 
-if TYPE_CHECKING:
-    from .spec import SweepSpec
 
 
 def given_data(spec: SweepSpec) -> dict:

@@ -16,17 +16,13 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from store import SCHEMA_VERSION
-from trials import (ConfigError, ReferenceConfig, TrialConfig, largest_reference_config, largest_reference_key,
+from trials import (ConfigError, LimitReferenceConfig, TrialConfig, largest_reference_config, largest_reference_key,
                     stable_hash)
 
-if TYPE_CHECKING:  # the module imports torch; planning other kinds must not
-    from trials import JointLimitConfig
-
 from ..errors import spec_error
-from .spec import SweepSpec
+from .sections import SweepSpec
 
 
 CHECK_EVERY = 1000  # trials planned between two calls of plan's ``check`` (a few ms)
@@ -40,7 +36,7 @@ class PlannedReference:
 
     ref_key: str
     kind: str  # mean_ode | largest | joint_limit
-    config: ReferenceConfig | TrialConfig | JointLimitConfig  # the largest kind: the largest grid point's config
+    config: LimitReferenceConfig | TrialConfig  # the largest kind: the largest grid point's config
 
 
 @dataclass(frozen=True)

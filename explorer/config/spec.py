@@ -1,15 +1,16 @@
-"""Sweep specs: the TOML file a user writes, its overrides, and its strict validation.
+"""Reading a sweep spec: the TOML file a user writes, its overrides, and its strict validation.
 
 A spec names a sweep, fixes the problem, model, training and reference settings, and lists grid
 axes whose product is the sweep (see docs/sweeps.md for every key). Loading is strict: an
 unknown key, a wrong type, a non-positive size or an impossible resource request raises
 ``SpecError`` with one line naming the key, before anything runs.
 
-A spec also knows how to say itself in the trials package's terms (``problem_config``,
-``trial_config``, ``reference_config``): validation builds those configurations so that the
-trials' own rules judge the spec, and a refusal (``trials.ConfigError``) names its field, which
-``_CONFIG_KEYS`` maps to the spec key to blame. Expanding a spec into trials and references is
-``explorer.config.planning``'s job.
+The sections and ``SweepSpec`` itself are ``explorer.config.sections``'s (this module reads them
+from TOML; ``SweepSpec`` and ``SECTIONS`` are named here too, the loader's result and its tables).
+The rules across keys are ``spec_rules``'s: they build the trials package's configurations so
+that the trials' own rules judge the spec, and a refusal (``trials.ConfigError``) names its field,
+which ``spec_rules.CONFIG_KEYS`` maps to the spec key to blame. Expanding a spec into trials and
+references is ``explorer.config.planning``'s job.
 """
 from __future__ import annotations
 
@@ -17,250 +18,20 @@ import dataclasses
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS,
-                    ProblemConfig, ReferenceConfig, TrialConfig)
-
-from ..bounds import MAX_GRID_POINTS, MAX_NESTING, MAX_REPLICAS, MAX_SEEDS, data_nesting, toml_nesting
+from ..bounds import MAX_GRID_POINTS, MAX_NESTING, data_nesting, toml_nesting
 from ..errors import SpecError, SpecProblems, spec_error
 from ..formatting import spec_key, spec_value
 from .overrides import apply_overrides, given_data
-from .spec_rules import AXIS_SCALAR, check_consistency
-from .spec_values import (InvalidValue, at_most, boolean, budget_fraction, choice, closest, law_name, list_of,
-                          nonnegative_int, nonnegative_number, points_per_trial, positive_int, positive_number,
-                          resample_count, spec_field, sweep_name, unknown_key)
-
-if TYPE_CHECKING:
-    from trials import JointLimitConfig
-
-# The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
-# ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
-GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation")
-
-
-# --- the spec dataclasses: each field = one key, its default, its check, its meaning ---------
-
-
-@dataclass(frozen=True)
-class ProblemSpec:
-    """[problem]: the data and frozen embeddings, shared by every trial and its reference."""
-
-    d_in: int = spec_field(5, positive_int, "input dimension")
-    d_out: int = spec_field(5, positive_int, "output dimension")
-    samples: int = spec_field(10, positive_int, "N, the full-batch training set size")
-    seed: int = spec_field(1, nonnegative_int, "draws the data X, Y and the embeddings W_E, W_U")
-    coupled_embeddings: bool | None = spec_field(
-        None, boolean,
-        "draw W_E, W_U once at the largest D; width D uses their first D rows "
-        "(default: true with [reference] kind = \"largest\", else false)",
-    )
-    data: str = spec_field("gaussian", choice(*DATA_KINDS),
-                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise (trials/data.py)")
-    data_seed: int | None = spec_field(None, nonnegative_int,
-                                        "draws X, Y apart from the embeddings (default: from seed / problem_seeds)")
-    independent_embeddings: bool = spec_field(False, boolean,
-                                               "every D draws its own W_E, W_U (uncoupled; needs coupled_embeddings = false)")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """[model]: the residual block, its scaling preset and its initialization."""
-
-    activation: str = spec_field("tanh", choice(*ACTIVATION_NAMES), "sigma in each 2LP block")
-    preset: str = spec_field("mlu", choice(*PRESETS), "residual scaling preset")
-    block: str = spec_field("2lp", choice(*BLOCKS), "residual block type")
-    sigma_u: float = spec_field(1.0, positive_number, "init std of u entries, in units of sqrt(D)")
-    sigma_v: float = spec_field(1.0, positive_number, "init std of v entries, in units of sqrt(D)")
-    antithetic: bool = spec_field(False, boolean, "trial units in antithetic pairs (u, v), (u, -v); M must be even")
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """[train]: full-batch gradient descent."""
-
-    steps: int = spec_field(10, positive_int, "K gradient steps; metrics at k = 0..K")
-    lr: float = spec_field(1.0, positive_number, "eta, mean-field convention")
-    dtype: str = spec_field("float64", choice(*DTYPES), "floating-point precision")
-    device: str = spec_field("auto", choice(*DEVICES), "auto = cuda when the trial holds a GPU, else cpu")
-    divergence_factor: float = spec_field(10.0, positive_number,
-                                           "a seed whose loss exceeds this times its step-0 loss is diverged (> 1)")
-    divergence_bound: float = spec_field(1e3, positive_number,
-                                          "a seed whose |f| exceeds this times the targets' RMS is diverged")
-    init_noise_limit: float = spec_field(1.0, positive_number,
-                                          "rows of points with alpha_eff / sqrt(L M) above this are flagged init_noise")
-    chaos_check: bool = spec_field(False, boolean,
-                                    "run a twin nudged by 1e-12 and flag seeds whose trajectories separate as chaotic")
-
-
-@dataclass(frozen=True)
-class ReferenceSpec:
-    """[reference]: what each trial is compared with (docs/model.md section 3)."""
-
-    kind: str = spec_field("mean_ode", choice(*REFERENCE_KINDS),
-                            "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")
-    depth: int = spec_field(1024, positive_int, "L_ref of the mean_ode reference (even)")
-    width: int = spec_field(512, positive_int, "M_ref of the mean_ode reference (even)")
-    replicas: int = spec_field(2, at_most(MAX_REPLICAS, "replicas"), "R_ref >= 2 independent particle systems")
-    grid: int = spec_field(256, positive_int, "RK4 steps over depth of the joint_limit reference (even)")
-
-
-@dataclass(frozen=True)
-class GridSpec:
-    """[grid]: every list is an axis; the sweep is their product, times ``seeds`` repetitions."""
-
-    L: tuple[int, ...] = spec_field(None, list_of(positive_int, "positive integers"), "depths", required=True)
-    M: tuple[int, ...] = spec_field(None, list_of(positive_int, "positive integers"), "hidden widths", required=True)
-    D: tuple[int, ...] = spec_field(None, list_of(positive_int, "positive integers"), "embedding dimensions", required=True)
-    alpha: tuple[float, ...] = spec_field((1.0,), list_of(positive_number, "positive numbers"), "residual multipliers")
-    sigma_u: tuple[float, ...] | None = spec_field(
-        None, list_of(positive_number, "positive numbers"), "init scales of u (replaces [model] sigma_u)")
-    sigma_v: tuple[float, ...] | None = spec_field(
-        None, list_of(positive_number, "positive numbers"), "init scales of v (replaces [model] sigma_v)")
-    lr: tuple[float, ...] | None = spec_field(
-        None, list_of(positive_number, "positive numbers"), "learning rates (replaces [train] lr)")
-    # categorical axes: each value is its own limit, so its trials get their own references
-    preset: tuple[str, ...] | None = spec_field(
-        None, list_of(choice(*PRESETS), "presets"), "residual scaling presets (replaces [model] preset)")
-    activation: tuple[str, ...] | None = spec_field(
-        None, list_of(choice(*ACTIVATION_NAMES), "activations"), "activations (replaces [model] activation)")
-    problem_seeds: tuple[int, ...] | None = spec_field(
-        None, list_of(nonnegative_int, "non-negative integers"),
-        "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
-    seeds: int = spec_field(3, at_most(MAX_SEEDS, "seeds per grid point"), "repetitions per grid point (seeds 0..seeds-1, batched)")
-
-
-@dataclass(frozen=True)
-class ResourcesSpec:
-    """[resources]: what each Ray Tune trial holds, and how the sweep is scheduled."""
-
-    cpus_per_trial: float = spec_field(1.0, positive_number, "CPUs each trial holds (fractions allowed)")
-    gpus_per_trial: float = spec_field(0.0, nonnegative_number, "GPUs each trial holds; fractions below 1 share a GPU")
-    max_concurrent: int | None = spec_field(None, positive_int, "at most this many trials at once (default: what fits)")
-    retries: int = spec_field(2, nonnegative_int, "re-runs of a grid point that raised before it is recorded failed")
-    points_per_trial: int | str = spec_field(
-        "auto", points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
-    max_points: int = spec_field(
-        100_000, at_most(MAX_GRID_POINTS, "points"), "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
-
-
-@dataclass(frozen=True)
-class AdaptiveSpec:
-    """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
-    round by round to shrink the targets' CIs per unit of cost (``explorer.sweeps.adaptive``)."""
-
-    form: str = spec_field("decomposed", law_name,
-                            "the law fitted each round, a name of the fit registry (explorer fit --form)")
-    targets: tuple[str, ...] | None = spec_field(
-        None, list_of(law_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")
-    halfwidth: float = spec_field(0.1, positive_number, "the 95% CI half-width every target should reach")
-    budget: float = spec_field(0.5, budget_fraction,
-                                "the most compute to spend, a fraction of the full grid's cost in predicted seconds")
-    batch: int = spec_field(8, at_most(MAX_GRID_POINTS, "points per round"), "points (trials) chosen per round")
-    initial: int | None = spec_field(None, at_most(MAX_GRID_POINTS, "points"),
-                                      "points of the space-filling initial design (default: 2 x batch, at least 8)")
-    resamples: int = spec_field(200, resample_count, "bootstrap resamples of each round's fit (>= 2)")
-
+from .sections import SECTIONS, SweepSpec
+from .spec_rules import check_consistency
+from .spec_values import InvalidValue, at_most, closest, sweep_name, unknown_key
 
 # A paper spec's [reproduce] table says which points each claim of `explorer reproduce` leaves
 # out and why (explorer.reproduce.leave_out reads it); a sweep ignores it, so the spec still runs alone.
 READ_BY_REPRODUCE = "reproduce"
-
-SECTIONS: dict[str, type] = {
-    "problem": ProblemSpec,
-    "model": ModelSpec,
-    "train": TrainSpec,
-    "reference": ReferenceSpec,
-    "grid": GridSpec,
-    "resources": ResourcesSpec,
-    "adaptive": AdaptiveSpec,
-}
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """A validated sweep spec (build it with ``load_spec`` or ``parse_spec``)."""
-
-    name: str
-    problem: ProblemSpec = field(default_factory=ProblemSpec)
-    model: ModelSpec = field(default_factory=ModelSpec)
-    train: TrainSpec = field(default_factory=TrainSpec)
-    reference: ReferenceSpec = field(default_factory=ReferenceSpec)
-    grid: GridSpec = field(default_factory=lambda: GridSpec(L=(4,), M=(1,), D=(8,)))
-    resources: ResourcesSpec = field(default_factory=ResourcesSpec)
-    adaptive: AdaptiveSpec = field(default_factory=AdaptiveSpec)
-    # The keys the user actually wrote, as "section.key": tells a default from an explicit value.
-    given: frozenset[str] = frozenset()
-
-    @property
-    def coupled_embeddings(self) -> bool:
-        """Resolved: explicit value, else true exactly for the ``largest`` reference kind."""
-        if self.problem.coupled_embeddings is None:
-            return self.reference.kind == "largest"
-        return self.problem.coupled_embeddings
-
-    def grid_points(self) -> int:
-        """Number of grid points (trials), seeds not counted, problem draws counted."""
-        return math.prod(len(values) for values in self.axes().values()) * len(self.problem_seeds())
-
-    def axes(self) -> dict[str, tuple]:
-        """The values of each TrialConfig axis (``GRID_AXES``): the [grid] list, else the scalar."""
-        axes = {}
-        for name in GRID_AXES:
-            values = getattr(self.grid, name)
-            if values is None:
-                section, key = AXIS_SCALAR[name]
-                values = (getattr(getattr(self, section), key),)
-            axes[name] = values
-        return axes
-
-    def problem_seeds(self) -> tuple[int, ...]:
-        """The problem draws: [grid] problem_seeds, else the one [problem] seed."""
-        return self.grid.problem_seeds if self.grid.problem_seeds is not None else (self.problem.seed,)
-
-    # --- the spec in the trials package's terms (raise trials.ConfigError) -------------------
-
-    def problem_config(self, seed: int) -> ProblemConfig:
-        """The data and embeddings of one problem draw (embeddings coupled at the largest D when
-        ``coupled_embeddings``)."""
-        p = self.problem
-        coupled = max(self.grid.D) if self.coupled_embeddings else None
-        return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled,
-                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings)
-
-    def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
-        """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
-        all its seeds batched."""
-        fields = {"activation": self.model.activation, "preset": self.model.preset, **point}
-        return TrialConfig(
-            problem=problem, block=self.model.block,
-            steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,
-            seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic,
-            divergence_factor=self.train.divergence_factor, divergence_bound=self.train.divergence_bound,
-            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **fields,
-        )
-
-    def reference_config(self, limit: TrialConfig) -> ReferenceConfig | JointLimitConfig:
-        """The mean_ode (or joint_limit) reference of the group ``limit`` (any of its trials) belongs to."""
-        ref = self.reference
-        if ref.kind == "joint_limit":
-            from trials import JointLimitConfig  # imports torch: only specs of this kind pay for it
-
-            return JointLimitConfig(limit=limit, grid=ref.grid)
-        return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
-                               device=self.train.device)
-
-    def to_dict(self) -> dict:
-        """The resolved spec as plain TOML-like data (tuples as lists), for records and display."""
-        out: dict[str, Any] = {"name": self.name}
-        for section in SECTIONS:
-            values = dataclasses.asdict(getattr(self, section))
-            out[section] = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None}
-        out["problem"]["coupled_embeddings"] = self.coupled_embeddings
-        return out
-
 
 # --- loading ---------------------------------------------------------------------------------
 

@@ -5,20 +5,11 @@ configuration (``CONFIG_KEYS`` names the spec key behind each trials field). Eac
 the key the user should change."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from trials import ConfigError
 
 from ..errors import SpecProblems, spec_error
 from ..formatting import spec_value
-
-if TYPE_CHECKING:
-    from .spec import AdaptiveSpec, SweepSpec
-
-# A [grid] list that replaces a scalar key of another section: setting both is refused.
-AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
-               "preset": ("model", "preset"), "activation": ("model", "activation"),
-               "problem_seeds": ("problem", "seed")}
+from .sections import AXIS_SCALAR, AdaptiveSpec, SweepSpec
 
 
 def check_consistency(spec: SweepSpec, problems: SpecProblems) -> None:

@@ -25,7 +25,6 @@ gets an error chart of its own.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -42,9 +41,10 @@ from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
 from ..formatting import fmt
 
 from ..store_access import open_sweep
+from .contents import Report
 from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
-from ..analysis.phase import PhaseDiagram, phase_diagram
+from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
 from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
                              query_frame, require_sweep_rows, status_counts, step_errors, sweep_is,
@@ -65,41 +65,6 @@ def _environment() -> jinja2.Environment:
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "default": json_default}
     env.filters["num"] = fmt
     return env
-
-
-@dataclass
-class Report:
-    """What ``build_report`` made.
-
-    Attributes:
-        path: the index.html. fits: form -> FitResult (forms that could be fitted).
-        fit_errors: form -> why its fit failed. skipped: form -> the axes it uses that the sweep
-        does not vary (so it was not tried). phase: the PhaseDiagram (or None).
-        advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
-        summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
-        fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
-        table (or None). slopes: ``diagnostic_charts.local_slopes`` table.
-    """
-
-    path: Path
-    fits: dict = field(default_factory=dict)
-    fit_errors: dict = field(default_factory=dict)
-    skipped: dict = field(default_factory=dict)
-    phase: PhaseDiagram | None = None
-    advice: dict | None = None
-    charts: dict = field(default_factory=dict)
-    summary: list = field(default_factory=list)
-    counts: dict = field(default_factory=dict)
-    fixed: dict = field(default_factory=dict)
-    varying: list = field(default_factory=list)
-    comparison: pd.DataFrame | None = None
-    slopes: pd.DataFrame | None = None
-    fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
-
-    def fit_rows(self) -> pd.DataFrame:
-        """All fit rows (FITS_COLUMNS) of the report."""
-        frames = [f.rows() for f in self.fits.values()]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(FITS_COLUMNS))
 
 
 def sweep_config(con, sweep: str) -> pd.DataFrame:

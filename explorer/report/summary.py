@@ -16,7 +16,7 @@ from ..analysis.shapes import beyond_data
 from ..formatting import fmt
 
 if TYPE_CHECKING:
-    from .page import Report
+    from .contents import Report
 
 
 def _span(value: float, text: str, **data) -> Markup:

@@ -8,7 +8,7 @@ import os
 from ..config import estimate
 from ..config.estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
 from ..config.planning import plan
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 
 
 def dry_run_lines(spec: SweepSpec, embedded: bool, adaptive: bool = False) -> list[str]:

@@ -120,7 +120,7 @@ def resume_command() -> str | None:
     head = os.path.basename(argv[0])
     if head == "explorer":
         return shlex.join(["explorer", *argv[1:]])
-    if argv[0].endswith(os.path.join("explorer", "cli.py")) or argv[0].endswith(os.path.join("explorer", "__main__.py")):
+    if argv[0].endswith(os.path.join("explorer", "cli", "__main__.py")):
         return shlex.join(["python", "-m", "explorer.cli", *argv[1:]])
     if argv[0] == "-c" and len(argv) > 1 and argv[1] == "sweep":
         return shlex.join(["explorer", *argv[1:]])

@@ -29,7 +29,6 @@ of Ray's runtime envs (``runtime_env``); each worker task sets torch's threads (
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import sys
 import time
@@ -40,7 +39,7 @@ from store import FINAL_STATUSES, SCHEMA_VERSION, Store
 
 from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from ..store_access import open_store
 from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
@@ -93,7 +92,7 @@ def run_sweep(
             ``$EXPLORER_LEASE_TTL_S``, else ``store.heartbeat.DEFAULT_TTL_S``): another driver of the
             same sweep takes over the trials of a dead driver after that long.
         only_keys: run (and count in the result) only the planned trials with these keys: one
-            round of an adaptive sweep (``explorer.sweeps.adaptive``). None: every trial.
+            round of an adaptive sweep (``TuneRunner``). None: every trial.
 
     Returns:
         A ``SweepResult``; its ``exit_code`` is 0 when every trial ended ok or diverged, 130 or
@@ -126,6 +125,22 @@ def run_sweep(
         result.resume = resume_command() if result.interrupted is not None else None
     result.wall_s = time.monotonic() - started
     return result
+
+
+
+class TuneRunner:
+    """The adaptive loop's ``TrialRunner`` on Ray Tune: ``runner(spec, keys)`` is a ``run_sweep``
+    of those keys (``only_keys``), with its own Ray session, leases and cleanup each call.
+    ``SessionRunner`` keeps one Ray session for every round instead (``explorer.sweeps.adaptive``)."""
+
+    def __init__(self, store: Store | str = "results", address: str | None = None, max_concurrent: int | None = None,
+                 progress: bool = True, num_cpus: int | None = None):
+        self.store, self.address, self.max_concurrent = store, address, max_concurrent
+        self.progress, self.num_cpus = progress, num_cpus
+
+    def __call__(self, spec: SweepSpec, keys: frozenset[str]) -> SweepResult:
+        return run_sweep(spec, self.store, address=self.address, max_concurrent=self.max_concurrent,
+                         progress=self.progress, num_cpus=self.num_cpus, only_keys=keys)
 
 
 def _plan(spec: SweepSpec, guard: SignalGuard, progress: bool, stream, only_keys) -> Plan:

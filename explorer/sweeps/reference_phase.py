@@ -9,7 +9,7 @@ from collections.abc import Callable
 from store import StoreUnreachable
 
 from ..config.planning import Plan, PlannedTrial
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from . import resources
 from .failures import error_text, root_cause
 from .interrupts import SIGNAL_POLL_S

@@ -6,7 +6,7 @@ import math
 
 from ..config.estimate import check_fits_memory, reference_memory_bytes
 from ..config.planning import PlannedReference
-from ..config.spec import SweepSpec
+from ..config.sections import SweepSpec
 from ..errors import spec_error
 from .ray_import import ray
 

@@ -1,9 +1,9 @@
-"""What the adaptive tests share: the fake runner (``explorer.sweeps.planted_runner``'s, under its tests'
+"""What the adaptive tests share: the fake runner (``explorer.sweeps.adaptive.planted_runner``'s, under its tests'
 name) and the small adaptive spec that the driver tests run for real."""
 from __future__ import annotations
 
-from explorer.sweeps.planted_runner import PlantedRunner as FakeRunner
-from explorer.sweeps.planted_runner import TermsLaw, free_law
+from explorer.sweeps.adaptive import PlantedRunner as FakeRunner
+from explorer.sweeps.adaptive import TermsLaw, free_law
 
 
 def small_adaptive_spec(name: str) -> str:

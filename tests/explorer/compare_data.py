@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from explorer.analysis.decomposed import planted_sweeps
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 from explorer.config.planning import plan
 from explorer.config.spec import load_spec
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.sweeps.adaptive_rounds import read_rounds
-from explorer.sweeps.adaptive import run_adaptive
+from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from explorer.errors import SpecError
 from explorer.analysis.laws import resolve_form
-from explorer.sweeps.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
+from explorer.sweeps.adaptive.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
 from explorer.config.spec_rules import adaptive_targets
 from explorer.config.spec import parse_spec
 from explorer.config.estimate import trial_seconds
@@ -504,7 +503,7 @@ def test_the_adaptive_loop_covers_at_its_stopping_point(tmp_path):
     from scipy import stats
 
     from explorer.analysis.decomposed import REGIMES
-    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+    from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
     from explorer.config.spec import load_spec
 
     planted = REGIMES["rates"]

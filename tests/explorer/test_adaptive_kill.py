@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import read_rounds
 from store import Store
 
 from .adaptive_fake import small_adaptive_spec

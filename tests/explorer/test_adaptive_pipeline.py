@@ -8,8 +8,7 @@ import collections
 
 import pytest
 
-from explorer.sweeps.adaptive import run_adaptive
-from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from store import Store
 
 from .adaptive_fake import FakeRunner, free_law

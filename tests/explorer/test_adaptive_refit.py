@@ -1,4 +1,4 @@
-"""The adaptive loop's refits read the store incrementally (``explorer.analysis.row_cache``) and
+"""The adaptive loop's refits read the store incrementally (``explorer.sweeps.adaptive.row_cache``) and
 reuse a draw's terms per seed resample within a bootstrap: what they report must be what a
 refit from scratch on the same store gives, to the last bit."""
 from __future__ import annotations
@@ -11,12 +11,9 @@ import pandas as pd
 import pytest
 
 from explorer.analysis.decomposed import draws_of, estimate
-from explorer.analysis.row_cache import SweepRows
+from explorer.sweeps.adaptive import AdaptiveLoop, PlantedRunner, SweepRows, TermsLaw, read_rounds, run_adaptive
 from explorer.analysis.data import seed_grams
 from explorer.config.planning import plan
-from explorer.sweeps.adaptive import AdaptiveLoop, run_adaptive
-from explorer.sweeps.adaptive_rounds import read_rounds
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
 from store import Store, trial_row_from_metrics
 
 from .test_adaptive import GRID, adaptive_spec
@@ -142,7 +139,7 @@ def test_every_rounds_recorded_targets_are_a_refit_from_scratch_of_its_trials(tm
 
 
 def test_rows_beyond_the_cap_are_let_go_and_the_store_read_instead(tmp_path, monkeypatch):
-    import explorer.analysis.row_cache as row_cache
+    import explorer.sweeps.adaptive.row_cache as row_cache
 
     _, st, _ = planted(tmp_path, keys=lambda keys: keys[:6])
     monkeypatch.setattr(row_cache, "MAX_KEPT_BYTES", 1000)

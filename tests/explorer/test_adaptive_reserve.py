@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.sweeps.adaptive import run_adaptive
-from explorer.sweeps.adaptive_rounds import read_rounds
+from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from store import Store
 
 from .test_adaptive import adaptive_spec

@@ -8,9 +8,7 @@ import time
 import pytest
 
 from explorer.config.spec import load_spec
-from explorer.sweeps.adaptive import run_adaptive
-from explorer.sweeps.adaptive_rounds import read_rounds
-from explorer.sweeps.session_runner import SessionRunner
+from explorer.sweeps.adaptive import SessionRunner, read_rounds, run_adaptive
 from store import Store
 
 from .adaptive_fake import small_adaptive_spec

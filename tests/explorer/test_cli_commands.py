@@ -43,7 +43,7 @@ def test_every_command_has_a_section_in_the_reference(name):
 
 def test_the_reference_is_the_generated_one():
     assert CLI_DOC.read_text() == cli_reference(), (
-        "docs/cli.md is out of date: python -m explorer.cli_reference > docs/cli.md")
+        "docs/cli.md is out of date: python -m explorer.cli.reference > docs/cli.md")
 
 
 def test_every_summary_in_the_command_list_is_a_whole_sentence_within_80_columns():
@@ -73,7 +73,7 @@ def test_fit_help_lists_every_registry_form_and_every_fit_metric():
 
 def registry_of_help() -> dict:
     """Each help text a CLI option reads from a registry -> the names it must list."""
-    from explorer import cli_options
+    from explorer.cli import options as cli_options
     from explorer.analysis.compare import COMPARED_FORMS
     from explorer.analysis.data import FIT_METRICS, GRID_COLUMNS
     from explorer.analysis.laws import FORMS
@@ -86,7 +86,7 @@ def registry_of_help() -> dict:
 
 def registry_options():
     """(command, option) for every option whose help ends with a registry's names."""
-    from explorer.cli_options import RegistryHelpOption
+    from explorer.cli.options import RegistryHelpOption
 
     return [(name, param) for name, command in sorted(main.commands.items()) for param in command.params
             if isinstance(param, RegistryHelpOption)]

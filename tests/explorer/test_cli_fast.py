@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import store
-from explorer import cli, cli_sql
+from explorer.cli import store as cli_store
 from explorer.report import tables
 
 _PROBE = r"""
@@ -55,5 +55,5 @@ def test_a_spec_typo_imports_nothing_heavy(tmp_path):
 
 
 def test_the_cli_copies_of_store_kinds_and_table_formats_match():
-    assert cli.DATA_KINDS == store.DATA_KINDS
-    assert cli_sql.FORMATS == tables.FORMATS
+    assert cli_store.DATA_KINDS == store.DATA_KINDS
+    assert cli_store.FORMATS == tables.FORMATS

@@ -183,7 +183,7 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     spec_path.write_text('name = "both"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
                          'L = [4, 8, 16, 32]\nM = [64, 256, 1024]\nD = [8]\npreset = ["mlu", "completep"]\n'
                          'problem_seeds = [1, 2]\nseeds = 3\n')
-    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+    from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 
     spec = load_spec(str(spec_path))
     PlantedRunner(st, TermsLaw(), entries=400, draw_sd=0.2, term_effects=True)(spec, {t.trial_key for t in plan(spec).trials})
@@ -238,7 +238,7 @@ def lr_store(tmp_path_factory):
     spec_path.write_text('name = "lrxfer"\n[train]\nsteps = 3\n[reference]\ndepth = 32\nwidth = 16\n[grid]\n'
                          'L = [4, 8, 16]\nM = [64, 256]\nD = [8]\npreset = ["mlu", "completep"]\n'
                          'lr = [0.125, 0.5]\nproblem_seeds = [1, 2]\nseeds = 3\n')
-    from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+    from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 
     spec = load_spec(str(spec_path))
     PlantedRunner(st, TermsLaw(), entries=400, draw_sd=0.2, term_effects=True)(spec, {t.trial_key for t in plan(spec).trials})

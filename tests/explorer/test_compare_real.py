@@ -52,7 +52,7 @@ def test_two_learning_rates_pair_their_shared_draws_and_seeds(store):
     draws each variance has one degree of freedom, and problem_seed 1 is the draw whose data put
     lr 1.0 at its edge of stability, where some small networks' seeds take another path than at
     lr 0.8 (noise the pairing cannot cancel, named in a warning). Over 16 draws the pairing
-    narrows a 4.0x and b 1.9x, and draws 2 to 16 have no such seed (docs/analysis.md,
+    narrows a 4.0x and b 1.9x, and draws 2 to 16 have no such seed (docs/measurements.md,
     benchmarks/compare_draws.py)."""
     result = explorer.compare("lr10", "lr08", store=store, n_boot=200)
     assert not result.fit.identical and result.differing == {"lr": ([1.0], [0.8])}

@@ -18,7 +18,7 @@ from explorer.config.planning import plan
 from explorer.config.spec import load_spec
 from explorer.demo import DEMO_SPEC
 from explorer.report.page import page_spec, write_report
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 from store import Store
 
 MAX_LEGEND = 12

@@ -11,7 +11,7 @@ from explorer.cli import main
 from explorer.experiment_design.design_model import pilot_model
 from explorer.errors import UsageError
 from explorer.config.planning import plan
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 from explorer.config.spec import load_spec, parse_spec
 from store import Store
 

@@ -18,7 +18,7 @@ from explorer.analysis.fitting import FitResult, data_and_fitter, fit, fit_sweep
 from explorer.analysis.laws import FORMS, LAW_METHOD, METHODS, Form, Method, method_of
 from explorer.config.planning import plan
 from explorer.errors import FitError
-from explorer.sweeps.planted_runner import PlantedRunner, TermsLaw
+from explorer.sweeps.adaptive import PlantedRunner, TermsLaw
 from store import Store
 
 from .analysis_data import connect, law_rows

@@ -6,7 +6,7 @@ inside functions included; those under ``if TYPE_CHECKING:`` never run and are n
 that a new import or a grown function is checked too:
 
 - ``trials`` and ``store`` import nothing of ours (and not each other);
-- Ray is imported only under ``explorer/sweeps/``, click only by ``explorer/cli*.py``;
+- Ray is imported only under ``explorer/sweeps/``, click only under ``explorer/cli/``;
 - ``explorer.analysis`` imports neither ``sweeps`` nor ``report`` (report may import analysis);
 - no import cycle among the explorer's modules, nor among its subpackages, nor among the wings
   and modules of one subpackage (``explorer.analysis.fitting`` and ``explorer.analysis.shapes``);
@@ -81,8 +81,11 @@ PACKAGES = ("explorer", "store", "trials")
 OURS = (*PACKAGES, "tests", "benchmarks")
 CODE = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
 EVERYTHING = CODE + sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
-MAX_MODULE_LINES = 500
-MAX_FUNCTION_LINES = 80
+# Size follows concept: a module is split when it holds two concepts, not when it nears a number;
+# past REASONED_MODULE_LINES its docstring says in one line why it is still one ("Size: ...").
+MAX_MODULE_LINES = 800
+REASONED_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 100
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -227,7 +230,7 @@ def test_ray_is_imported_only_by_the_sweeps_package():
 
 def test_click_is_imported_only_by_the_cli():
     bad = [f"{where(p, line)} imports {m}" for p in CODE for m, _, line in imports(p)
-           if m.split(".")[0] == "click" and not (p.parent == ROOT / "explorer" and p.name.startswith("cli"))]
+           if m.split(".")[0] == "click" and ROOT / "explorer" / "cli" not in p.parents]
     assert not bad, bad
 
 
@@ -303,9 +306,30 @@ def test_no_private_name_crosses_modules():
     assert not bad, bad
 
 
+def size_reason(path: pathlib.Path) -> str | None:
+    """The docstring's line that says why a long module is one concept (``Size: ...``), or None."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return next((line for line in doc.splitlines() if line.startswith("Size: ") and len(line) > 12), None)
+
+
 def test_no_module_is_longer_than_the_limit():
     long = {str(p.relative_to(ROOT)): n for p in CODE if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, long
+
+
+def test_a_long_module_says_why_it_is_one_concept():
+    unsaid = [str(p.relative_to(ROOT)) for p in CODE
+              if len(p.read_text().splitlines()) > REASONED_MODULE_LINES and size_reason(p) is None]
+    assert not unsaid, f"over {REASONED_MODULE_LINES} lines without a 'Size: ...' line in the docstring: {unsaid}"
+
+
+def test_the_size_reason_is_read_from_the_docstring_only(tmp_path):
+    said = tmp_path / "said.py"
+    said.write_text('"""A module.\n\nSize: the twin of every command, one function each."""\nx = 1\n')
+    unsaid = tmp_path / "unsaid.py"
+    unsaid.write_text('"""A module."""\n# Size: a comment is not the docstring\nx = 1\n')
+    assert size_reason(said) == "Size: the twin of every command, one function each."
+    assert size_reason(unsaid) is None
 
 
 def test_no_function_is_longer_than_the_limit():

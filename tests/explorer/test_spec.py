@@ -212,7 +212,7 @@ def test_the_trials_rules_judge_the_spec_with_the_key_named():
     ("activation", "[model] activation"), ("seeds", "[grid] seeds"), ("L", "[grid] L"), ("lr", "[train] lr"),
 ])
 def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkeypatch, field, key):
-    from explorer.config import spec as spec_module
+    from explorer.config import sections as spec_module
 
     def refuse(*args, **kwargs):
         raise ConfigError(field, "reworded: no field name in here")

@@ -8,13 +8,13 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
 1. A round is first written to the store's ``rounds`` log as *planned* (its chosen points, each
    with its expected CI gain per predicted second), then its trials are queued on the runner
    (``session_runner.SessionRunner``: one Ray session and one pool of workers for every round;
-   the scheduling is ``adaptive_driver``'s: with a background runner the next round is queued
+   the scheduling is ``driver``'s: with a background runner the next round is queued
    while a round's last points run, so a round is a logging unit, not a barrier).
 2. When every trial of the round has its rows, the law is refitted with the two-level bootstrap
    on the trials of the rounds up to it (``explorer.analysis.fitting.fit_sweep``, with the law's own method; the metric rows of the trials
-   already read are kept, ``explorer.analysis.row_cache``, so a refit reads only the trials
+   already read are kept, ``row_cache``, so a refit reads only the trials
    finished since the last one and gives what a refit from scratch gives), the next batch is chosen
-   (``selection.choose_batch``), and the round is rewritten as *done* with the targets'
+   (``stopping.next_choice``, ``selection.choose_batch``), and the round is rewritten as *done* with the targets'
    estimates and CIs, and why the loop stops if it does: every target within ``halfwidth``
    (absolute for exponents, relative for positive constants: half the width of the CI of log c,
    the units the selection ranks in; ``target_halfwidth``) in two consecutive rounds with each
@@ -42,24 +42,22 @@ import pandas as pd
 
 from store import SCHEMA_VERSION, Store
 
-from ..analysis.row_cache import SweepRows
-from ..analysis.fitting import halfwidth_of, positive_parameters, target_halfwidth, unmeasured_in
-from ..config.planning import plan
-from ..config.spec import SweepSpec
-from ..config.spec_rules import adaptive_targets
-from ..errors import FitError, SweepDataError, spec_error
-from .adaptive_driver import BlockingRunner, RoundDriver
-from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds, round_id, target_log_rows
-from .interrupts import SignalGuard, resume_command
-from .selection import COST_UNIT, Candidate, Linearised, WallModel, candidates_of, choose_batch, initial_design
+from ...analysis.fitting import positive_parameters
+from ...config.planning import plan
+from ...config.sections import SweepSpec
+from ...config.spec_rules import adaptive_targets
+from ...errors import FitError, SweepDataError, spec_error
+from ..interrupts import SignalGuard, resume_command
+from . import stopping
+from .driver import BlockingRunner, RoundDriver
+from .rounds import AdaptiveResult, point_log_rows, round_id, target_log_rows
+from .row_cache import SweepRows
+from .runners import RoundRunner, TrialRunner
+from .selection import COST_UNIT, INITIAL_SHARE, Candidate, WallModel, candidates_of, initial_design
+from .trial_reads import TrialReads
 
-INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 MIN_INITIAL = 8  # default initial design: 2 x batch, at least this many points
 FIT_SEED = 0  # every round's bootstrap uses the same seed: a resumed loop makes the same choices
-
-# The runner runs the trials of ``keys`` (a SweepSpec's, a subset of its plan) and may return a
-# ray_runner.SweepResult; its ``interrupted`` (a signal) stops the loop with that exit code.
-Runner = Callable[[SweepSpec, frozenset], object]
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -68,14 +66,12 @@ Runner = Callable[[SweepSpec, frozenset], object]
 class AdaptiveLoop:
     """One run of the loop over a store: the spec's candidates, what is spent, the log."""
 
-    def __init__(self, spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None]):
+    def __init__(self, spec: SweepSpec, store: Store, runner: TrialRunner | RoundRunner | None,
+                 log: Callable[[str], None]):
         self.spec, self.store, self.runner, self.log = spec, store, runner, log
         self.guard: SignalGuard | None = None  # run_adaptive's: a signal stops the loop between its steps
         self.ad = spec.adaptive
-        # the store's statuses and wall times (trials column -> trial_key -> value), read once per
-        # step, and the keys to read again before the next use (``forget``)
-        self._columns: dict[str, dict] = {}
-        self._stale: dict[str, set[str]] = {}
+        self.reads = TrialReads(store, spec.name)  # the trials' statuses and wall times, read once per step
         self.fitted_keys: Collection[str] | None = None  # the trials of the last fit
         # the sweep's metrics rows, read once per trial (None: every refit reads the store afresh)
         self.rows: SweepRows | None = SweepRows(store, spec.name)
@@ -96,7 +92,7 @@ class AdaptiveLoop:
     def _check_identifiable(self) -> None:
         """Refuse a grid on which the law, or one of the targets, cannot be fitted at all: no
         subset of it could ever reach the targets (a single L for the free law's ``a``)."""
-        from ..analysis.laws import resolve_form, unidentified_terms
+        from ...analysis.laws import resolve_form, unidentified_terms
 
         law = resolve_form(self.ad.form)[1]
         frame = pd.DataFrame({"L": [c.L for c in self.cands], "M": [c.M for c in self.cands],
@@ -127,10 +123,7 @@ class AdaptiveLoop:
         """
         prior_cost = float(sum(self.by_key[k].cost for k in prior))
         cap = min(INITIAL_SHARE * self.budget, self.budget - prior_cost)
-        counts: dict = {}
-        for k in prior:
-            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
-        design = initial_design(self.cands, self.initial, cap, set(prior), counts)
+        design = initial_design(self.cands, self.initial, cap, set(prior), self.draw_counts(prior))
         if not design and prior_cost:
             raise spec_error("[adaptive] budget", f"the {len(prior)} trial(s) of this sweep already in the store "
                              f"cost {prior_cost / self.full:.1%} of the full grid, so a budget of "
@@ -143,37 +136,12 @@ class AdaptiveLoop:
                              "budget (at most 1), lower initial, or sweep more small points")
         return design
 
-    # -- reading the store
-    # The trials' statuses and wall times change only when the runner runs trials: they are read
-    # once and kept until ``forget``, not re-read by every decision that needs them (a dozen reads
-    # a round, each a read of every trial's file). A blocking runner's trials are read again in
-    # full after each call; a background runner reports the trials it finished, and only those
-    # are read (one file each, instead of the sweep's: a tenth of the driver's CPU on the rates grid).
-    def forget(self, keys: Collection[str] | None = None) -> None:
-        """Drop the cached statuses and wall times (only those of ``keys`` when given): the next
-        use reads them from the store again."""
-        if keys is None:
-            self._columns, self._stale = {}, {}
-        else:
-            for stale in self._stale.values():
-                stale.update(keys)
-
-    def column(self, name: str) -> dict:
-        """``trial_key -> value`` of the sweep's trials column ``name``, read as ``forget`` says."""
-        if name not in self._columns:
-            self._columns[name] = (self.store.trial_column(self.spec.name, name)
-                                   if self.spec.name in self.store.sweeps() else {})
-            self._stale[name] = set()
-        elif self._stale[name]:
-            self._columns[name].update(self.store.trial_column(self.spec.name, name, self._stale[name]))
-            self._stale[name] = set()
-        return dict(self._columns[name])
-
-    def statuses(self) -> dict[str, str]:
-        return self.column("status")
-
-    def walls(self) -> dict:
-        return self.column("wall_s")
+    def draw_counts(self, keys: Collection[str]) -> dict:
+        """Problem draw -> how many of the candidates ``keys`` it holds (the designs spread the draws)."""
+        counts: dict = {}
+        for k in keys:
+            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
+        return counts
 
     def chosen(self, rounds: pd.DataFrame) -> list[str]:
         if rounds.empty:
@@ -184,18 +152,18 @@ class AdaptiveLoop:
     def spent(self, keys: Collection[str]) -> float:
         """Cost (``COST_UNIT``) of the chosen ``keys`` and of every candidate trial already in the store
         (one a plain sweep of the same name ran: it enters the fit, so it counts as spent)."""
-        return float(sum(self.by_key[k].cost for k in set(keys) | set(self.statuses()) if k in self.by_key))
+        return float(sum(self.by_key[k].cost for k in set(keys) | set(self.reads.statuses()) if k in self.by_key))
 
     def prior(self, keys: Collection[str]) -> list[str]:
         """Candidate trials in the store that no round chose (from an earlier plain sweep)."""
-        return [k for k in self.statuses() if k in self.by_key and k not in set(keys)]
+        return [k for k in self.reads.statuses() if k in self.by_key and k not in set(keys)]
 
     def failed(self) -> list[str]:
         """Candidate trials recorded failed: spent, in no fit, never retried by the loop."""
-        return [k for k, v in self.statuses().items() if v == "failed" and k in self.by_key]
+        return [k for k, v in self.reads.statuses().items() if v == "failed" and k in self.by_key]
 
     def wall(self) -> tuple[float, WallModel]:
-        walls = {k: v for k, v in self.walls().items() if k in self.by_key and v is not None}
+        walls = {k: v for k, v in self.reads.walls().items() if k in self.by_key and v is not None}
         model = WallModel.fit(np.array([self.by_key[k].cost for k in walls]), np.array(list(walls.values()), float))
         return float(sum(walls.values())), model
 
@@ -207,7 +175,7 @@ class AdaptiveLoop:
         the stop reason quotes (``stop_warnings``); the estimates, CIs and samples that decide are
         the same without them, at half the cost of a refit.
         """
-        from ..analysis.fitting import fit_sweep
+        from ...analysis.fitting import fit_sweep
 
         def only(frame: pd.DataFrame) -> pd.DataFrame:
             """The rows of the trials of ``keys`` (a trial is a grid point at one problem draw)."""
@@ -238,7 +206,7 @@ class AdaptiveLoop:
     def load_fit(self) -> None:
         """Import the fit's modules (scipy among them: about a second) while the first trials
         run, instead of in the first refit, when the workers have nothing else queued."""
-        from ..analysis.fitting import data_and_fitter
+        from ...analysis.fitting import data_and_fitter
 
         data_and_fitter(self.ad.form)
 
@@ -248,8 +216,8 @@ class AdaptiveLoop:
         store's view when ``rows`` is None."""
         if self.rows is None:
             return self.store.connect(sweep=self.spec.name, views=("metrics",))
-        walls = self.walls()
-        return self.rows.connection({k: (v, walls.get(k)) for k, v in self.statuses().items()})
+        walls = self.reads.walls()
+        return self.rows.connection({k: (v, walls.get(k)) for k, v in self.reads.statuses().items()})
 
     def stop_warnings(self, result) -> list[str]:
         """The warnings of ``result``'s fit with the per-draw fits and the pre-asymptotic checks on
@@ -265,123 +233,11 @@ class AdaptiveLoop:
                   "stop_reason": stop}
         self.store.write_round(self.spec.name, round_id(number), [{**common, **r} for r in rows])
 
-    # -- deciding
+    # -- deciding (``stopping``)
     def next_choice(self, result, keys: list[str], number: int, count: int | None = None
                     ) -> tuple[list, str, str | None]:
-        """(choices, reason, stop_reason) after a round: the next ``count`` points (default the
-        batch), or why the loop stops (``keys``: every point chosen so far, spent)."""
-        count = self.ad.batch if count is None else count
-        left = self.budget - self.spent(keys)
-        have = set(keys) | set(self.statuses())  # a trial already in the store is not chosen again
-        remaining = [c for c in self.cands if c.trial_key not in have]
-        counts: dict = {}
-        for k in keys:
-            counts[self.by_key[k].problem_seed] = counts.get(self.by_key[k].problem_seed, 0) + 1
-        if not remaining:
-            return [], "", "every candidate has run"
-        if isinstance(result, str):  # no fit yet: more of the space-filling design
-            more = initial_design(self.cands, count, min(left, INITIAL_SHARE * self.budget), set(keys), counts)
-            if not more:
-                return [], "", f"budget spent before the law could be fitted ({result})"
-            return more, f"space-filling design (no fit yet: {result})", None
-        hw = {t: halfwidth_of(result, t) for t in self.targets}  # relative for constants, as the selection
-        why = {t: unmeasured_in(result, t) for t in self.targets}
-        unmet = [t for t in self.targets if why[t] or not hw[t] <= self.ad.halfwidth]
-        if not unmet:
-            unconfirmed = self.unconfirmed(result, number)
-            if not unconfirmed:
-                said = self.stop_warnings(result)
-                warns = f"; the fit warns: {'; '.join(said)}" if said else ""
-                consts = [t for t in self.targets if t in self.positive]
-                rel = f" (relative for {', '.join(consts)})" if consts else ""
-                return [], "", (f"every target reached its half-width {self.ad.halfwidth:g}{rel} in two consecutive "
-                                f"rounds, each estimate inside the previous round's interval{warns}")
-            model = Linearised.from_fit(result, list(self.targets), self.ad.halfwidth)
-            _, wall_model = self.wall()
-            choices = choose_batch(model, remaining, count, left, wall_model, draw_counts=counts)
-            if choices:
-                return choices, f"targets reached once; another round to confirm them ({unconfirmed})", None
-            return [], "", (f"every target reached its half-width {self.ad.halfwidth:g} in round {number} but not "
-                            f"confirmed ({unconfirmed}) and no remaining candidate within the budget would add to it")
-        dropped = [t for t in unmet if t not in result.law.parameters]
-        if dropped:  # the points so far cannot measure a target the grid can: spread them first
-            more = initial_design(self.cands, count, left, set(keys), counts)
-            if more:
-                return more, (f"space-filling design ({', '.join(dropped)} not measurable from the points so far: "
-                              f"{'; '.join(result.unidentified.get(t, '') for t in dropped)})"), None
-        model = Linearised.from_fit(result, unmet, self.ad.halfwidth)
-        _, wall_model = self.wall()
-        ref_err = result.grid.groupby("problem_seed")["ref_err"].mean().to_dict() if "problem_seed" in result.grid else {}
-        choices = choose_batch(model, remaining, count, left, wall_model, ref_err, draw_counts=counts)
-        if choices:
-            return choices, "greedy: expected CI gain per predicted second (linearised)", None
-        cheapest = min(c.cost for c in remaining)
-        best = model.predicted_halfwidths_with(remaining)
-        names = model.law.parameters
-
-        def unmet_detail(t: str) -> str:
-            if t not in names:
-                return f"{t} {result.unidentified.get(t, 'not fitted')}"
-            if why[t]:
-                return f"{t} {'relative half-width' if t in self.positive else 'half-width'} {hw[t]:.3g}: {why[t]}"
-            more = (f" (the linearised model predicts {best[names.index(t)]:.3g} even with every remaining candidate: "
-                    "no subset of this grid reaches the target)" if best[names.index(t)] > self.ad.halfwidth else "")
-            kind = "relative half-width" if t in self.positive else "half-width"
-            return f"{t} {kind} {hw[t]:.3g} > {self.ad.halfwidth:g}{more}"
-
-        detail = "; ".join(unmet_detail(t) for t in unmet)
-        if cheapest > left:
-            why = f"budget spent ({self.spent(keys) / self.full:.1%} of the full grid's cost, budget {self.ad.budget:.0%})"
-        else:
-            why = "no remaining candidate within the budget is expected to shrink the unmet targets"
-        return [], "", f"{why}; not reached: {detail}"
-
-    def unconfirmed(self, result, number: int) -> str:
-        """Why the targets met after round ``number`` are not yet confirmed ('' when they are): the
-        previous done round must have met them too, and each estimate must lie in that round's
-        interval (one lucky round does not stop the loop)."""
-        rounds = read_rounds(self.store, self.spec.name)
-        if rounds.empty:
-            return "the first fit"
-        before = rounds[(rounds["round"] < number) & (rounds["state"] == "done") & (rounds["entry"] == "target")]
-        if before.empty:
-            return "the first fit"
-        last = before[before["round"] == before["round"].max()].set_index("parameter")
-        out = []
-        for t in self.targets:
-            if t not in last.index:
-                out.append(f"{t} not fitted in the previous round")
-                continue
-            row = last.loc[t]
-            lo, hi = float(row["ci_low"]), float(row["ci_high"])
-            if not target_halfwidth(t, lo, hi, self.positive) <= self.ad.halfwidth:
-                out.append(f"{t} was not reached in the previous round")
-            elif not lo <= float(result.estimate[t]) <= hi:
-                out.append(f"{t} = {result.estimate[t]:.4g} moved outside the previous round's [{lo:.4g}, {hi:.4g}]")
-        return "; ".join(out)
-
-    def rules_changed(self, last: pd.DataFrame) -> str:
-        """What of the stopping rules (budget, halfwidth, targets, form) differs between the
-        spec and the round ``last`` was decided under; empty when nothing does."""
-        out = []
-        budget = float(last["budget_cost"].iloc[0])
-        unit = last["cost_unit"].iloc[0] if "cost_unit" in last else None
-        if pd.isna(unit) or unit != COST_UNIT:  # a log from before the one cost model: L*M*D*seeds
-            out.append(f"cost unit {'L*M*D*seeds' if pd.isna(unit) else unit} -> {COST_UNIT}")
-        elif not np.isclose(budget, self.budget, rtol=1e-9, atol=0.0):
-            full = float(last["full_cost"].iloc[0])
-            out.append(f"budget {budget / full:.0%} -> {self.ad.budget:.0%}" if full == self.full
-                       else "budget or grid")
-        if str(last["form"].iloc[0]) != self.ad.form:
-            out.append(f"form {last['form'].iloc[0]} -> {self.ad.form}")
-        targets = last[last["entry"] == "target"]
-        if not targets.empty:
-            if set(targets["parameter"]) != set(self.targets):
-                out.append(f"targets {', '.join(sorted(targets['parameter']))} -> {', '.join(sorted(self.targets))}")
-            halfwidth = float(targets["halfwidth"].iloc[0])
-            if not np.isclose(halfwidth, self.ad.halfwidth, rtol=1e-9, atol=0.0):
-                out.append(f"halfwidth {halfwidth:g} -> {self.ad.halfwidth:g}")
-        return ", ".join(out)
+        """(choices, reason, stop_reason) after round ``number`` (``stopping.next_choice``)."""
+        return stopping.next_choice(self, result, keys, number, count)
 
     def recorded_points(self, point_rows: pd.DataFrame) -> list[dict]:
         """A round's point rows as read back, ready to be written again (the done record)."""
@@ -398,20 +254,21 @@ class AdaptiveLoop:
         return target_log_rows(targets, self.ad.halfwidth, reason)
 
     def note_failed(self, number: int, round_keys: list[str]) -> None:
-        now = self.statuses()
+        now = self.reads.statuses()
         failed = [k for k in round_keys if now.get(k) == "failed"]
         if failed:
             self.log(f"round {number}: {len(failed)} trial(s) failed; their cost counts as spent, they enter no "
                      "fit and are not retried")
 
-    def run(self, runner) -> AdaptiveResult:
-        """Run (or resume) the rounds through ``runner`` (``adaptive_driver``)."""
-        self.forget()
+    def run(self, runner: TrialRunner | RoundRunner) -> AdaptiveResult:
+        """Run (or resume) the rounds through ``runner`` (``driver``; a ``TrialRunner`` is driven a
+        round at a time)."""
+        self.reads.forget()
         result = AdaptiveResult(name=self.spec.name, store=self.store.uri, candidates=len(self.cands),
                                 budget_cost=self.budget, full_cost=self.full, halfwidth=self.ad.halfwidth,
                                 positive=self.positive)
         if not hasattr(runner, "lookahead"):
-            runner = BlockingRunner(runner, self.spec, self.statuses)
+            runner = BlockingRunner(runner, self.spec, self.reads.statuses)
         return RoundDriver(self, runner).run(result)
 
     def signalled(self, result: AdaptiveResult) -> bool:
@@ -443,15 +300,16 @@ class AdaptiveLoop:
         return result
 
 
-def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[str], None] = lambda line: None
-                 ) -> AdaptiveResult:
+def run_adaptive(spec: SweepSpec, store: Store, runner: TrialRunner | RoundRunner,
+                 log: Callable[[str], None] = lambda line: None) -> AdaptiveResult:
     """Run (or resume) the adaptive loop of ``spec`` over ``store`` (see the module docstring).
 
     Args:
         spec: a validated spec; its [grid] is the candidate set, its [adaptive] the rules.
         store: the results store (rounds are logged in its ``rounds`` kind).
-        runner: ``runner(spec, keys)`` runs the trials with those keys (``run_sweep(...,
-            only_keys=keys)``; tests pass a fake that writes rows).
+        runner: a ``RoundRunner`` (``SessionRunner``: the trials run in the background, the
+            next round queued while one ends), or a ``TrialRunner``: ``runner(spec, keys)`` runs
+            the trials with those keys and returns (``ray_runner.TuneRunner``, ``PlantedRunner``).
         log: receives one line per event (round chosen, done, stop).
 
     Returns:
@@ -470,4 +328,4 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: Runner, log: Callable[[s
     return result
 
 
-__all__ = ["AdaptiveLoop", "run_adaptive"]
+__all__ = ["FIT_SEED", "INITIAL_SHARE", "AdaptiveLoop", "run_adaptive"]

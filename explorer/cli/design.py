@@ -1,10 +1,11 @@
-"""`explorer design`: the sweep that measures the target exponents, from a pilot sweep."""
+"""``explorer design``: the sweep that measures the target exponents, from a pilot sweep (its twin:
+``explorer.api.design``)."""
 from __future__ import annotations
 
 import click
 
-from .cli_options import store_option, sweep_required_option
-from .store_access import store_errors
+from ..store_access import store_errors
+from .options import store_option, sweep_required_option
 
 
 @click.command("design")
@@ -36,7 +37,7 @@ def design_command(sweep: str, store_uri: str, targets: tuple[str, ...], budget:
 
     Example: explorer design --sweep demo --target a=0.2 --target b=0.05 --out d.toml
     """
-    from . import api
+    from .. import api
 
     with store_errors():
         result = api.design(sweep, list(targets), store=store_uri, budget=budget, out=out, max_lm=max_lm,

@@ -1,6 +1,6 @@
 """Choosing the points of an adaptive sweep: candidates, cost, the initial design, the CI gain.
 
-Pure functions of tables and numbers (no store, no Ray); ``explorer.sweeps.adaptive`` runs the loop.
+Pure functions of tables and numbers (no store, no Ray); ``loop`` runs the loop, ``stopping`` decides.
 
 - Candidates: the plan's trials (a grid point x problem draw, with the spec's seeds batched).
   A candidate's cost is its predicted single-core seconds, ``config.estimate.trial_seconds``:
@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.fitting import Z95
-from ..config.estimate import trial_seconds
+from ...analysis.fitting import Z95
+from ...config.estimate import trial_seconds
 
 LOG_AXES = ("L", "M", "D")
 COST_UNIT = "predicted single-core seconds"  # of config.estimate.trial_seconds: the rounds log's cost_unit
+INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from store import Store
 
-from ..analysis.fitting import positive_parameters, target_lines
+from ...analysis.fitting import positive_parameters, target_lines
 from .selection import Candidate, Choice
 
 

@@ -1,12 +1,13 @@
-"""`explorer compare`: two sweeps' fitted laws, their differences with paired intervals."""
+"""``explorer compare``: two sweeps' fitted laws, their differences with paired intervals (its twin:
+``explorer.api.compare``)."""
 from __future__ import annotations
 
 import click
 
-from .bounds import MAX_RESAMPLES
-from .cli_options import (RegistryHelpOption, column_names, compared_forms, metric_option, step_option, store_option,
-                          where_option)
-from .store_access import store_errors
+from ..bounds import MAX_RESAMPLES
+from ..store_access import store_errors
+from .options import (RegistryHelpOption, column_names, compared_forms, metric_option, step_option, store_option,
+                      where_option)
 
 
 @click.command("compare")
@@ -42,7 +43,7 @@ def compare_command(sweeps: tuple[str, ...], by: str | None, at: tuple[str, ...]
     --by) that no --at or --where fixes; warns when they differ in more than one setting.
     Example: explorer compare --sweep lr10 --sweep lr08 (one sweep: --sweep S --by preset --at lr=0.5)
     """
-    from . import api
+    from .. import api
 
     expected = 1 if by else 2
     if len(sweeps) != expected:

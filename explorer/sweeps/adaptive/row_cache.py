@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
-from .data import sql_literal, sweep_is
+from ...analysis.data import sql_literal, sweep_is
 
 BATCH = 500  # trial keys per IN list of one read
 MAX_KEPT_BYTES = 256 * 2**20  # beyond this the rows are not kept (each refit reads the store)

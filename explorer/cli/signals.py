@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .signal_hold import HOLD, abandoned_imports, begin_work, import_held, is_cli_process
+from ..signal_hold import HOLD, abandoned_imports, begin_work, import_held, is_cli_process
 
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 

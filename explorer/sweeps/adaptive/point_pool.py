@@ -39,16 +39,16 @@ from dataclasses import dataclass, replace
 
 from store import StoreError, StoreUnreachable
 
-from ..config.estimate import trial_memory_bytes
-from ..config.planning import Plan, PlannedTrial
-from ..config.spec import SweepSpec
-from . import resources
-from .failures import LOST_ACTOR_RETRIES, error_text, root_cause
-from .ray_import import ray
-from .reference_cache import load_reference
-from .store_lost import unreachable
-from .threads import apply_torch_threads
-from .worker import Job, run_point
+from ...config.estimate import trial_memory_bytes
+from ...config.planning import Plan, PlannedTrial
+from ...config.sections import SweepSpec
+from .. import resources
+from ..failures import LOST_ACTOR_RETRIES, error_text, root_cause
+from ..ray_import import ray
+from ..reference_cache import load_reference
+from ..store_lost import unreachable
+from ..threads import apply_torch_threads
+from ..worker import Job, run_point
 
 
 @dataclass(frozen=True)

@@ -21,19 +21,19 @@ from collections.abc import Iterable
 
 from store import SCHEMA_VERSION, Store, StoreError
 
-from ..config.planning import plan
-from ..config.spec import SweepSpec
-from .cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
-from .interrupts import SIGNAL_POLL_S, SignalGuard
+from ...config.planning import plan
+from ...config.sections import SweepSpec
+from ..cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
+from ..interrupts import SIGNAL_POLL_S, SignalGuard
+from ..progress import Progress
+from ..ray_session import ray_session
+from ..reference_phase import run_references
+from ..resources import check_resources
 from .point_pool import PointPool, PointRecord
-from .progress import Progress
-from .ray_session import ray_session
-from .reference_phase import run_references
-from .resources import check_resources
 
 
 class SessionRunner:
-    """An asynchronous runner of the adaptive loop (``explorer.sweeps.adaptive``): ``submit``,
+    """An asynchronous runner of the adaptive loop, a ``runners.RoundRunner``: ``submit``,
     ``wait``, ``pending``, ``room``, ``drop_queued``, ``close``."""
 
     lookahead = True  # the loop may queue a round before the previous one is done

@@ -1,7 +1,8 @@
 """A runner that writes planted laws into a store, for the adaptive loop without Ray or torch:
-the tests of ``explorer.sweeps.adaptive`` and the coverage of the loop at its stopping point
-(``benchmarks/adaptive_coverage.py``). ``PlantedRunner(store, law)`` is a ``Runner``: called with
-a spec and trial keys, it writes those trials' rows as a sweep would, with errors of a known law."""
+the tests of the adaptive wing and the coverage of the loop at its stopping point
+(``benchmarks/adaptive_coverage.py``). ``PlantedRunner(store, law)`` is a ``runners.TrialRunner``:
+called with a spec and trial keys, it writes those trials' rows as a sweep would, with errors of a
+known law."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,8 +10,9 @@ import json
 
 import numpy as np
 
-from ..config.planning import plan
 from store import trial_row_from_metrics
+
+from ...config.planning import plan
 
 
 def free_law(c1=0.5, a=1.0, c2=0.3, b=0.5):

@@ -1,6 +1,6 @@
 """The click options shared by several commands (written once, as decorators).
 
-    @main.command()
+    @click.command("mycommand")
     @store_option
     def mycommand(store_uri: str) -> None:
         ...
@@ -45,8 +45,8 @@ class RegistryHelpOption(click.Option):
 
 def metric_names() -> str:
     """The metrics a law may be fitted to, for ``--metric`` (and those a method of its own narrows to)."""
-    from .analysis.data import FIT_METRICS
-    from .analysis.laws import METHODS
+    from ..analysis.data import FIT_METRICS
+    from ..analysis.laws import METHODS
 
     fewer = "".join(f"the {m.name} law: {', '.join(m.metrics)}; " for m in METHODS.values() if m.metrics != FIT_METRICS)
     return f"One of: {', '.join(FIT_METRICS)} ({fewer}docs/store.md defines each)."
@@ -54,7 +54,7 @@ def metric_names() -> str:
 
 def form_names() -> str:
     """The registry's laws, each with its expression or source, for ``--form``."""
-    from .analysis.laws import FORMS
+    from ..analysis.laws import FORMS
 
     named = ", ".join(f"{f.name} ({f.summary})" for f in FORMS.values())
     return f"One of the registry's laws: {named}; or an expression over L, M, D, P, e.g. \"c1*L**-a + c2\"."
@@ -62,21 +62,21 @@ def form_names() -> str:
 
 def axis_names() -> str:
     """The axes a phase diagram may be drawn over, for ``--x`` and ``--y``."""
-    from .analysis.phase import AXES
+    from ..analysis.phase import AXES
 
     return f"One of the swept columns: {', '.join(AXES)}."
 
 
 def column_names() -> str:
     """The configuration columns two sides may differ in or be held at (``compare --by``, ``--at``)."""
-    from .analysis.data import GRID_COLUMNS
+    from ..analysis.data import GRID_COLUMNS
 
     return f"A configuration column: {', '.join(GRID_COLUMNS)}."
 
 
 def compared_forms() -> str:
     """The laws ``explorer compare`` fits."""
-    from .analysis.compare import COMPARED_FORMS
+    from ..analysis.compare import COMPARED_FORMS
 
     return f"One of: {', '.join(COMPARED_FORMS)} (the laws compare fits)."
 

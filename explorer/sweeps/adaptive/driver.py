@@ -1,5 +1,5 @@
-"""Driving an adaptive loop's rounds through a runner (``explorer.sweeps.adaptive`` decides, this
-module schedules).
+"""Driving an adaptive loop's rounds through a runner (``loop`` and ``stopping`` decide, this
+module schedules; the runners' interfaces are ``runners``'s).
 
 Open rounds are the rounds recorded *planned*: their points are queued on the runner. The oldest
 open round is refitted as soon as its last trial has rows (the fit reads only the trials of the
@@ -30,10 +30,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from store import FINAL_STATUSES
 
-from ..analysis.fitting import target_lines, targets_of
-from .adaptive_rounds import AdaptiveResult, point_log_rows, read_rounds
-from .interrupts import SIGNAL_POLL_S
+from ...analysis.fitting import target_lines, targets_of
+from ..interrupts import SIGNAL_POLL_S
+from .rounds import AdaptiveResult, point_log_rows, read_rounds
+from .runners import RoundRunner, TrialRunner
 from .selection import Choice
+from .stopping import rules_changed
 
 # Batches a refit chooses beyond the next round (and each later choice from the same fit), queued
 # as the runner asks for more points. One batch did not cover a refit on two workers: in a traced
@@ -42,12 +44,13 @@ RESERVE_BATCHES = 2
 
 
 class BlockingRunner:
-    """A plain ``runner(spec, keys)`` seen as the driver's runner: ``submit`` runs the keys (when
-    any lacks a final status) and returns when they have; nothing is ever pending."""
+    """A ``TrialRunner`` (a plain ``runner(spec, keys)``) seen as the driver's ``RoundRunner``:
+    ``submit`` runs the keys (when any lacks a final status) and returns when they have; nothing
+    is ever pending."""
 
     lookahead = False
 
-    def __init__(self, runner: Callable, spec, statuses: Callable[[], dict]):
+    def __init__(self, runner: TrialRunner, spec, statuses: Callable[[], dict]):
         self.runner, self.spec, self.statuses = runner, spec, statuses
         self.interrupted: int | None = None
 
@@ -78,10 +81,10 @@ def key_of(item) -> str:
 
 
 class RoundDriver:
-    """One run of the loop's rounds: ``loop`` an ``adaptive.AdaptiveLoop``, ``runner`` a
-    ``BlockingRunner`` or a ``SessionRunner``."""
+    """One run of the loop's rounds: ``loop`` a ``loop.AdaptiveLoop``, ``runner`` a ``RoundRunner``
+    (a ``BlockingRunner`` or a ``SessionRunner``)."""
 
-    def __init__(self, loop, runner):
+    def __init__(self, loop, runner: RoundRunner):
         self.loop, self.runner = loop, runner
         self.open: list[int] = []  # rounds recorded planned, oldest first
         self.round_keys: dict[int, list[str]] = {}
@@ -103,10 +106,10 @@ class RoundDriver:
         self.loop.log(f"round {number}: running {len(keys)} trial(s)")
         blocking = not self.runner.lookahead
         if blocking:
-            self.loop.forget()  # it skips the keys that have rows
+            self.loop.reads.forget()  # it skips the keys that have rows
         self.runner.submit(keys)
         if blocking:
-            self.loop.forget()  # it has written them (a background runner reports its trials as they finish)
+            self.loop.reads.forget()  # it has written them (a background runner reports its trials as they finish)
 
     def release_reserve(self) -> None:
         """Record and queue the reserve's next batch when the runner wants more points (``room``),
@@ -134,8 +137,8 @@ class RoundDriver:
         """Until round ``number``'s trials all have rows (True), or a signal or a round that
         cannot complete stops the loop (False, with ``result`` saying why)."""
         if not self.runner.lookahead:
-            self.loop.forget()
-        missing = {k for k in self.round_keys[number] if k not in self.loop.statuses()}
+            self.loop.reads.forget()
+        missing = {k for k in self.round_keys[number] if k not in self.loop.reads.statuses()}
         if not missing and not self.loop.signalled(result):
             self.release_reserve()  # it finished during an earlier refit: the workers' points for this one
         while missing:
@@ -148,7 +151,7 @@ class RoundDriver:
                 result.missing = len(missing)
                 return False
             finished = self.runner.wait(SIGNAL_POLL_S)
-            self.loop.forget(finished)
+            self.loop.reads.forget(finished)
             missing -= set(finished)
         return True
 
@@ -171,7 +174,7 @@ class RoundDriver:
         if not planned:
             rows = rounds[rounds["round"] == last]
             if len(rows["stop_reason"].dropna()):
-                changed = loop.rules_changed(rows)
+                changed = rules_changed(loop, rows)
                 if not changed:
                     loop.log(f"the adaptive loop had stopped after round {last}; nothing to run")
                     return None
@@ -245,8 +248,8 @@ class RoundDriver:
         dropped = set(self.runner.drop_queued())
         while self.runner.pending():
             self.runner.wait(SIGNAL_POLL_S)
-        loop.forget()  # every trial read again: the fit over all of them
-        statuses, _ = loop.statuses(), loop.walls()  # read before the runner compacts the trials rows
+        loop.reads.forget()  # every trial read again: the fit over all of them
+        statuses, _ = loop.reads.statuses(), loop.reads.walls()  # read before the runner compacts the trials rows
         with ThreadPoolExecutor(max_workers=1) as fitter:
             fitting = fitter.submit(loop.fit, None)
             self.runner.close()  # no trial is left to run: Ray stops (a second or two) while the last fit runs

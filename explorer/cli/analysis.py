@@ -1,0 +1,105 @@
+"""Reading a sweep's results: ``explorer fit``, ``phase`` and ``report`` (their twins:
+``explorer.api.fit``, ``phase``, ``report``)."""
+from __future__ import annotations
+
+import click
+
+from ..bounds import MAX_RESAMPLES
+from .options import (RegistryHelpOption, axis_names, form_option, metric_option, step_option, store_option,
+                      sweep_required_option, where_option)
+from .signals import begin_work
+
+
+@click.command("fit")
+@sweep_required_option
+@store_option
+@metric_option
+@step_option
+@form_option("The law to fit.")
+@where_option
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
+              help="Bootstrap resamples for the confidence intervals.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
+@click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
+              help="Shape advice: the (L, M, D) minimizing the fitted error at L*M*D = P (repeatable).")
+@click.option("--save/--no-save", default=True, show_default=True, help="Write the fit to the store (kind fits).")
+@click.option("--compare", is_flag=True, help="Also rank every registered law by cross-validated log error.")
+@click.option("--floor", type=click.Choice(["quadrature", "none"]), default="quadrature", show_default=True,
+              help="Remove the reference's own error in quadrature before fitting, or fit err as measured.")
+def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, where: str | None,
+                n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
+    """Fit a scaling law to a sweep's errors, with 95% bootstrap CIs.
+
+    The default, decomposed, splits each point's error into the seed-mean's distance from the
+    reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); the
+    other laws are fitted to the RMS errors over seeds in log space (robust loss, several
+    starts). Draws are pooled; floor-limited points and flagged seeds are left out and counted;
+    warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
+    (one draw: --where "problem_seed = 2"; rank the laws: --compare)
+    """
+    # the fitting stack (scipy, the store) imported while a signal still ends the command cleanly
+    begin_work("explorer.api", "explorer.analysis.fitting.dispatch", "explorer.analysis.fitting.rms_fit",
+               "explorer.store_access")
+    from .. import api
+
+    fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                     floor=floor, save=save, compare=compare, budgets=budgets)
+    click.echo("\n".join(fitted.lines()))
+
+
+@click.command("phase")
+@sweep_required_option
+@store_option
+@click.option("--x", "x", default="alpha", show_default=True, cls=RegistryHelpOption, registry_help=axis_names,
+              help="Axis across.")
+@click.option("--y", "y", default="D", show_default=True, cls=RegistryHelpOption, registry_help=axis_names,
+              help="Axis down.")
+@step_option
+@where_option
+@click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="Also save the chart as DIR/phase.png, .svg and .html.")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
+                  out: str | None, force: bool) -> None:
+    """Classify each (x, y) cell of a sweep by its training regime.
+
+    The regimes are mlu, lazy, trivial, diverged (or failed). The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
+    lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
+    """
+    from .. import api
+
+    api.phase(sweep, store_uri, x=x, y=y, step=step, where=where, out=out, force=force, echo=click.echo)
+
+
+@click.command("report")
+@sweep_required_option
+@store_option
+@click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Folder of the report (index.html, charts as PNG/SVG/HTML, fits.csv).")
+@metric_option
+@step_option
+@where_option
+@form_option("The fit drawn in the charts.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
+              help="Bootstrap resamples per fit.")
+@click.option("--no-save", is_flag=True, help="Do not write the fits to the store (they are in DIR/fits.csv).")
+@click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+@click.option("--compare", "compare_with", default=None, metavar="NAME",
+              help="Add a comparison with sweep NAME (as explorer compare: paired on shared draws and seeds).")
+def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
+                   form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None) -> None:
+    """Write a sweep's offline HTML report: fits, charts and summary.
+
+    The report holds the fits with their CIs, charts, the phase diagram and a summary;
+    DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
+    refused unless --force; a read-only store gets the report without its fits saved (one line).
+    Example: explorer report --sweep demo --out report
+    """
+    begin_work("explorer.api", "explorer.report.page")
+    from .. import api
+
+    report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
+                        save=not no_save, force=force, compare_with=compare_with)
+    if report.fits_not_saved:
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+    click.echo(f"report: {report.path}")

@@ -1,0 +1,173 @@
+"""No import circle anywhere in explorer/, and code outside a wing imports only its face.
+
+The graph is read from the source, never imported: every ``import`` and ``from ... import`` of
+every module, relative ones resolved, those inside functions and those under ``if TYPE_CHECKING:``
+counted too (a circle a type checker walks is one a reader walks). A name taken from a wing's lazy
+face (a package whose ``__init__`` serves names from a ``_LAZY`` table) is an edge to the module
+that defines it, as it is when the name is first used.
+
+A wing is a package of explorer/ with a lazy face (``__getattr__`` in its ``__init__``): the
+modules inside it are its own business, and what is behind the face may move.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+from .test_imports import find_cycle  # one circle as a path that ends where it starts, or None
+
+ROOT = pathlib.Path(__file__).parents[2]
+
+
+def module_name(path: pathlib.Path, root: pathlib.Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_path(dotted: str, root: pathlib.Path) -> pathlib.Path | None:
+    """The file of a module or package ``a.b.c`` under ``root``, or None."""
+    base = root.joinpath(*dotted.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def lazy_table(init: pathlib.Path) -> dict[str, str]:
+    """A face's ``_LAZY`` table (name -> module, relative to the package), empty when it has none."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets):
+                return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
+                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+    return {}
+
+
+def imported_modules(path: pathlib.Path, root: pathlib.Path, top: str, through_faces: bool = True) -> set[str]:
+    """The modules of package ``top`` a file imports, anywhere in it (functions and TYPE_CHECKING
+    blocks included): ``from package import module`` is that module; a name from a lazy face is
+    the face and (``through_faces``) the module behind it."""
+    name = module_name(path, root)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            module = node.module or ""
+            if node.level:
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                package = package[:len(package) - node.level + 1]
+                module = ".".join(package + ([module] if module else []))
+            for alias in node.names:
+                if module_path(f"{module}.{alias.name}", root) is not None:
+                    found.add(f"{module}.{alias.name}")
+                    continue
+                found.add(module)
+                face = module_path(module, root)
+                behind = lazy_table(face).get(alias.name) if face is not None and face.name == "__init__.py" else None
+                if behind is not None and through_faces:
+                    found.add(f"{module}.{behind}")
+    return {m for m in found if m.split(".")[0] == top and m != name and module_path(m, root) is not None}
+
+
+def import_graph(root: pathlib.Path, top: str = "explorer", through_faces: bool = True) -> dict[str, set[str]]:
+    """module -> the modules of ``top`` it imports (``imported_modules``)."""
+    return {module_name(p, root): imported_modules(p, root, top, through_faces) for p in sorted((root / top).rglob("*.py"))}
+
+
+def rooms(graph: dict[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
+    """The graph between the folders at ``depth`` (explorer.sweeps, explorer.api, ...)."""
+    def room(module: str) -> str:
+        return ".".join(module.split(".")[:depth])
+
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(room(module), set()).update(room(t) for t in targets if room(t) != room(module))
+    return out
+
+
+def wings(root: pathlib.Path, top: str = "explorer") -> list[str]:
+    """The packages under ``top`` whose ``__init__`` is a lazy face (``__getattr__``)."""
+    found = []
+    for init in sorted((root / top).rglob("__init__.py")):
+        name = module_name(init, root)
+        tree = ast.parse(init.read_text())
+        if name != top and any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+            found.append(name)
+    return found
+
+
+GRAPH = import_graph(ROOT)
+NAMED = import_graph(ROOT, through_faces=False)  # what the import statements name
+
+
+def test_the_graph_sees_relative_lazy_type_checking_and_face_imports():
+    assert "explorer.errors" in GRAPH["explorer.cli.group"]  # relative, at the top
+    assert "explorer.config.sections" in GRAPH["explorer.sweeps.adaptive.runners"]  # under TYPE_CHECKING
+    assert "explorer.sweeps.adaptive.session_runner" in GRAPH["explorer.api"]  # lazily, through the face
+    assert "explorer.sweeps.adaptive" in GRAPH["explorer.sweeps.dry_run"]  # the face itself
+
+
+def test_no_import_circle_among_the_explorer_modules():
+    cycle = find_cycle(GRAPH)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_no_import_circle_among_the_explorer_folders():
+    cycle = find_cycle(rooms(GRAPH))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_a_circle_only_a_type_checker_sees_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "spec.py").write_text("from .rules import check\n")
+    (package / "rules.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .spec import Spec\n")
+    (package / "other.py").write_text("def later():\n    from pkg import spec\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.other"] == {"pkg.spec"}  # a lazy import, in a function
+    assert find_cycle(graph) == ["pkg.spec", "pkg.rules", "pkg.spec"]
+
+
+def package_with_a_wing(root: pathlib.Path, loop: str, **modules: str) -> None:
+    """``pkg`` holding the wing ``pkg.wing`` (lazy face: ``run`` from ``loop``, whose source is
+    ``loop``) and the other modules of ``pkg`` given by name."""
+    wing = root / "pkg" / "wing"
+    wing.mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (wing / "__init__.py").write_text('_LAZY = {"run": "loop"}\n\ndef __getattr__(name):\n    pass\n')
+    (wing / "loop.py").write_text(loop)
+    for name, source in modules.items():
+        (root / "pkg" / f"{name}.py").write_text(source)
+
+
+def test_a_name_from_a_lazy_face_is_an_edge_to_the_module_behind_it(tmp_path):
+    package_with_a_wing(tmp_path, "from ..user import helper\n", user="def helper():\n    from .wing import run\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.user"] == {"pkg.wing", "pkg.wing.loop"}
+    assert find_cycle(graph) == ["pkg.user", "pkg.wing.loop", "pkg.user"]
+    assert wings(tmp_path, "pkg") == ["pkg.wing"]
+
+
+def test_the_wings_are_found():
+    assert {"explorer.cli", "explorer.sweeps.adaptive"} <= set(wings(ROOT))
+
+
+@pytest.mark.parametrize("wing", wings(ROOT))
+def test_code_outside_a_wing_imports_only_its_face(wing):
+    inside = f"{wing}."
+    bad = sorted(f"{module} imports {target}" for module, targets in NAMED.items()
+                 if module != wing and not module.startswith(inside)
+                 for target in targets if target.startswith(inside))
+    assert not bad, bad
+
+
+def test_the_face_rule_sees_a_module_named_behind_a_face(tmp_path):
+    package_with_a_wing(tmp_path, "", good="from .wing import run\n", bad="from .wing.loop import run\n")
+    named = import_graph(tmp_path, "pkg", through_faces=False)
+    assert named["pkg.good"] == {"pkg.wing"} and "pkg.wing.loop" in named["pkg.bad"]
