@@ -29,6 +29,10 @@ NUMERICS_VERSION = 5  # 3: divergence by loss growth, flags, CRN discretization 
 # the trials' metrics. Version 4 changed only how trials compute unit metrics, so the cached references (minutes
 # each) of version 3 stayed valid; bump this with NUMERICS_VERSION only when the change reaches the references.
 REFERENCE_NUMERICS_VERSION = 4  # 4: particles drawn as the units of version 5
+# The joint limit's own version (trials/joint_limit.py), hashed into its key beside REFERENCE_NUMERICS_VERSION:
+# what changes only the arrays of a joint_limit reference (seconds to compute) is bumped here, so that the
+# particle references' caches (minutes each) stay valid. A record whose key it changed is computed again.
+JOINT_LIMIT_VERSION = 2  # 2: stores backward_path, the backward states along depth that err_backward needs
 # Numbers per random stream of the unit draw (model.init_units): a block is as many layers as hold
 # this many numbers (at least one), so the blocks, and the numbers, depend on the shape alone,
 # never on the threads. Part of the numerics: changing it changes every network.

@@ -267,6 +267,7 @@ class ResNet:
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
         self._workspace: dict[str, torch.Tensor] = {}
+        self._backprop_of: tuple[Forward, tuple[torch.Tensor, torch.Tensor]] | None = None  # ``backprop``'s last
         # Called as observer(net, fwd, cotangent, gated, q) inside ``step``, after the backward
         # sweep and before the in-place update (q = B V / D before gating): metrics.Baseline
         # uses it to keep its per-unit displacement sums up to date from the step's own factors.
@@ -310,7 +311,7 @@ class ResNet:
 
     def backward(self, fwd: Forward) -> Units:
         """Gradients dl/dU, dl/dV of each repetition's loss, shaped like the units."""
-        cotangent, gated = self._backprop(fwd)
+        cotangent, gated = self.backprop(fwd)
         factor = 2.0 * self.scale / self.config.D  # dl/dtheta = (2 c / D) * (backprop term)
         return Units(self._outer(fwd.hidden[:-1], gated) * factor, self._outer(cotangent, fwd.activated) * factor)
 
@@ -318,12 +319,31 @@ class ResNet:
         """One gradient-descent step, in place, from the forward pass at the current units:
         U_l -= lr_hat H_{l-1} G_l^T and V_l -= lr_hat B_l sigma(P_l)^T, all layers in two
         batched products once the backward sweep has produced every G_l and B_l."""
-        cotangent, gated = self._backprop(fwd)
+        cotangent, gated = self.backprop(fwd)
         if self.observer is not None:
             self.observer(self, fwd, cotangent, gated, self._workspace["q"])
         L, R, D, M = self.units.u.shape
+        self._backprop_of = None  # the units move: a later sweep is another one
         self.units.u.view(L * R, D, M).baddbmm_(_flat(fwd.hidden[:-1]).transpose(1, 2), _flat(gated), alpha=-self.lr_hat)
         self.units.v.view(L * R, D, M).baddbmm_(_flat(cotangent).transpose(1, 2), _flat(fwd.activated), alpha=-self.lr_hat)
+
+    def backprop(self, fwd: Forward) -> tuple[torch.Tensor, torch.Tensor]:
+        """``_backprop`` of this forward pass, swept once: a metric that reads the backward states
+        before the step (``backward_states``) leaves the step nothing to redo. Valid until the next
+        step or forward pass, like the pass itself."""
+        if self._backprop_of is None or self._backprop_of[0] is not fwd:
+            self._backprop_of = (fwd, self._backprop(fwd))
+        return self._backprop_of[1]
+
+    def backward_states(self, fwd: Forward) -> torch.Tensor:
+        """B_l = (D / 2) dl/dh_l at every block output l = 0..L, (L + 1, R, N, D) in the working dtype
+        (the backward sweep's B_1..B_L and B_0 = B_1 + c G_1 U_1^T, which no update needs)."""
+        cotangent, gated = self.backprop(fwd)
+        L, R, N, D = cotangent.shape
+        states = torch.empty((L + 1, R, N, D), dtype=cotangent.dtype, device=cotangent.device)
+        states[1:] = cotangent
+        torch.baddbmm(cotangent[0], gated[0], self.units.u[0].transpose(1, 2), alpha=self.scale, out=states[0])
+        return states
 
     @staticmethod
     def _outer(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed
-from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, hidden_along_depth
-from .metrics import GRAMS, METRICS, Baseline, Snapshot
+from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, backward_along_depth, hidden_along_depth
+from .metrics import DEPTH_METRICS, GRAMS, METRICS, Baseline, DepthSnapshot, Snapshot
 from .model import ResNet, Scratch
 from .reference import Reference
 
@@ -116,8 +116,9 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
         the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
-        matrix, see ``seed_gram_rows``), ``err_hidden_depthmax`` (``depth_max_errors``; None
-        unless the reference is a joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
+        matrix, see ``seed_gram_rows``), the DEPTH_METRICS values (``err_hidden_depthmax``,
+        ``err_hidden_depthmean``, ``err_backward``; None unless the reference gives its depth path,
+        kind joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
         ref_key, ref_kind, device, wall_s.
         A seed that diverges (module docstring) gets a last row with status "diverged" and no
         further rows; divergence never raises. ``flags`` is a comma-separated subset of FLAGS.
@@ -144,7 +145,7 @@ class Steps:
     k: list[int] = field(default_factory=list)
     metrics: list[np.ndarray] = field(default_factory=list)
     grams: list[np.ndarray] = field(default_factory=list)
-    depthmax: list[list[float] | None] = field(default_factory=list)  # None: no depth path
+    depth: list[dict[str, np.ndarray]] = field(default_factory=list)  # DEPTH_METRICS served: name -> (R,)
     alive: list[list[bool]] = field(default_factory=list)
     blown: list[list[bool]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -156,7 +157,7 @@ def _measure(config: TrialConfig, reference: Reference, scratch: Scratch) -> Ste
     R = len(net.seeds)
     ref_out = torch.as_tensor(reference.arrays["out"], device=net.device, dtype=net.dtype)
     ref_hidden = torch.as_tensor(reference.arrays["hidden"][:, :, : config.D], device=net.device, dtype=net.dtype)
-    along = depth_path(config, reference, net)
+    along = depth_paths(config, reference, net)
     alive = [True] * R
     steps = Steps()
     baseline = loss0 = None
@@ -174,14 +175,15 @@ def _measure(config: TrialConfig, reference: Reference, scratch: Scratch) -> Ste
             loss0 = loss_k.clone()
         blown_k = blown_up(config, fwd.out, loss_k, loss0, y_rms)
         grams = [fn(snapshot) for fn in GRAMS.values()]
+        depth = {} if along is None else depth_values(DepthSnapshot(net, fwd, *(a if a is None else a[k] for a in along)))
         host = torch.cat([torch.stack(values, dim=1).flatten(), blown_k.to(torch.float64),
-                          torch.stack(grams).flatten()]).cpu().numpy()
-        cut = R * len(values)
+                          torch.stack(grams).flatten(), *depth.values()]).cpu().numpy()
+        cut, grams_end = R * len(values), R * len(values) + R + len(grams) * R * R
         blown = (host[cut:cut + R] != 0).tolist()
         steps.k.append(k)
         steps.metrics.append(host[:cut].reshape(R, len(values)))
-        steps.grams.append(host[cut + R:].reshape(len(grams), R, R))
-        steps.depthmax.append(None if along is None else depth_max_errors(fwd.hidden, along[k]).cpu().tolist())
+        steps.grams.append(host[cut + R:grams_end].reshape(len(grams), R, R))
+        steps.depth.append(dict(zip(depth, host[grams_end:].reshape(len(depth), R))))
         steps.alive.append(list(alive))
         steps.blown.append(blown)
         if twin_steps is not None:
@@ -214,7 +216,7 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
                 break
             row = dict(base, seed=seeds[r], step=k)
             row.update(zip(METRIC_NAMES, metrics[i][r]))
-            row["err_hidden_depthmax"] = None if steps.depthmax[i] is None else steps.depthmax[i][r]
+            row.update(depth_columns(steps.depth[i], r))
             row.update((name, rows_k[r]) for name, rows_k in zip(GRAMS, gram_rows[i]))
             row.update((name, column[k]) for name, column in ref_columns)
             row["status"] = STATUS_DIVERGED if steps.blown[i][r] else STATUS_OK
@@ -232,22 +234,28 @@ def masked_gram_rows(gram: np.ndarray, ok: list[bool], seeds) -> list[list[float
     return kept[:, order].tolist()
 
 
-def depth_path(config: TrialConfig, reference: Reference, net: ResNet) -> torch.Tensor | None:
-    """The reference's hidden state at each of the trial's block outputs, (K+1, L+1, N, D) on
-    the trial's device, when the reference provides its depth path (kind joint_limit); else None."""
+def depth_paths(config: TrialConfig, reference: Reference, net: ResNet) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The reference's hidden and backward states at each of the trial's block outputs, each
+    (K+1, L+1, N, D) float64 on the trial's device, when the reference provides its depth path
+    (kind joint_limit; the backward one None in a record made before it was stored); else None."""
     if reference.kind != JOINT_LIMIT or "path" not in reference.arrays:
         return None
     limit = JointLimitConfig(config, grid=int(reference.meta["grid"]), gram=reference.meta.get("gram", "expected"))
-    along = hidden_along_depth(reference, limit, config.L)
-    return torch.as_tensor(along, device=net.device, dtype=torch.float64)
+    backward = backward_along_depth(reference, limit, config.L)
+    return tuple(None if a is None else torch.as_tensor(a, device=net.device, dtype=torch.float64)
+                 for a in (hidden_along_depth(reference, limit, config.L), backward))
 
 
-def depth_max_errors(hidden: torch.Tensor, along: torch.Tensor) -> torch.Tensor:
-    """The companion paper's hidden error, per repetition: the max over block outputs l of the
-    mean over samples and coordinates of |h_l - h_ref(l / L)| (``trials.joint_limit.
-    depth_max_mean_abs``, here in float64 on the trial's device). hidden (L+1, R, N, D), along
-    (L+1, N, D) -> (R,)."""
-    return (hidden.to(torch.float64) - along[:, None]).abs().mean(dim=(2, 3)).amax(dim=0)
+def depth_values(snapshot: DepthSnapshot) -> dict[str, torch.Tensor]:
+    """The DEPTH_METRICS of one step that its reference serves: name -> (R,) float64."""
+    values = {name: fn(snapshot) for name, fn in DEPTH_METRICS.items()}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def depth_columns(values: dict[str, np.ndarray], r: int) -> dict[str, float | None]:
+    """Repetition r's DEPTH_METRICS columns from a step's measured ones (``Steps.depth``): None
+    for a metric not measured (no depth path, or a reference that cannot serve it)."""
+    return {name: None if name not in values else float(values[name][r]) for name in DEPTH_METRICS}
 
 
 def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float]]:
