@@ -31,7 +31,8 @@ from typing import Callable
 import torch
 
 from .config import METRICS_BLOCK
-from .model import Activation, Forward, ResNet, Units
+from .model import Activation, Forward, ResNet
+from .units import Units
 
 F64 = torch.float64
 BLOCK = METRICS_BLOCK  # elements taken at once (trials.config)
