@@ -63,7 +63,7 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 clock = "wall"
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -73,10 +73,10 @@ def best_of(fn, repeats: int, device: torch.device) -> float:
     fn()
     times = []
     for _ in range(repeats):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         fn()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -89,10 +89,10 @@ def best_of_alternated(fns, repeats: int, device: torch.device) -> list[float]:
     times = [[] for _ in fns]
     for _ in range(repeats):
         for fn, t in zip(fns, times):
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             fn()
-            _sync(device)
+            sync(device)
             t.append(time.perf_counter() - start)
     return [min(t) for t in times]
 
@@ -203,7 +203,7 @@ class PartTimer:
     """Wall seconds spent inside given functions, by part, while installed: each function is
     replaced by a wrapper that times its calls (a few per step, so no profiler overhead on the
     thousands of tensor operations underneath). A part's time excludes the time of the parts
-    nested inside it (the step's metrics observer is inside ``ResNet.step``)."""
+    nested inside it."""
 
     def __init__(self, parts: dict[str, list[tuple[object, str]]]):
         self.parts = parts
@@ -248,8 +248,8 @@ class PartTimer:
 def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
     """Seconds of one (warm) trial by part: draw, forward/step, metrics, rows (``PartTimer``)."""
     parts = {
-        "draw_s": [(model, "init_units")],
-        "forward_step_s": [(ResNet, "forward"), (ResNet, "step")],
+        "draw_s": [(model, "draw_units")],  # a trial is a pack of one (trials.train.train_fused)
+        "forward_step_s": [(ResNet, "forward"), (ResNet, "backprop"), (ResNet, "update")],
         "metrics_s": [(Baseline, "__init__"), *[(METRICS, name) for name in METRICS], *[(GRAMS, name) for name in GRAMS]],
         # the metrics' main parts, apart: the displacement dp (P0 = H u_0 / D), the step's
         # observer (the displacement sums), lin_ratio's and feature_update's sums
@@ -294,20 +294,20 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int, depth_err
     for _ in range(repeats):
         times = []
         for fn in (bare, lambda: train_trial(cfg, ref), cold):
-            _sync(device)
+            sync(device)
             start = CLOCKS[clock]()
             fn()
-            _sync(device)
+            sync(device)
             times.append(CLOCKS[clock]() - start)
         train_trial(cfg, ref)  # leaves spares: the timed-by-parts trial is a warm one
         rounds.append((*times, trial_breakdown(cfg, ref)))
         if along is not None:  # a warm trial with the errors along depth, against the one just made without
             warm_pair = []
             for reference in (along, ref):
-                _sync(device)
+                sync(device)
                 start = CLOCKS[clock]()
                 train_trial(cfg, reference)
-                _sync(device)
+                sync(device)
                 warm_pair.append(CLOCKS[clock]() - start)
             depth_in_steps.append((warm_pair[0] - warm_pair[1]) / (times[0] / steps))
     release_spares()
