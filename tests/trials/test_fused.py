@@ -43,6 +43,7 @@ def _pack(device: str, dtype: str, L: int, M: int, D: int, steps: int, samples: 
         TrialConfig(problem=draw(3, d_in=5), seeds=(1, 4), sigma_u=0.5, sigma_v=1.5, antithetic=M % 2 == 0, **base),
         TrialConfig(problem=draw(1), seeds=(0, 1, 2), lr=60.0, **base),  # diverges, every seed
         TrialConfig(problem=draw(4), seeds=(5,), preset="depth_mup", chaos_check=True, **base),
+        TrialConfig(problem=draw(2), seeds=(2, 0), preset="lazy", alpha=12.0, **base),  # init_noise at (16, 4) and (5, 6)
     ]
 
 
@@ -78,7 +79,10 @@ def test_fused_rows_are_the_rows_of_each_point_trained_alone(device, dtype, thre
     assert len(fused[0]) == full and {r["status"] for r in fused[0]} == {"ok"}
     if L == 16:
         assert {r["flags"] for r in fused[2]} == {"chaotic"}
-    assert all("chaotic" not in r["flags"] for i in (0, 1, 3, 4, 6) for r in fused[i])
+    assert all("chaotic" not in r["flags"] for i in (0, 1, 3, 4, 6, 7) for r in fused[i])
+    for config, rows in zip(configs, fused):  # each point's own init_noise flag
+        assert {"init_noise" in r["flags"].split(",") for r in rows} == {config.init_noise > config.init_noise_limit}
+    assert any(c.init_noise > c.init_noise_limit for c in configs[7:]) == (L != 4)
     assert len({r["wall_s"] for rows in fused for r in rows}) == 1
 
 
