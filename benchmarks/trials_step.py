@@ -16,7 +16,7 @@ device:
   float32 alike, numpy on the CPU).
 And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
 
-    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3] [--shapes 0] [--threads 1]
+    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3] [--shapes 0] [--threads 1] [--depth-errors]
 
 times instead a whole trial (``train_trial``: draw, K + 1 forward passes with their metrics, K
 steps, rows) against K warm bare steps of the same shape. Each of ``--repeats`` rounds times,
@@ -32,6 +32,10 @@ CPU and runs one thread (explorer/sweeps/threads.py), and one-thread ratios hold
 machine, where two threads of one process wait on each other. ``--clock cpu`` times by the
 process's CPU time instead of the wall clock: on a shared machine a one-thread process's wall
 time also counts the time other processes held its core, its CPU time does not.
+``--depth-errors`` runs the whole trials with the identity activation and times, in each round, one
+more warm trial against a joint_limit reference (synthetic, with its depth paths): the difference
+with the warm trial against a reference without them is the cost of the errors along depth
+(``trials.metrics.DEPTH_METRICS``), in bare steps.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
 from trials.metrics import GRAMS, METRICS, Baseline, Snapshot
 from trials import metrics, model, train
 from trials.model import ResNet, init_units
+from trials.joint_limit import KIND as JOINT_LIMIT, JointLimitConfig
 from trials.reference import Reference
 from trials.train import release_spares
 
@@ -58,7 +63,7 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 clock = "wall"
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -68,10 +73,10 @@ def best_of(fn, repeats: int, device: torch.device) -> float:
     fn()
     times = []
     for _ in range(repeats):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         fn()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -84,10 +89,10 @@ def best_of_alternated(fns, repeats: int, device: torch.device) -> list[float]:
     times = [[] for _ in fns]
     for _ in range(repeats):
         for fn, t in zip(fns, times):
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             fn()
-            _sync(device)
+            sync(device)
             t.append(time.perf_counter() - start)
     return [min(t) for t in times]
 
@@ -177,21 +182,28 @@ def measure_shape(shape, dtype_name, device, repeats, naive) -> dict:
     return result
 
 
-def synthetic_reference(cfg: TrialConfig) -> Reference:
-    """A reference of the right shapes for ``cfg``: a trial's work does not depend on its values."""
+def synthetic_reference(cfg: TrialConfig, depth_paths: bool = False) -> Reference:
+    """A reference of the right shapes for ``cfg``: a trial's work does not depend on its values.
+    With ``depth_paths``, a joint_limit one with its hidden and backward states along depth (the
+    default grid of 256 steps), which the errors along depth read (identity activation only)."""
     p, K = cfg.problem, cfg.steps
     rng = np.random.default_rng(0)
     arrays = {"out": rng.standard_normal((K + 1, p.samples, p.d_out)),
               "hidden": rng.standard_normal((K + 1, p.samples, cfg.D))}
     arrays.update({name: rng.random(K + 1) for name in ("loss", "err_out", "err_hidden")})
-    return Reference("synthetic", "mean_ode", arrays, {})
+    if not depth_paths:
+        return Reference("synthetic", "mean_ode", arrays, {})
+    grid = JointLimitConfig(cfg).grid
+    for name in ("path", "backward_path"):
+        arrays[name] = rng.standard_normal((K + 1, grid + 1, p.samples, p.d_in + p.d_out))
+    return Reference("synthetic", JOINT_LIMIT, arrays, {"grid": grid, "gram": "expected"})
 
 
 class PartTimer:
     """Wall seconds spent inside given functions, by part, while installed: each function is
     replaced by a wrapper that times its calls (a few per step, so no profiler overhead on the
     thousands of tensor operations underneath). A part's time excludes the time of the parts
-    nested inside it (the step's metrics observer is inside ``ResNet.step``)."""
+    nested inside it."""
 
     def __init__(self, parts: dict[str, list[tuple[object, str]]]):
         self.parts = parts
@@ -236,8 +248,8 @@ class PartTimer:
 def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
     """Seconds of one (warm) trial by part: draw, forward/step, metrics, rows (``PartTimer``)."""
     parts = {
-        "draw_s": [(model, "init_units")],
-        "forward_step_s": [(ResNet, "forward"), (ResNet, "step")],
+        "draw_s": [(model, "draw_units")],  # a trial is a pack of one (trials.train.train_fused)
+        "forward_step_s": [(ResNet, "forward"), (ResNet, "backprop"), (ResNet, "update")],
         "metrics_s": [(Baseline, "__init__"), *[(METRICS, name) for name in METRICS], *[(GRAMS, name) for name in GRAMS]],
         # the metrics' main parts, apart: the displacement dp (P0 = H u_0 / D), the step's
         # observer (the displacement sums), lin_ratio's and feature_update's sums
@@ -257,12 +269,14 @@ def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
     return {"total_s": total, **parts, "other_s": other}
 
 
-def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
+def measure_trial(shape, dtype_name, steps: int, device, repeats: int, depth_errors: bool = False) -> dict:
     """A whole trial against K warm bare steps, in turns (module docstring)."""
     L, M, D, N, reps = shape
-    cfg = TrialConfig(L=L, M=M, D=D, dtype=dtype_name, device=device.type, seeds=tuple(range(reps)), steps=steps)
+    cfg = TrialConfig(L=L, M=M, D=D, dtype=dtype_name, device=device.type, seeds=tuple(range(reps)), steps=steps,
+                      activation="identity" if depth_errors else "tanh")
     cfg = cfg.replace(problem=cfg.problem.__class__(d_in=5, d_out=5, samples=N, seed=1))
     ref = synthetic_reference(cfg)
+    along = synthetic_reference(cfg, depth_paths=True) if depth_errors else None
     net = ResNet(cfg)
 
     def bare():
@@ -276,17 +290,26 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
     # rounds of (K bare steps, warm trial, cold trial, warm trial timed by parts), back to back:
     # each round's ratios see one load; the medians over rounds are reported
     bare(), train_trial(cfg, ref)  # warm-up, and leaves spares
-    rounds = []
+    rounds, depth_in_steps = [], []
     for _ in range(repeats):
         times = []
         for fn in (bare, lambda: train_trial(cfg, ref), cold):
-            _sync(device)
+            sync(device)
             start = CLOCKS[clock]()
             fn()
-            _sync(device)
+            sync(device)
             times.append(CLOCKS[clock]() - start)
         train_trial(cfg, ref)  # leaves spares: the timed-by-parts trial is a warm one
         rounds.append((*times, trial_breakdown(cfg, ref)))
+        if along is not None:  # a warm trial with the errors along depth, against the one just made without
+            warm_pair = []
+            for reference in (along, ref):
+                sync(device)
+                start = CLOCKS[clock]()
+                train_trial(cfg, reference)
+                sync(device)
+                warm_pair.append(CLOCKS[clock]() - start)
+            depth_in_steps.append((warm_pair[0] - warm_pair[1]) / (times[0] / steps))
     release_spares()
     del net
     median = lambda values: float(np.median(values))
@@ -298,27 +321,33 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int) -> dict:
             "ratio_warm_range": [min(w / b_ for b_, w, _, _ in rounds), max(w / b_ for b_, w, _, _ in rounds)],
             "ratio_cold": median([cold_s / bare_s for bare_s, _, cold_s, _ in rounds]),
             "in_steps": in_steps,
-            "first_touch_in_steps": median([(cold_s - warm) / (bare_s / steps) for bare_s, warm, cold_s, _ in rounds])}
+            "first_touch_in_steps": median([(cold_s - warm) / (bare_s / steps) for bare_s, warm, cold_s, _ in rounds]),
+            "activation": cfg.activation,
+            **({"depth_errors_in_steps": median(depth_in_steps),
+                "depth_errors_range": [min(depth_in_steps), max(depth_in_steps)]} if depth_in_steps else {})}
 
 
 def main_whole(args, device) -> None:
     results = []
     print(f"# whole trial vs K warm bare steps, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, {clock} clock, device {device}, load {os.getloadavg()[0]:.1f}, medians of {args.repeats} rounds")
+    depth = " | depth errors (range)" if args.depth_errors else ""
     print("| L | M | D | dtype | K | bare step | warm / bare (range) | cold / bare | in bare steps: draw | first touch | "
-          "forward/step | metrics (dp, observer, local sums) | rows | other |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"forward/step | metrics (dp, observer, local sums) | rows | other{depth} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if depth else ""))
     for shape in SHAPES:
         for dtype_name in args.dtypes:
             for steps in args.steps:
-                r = measure_trial(shape, dtype_name, steps, device, args.repeats)
+                r = measure_trial(shape, dtype_name, steps, device, args.repeats, args.depth_errors)
                 results.append(r)
                 p, (low, high) = r["in_steps"], r["ratio_warm_range"]
+                extra = (f" | {r['depth_errors_in_steps']:.2f} ({r['depth_errors_range'][0]:.2f} - {r['depth_errors_range'][1]:.2f})"
+                         if depth else "")
                 print(f"| {' | '.join(map(str, shape[:3]))} | {dtype_name} | {steps} | {r['bare_steps_s'] / steps * 1e3:.1f} ms | "
                       f"{r['ratio_warm']:.2f} ({low:.2f} - {high:.2f}) | {r['ratio_cold']:.2f} | {p['draw_s']:.1f} | "
                       f"{r['first_touch_in_steps']:.1f} | {p['forward_step_s']:.1f} | {p['metrics_s']:.1f} "
                       f"({p['metrics_dp_s']:.1f}, {p['metrics_observer_s']:.1f}, {p['metrics_local_s']:.1f}) | "
-                      f"{p['rows_s']:.2f} | {p['other_s']:.1f} |", flush=True)
+                      f"{p['rows_s']:.2f} | {p['other_s']:.1f}{extra} |", flush=True)
     print(f"# load at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
@@ -337,6 +366,8 @@ def main() -> None:
     parser.add_argument("--shapes", type=int, nargs="+", help="indices into SHAPES (default: all)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="--whole: time by wall clock or by the process's CPU time (one thread on a shared machine)")
+    parser.add_argument("--depth-errors", action="store_true",
+                        help="--whole: identity activation, and the cost of the errors along depth (a joint_limit reference)")
     parser.add_argument("--threads", type=int,
                         help="torch's intra-op threads (default: 1 with --whole, as a sweep's worker runs; else torch's)")
     args = parser.parse_args()

@@ -131,6 +131,19 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
         "of |h_l - h^ref(l/L)|. Null unless the reference gives its depth path (kind joint_limit)",
         nullable=True, optional=True,
     ),
+    Column(
+        "err_hidden_depthmean", _FLOAT,
+        "err_hidden_depthmax's mean over the block outputs l = 0..L instead of its max (the companion paper's "
+        "mean_hs_track). Null unless the reference gives its depth path (kind joint_limit)",
+        nullable=True, optional=True,
+    ),
+    Column(
+        "err_backward", _FLOAT,
+        "the backward states' error: max over block outputs l of the mean over samples and coordinates of "
+        "|B_l - b^ref(l/L)|, B = (D/2) dl/dh (the companion paper's max_bs_track, see docs/store.md). Null unless "
+        "the reference gives its backward path (kind joint_limit)",
+        nullable=True, optional=True,
+    ),
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -288,7 +301,8 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
                 "gram_out": lambda: None, "gram_hidden": lambda: None,
-                "err_hidden_depthmax": lambda: None},
+                "err_hidden_depthmax": lambda: None, "err_hidden_depthmean": lambda: None,
+                "err_backward": lambda: None},
     "trials": {"error": lambda: None, "node_id": _hostname},
     "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},

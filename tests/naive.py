@@ -52,20 +52,59 @@ def loss(x, y, W_E, W_U, U, V, c, act) -> float:
     return float(np.mean((f - y) ** 2))
 
 
-def gradients(x, y, W_E, W_U, U, V, c, act):
-    """dl/dU_l, dl/dV_l by the chain rule, layer by layer from the top."""
+def dl_dh(x, y, W_E, W_U, U, V, c, act):
+    """The forward pass and dl/dh_l at every block output l = 0..L by the chain rule, from the top:
+    returns hs, ps (as ``forward``) and gs, a list of L + 1 arrays (D, N)."""
     D = W_E.shape[0]
     d_out, N = y.shape
     hs, ps, f = forward(x, W_E, W_U, U, V, c, act)
-    g = W_U @ (2.0 * (f - y) / (N * d_out)) / D  # dl/dh_L
+    gs = [None] * (len(U) + 1)
+    gs[-1] = W_U @ (2.0 * (f - y) / (N * d_out)) / D  # dl/dh_L
+    for l in reversed(range(len(U))):
+        back = sigma_prime(act, ps[l]) * (V[l].T @ gs[l + 1])  # (M, N): dl/dp up to the factor c
+        gs[l] = gs[l + 1] + c * U[l] @ back / D
+    return hs, ps, gs
+
+
+def gradients(x, y, W_E, W_U, U, V, c, act):
+    """dl/dU_l, dl/dV_l by the chain rule, layer by layer from the top."""
+    D = W_E.shape[0]
+    hs, ps, gs = dl_dh(x, y, W_E, W_U, U, V, c, act)
     gU, gV = [None] * len(U), [None] * len(V)
     for l in reversed(range(len(U))):
         s, sp = sigma(act, ps[l]), sigma_prime(act, ps[l])
-        back = sp * (V[l].T @ g)  # (M, N): dl/dp up to the factor c
-        gV[l] = c * g @ s.T
+        back = sp * (V[l].T @ gs[l + 1])
+        gV[l] = c * gs[l + 1] @ s.T
         gU[l] = c * hs[l] @ back.T / D
-        g = g + c * U[l] @ back / D
     return gU, gV
+
+
+def states_along_depth(x, y, W_E, W_U, U, V, c, act, lr, L, M, steps):
+    """K steps of GD (as ``train``); per step k = 0..K the block outputs h_0..h_L and the backward
+    states B_l = (D / 2) dl/dh_l (the engine's scaling), each a list of L + 1 arrays (D, N)."""
+    D = W_E.shape[0]
+    step_size = lr * D / (2.0 * c * c * L * M)
+    U, V = [u.copy() for u in U], [v.copy() for v in V]
+    hidden, backward = [], []
+    for k in range(steps + 1):
+        hs, _, gs = dl_dh(x, y, W_E, W_U, U, V, c, act)
+        hidden.append(hs)
+        backward.append([D / 2 * g for g in gs])
+        if k < steps:
+            gU, gV = gradients(x, y, W_E, W_U, U, V, c, act)
+            U = [u - step_size * g for u, g in zip(U, gU)]
+            V = [v - step_size * g for v, g in zip(V, gV)]
+    return hidden, backward
+
+
+def depth_mean_abs_errors(states, along):
+    """Per block output l, the mean over samples and coordinates of |states[l] - along[l]|, by loops:
+    states a list of (D, N) arrays, along (L + 1, N, D). Returns a list of L + 1 floats."""
+    out = []
+    for l, state in enumerate(states):
+        D, N = state.shape
+        out.append(sum(abs(state[d, n] - along[l][n, d]) for d in range(D) for n in range(N)) / (D * N))
+    return out
 
 
 def train(x, y, W_E, W_U, U, V, c, act, lr, L, M, steps):

@@ -30,6 +30,7 @@ _LAZY = {
     "stable_hash": "config",
     "FLAGS": "train",
     "train_trial": "train",
+    "train_fused": "train",
     "release_spares": "train",
     "METRICS": "metrics",
     "Reference": "reference",

@@ -23,13 +23,17 @@ NUMERICS_VERSION = 5  # 3: divergence by loss growth, flags, CRN discretization 
 # 4: where K N (D + M) <= D M the unit metrics take the displacement from the update history (metrics.Baseline):
 #    float32 feature_update, lin_ratio, weight_change move at their rounding level (1e-7 - 1e-4 relative), float64
 #    ones by < 1e-12 except lin_ratio at alpha >= 4096 (4e-11; 1e-8 at 65536, its own rounding level there)
-# 5: units drawn by numpy's SFC64 ziggurat, one stream per (seed, tensor, block of layers) (model.init_units):
+# 5: units drawn by numpy's SFC64 ziggurat, one stream per (seed, tensor, block of layers) (units.init_units):
 #    every network, trial and reference, is a new draw of the same law
 # The references' own version: what changes a reference's arrays (its trajectories and error estimates), not
 # the trials' metrics. Version 4 changed only how trials compute unit metrics, so the cached references (minutes
 # each) of version 3 stayed valid; bump this with NUMERICS_VERSION only when the change reaches the references.
 REFERENCE_NUMERICS_VERSION = 4  # 4: particles drawn as the units of version 5
-# Numbers per random stream of the unit draw (model.init_units): a block is as many layers as hold
+# The joint limit's own version (trials/joint_limit.py), hashed into its key beside REFERENCE_NUMERICS_VERSION:
+# what changes only the arrays of a joint_limit reference (seconds to compute) is bumped here, so that the
+# particle references' caches (minutes each) stay valid. A record whose key it changed is computed again.
+JOINT_LIMIT_VERSION = 2  # 2: stores backward_path, the backward states along depth that err_backward needs
+# Numbers per random stream of the unit draw (units.init_units): a block is as many layers as hold
 # this many numbers (at least one), so the blocks, and the numbers, depend on the shape alone,
 # never on the threads. Part of the numerics: changing it changes every network.
 UNIT_BLOCK = 1 << 18
@@ -159,6 +163,10 @@ class ProblemConfig:
         return d
 
 
+# The fields that points of one pack share (``TrialConfig.fusion_key``); samples and d_out are the problem's.
+FUSION_FIELDS = ("L", "M", "D", "dtype", "steps", "activation", "block", "device", "samples", "d_out")
+
+
 @dataclass(frozen=True)
 class TrialConfig:
     """One grid point: a ResNet shape, its initialization and training, and its seeds."""
@@ -249,6 +257,13 @@ class TrialConfig:
         """Initial output noise scale alpha_eff / sqrt(L M) = c sqrt(L M) (docs/model.md section 3); 0 with
         antithetic units, whose branch output is exactly zero at step 0."""
         return 0.0 if self.antithetic else self.residual_scale * math.sqrt(self.L * self.M)
+
+    def fusion_key(self) -> tuple:
+        """The values of FUSION_FIELDS: what fixes the tensor shapes and the program of this trial's
+        training. Trials with equal keys can train as one pack (trials.train.train_fused),
+        whatever their other fields."""
+        problem = {"samples": self.problem.samples, "d_out": self.problem.d_out}
+        return tuple(problem[name] if name in problem else getattr(self, name) for name in FUSION_FIELDS)
 
     def replace(self, **changes) -> "TrialConfig":
         return dataclasses.replace(self, **changes)

@@ -38,6 +38,10 @@ What a trial is compared with:
 - path (K+1, grid+1, N, r): the limit's hidden state at every depth s = i / grid, in the r
   coordinates; ``hidden_along_depth`` writes it in a problem's embeddings at the block outputs of a
   depth-L network (the companion's hidden error is a max over depth).
+- backward_path (K+1, grid+1, N, r): the limit's backward state b_k(s) (the engine's
+  B = (D / 2) dl/dh, b_k(1) = W_U (f_k - y) / (N d_out)) at the same depths and in the same
+  coordinates, at every step k = 0..K (the last one too, although no update follows it);
+  ``backward_along_depth`` writes it at a depth-L network's block outputs (err_backward).
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import REFERENCE_NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
+from .config import JOINT_LIMIT_VERSION, REFERENCE_NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
 from .model import make_problem
 from .reference import Reference, ReferenceDiverged
 
@@ -94,12 +98,13 @@ class JointLimitConfig:
     def key(self) -> str:
         return stable_hash({
             "kind": KIND, "limit": self.limit_fields(), "grid": self.grid, "gram": self.gram,
-            "numerics_version": REFERENCE_NUMERICS_VERSION,
+            "numerics_version": REFERENCE_NUMERICS_VERSION, "joint_limit_version": JOINT_LIMIT_VERSION,
         })
 
 
 def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np.ndarray, *, alpha: float,
-                       lr: float, sigma_u: float, sigma_v: float, steps: int, grid: int) -> tuple[np.ndarray, np.ndarray]:
+                       lr: float, sigma_u: float, sigma_v: float, steps: int,
+                       grid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The r-dimensional limit system (module docstring, point 2), all float64.
 
     Args:
@@ -109,8 +114,10 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         grid: RK4 steps over s in [0, 1].
 
     Returns:
-        out (K+1, N, d_out) and path (K+1, grid+1, N, r): f_k and the coordinates of h_k(s) / sqrt(D)
-        at s = i / grid (path[:, -1] is the last hidden state).
+        out (K+1, N, d_out), path and backward (K+1, grid+1, N, r): f_k and the coordinates of
+        h_k(s) / sqrt(D) and of b_k(s) / sqrt(D) at s = i / grid (path[:, -1] is the last hidden
+        state, backward[:, -1] = w_out (f_k - y)^T / (N d_out)). b_k(s) = Psi_k(s)^-T Psi_k(1)^T b_k(1)
+        at the grid's nodes: the adjoint of the RK4 propagator, as the update's stage states use it.
     """
     r, n_samples, d_out = w_in.shape[0], x.shape[0], y.shape[1]
     h0 = w_in @ x.T  # (r, N)
@@ -121,7 +128,7 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
     cov = np.zeros((grid, 4, 2 * r, 2 * r))
     cov[..., :r, :r] = sigma_u**2 * eye
     cov[..., r:, r:] = sigma_v**2 * eye
-    outs, paths = [], []
+    outs, paths, backwards = [], [], []
     for k in range(steps + 1):
         a = alpha * cov[..., r:, :r]  # alpha E[v u^T] / D, (grid, 4, r, r)
         a1, a2, a3, a4 = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
@@ -138,11 +145,13 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         out = (w_out.T @ h1).T  # (N, d_out)
         outs.append(out)
         paths.append(np.swapaxes(psi @ h0, 1, 2))  # (grid + 1, N, r)
+        b1 = w_out @ (out - y).T / (n_samples * d_out)  # b(1) = W_U (f - y) / (N d_out), scaled
+        nodes = np.linalg.solve(np.swapaxes(psi[:-1], -1, -2), np.broadcast_to(psi[grid].T @ b1, (grid, r, n_samples)))
+        backwards.append(np.swapaxes(np.concatenate([nodes, b1[None]]), 1, 2))  # (grid + 1, N, r), b(1) exactly
         if k == steps:
             break
         stage = np.stack([psi[:-1], s2 @ psi[:-1], s3 @ psi[:-1], s4 @ psi[:-1]], axis=1)  # (grid, 4, r, r)
         h = stage @ h0  # (grid, 4, r, N)
-        b1 = w_out @ (out - y).T / (n_samples * d_out)  # b(1) = W_U (f - y) / (N d_out), scaled
         # b(s) = Psi(s)^-T Psi(1)^T b(1): the adjoint of the forward propagator
         b = np.linalg.solve(np.swapaxes(stage, -1, -2), np.broadcast_to(psi[grid].T @ b1, h.shape))
         g = eta * (h @ np.swapaxes(b, -1, -2))  # eta' sum_n h_n b_n^T, (grid, 4, r, r)
@@ -150,7 +159,7 @@ def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np
         t[..., :r, r:] = -g
         t[..., r:, :r] = -np.swapaxes(g, -1, -2)
         cov = t @ cov @ np.swapaxes(t, -1, -2)
-    return np.stack(outs), np.stack(paths)
+    return np.stack(outs), np.stack(paths), np.stack(backwards)
 
 
 def _basis(config: JointLimitConfig, embed: np.ndarray, readout: np.ndarray):
@@ -173,13 +182,13 @@ def _basis(config: JointLimitConfig, embed: np.ndarray, readout: np.ndarray):
     return w[:, :d_in], w[:, d_in:], lambda state: math.sqrt(D) * state @ q.T
 
 
-def _solve(config: JointLimitConfig, grid: int, problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _solve(config: JointLimitConfig, grid: int, problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     t = config.limit
     x, y, embed, readout = (a.numpy() for a in (problem.x, problem.y, problem.embed, problem.readout))
     w_in, w_out, to_hidden = _basis(config, embed, readout)
-    out, path = solve_linear_limit(w_in, w_out, x, y, alpha=t.alpha, lr=t.lr, sigma_u=t.sigma_u,
-                                   sigma_v=t.sigma_v, steps=t.steps, grid=grid)
-    return out, to_hidden(path[:, -1]), path
+    out, path, backward = solve_linear_limit(w_in, w_out, x, y, alpha=t.alpha, lr=t.lr, sigma_u=t.sigma_u,
+                                             sigma_v=t.sigma_v, steps=t.steps, grid=grid)
+    return out, to_hidden(path[:, -1]), path, backward
 
 
 def hidden_along_depth(reference: Reference, config: JointLimitConfig, L: int) -> np.ndarray:
@@ -187,7 +196,18 @@ def hidden_along_depth(reference: Reference, config: JointLimitConfig, L: int) -
     ``config``'s embeddings: (K+1, L+1, N, D), linearly interpolated from its depth grid (as the
     authors do from theirs; the interpolation error is O(grid^-2)). This is what the companion
     paper's hidden error needs: max over l of the mean over coordinates of |h_l - h(l / L)|."""
-    path = reference.arrays["path"]  # (K+1, grid+1, N, r)
+    return _along_depth(reference.arrays["path"], config, L)
+
+
+def backward_along_depth(reference: Reference, config: JointLimitConfig, L: int) -> np.ndarray | None:
+    """``hidden_along_depth`` of the backward states b_k(l / L) (the engine's B, model.ResNet.
+    backward_states): (K+1, L+1, N, D), or None for a record made before it stored them."""
+    backward = reference.arrays.get("backward_path")
+    return None if backward is None else _along_depth(backward, config, L)
+
+
+def _along_depth(path: np.ndarray, config: JointLimitConfig, L: int) -> np.ndarray:
+    """A (K+1, grid+1, N, r) depth path at s = l / L, l = 0..L, in ``config``'s embeddings."""
     grid = path.shape[1] - 1
     s = np.arange(L + 1) * (grid / L)
     lo = np.minimum(np.floor(s).astype(int), grid - 1)
@@ -223,11 +243,11 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
     problem = make_problem(t.replace(device="cpu"), torch.device("cpu"), torch.float64)
     with np.errstate(all="ignore"):
         try:
-            out, hidden, path = _solve(config, config.grid, problem)
-            half_out, half_hidden, _ = _solve(config, config.grid // 2, problem)
+            out, hidden, path, backward = _solve(config, config.grid, problem)
+            half_out, half_hidden, _, _ = _solve(config, config.grid // 2, problem)
         except np.linalg.LinAlgError:  # a propagator overflowed to a singular matrix
-            out = hidden = half_out = half_hidden = np.full(1, np.nan)
-    if not all(np.isfinite(a).all() for a in (out, hidden, half_out, half_hidden)):
+            out = hidden = backward = half_out = half_hidden = np.full(1, np.nan)
+    if not all(np.isfinite(a).all() for a in (out, hidden, backward, half_out, half_hidden)):
         raise ReferenceDiverged(f"reference {key} (joint_limit) diverged: lower lr")
     y = problem.y.numpy()
     err_out, err_hidden = _rms(out - half_out), _rms(hidden - half_hidden)
@@ -238,10 +258,12 @@ def compute_joint_limit(config: JointLimitConfig) -> Reference:
         "err_out_sampling": zeros, "err_hidden_sampling": zeros.copy(),
         "err_out_discretization": err_out.copy(), "err_hidden_discretization": err_hidden.copy(),
         "path": path,  # (K+1, grid+1, N, r): coordinates of h(s) / sqrt(D); see hidden_along_depth
+        "backward_path": backward,  # the same for b(s) (err_backward); see backward_along_depth
     }
     meta = {
         "limit": config.limit_fields(), "grid": config.grid, "gram": config.gram, "D": t.D,
         "method": "RK4 on the r-dimensional linear limit system; error = |grid - grid/2| solutions",
-        "device": "cpu", "numerics_version": REFERENCE_NUMERICS_VERSION, "wall_s": time.perf_counter() - started,
+        "device": "cpu", "numerics_version": REFERENCE_NUMERICS_VERSION, "joint_limit_version": JOINT_LIMIT_VERSION,
+        "wall_s": time.perf_counter() - started,
     }
     return Reference(key, KIND, arrays, meta)

@@ -14,6 +14,13 @@ reference at step k) and returns one value per repetition: a tensor of shape (R,
 e_s = f_s - f_ref (n entries), G[s, t] = <e_s, e_t> / n, an (R, R) float64 tensor whose diagonal
 is the metric squared. Sums of its entries give the seed-mean's distance to the reference (the
 bias) apart from the seeds' spread around it (the fluctuation), for any subset of the seeds.
+
+``DEPTH_METRICS`` compare the states along depth with a reference that gives its depth path
+(kind joint_limit): each takes a ``DepthSnapshot`` and returns (R,) float64, the mean over samples
+and coordinates of |state_l - state_ref(l / L)| at every block output l = 0..L reduced over l.
+They are the companion paper's own errors (its notebook exp_cvg_rate.ipynb): err_hidden_depthmax
+(their max_hs_track), err_hidden_depthmean (mean_hs_track) and err_backward (max_bs_track, on the
+backward states B = (D / 2) dl/dh; docs/store.md says how theirs is normalised).
 """
 from __future__ import annotations
 
@@ -24,7 +31,8 @@ from typing import Callable
 import torch
 
 from .config import METRICS_BLOCK
-from .model import Activation, Forward, ResNet, Units
+from .model import Activation, Forward, ResNet
+from .units import Units
 
 F64 = torch.float64
 BLOCK = METRICS_BLOCK  # elements taken at once (trials.config)
@@ -393,6 +401,59 @@ def gram_hidden(s: Snapshot) -> torch.Tensor:
 
 
 GRAMS: dict[str, Callable[[Snapshot], torch.Tensor]] = {"gram_out": gram_out, "gram_hidden": gram_hidden}
+
+@dataclass
+class DepthSnapshot:
+    """One step's states along depth and the reference's at the same depths s = l / L, float64 on
+    the trial's device: along_hidden, along_backward (L + 1, N, D); along_backward None when the
+    reference does not give it (a record made before it stored it)."""
+
+    net: ResNet
+    fwd: Forward
+    along_hidden: torch.Tensor
+    along_backward: torch.Tensor | None
+
+    @cached_property
+    def hidden_by_depth(self) -> torch.Tensor:
+        """(L + 1, R): mean |h_l - h_ref(l / L)| over samples and coordinates."""
+        return depth_mean_abs(self.fwd.hidden, self.along_hidden)
+
+    @cached_property
+    def backward_by_depth(self) -> torch.Tensor | None:
+        """(L + 1, R): mean |B_l - b_ref(l / L)| over samples and coordinates, or None."""
+        if self.along_backward is None:
+            return None
+        return depth_mean_abs(self.net.backward_states(self.fwd), self.along_backward)
+
+
+def depth_mean_abs(states: torch.Tensor, along: torch.Tensor) -> torch.Tensor:
+    """Mean over samples and coordinates of |states_l - along_l|, in float64: (L+1, R, N, D) and
+    (L+1, N, D) -> (L+1, R)."""
+    return (_f64(states) - along[:, None]).abs_().mean(dim=(2, 3))
+
+
+def err_hidden_depthmax(s: DepthSnapshot) -> torch.Tensor:
+    """max over l = 0..L of the mean over samples and coordinates of |h_l - h_ref(l / L)|."""
+    return s.hidden_by_depth.amax(dim=0)
+
+
+def err_hidden_depthmean(s: DepthSnapshot) -> torch.Tensor:
+    """The mean over l = 0..L (L + 1 block outputs, h_0 included) of the same."""
+    return s.hidden_by_depth.mean(dim=0)
+
+
+def err_backward(s: DepthSnapshot) -> torch.Tensor | None:
+    """max over l = 0..L of the mean over samples and coordinates of |B_l - b_ref(l / L)|, B_l the
+    engine's backward state (D / 2) dl/dh_l at block output l (``ResNet.backward_states``)."""
+    by_depth = s.backward_by_depth
+    return None if by_depth is None else by_depth.amax(dim=0)
+
+
+DEPTH_METRICS: dict[str, Callable[[DepthSnapshot], torch.Tensor | None]] = {
+    "err_hidden_depthmax": err_hidden_depthmax,
+    "err_hidden_depthmean": err_hidden_depthmean,
+    "err_backward": err_backward,
+}
 
 METRICS: dict[str, Callable[[Snapshot], torch.Tensor]] = {
     "err_out": err_out,

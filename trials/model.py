@@ -19,19 +19,20 @@ U_l -= lr_hat * H_{l-1} (sigma'(P_l) * Q_l)^T and V_l -= lr_hat * B_l sigma(P_l)
 lr_hat = eta / (c L M), summed over samples.
 
 Repetitions (seeds) of one configuration are a leading batch axis: every tensor below carries
-it, so R seeds cost one batched matrix product per layer, not R Python loops.
+it, so R seeds cost one batched matrix product per layer, not R Python loops. The points of a
+pack that share a shape (``ResNet.fused``) share that axis too: (point, seed).
+The units' draw and the memory they live in are in trials/units.py.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 import torch
 
-from .config import UNIT_BLOCK, TrialConfig, resolve_device, stream_seed, torch_dtype
+from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
 from .data import draw_data
+from .units import Allocator, UnitDraw, Units, draw_units, fresh, init_units
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor:
@@ -129,112 +130,6 @@ def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) 
 
 
 @dataclass
-class Units:
-    """The trainable unit parameters, stacked as (L, R, D, M): layer, repetition, coordinate, unit."""
-
-    u: torch.Tensor
-    v: torch.Tensor
-
-    def clone(self) -> "Units":
-        return Units(self.u.clone(), self.v.clone())
-
-
-Allocator = Callable[[tuple[int, ...], torch.dtype, torch.device], torch.Tensor]
-
-
-def fresh(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """The default ``Allocator``: a new uninitialized tensor."""
-    return torch.empty(shape, dtype=dtype, device=device)
-
-
-class Scratch:
-    """An ``Allocator`` for one trial that hands out spare tensors of an earlier one.
-
-    A worker trains many points of one shape in a row; every tensor of a trial is fresh memory
-    whose first touch (page faults, zeroing by the kernel) cost about two bare steps per trial
-    at (256, 256, 32). ``take`` hands out a spare of the same shape, dtype and device when there
-    is one, else a new tensor, and remembers what it lent; after the trial ``lent`` are the
-    spares of the next. Every tensor taken is uninitialized as far as the caller knows (like
-    ``torch.empty``), so reuse changes no number. The first miss drops the remaining spares:
-    a trial of another shape then holds no more memory than it would alone."""
-
-    def __init__(self, spares: dict | None = None):
-        self.spares: dict[tuple, list[torch.Tensor]] = spares or {}
-        self.lent: list[torch.Tensor] = []
-
-    def __call__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        key = (tuple(shape), dtype, torch.device(device))
-        stack = self.spares.get(key)
-        if stack:
-            tensor = stack.pop()
-        else:
-            self.spares.clear()
-            tensor = torch.empty(shape, dtype=dtype, device=device)
-        self.lent.append(tensor)
-        return tensor
-
-    def returned(self) -> dict[tuple, list[torch.Tensor]]:
-        """What this trial lent, as the spares of the next one."""
-        spares: dict[tuple, list[torch.Tensor]] = {}
-        for tensor in self.lent:
-            spares.setdefault((tuple(tensor.shape), tensor.dtype, tensor.device), []).append(tensor)
-        return spares
-
-
-def unit_blocks(L: int, D: int, drawn: int) -> list[tuple[int, int]]:
-    """The layer ranges [start, stop) that draw from one stream each (``UNIT_BLOCK``)."""
-    per_block = max(1, UNIT_BLOCK // (D * drawn))
-    return [(start, min(start + per_block, L)) for start in range(0, L, per_block)]
-
-
-def init_units(config: TrialConfig, seeds: tuple[int, ...], device: torch.device, dtype: torch.dtype,
-               alloc: Allocator = fresh) -> Units:
-    """Draw unit parameters: entries N(0, sigma_u^2 D) for u and N(0, sigma_v^2 D) for v.
-
-    The numbers: in float64 on the CPU, numpy's SFC64 bit generator and its ziggurat normal
-    sampler (``Generator.standard_normal``), one stream per (seed, tensor, block of layers)
-    seeded by ``SeedSequence([stream_seed("units", seed), tensor, block])`` (tensor 0 is u, 1 is
-    v; blocks from ``unit_blocks``), times sigma sqrt(D), then converted to the working dtype on
-    the device. So a seed gives the same network on every device, dtype and number of threads,
-    and on every host: SFC64's stream is fixed by numpy on every platform, and the sampler takes
-    all but ~0.03 % of its numbers from integer operations and one multiplication (the tail
-    beyond 3.65 sigma uses log1p; a wedge rejection compares against exp). Streams per block
-    let every core draw (~8 ns per number and core, twice as fast as torch's float64 randn).
-
-    With ``antithetic`` the second half of each layer's units mirrors the first: (u, v) and
-    (u, -v). Each unit still has the law mu_0, and the branch output is exactly zero at init.
-    """
-    L, M, D = config.L, config.M, config.D
-    drawn = M // 2 if config.antithetic else M
-    # (L, R, D, M): a layer's weights for all seeds are one contiguous block
-    u = alloc((L, len(seeds), D, M), dtype, device)
-    v = alloc((L, len(seeds), D, M), dtype, device)
-    blocks = unit_blocks(L, D, drawn)
-    tasks = [(r, tensor, b) for r in range(len(seeds)) for tensor in range(2) for b in range(len(blocks))]
-
-    def draw(task: tuple[int, int, int]) -> None:
-        r, tensor, b = task
-        (start, stop), out = blocks[b], (u, v)[tensor]
-        entropy = [stream_seed("units", int(seeds[r])), tensor, b]
-        buf = np.random.Generator(np.random.SFC64(entropy)).standard_normal((stop - start, D, drawn))
-        buf *= (config.sigma_u, config.sigma_v)[tensor] * D**0.5
-        block = torch.from_numpy(buf)
-        out[start:stop, r, :, :drawn].copy_(block)
-        if config.antithetic:
-            out[start:stop, r, :, drawn:].copy_(block if tensor == 0 else block.neg_())
-
-    # numpy's samplers and torch's copies release the GIL: the blocks draw in parallel threads
-    workers = min(len(tasks), torch.get_num_threads())
-    if workers > 1 and L * D * drawn >= 1 << 16:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(draw, tasks))
-    else:
-        for task in tasks:
-            draw(task)
-    return Units(u, v)
-
-
-@dataclass
 class Forward:
     """One forward pass, sample-major. hidden: (L + 1, R, N, D) block inputs h_0..h_L as rows;
     preact P: (L, R, N, M); activated sigma(P): (L, R, N, M); out: (R, N, d_out)."""
@@ -245,32 +140,110 @@ class Forward:
     out: torch.Tensor
 
 
+@dataclass(frozen=True)
+class Slot:
+    """One point's place in a batch: its repetitions lo:hi of the batch axis, its problem and
+    its scalars (residual scale c and step lr_hat = eta / (c L M))."""
+
+    lo: int
+    hi: int
+    problem: Problem
+    scale: float
+    lr_hat: float
+
+
+def _runs(slots: tuple[Slot, ...], name: str) -> list[tuple[int, int, float]]:
+    """(lo, hi, value) over consecutive slots with one value of a scalar: one batched call each."""
+    runs: list[tuple[int, int, float]] = []
+    for slot in slots:
+        value = getattr(slot, name)
+        if runs and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], slot.hi, value)
+        else:
+            runs.append((slot.lo, slot.hi, value))
+    return runs
+
+
 class ResNet:
-    """The 2LP ResNet engine for one configuration and a batch of seeds.
+    """The 2LP ResNet engine for one configuration and a batch of seeds, or for a pack of
+    configurations of one shape (``fused``) whose seeds are one batch.
 
     Holds the problem and the current units; ``forward`` and ``step`` work in place on them.
     Every product has the samples as rows: (N, D) @ (D, M) and (N, M) @ (M, D) stream a weight
     matrix once, which on CPUs is several times faster than the column-major (M, D) @ (D, N).
+
+    The batch axis (R) holds slots (``Slot``): one for a single configuration, one per point of a
+    pack. A product that takes a point's scalar (c or lr_hat) runs once per run of slots sharing
+    its value, on their part of the batch, with the very call a single point makes; every other
+    product and pass runs once over the whole batch. Each repetition's numbers are those of its
+    point trained alone: a batched product computes each of its matrices alone (test).
     """
 
-    def __init__(self, config: TrialConfig, units: Units | None = None, alloc: Allocator = fresh):
+    def __init__(self, config: TrialConfig, units: Units | None = None, alloc: Allocator = fresh,
+                 problem: Problem | None = None):
         """Args: units: start from these (L, R, D, M) units instead of drawing the config's seeds;
-        alloc: where the units and the step's buffers come from (``Scratch``: a pack's spares)."""
+        alloc: where the units and the step's buffers come from (``Scratch``: a pack's spares);
+        problem: this config's problem if already made (``make_problem``)."""
         self.config = config
         self.device = resolve_device(config.device)
         self.dtype = torch_dtype(config.dtype)
         self.seeds = config.seeds
-        self.problem = make_problem(config, self.device, self.dtype)
+        self.problem = make_problem(config, self.device, self.dtype) if problem is None else problem
         self.alloc = alloc
         self.units = init_units(config, self.seeds, self.device, self.dtype, alloc) if units is None else units
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
         self.lr_hat = config.lr / (self.scale * config.L * config.M)
+        self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat),))
+        self._init_state()
+
+    def _init_state(self) -> None:
         self._workspace: dict[str, torch.Tensor] = {}
+        self._backprop_of: tuple[Forward, tuple[torch.Tensor, torch.Tensor]] | None = None  # ``backprop``'s last
         # Called as observer(net, fwd, cotangent, gated, q) inside ``step``, after the backward
         # sweep and before the in-place update (q = B V / D before gating): metrics.Baseline
         # uses it to keep its per-unit displacement sums up to date from the step's own factors.
         self.observer = None
+        self.keep_q = False  # keep q (``q``) without an observer: a pack's points observe it outside
+
+    @classmethod
+    def fused(cls, configs: list[TrialConfig], alloc: Allocator = fresh, units: Units | None = None,
+              streams: dict | None = None) -> "ResNet":
+        """One network for a pack of configurations that share their shape (``TrialConfig.
+        fusion_key``): their seeds side by side on the batch axis, point after point, each
+        point's units drawn as its own (the streams of a seed drawn once, ``draw_units``), or
+        ``units`` when given; ``streams``: the draw's cache of streams (``draw_units``).
+
+        ``config`` is then the first point's, for the shape fields only; ``problem``, ``scale``
+        and ``lr_hat`` are each point's, in ``slots``, and None on the pack."""
+        first = configs[0]
+        net = cls.__new__(cls)
+        net.config, net.alloc = first, alloc
+        net.device, net.dtype = resolve_device(first.device), torch_dtype(first.dtype)
+        net.seeds = tuple(seed for c in configs for seed in c.seeds)
+        draws = [UnitDraw(int(seed), c.sigma_u, c.sigma_v, c.antithetic) for c in configs for seed in c.seeds]
+        if units is None:
+            units = draw_units(first.L, first.M, first.D, draws, net.device, net.dtype, alloc, streams)
+        net.units = units
+        net.activation = ACTIVATIONS[first.activation]
+        net.problem = net.scale = net.lr_hat = None
+        slots, lo = [], 0
+        for c in configs:
+            scale = c.residual_scale
+            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.lr / (scale * c.L * c.M)))
+            lo += len(c.seeds)
+        net._set_slots(tuple(slots))
+        net._init_state()
+        return net
+
+    def _set_slots(self, slots: tuple[Slot, ...]) -> None:
+        self.slots = slots
+        self._scale_runs, self._lr_runs = _runs(slots, "scale"), _runs(slots, "lr_hat")
+
+    def slot_units(self, index: int) -> Units:
+        """A slot's units, (L, hi - lo, D, M) views into the batch's (contiguous when it is alone)."""
+        slot = self.slots[index]
+        return Units(self.units.u[:, slot.lo:slot.hi], self.units.v[:, slot.lo:slot.hi])
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
         """A buffer reused from step to step: large fresh allocations cost page faults every
@@ -284,46 +257,100 @@ class ResNet:
     def repetitions(self) -> int:
         return self.units.u.shape[1]
 
+    @property
+    def q(self) -> torch.Tensor:
+        """The last backward sweep's q = B_l V_l / D before gating, (L, R, N, M): kept when the net
+        has an observer or ``keep_q``."""
+        return self._workspace["q"]
+
     def forward(self) -> Forward:
         cfg, units = self.config, self.units
         L, R, D, N = cfg.L, self.repetitions, cfg.D, cfg.problem.samples
         hidden = self._buffer("hidden", (L + 1, R, N, D))
         preact = self._buffer("preact", (L, R, N, cfg.M))
         activated = self._buffer("activated", (L, R, N, cfg.M))
-        hidden[0] = self.problem.x @ self.problem.embed.T
+        for slot in self.slots:
+            hidden[0, slot.lo:slot.hi] = slot.problem.x @ slot.problem.embed.T
         for layer in range(L):
             # P = (h / D) U: (R, N, D) @ (R, D, M) -> (R, N, M); dividing h is the cheaper side
             torch.bmm(hidden[layer] / D, units.u[layer], out=preact[layer])
             self.activation.apply(preact[layer], activated[layer])
             # h_l = h_{l-1} + c sigma(P) V^T: (R, N, M) @ (R, M, D) -> (R, N, D)
-            torch.baddbmm(hidden[layer], activated[layer], units.v[layer].transpose(1, 2), alpha=self.scale, out=hidden[layer + 1])
+            for lo, hi, c in self._scale_runs:
+                torch.baddbmm(hidden[layer, lo:hi], activated[layer, lo:hi], units.v[layer, lo:hi].transpose(1, 2),
+                              alpha=c, out=hidden[layer + 1, lo:hi])
         out = self.readout(hidden[L])
         return Forward(hidden, preact, activated, out)
 
     def readout(self, h_last: torch.Tensor) -> torch.Tensor:
         """f = W_U^T h_L / D, per sample: (R, N, D) -> (R, N, d_out)."""
-        return torch.matmul(h_last, self.problem.readout) / self.config.D
+        outs = [torch.matmul(h_last[s.lo:s.hi], s.problem.readout) / self.config.D for s in self.slots]
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     def loss(self, out: torch.Tensor) -> torch.Tensor:
         """Full-batch mean squared error per repetition: (R,)."""
-        return ((out - self.problem.y) ** 2).mean(dim=(1, 2))
+        losses = [((out[s.lo:s.hi] - s.problem.y) ** 2).mean(dim=(1, 2)) for s in self.slots]
+        return losses[0] if len(losses) == 1 else torch.cat(losses)
 
     def backward(self, fwd: Forward) -> Units:
         """Gradients dl/dU, dl/dV of each repetition's loss, shaped like the units."""
-        cotangent, gated = self._backprop(fwd)
-        factor = 2.0 * self.scale / self.config.D  # dl/dtheta = (2 c / D) * (backprop term)
-        return Units(self._outer(fwd.hidden[:-1], gated) * factor, self._outer(cotangent, fwd.activated) * factor)
+        cotangent, gated = self.backprop(fwd)
+        grads = Units(self._outer(fwd.hidden[:-1], gated), self._outer(cotangent, fwd.activated))
+        for lo, hi, c in self._scale_runs:
+            factor = 2.0 * c / self.config.D  # dl/dtheta = (2 c / D) * (backprop term)
+            for grad in (grads.u, grads.v):
+                grad[:, lo:hi] *= factor
+        return grads
 
     def step(self, fwd: Forward) -> None:
         """One gradient-descent step, in place, from the forward pass at the current units:
         U_l -= lr_hat H_{l-1} G_l^T and V_l -= lr_hat B_l sigma(P_l)^T, all layers in two
         batched products once the backward sweep has produced every G_l and B_l."""
-        cotangent, gated = self._backprop(fwd)
+        cotangent, gated = self.backprop(fwd)
         if self.observer is not None:
-            self.observer(self, fwd, cotangent, gated, self._workspace["q"])
+            self.observer(self, fwd, cotangent, gated, self.q)
+        self.update(fwd)
+
+    def update(self, fwd: Forward) -> None:
+        """The step's in-place update from this pass's backward sweep (``backprop``): for a pack,
+        after each point's observer (trials.train)."""
+        cotangent, gated = self.backprop(fwd)
+        self._backprop_of = None  # the units move: a later sweep is another one
         L, R, D, M = self.units.u.shape
-        self.units.u.view(L * R, D, M).baddbmm_(_flat(fwd.hidden[:-1]).transpose(1, 2), _flat(gated), alpha=-self.lr_hat)
-        self.units.v.view(L * R, D, M).baddbmm_(_flat(cotangent).transpose(1, 2), _flat(fwd.activated), alpha=-self.lr_hat)
+        factors = ((self.units.u, fwd.hidden[:-1], gated), (self.units.v, cotangent, fwd.activated))
+        if len(self._lr_runs) == 1:  # one step size: every layer and repetition in one product
+            for units, left, right in factors:
+                units.view(L * R, D, M).baddbmm_(_flat(left).transpose(1, 2), _flat(right), alpha=-self._lr_runs[0][2])
+            return
+        for lo, hi, lr_hat in self._lr_runs:  # a run's repetitions are no view across layers: layer by layer
+            for units, left, right in factors:
+                for layer in range(L):
+                    units[layer, lo:hi].baddbmm_(left[layer, lo:hi].transpose(1, 2), right[layer, lo:hi], alpha=-lr_hat)
+
+    def backprop(self, fwd: Forward) -> tuple[torch.Tensor, torch.Tensor]:
+        """``_backprop`` of this forward pass, swept once: a metric that reads the backward states
+        before the step (``backward_states``) leaves the step nothing to redo. Valid until the next
+        step or forward pass, like the pass itself."""
+        if self._backprop_of is None or self._backprop_of[0] is not fwd:
+            self._backprop_of = (fwd, self._backprop(fwd))
+        return self._backprop_of[1]
+
+    def adopt_backprop(self, fwd: Forward, cotangent: torch.Tensor, gated: torch.Tensor) -> None:
+        """Take this pass's backward sweep from elsewhere (a point's part of its pack's sweep,
+        trials.train) instead of sweeping again: ``backprop(fwd)`` returns it."""
+        self._backprop_of = (fwd, (cotangent, gated))
+
+    def backward_states(self, fwd: Forward) -> torch.Tensor:
+        """B_l = (D / 2) dl/dh_l at every block output l = 0..L, (L + 1, R, N, D) in the working dtype
+        (the backward sweep's B_1..B_L and B_0 = B_1 + c G_1 U_1^T, which no update needs)."""
+        cotangent, gated = self.backprop(fwd)
+        L, R, N, D = cotangent.shape
+        states = torch.empty((L + 1, R, N, D), dtype=cotangent.dtype, device=cotangent.device)
+        states[1:] = cotangent
+        for lo, hi, c in self._scale_runs:
+            torch.baddbmm(cotangent[0, lo:hi], gated[0, lo:hi], self.units.u[0, lo:hi].transpose(1, 2), alpha=c,
+                          out=states[0, lo:hi])
+        return states
 
     @staticmethod
     def _outer(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
@@ -335,14 +362,15 @@ class ResNet:
         """The backward sweep. Returns B_l = (D / 2) dl/dh_l at each block's output, (L, R, N, D),
         and G_l = sigma'(P_l) * B_l V_l / D, (L, R, N, M), from the units before any update."""
         cfg, units = self.config, self.units
-        D, c = cfg.D, self.scale
+        D = cfg.D
         d_out, N = cfg.problem.d_out, cfg.problem.samples
         cotangent = self._buffer("cotangent", tuple(fwd.hidden[1:].shape))
         gated = self._buffer("gated", tuple(fwd.preact.shape))
-        q = self._buffer("q", tuple(fwd.preact.shape)) if self.observer is not None else None
+        q = self._buffer("q", tuple(fwd.preact.shape)) if self.observer is not None or self.keep_q else None
         self.activation.apply_derivative(fwd.preact, fwd.activated, gated)  # becomes G in place, layer by layer
         # B_L = (D / 2) dl/dh_L, with l = ||f - y||^2 / (N d_out) and f = W_U^T h / D.
-        cotangent[-1] = torch.matmul(fwd.out - self.problem.y, self.problem.readout.T) / (N * d_out)
+        for s in self.slots:
+            cotangent[-1, s.lo:s.hi] = torch.matmul(fwd.out[s.lo:s.hi] - s.problem.y, s.problem.readout.T) / (N * d_out)
         for layer in reversed(range(cfg.L)):
             b = cotangent[layer]
             if q is None:
@@ -351,7 +379,9 @@ class ResNet:
                 gated[layer].mul_(torch.bmm(b / D, units.v[layer], out=q[layer]))
             if layer:
                 # B_{l-1} = B_l + c G_l U_l^T
-                torch.baddbmm(b, gated[layer], units.u[layer].transpose(1, 2), alpha=c, out=cotangent[layer - 1])
+                for lo, hi, c in self._scale_runs:
+                    torch.baddbmm(b[lo:hi], gated[layer, lo:hi], units.u[layer, lo:hi].transpose(1, 2), alpha=c,
+                                  out=cotangent[layer - 1, lo:hi])
         return cotangent, gated
 
     def trajectory(self):

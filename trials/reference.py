@@ -32,7 +32,8 @@ import torch
 
 from .config import (NUMERICS_VERSION, REFERENCE_KINDS, REFERENCE_NUMERICS_VERSION, ReferenceConfig, TrialConfig,
                      largest_reference_key, resolve_device, torch_dtype)
-from .model import ResNet, Units, init_units, make_problem
+from .model import ResNet, make_problem
+from .units import Units, init_units
 
 
 class ReferenceDiverged(RuntimeError):

@@ -56,3 +56,26 @@ def test_optional_gram_columns_may_be_held_or_lacked_but_not_mistyped(tmp_path):
     with pytest.warns(LeftOutFilesWarning):  # the mistyped file serves no rows
         got = store.query("SELECT L, count(gram_out) AS o, count(gram_hidden) AS h FROM metrics GROUP BY L ORDER BY L")
     assert got.to_pylist() == [{"L": 4, "o": 8, "h": 8}, {"L": 8, "o": 8, "h": 0}]
+
+
+def test_files_written_before_the_depth_errors_read_them_as_null(tmp_path):
+    """err_hidden_depthmean and err_backward came as optional columns: a metrics file without
+    them (written before) serves its rows with both null, beside files that hold them, and
+    compaction keeps both kinds of row."""
+    store = Store(str(tmp_path))
+    keys = []
+    for L in (4, 8):
+        key, rows, trial = kit.trial(L=L)
+        for row in rows:
+            row["err_hidden_depthmax"], row["err_hidden_depthmean"], row["err_backward"] = 0.3, 0.2, 0.1
+        store.write_trial("sw", key, rows, trial)
+        keys.append(key)
+    old = key_file(str(tmp_path), "sw", "metrics", keys[1])
+    pq.write_table(pq.read_table(old).drop(["err_hidden_depthmean", "err_backward"]), old)
+    query = ("SELECT L, any_value(err_hidden_depthmax) AS hmax, any_value(err_hidden_depthmean) AS hmean, "
+             "any_value(err_backward) AS b FROM metrics GROUP BY L ORDER BY L")
+    expected = [{"L": 4, "hmax": 0.3, "hmean": 0.2, "b": 0.1}, {"L": 8, "hmax": 0.3, "hmean": None, "b": None}]
+    assert store.query(query).to_pylist() == expected
+    assert store.check().ok
+    store.compact("sw")
+    assert store.query(query).to_pylist() == expected

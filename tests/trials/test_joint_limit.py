@@ -9,7 +9,10 @@ import pytest
 import torch
 
 from trials import ConfigError, ProblemConfig, Reference, TrialConfig, train_trial
-from trials.joint_limit import JointLimitConfig, compute_joint_limit, depth_max_mean_abs, hidden_along_depth, solve_linear_limit
+from tests import naive
+from trials.joint_limit import (JointLimitConfig, backward_along_depth, compute_joint_limit, depth_max_mean_abs,
+                                hidden_along_depth, solve_linear_limit)
+from trials.metrics import DEPTH_METRICS
 from trials.model import ResNet
 from trials.reference import ReferenceDiverged, trajectory
 
@@ -163,14 +166,22 @@ def test_one_step_matches_the_matrix_exponential():
     x, y = rng.standard_normal((n, d_in)), rng.standard_normal((n, d_out))
     w_in, w_out = rng.standard_normal((5, d_in)) / 2, rng.standard_normal((5, d_out))  # any Gram
     lr, alpha, su, sv = 0.3, 2.0, 0.7, 1.3
-    out, path = solve_linear_limit(w_in, w_out, x, y, alpha=alpha, lr=lr, sigma_u=su, sigma_v=sv, steps=1, grid=512)
+    out, path, backward = solve_linear_limit(w_in, w_out, x, y, alpha=alpha, lr=lr, sigma_u=su, sigma_v=sv, steps=1, grid=512)
     h0 = w_in @ x.T
     g0 = w_out @ ((w_out.T @ h0).T - y).T / (n * d_out)
-    h1 = torch.linalg.matrix_exp(torch.as_tensor(-lr * (su**2 + sv**2) * g0 @ h0.T)).numpy() @ h0
+    expm = lambda a: torch.linalg.matrix_exp(torch.as_tensor(a)).numpy()
+    A = -lr * (su**2 + sv**2) * g0 @ h0.T  # dh/ds = A h
+    h1 = expm(A) @ h0
     np.testing.assert_allclose(path[1, -1], h1.T, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(path[1, 256], (torch.linalg.matrix_exp(torch.as_tensor(-0.5 * lr * (su**2 + sv**2) * g0 @ h0.T)).numpy() @ h0).T,
-                               rtol=1e-12, atol=1e-13)  # half way down: half the exponent
+    np.testing.assert_allclose(path[1, 256], (expm(0.5 * A) @ h0).T, rtol=1e-12, atol=1e-13)  # half way down: half the exponent
     np.testing.assert_allclose(out[1], (w_out.T @ h1).T, rtol=1e-12, atol=1e-13)
+    # the backward state: db/ds = -A^T b, so b(s) = expm((1 - s) A^T) b(1), b(1) = w_out (f_1 - y)^T / (N d_out)
+    b1 = w_out @ (out[1] - y).T / (n * d_out)
+    np.testing.assert_allclose(backward[1, -1], b1.T, rtol=1e-15, atol=1e-16)
+    for i in (0, 128, 256):
+        np.testing.assert_allclose(backward[1, i], (expm((1 - i / 512) * A.T) @ b1).T, rtol=1e-11, atol=1e-13)
+    # step 0: the limit is the identity map, so b is constant along depth
+    np.testing.assert_allclose(backward[0], np.broadcast_to(backward[0, -1], backward[0].shape), rtol=1e-12, atol=1e-14)
 
 
 def test_a_diverging_limit_is_refused():
@@ -209,6 +220,91 @@ def test_hidden_along_depth_follows_the_finite_network():
         assert depth_max_mean_abs(finite.mean(axis=1, keepdims=True), along[k])[0] < 0.1 * np.abs(along[k]).mean()
 
 
+def test_key_follows_the_joint_limit_version(monkeypatch):
+    """A change to the joint limit's arrays (JOINT_LIMIT_VERSION: version 2 added backward_path)
+    gives its records new keys, so that a cache holding the old ones computes them again."""
+    import trials.joint_limit as joint_limit
+
+    config = JointLimitConfig(_limit_config())
+    key = config.key()
+    monkeypatch.setattr(joint_limit, "JOINT_LIMIT_VERSION", joint_limit.JOINT_LIMIT_VERSION + 1)
+    assert config.key() != key
+
+
+def test_backward_along_depth_follows_the_finite_network():
+    """The engine's backward states B_l = (D / 2) dl/dh_l approach the fixed-D limit's b(l / L)
+    as L M grows (identity activation, this D's embeddings): 16x L M, about 4x less error."""
+    cfg = _limit_config(D=8, steps=3, seeds=(0, 1, 2, 3))
+    jl = JointLimitConfig(cfg, gram="empirical", grid=64)
+    ref = compute_joint_limit(jl)
+    assert ref.arrays["backward_path"].shape == ref.arrays["path"].shape
+    errs = []
+    for L in (8, 32):
+        along = backward_along_depth(ref, jl, L)
+        np.testing.assert_allclose(backward_along_depth(ref, jl, 2 * L)[:, ::2], along, atol=1e-14)
+        net = ResNet(cfg.replace(L=L, M=L))
+        worst = 0.0
+        for k, fwd in net.trajectory():
+            states = net.backward_states(fwd).numpy()  # (L+1, R, N, D)
+            worst = max(worst, float(depth_max_mean_abs(states, along[k]).mean() / np.abs(along[k]).mean()))
+        errs.append(worst)
+    assert errs[1] < 0.25 and 2.5 < errs[0] / errs[1] < 7.0, errs  # measured 0.62, 0.16
+
+
+def _along_by_interp(path: np.ndarray, embed: np.ndarray, readout: np.ndarray, L: int) -> np.ndarray:
+    """The expected-Gram path (K+1, grid+1, N, r) in these embeddings at s = l / L, by np.interp
+    entry by entry: h = sqrt(d_in) W_E a + W_U b / sqrt(d_out) for the coordinates (a, b)."""
+    d_in, d_out = embed.shape[1], readout.shape[1]
+    embedded = path[..., :d_in] @ (math.sqrt(d_in) * embed.T) + path[..., d_in:] @ (readout.T / math.sqrt(d_out))
+    grid = np.linspace(0.0, 1.0, path.shape[1])
+    K1, _, N, D = embedded.shape
+    out = np.empty((K1, L + 1, N, D))
+    for k in range(K1):
+        for n in range(N):
+            for d in range(D):
+                out[k, :, n, d] = np.interp(np.arange(L + 1) / L, grid, embedded[k, :, n, d])
+    return out
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+def test_depth_errors_match_a_naive_computation(samples):
+    """err_hidden_depthmax, err_hidden_depthmean and err_backward as train_trial writes them, against
+    tests/naive.py: the network trained and its backward states taken by the chain rule layer by
+    layer, the reference's paths interpolated entry by entry, the errors summed by loops."""
+    problem = ProblemConfig(d_in=3, d_out=2, samples=samples, data="linear_target", data_seed=7, seed=2)
+    cfg = _limit_config(L=6, M=4, D=5, problem=problem, steps=3, seeds=(0, 1), alpha=1.5, lr=0.3)
+    ref = compute_joint_limit(JointLimitConfig(cfg, grid=16))
+    rows = sorted(train_trial(cfg, ref), key=lambda r: (r["seed"], r["step"]))
+    net = ResNet(cfg)
+    to_np = lambda t: t.numpy().copy()
+    x, y, W_E, W_U = to_np(net.problem.x).T, to_np(net.problem.y).T, to_np(net.problem.embed), to_np(net.problem.readout)
+    along_h, along_b = (_along_by_interp(ref.arrays[name], W_E, W_U, cfg.L) for name in ("path", "backward_path"))
+    for r, seed in enumerate(cfg.seeds):
+        U, V = ([to_np(w[l, r]) for l in range(cfg.L)] for w in (net.units.u, net.units.v))
+        hidden, backward = naive.states_along_depth(x, y, W_E, W_U, U, V, cfg.residual_scale, "identity", cfg.lr,
+                                                    cfg.L, cfg.M, cfg.steps)
+        for k in range(cfg.steps + 1):
+            h_errors = naive.depth_mean_abs_errors(hidden[k], along_h[k])
+            b_errors = naive.depth_mean_abs_errors(backward[k], along_b[k])
+            row = rows[r * (cfg.steps + 1) + k]
+            assert (row["seed"], row["step"]) == (seed, k)
+            np.testing.assert_allclose(row["err_hidden_depthmax"], max(h_errors), rtol=1e-9)
+            np.testing.assert_allclose(row["err_hidden_depthmean"], sum(h_errors) / len(h_errors), rtol=1e-9)
+            np.testing.assert_allclose(row["err_backward"], max(b_errors), rtol=1e-9)
+            assert row["err_backward"] > 0 and row["err_hidden_depthmean"] < row["err_hidden_depthmax"]
+
+
+def test_a_record_without_the_backward_path_leaves_err_backward_null():
+    """A joint_limit record made before JOINT_LIMIT_VERSION 2 (no backward_path): the hidden
+    errors are measured, err_backward is None, never a made-up number."""
+    cfg = _limit_config(L=4, M=4, D=8, steps=2, seeds=(0,))
+    ref = compute_joint_limit(JointLimitConfig(cfg, grid=16))
+    old = Reference(ref.key, ref.kind, {k: v for k, v in ref.arrays.items() if k != "backward_path"}, ref.meta)
+    rows, old_rows = train_trial(cfg, ref), train_trial(cfg, old)
+    assert {r["err_backward"] for r in old_rows} == {None} and all(r["err_backward"] > 0 for r in rows)
+    assert [r["err_hidden_depthmean"] for r in old_rows] == [r["err_hidden_depthmean"] for r in rows]
+
+
 def test_trials_store_the_depth_max_hidden_error_against_a_joint_limit():
     """err_hidden_depthmax, as train_trial writes it, is depth_max_mean_abs of the network's block
     outputs (numpy, float64) against the reference path; absent (None) for another reference."""
@@ -222,8 +318,8 @@ def test_trials_store_the_depth_max_hidden_error_against_a_joint_limit():
         got = [r["err_hidden_depthmax"] for r in sorted(rows, key=lambda r: r["seed"]) if r["step"] == k]
         np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert all(r["err_hidden_depthmax"] > 0 for r in rows)
-    other = Reference(ref.key, "largest", {k: v for k, v in ref.arrays.items() if k != "path"}, ref.meta)
-    assert {r["err_hidden_depthmax"] for r in train_trial(cfg, other)} == {None}
+    other = Reference(ref.key, "largest", {k: v for k, v in ref.arrays.items() if k not in ("path", "backward_path")}, ref.meta)
+    assert {r[name] for r in train_trial(cfg, other) for name in DEPTH_METRICS} == {None}
 
 
 # --- independent solutions: the finite network, and D -> infinity ----------------------------

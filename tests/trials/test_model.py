@@ -140,19 +140,19 @@ def test_unit_draw_is_one_sfc64_ziggurat_stream_per_seed_tensor_and_block(antith
     numpy: per seed, tensor (u then v) and block of layers, SFC64 seeded by (stream_seed("units",
     seed), tensor, block), standard normals times sigma sqrt(D), mirrored for antithetic units,
     converted last; and they do not depend on the number of threads that draw them."""
-    from trials import model
+    from trials import units as draw
     from trials.config import stream_seed
 
-    monkeypatch.setattr(model, "UNIT_BLOCK", 3 * 64 * 64)  # several streams per seed and tensor
+    monkeypatch.setattr(draw, "UNIT_BLOCK", 3 * 64 * 64)  # several streams per seed and tensor
     cfg = TrialConfig(L=16, M=128, D=64, antithetic=antithetic, sigma_u=0.7, sigma_v=1.3, seeds=(4, 11, 5))
     drawn = cfg.M // 2 if antithetic else cfg.M
-    assert len(model.unit_blocks(cfg.L, cfg.D, drawn)) > 1
+    assert len(draw.unit_blocks(cfg.L, cfg.D, drawn)) > 1
     threads = torch.get_num_threads()
     try:
         drawn_by = {}
         for n in (1, 2):
             torch.set_num_threads(n)
-            drawn_by[n] = model.init_units(cfg, cfg.seeds, torch.device("cpu"), dtype)
+            drawn_by[n] = draw.init_units(cfg, cfg.seeds, torch.device("cpu"), dtype)
     finally:
         torch.set_num_threads(threads)
     units = drawn_by[2]
@@ -160,7 +160,7 @@ def test_unit_draw_is_one_sfc64_ziggurat_stream_per_seed_tensor_and_block(antith
     for r, seed in enumerate(cfg.seeds):
         for tensor, (got, sigma, mirror) in enumerate(((units.u, cfg.sigma_u, 1.0), (units.v, cfg.sigma_v, -1.0))):
             blocks = []
-            for b, (start, stop) in enumerate(model.unit_blocks(cfg.L, cfg.D, drawn)):
+            for b, (start, stop) in enumerate(draw.unit_blocks(cfg.L, cfg.D, drawn)):
                 gen = np.random.Generator(np.random.SFC64([stream_seed("units", seed), tensor, b]))
                 blocks.append(gen.standard_normal((stop - start, cfg.D, drawn)) * (sigma * cfg.D**0.5))
             expected = np.concatenate(blocks)
@@ -172,7 +172,7 @@ def test_unit_draw_is_one_sfc64_ziggurat_stream_per_seed_tensor_and_block(antith
 
 @pytest.mark.parametrize("L, D, drawn", [(16, 64, 64), (1000, 8, 1), (7, 1024, 512), (64, 256, 1024)])
 def test_unit_blocks_cover_every_layer_once_with_about_unit_block_numbers(L, D, drawn):
-    from trials.model import UNIT_BLOCK, unit_blocks
+    from trials.units import UNIT_BLOCK, unit_blocks
 
     blocks = unit_blocks(L, D, drawn)
     assert blocks[0][0] == 0 and blocks[-1][1] == L
@@ -186,11 +186,11 @@ def test_unit_draw_has_the_law_of_independent_gaussians():
     entries, and no correlation between seeds, tensors or blocks of layers (the streams)."""
     from scipy import stats
 
-    from trials import model
+    from trials import units as draw
 
     cfg = TrialConfig(L=64, M=64, D=64, sigma_u=0.7, sigma_v=1.3, seeds=(0, 1))
-    units = model.init_units(cfg, cfg.seeds, torch.device("cpu"), torch.float64)
-    assert len(model.unit_blocks(cfg.L, cfg.D, cfg.M)) == 1  # 2^18 numbers: one stream per seed and tensor
+    units = draw.init_units(cfg, cfg.seeds, torch.device("cpu"), torch.float64)
+    assert len(draw.unit_blocks(cfg.L, cfg.D, cfg.M)) == 1  # 2^18 numbers: one stream per seed and tensor
     z_u = (units.u / (cfg.sigma_u * cfg.D**0.5)).numpy()
     z_v = (units.v / (cfg.sigma_v * cfg.D**0.5)).numpy()
     for z in (z_u, z_v):
