@@ -18,7 +18,7 @@ class ErrorMetric:
     """An error metric a law may be fitted to, and the columns read with it."""
 
     name: str
-    reference: str  # the reference's own error estimate for this metric
+    reference: str | None  # the reference's own error estimate for this metric (None: the reference gives none)
     gram: str | None = None  # each seed's row of the error Gram matrix (None: the store keeps none)
 
 
@@ -27,14 +27,19 @@ ERROR_METRICS: dict[str, ErrorMetric] = {
     for m in (
         ErrorMetric("err_out", "ref_err_out", "gram_out"),
         ErrorMetric("err_hidden", "ref_err_hidden", "gram_hidden"),
-        # the companion paper's hidden error (joint_limit references only; store/schema.py)
+        # the companion paper's measures (joint_limit references only; store/schema.py): the hidden
+        # error's max and mean over depth, bounded by the reference's hidden-state error, and the
+        # backward states' error, for which the reference estimates no error of its own
         ErrorMetric("err_hidden_depthmax", "ref_err_hidden"),
+        ErrorMetric("err_hidden_depthmean", "ref_err_hidden"),
+        ErrorMetric("err_backward", None),
     )
 }
 
 FIT_METRICS = tuple(ERROR_METRICS)
 
-REFERENCE_ERROR = {m.name: m.reference for m in ERROR_METRICS.values()}  # metric -> its reference's error column
+# metric -> its reference's error column, for the metrics whose reference estimates one
+REFERENCE_ERROR = {m.name: m.reference for m in ERROR_METRICS.values() if m.reference is not None}
 
 
 def check_metric(metric: str) -> None:

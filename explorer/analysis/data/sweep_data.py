@@ -125,7 +125,7 @@ def _point_errors_sql(columns: list[str], point: list[str], sweep: str, metric: 
     reference's error, the seeds' errors and the flags of the seeds left out."""
     keys = point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["L", "M", "D"]
     ref = ERROR_METRICS[metric].reference
-    ref_expr = f"{ref}" if ref in columns else "CAST(NULL AS DOUBLE)"
+    ref_expr = f"{ref}" if ref is not None and ref in columns else "CAST(NULL AS DOUBLE)"
     select_keys = quoted(keys)
     sql = f"""
         SELECT {select_keys}, max(step) AS step,
@@ -184,7 +184,7 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     point = point_columns(columns)
     keys = quoted(point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["trial_key", "L", "M", "D"])
     ref = ERROR_METRICS[metric].reference
-    ref_expr = f'"{ref}"' if ref in columns else "CAST(NULL AS DOUBLE)"
+    ref_expr = f'"{ref}"' if ref is not None and ref in columns else "CAST(NULL AS DOUBLE)"
     # A gram row lists every seed of its trial in ascending order: pos is a seed's place there.
     sql = f"""
         WITH positions AS (
