@@ -334,11 +334,13 @@ def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = 
 
 def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
            metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
-           n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None) -> Report:
+           n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None,
+           export: str | Sequence[str] = ()) -> Report:
     """A sweep's offline HTML report in ``out`` (``explorer.report.page.build_report``), its fits
     also written to the store unless ``save`` is False (or the store is read-only:
     ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
-    ``compare`` makes it."""
+    ``compare`` makes it; ``export``: also render every chart as these files (``"png,svg"``,
+    ``["png"]``; vl-convert, most of a report's time: none by default)."""
     from .report.page import build_report
 
     with store_errors():
@@ -348,7 +350,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
                                  n_boot=max(n_boot, 2), save=save)
         return build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
-                            form=form, n_boot=n_boot, force=force, comparison=comparison)
+                            form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export)
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",

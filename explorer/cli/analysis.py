@@ -75,7 +75,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @sweep_required_option
 @store_option
 @click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Folder of the report (index.html, charts as PNG/SVG/HTML, fits.csv).")
+              help="Folder of the report (index.html, each chart's own HTML page, fits.csv).")
 @metric_option
 @step_option
 @where_option
@@ -86,8 +86,11 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
 @click.option("--compare", "compare_with", default=None, metavar="NAME",
               help="Add a comparison with sweep NAME (as explorer compare: paired on shared draws and seeds).")
+@click.option("--export", default="", metavar="FORMATS",
+              help="Also render every chart as these files, comma-separated: png, svg (e.g. --export png,svg). "
+              "Default: none (the page holds every chart; rendering is most of a report's time).")
 def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int | None, where: str | None,
-                   form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None) -> None:
+                   form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None, export: str) -> None:
     """Write a sweep's offline HTML report: fits, charts and summary.
 
     The report holds the fits with their CIs, charts, the phase diagram and a summary;
@@ -99,7 +102,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     from .. import api
 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
-                        save=not no_save, force=force, compare_with=compare_with)
+                        save=not no_save, force=force, compare_with=compare_with, export=export)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
     click.echo(f"report: {report.path}")

@@ -1,13 +1,15 @@
 """Chart files: one chart as PNG (2x), SVG and a standalone HTML page that opens with no network.
 
 PNG and SVG come from vl-convert (the engine behind Altair's ``chart.save``) with the Vega-Lite
-version of Altair's public ``alt.SCHEMA_VERSION``; HTML is Altair's inline page with the Vega
-libraries embedded. ``vega_bundle`` is those libraries as one script: every chart's page and the
+version of Altair's public ``alt.SCHEMA_VERSION``: rendering them is most of a report's time, so a
+report writes them only when asked (``EXPORT_FORMATS``, ``explorer report --export png,svg``).
+HTML is Altair's inline page with the Vega libraries embedded. ``vega_bundle`` is those libraries as one script: every chart's page and the
 report (a page holding many charts) embed it. JSON that lands in a ``<script>``
 element is written with ``<``, ``>`` and ``&`` escaped (``_HtmlSafeJSON``).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -16,9 +18,27 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 
+from ..errors import UsageError
 from .output_folder import OutputFolder
 
 CHART_FORMATS = ("png", "svg", "html")
+PAGE_FORMATS = ("html",)  # written with every report: no rendering, the Vega libraries inline
+EXPORT_FORMATS = ("png", "svg")  # rendered by vl-convert: only on request (``explorer report --export``)
+
+
+def export_formats(names) -> tuple[str, ...]:
+    """The chart exports asked for (``"png,svg"``, or a list of names), checked, in
+    ``EXPORT_FORMATS`` order, each once.
+
+    Raises:
+        UsageError: a name that is not an export format (one line naming it and the valid ones).
+    """
+    asked = [n.strip().lower() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    unknown = [n for n in asked if n not in EXPORT_FORMATS]
+    if unknown:
+        raise UsageError(f"unknown chart export {unknown[0]!r}; expected one or more of: {', '.join(EXPORT_FORMATS)} "
+                         "(comma-separated, e.g. --export png,svg)")
+    return tuple(f for f in EXPORT_FORMATS if f in asked)
 
 
 def vega_lite_version() -> str:
@@ -29,7 +49,9 @@ def vega_lite_version() -> str:
 
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """The Vega + Vega-Lite + Vega-Embed JavaScript bundle (vl-convert), computed once.
+    """The Vega + Vega-Lite + Vega-Embed JavaScript bundle (vl-convert), computed once per
+    vl-convert and Vega-Lite version and kept in ``bundle_cache_path()``: making it starts
+    vl-convert's JavaScript engine, seconds that every report paid again otherwise.
 
     Raises:
         ValueError: vl-convert has no bundle for Altair's Vega-Lite version (upgrade vl-convert-python).
@@ -37,10 +59,37 @@ def vega_bundle() -> str:
     import vl_convert as vlc
 
     version = vega_lite_version()
+    cached = bundle_cache_path(vlc.__version__, version)
+    try:
+        return cached.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # not made yet here (or unreadable): make it
     if version not in vlc.get_vegalite_versions():
         raise ValueError(f"vl-convert {vlc.__version__} has no Vega-Lite {version} (Altair {alt.__version__}); "
                          f"it offers {', '.join(vlc.get_vegalite_versions())}: upgrade vl-convert-python")
-    return vlc.javascript_bundle(vl_version=version)
+    bundle = vlc.javascript_bundle(vl_version=version)
+    _keep(cached, bundle)
+    return bundle
+
+
+def bundle_cache_path(converter_version: str, vega_lite: str) -> Path:
+    """Where the bundle of these versions is kept: ``$XDG_CACHE_HOME`` (default ``~/.cache``)
+    ``/resnet-scaling-explorer/vega-bundle-<vl-convert>-<Vega-Lite>.js``."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "resnet-scaling-explorer" / f"vega-bundle-{converter_version}-{vega_lite}.js"
+
+
+def _keep(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename: a reader
+    never sees half a bundle); a cache that cannot be written is only slower."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
 
 
 def json_default(value):
@@ -95,7 +144,7 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     Raises:
         ValueError: an unknown format.
     """
-    import vl_convert as vlc
+    import vl_convert as vlc  # one converter per process, started at its first use
 
     unknown = [f for f in formats if f not in CHART_FORMATS]
     if unknown:
@@ -117,4 +166,5 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     return paths
 
 
-__all__ = ["CHART_FORMATS", "chart_html", "save_chart", "vega_bundle", "vega_lite_version"]
+__all__ = ["CHART_FORMATS", "EXPORT_FORMATS", "PAGE_FORMATS", "bundle_cache_path", "chart_html", "export_formats",
+           "save_chart", "vega_bundle", "vega_lite_version"]

@@ -8,8 +8,9 @@ diagram, shape advice and data quality, as one ``index.html`` that opens with no
 - ``index.html``: the Vega, Vega-Lite and Vega-Embed libraries inline (once), every chart's
   spec inline, the fit tables, a summary written from the numbers, the sweep's configuration,
   the reference's error floor and what it excluded, and the counts of diverged / failed trials;
-- ``<chart>.png``, ``<chart>.svg`` and ``<chart>.html`` (standalone, inline libraries) for
-  every chart (``explorer.report.chart_files``);
+- ``<chart>.html`` (standalone, inline libraries) for every chart, and with ``exports``
+  (``explorer report --export png,svg``) its ``<chart>.png`` and ``<chart>.svg``, rendered by
+  vl-convert, most of a report's time otherwise (``explorer.report.chart_files``);
 - ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
 
 The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
@@ -34,7 +35,7 @@ from markupsafe import Markup
 
 from . import charts as _charts
 from . import diagnostic_charts
-from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
+from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
@@ -184,7 +185,7 @@ def _chart_title(name: str) -> str:
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
                  where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
-                 store=None, formats=CHART_FORMATS, force: bool = False, comparison=None) -> Report:
+                 store=None, exports=(), force: bool = False, comparison=None) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -196,7 +197,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             fitted; any form or expression).
         n_boot, seed: bootstrap resamples and seed of every fit.
         store: a ``store.Store``; when given, every fit's rows are written to it (kind fits).
-        formats: which files to write per chart besides index.html.
+        exports: the chart exports to render besides each chart's page (``"png,svg"`` or a list
+            of ``EXPORT_FORMATS``; default none: the page and the charts' specs come in seconds).
         force: replace files in ``out_dir`` that the explorer did not write (``OutputFolder``:
             without it such a file is refused before any work; no file is written through a link).
         comparison: an ``explorer.analysis.compare.Comparison`` of this sweep with another: adds
@@ -210,6 +212,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     """
     out = Path(out_dir)
     resolve_form(form)  # a bad form is a usage error, before any work
+    formats = PAGE_FORMATS + export_formats(exports)  # an unknown export too
     folder = OutputFolder(out, force=force)
     for name in ("index.html", "fits.csv"):
         folder.check(name)  # someone else's file, or a linked folder: refused before any work
@@ -246,14 +249,13 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report.charts.update(_comparison_charts(comparison))
         report.summary = summary_sentences(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
-        for name, chart in report.charts.items():
-            save_chart(chart, out, name, formats=[f for f in formats if f in CHART_FORMATS], spec=specs[name],
-                       output=folder)
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))
         if store is not None:
             report.fits_not_saved = save_fits(store, report.fits.values())
-        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison)
-        folder.write("index.html", page)
+        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison, formats)
+        folder.write("index.html", page)  # the page first: the exports, when asked, come after it
+        for name, chart in report.charts.items():
+            save_chart(chart, out, name, formats=formats, spec=specs[name], output=folder)
         return report
 
 
@@ -369,7 +371,7 @@ def write_report(sweep: str, store="results", out: str | Path = "report", save: 
 
 
 def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFrame, config: pd.DataFrame, where,
-          sweeps=None) -> str:
+          sweeps=None, formats=CHART_FORMATS) -> str:
     """index.html from templates/report.html.j2 (every value escaped by the template)."""
     advice = None
     if report.advice is not None:
@@ -396,7 +398,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         summary=report.summary, fixed=", ".join(f"{k} = {fmt(v, 'g')}" for k, v in report.fixed.items()),
         fits=[_fit_block(r) for r in report.fits.values()], comparison=comparison,
         charts=[{"name": name, "title": _chart_title(name), "spec": page_spec(spec)} for name, spec in specs.items()],
-        chart_formats=CHART_FORMATS, phase=phase, advice=advice,
+        chart_formats=[f for f in CHART_FORMATS if f in formats], phase=phase, advice=advice,
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
         excluded=_table(excluded, "excluded-table") if len(excluded) else None,

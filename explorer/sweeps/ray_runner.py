@@ -3,7 +3,8 @@ trials. The steps live in their own modules of this package; this one puts them 
 
 1. Plan the spec (``config.planning.plan``) and read the statuses of the sweep's trials from the
    store (``Store.trial_statuses``): trials already complete (ok or diverged) are skipped, failed
-   ones run again. Nothing left to do -> no Ray at all. Otherwise ``Store.probe()``: a store
+   ones run again. Nothing left to do -> no Ray at all, not even imported (the modules that
+   import Ray are imported in ``_run_on_ray``). Otherwise ``Store.probe()``: a store
    that cannot be listed or written is one error before Ray starts.
 2. Start an embedded Ray or join one (``ray_session``), and check that one trial's resources fit
    a node (``resources.check_resources``: a GPU asked of a cluster without GPUs is a
@@ -45,12 +46,8 @@ from .cleanup import compact_trials, release_after_run, remove_dead_writers_temp
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
-from .ray_session import ray_session
-from .reference_phase import run_references
-from .resources import check_resources
 from .results import SweepResult, count_started_since, count_statuses
 from .store_lost import stop_when_store_lost
-from .trial_phase import run_trials_again_when_lost
 
 PLANNING_NOTE_POINTS = 10_000  # a grid this large takes a second or more to plan: say so first
 
@@ -185,6 +182,11 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
                 guard: SignalGuard, launch: _Launch, result: SweepResult, bar: Progress) -> set[str]:
     """Start or join Ray, run the trials this driver can claim (waiting for those of other
     drivers), and clean up whatever happens; returns the keys this driver claimed."""
+    # Ray (and torch, with the workers' modules) only here, once trials are known to run: a
+    # complete sweep prints its summary without either (``launch.sweep`` imports this module).
+    from .ray_session import ray_session
+    from .resources import check_resources
+
     leases = Leases(store, spec.name, driver_ttl_s(launch.lease_ttl_s))
     claimed: set[str] = set()
     with stop_when_store_lost(bar):
@@ -210,6 +212,9 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
 def _claim_and_run(spec, store, the_plan, todo, known, guard, leases, claimed, result, bar, slots, limit) -> None:
     """Until nothing is left: claim what no other driver holds, run its references and trials,
     release it, then wait for the other drivers' claims and take over what they left."""
+    from .reference_phase import run_references
+    from .trial_phase import run_trials_again_when_lost
+
     rerun = frozenset(t.trial_key for t in todo if t.trial_key in known)
     while todo:
         guard.check()

@@ -251,7 +251,7 @@ def test_the_report_and_status_show_an_adaptive_sweeps_rounds(tmp_path, stopped)
     from explorer.report.page import build_report
 
     st, _ = _stopped_copy(stopped, tmp_path)  # a loop's rounds, run once for the module
-    report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, formats=("svg",))
+    report = build_report(st.connect(sweep="ad"), "ad", tmp_path / "out", form="free", n_boot=10, exports=("svg",))
     assert {"adaptive_points", "adaptive_ci"} <= set(report.charts)
     assert (tmp_path / "out" / "adaptive_ci.svg").exists()
     lines = sweep_status(sweep="ad", store=st).lines()

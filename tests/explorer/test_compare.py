@@ -195,7 +195,7 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
     code, out = run("compare", "--sweep", "both", "--by", "lr", "--store", st.uri)
     assert code == 2 and "holds 1 value(s) of lr" in out
     code, out = run("report", "--sweep", "both", "--store", st.uri, "--out", tmp_path / "report", "--bootstrap", "10",
-                    "--no-save")
+                    "--no-save", "--export", "png")
     assert code == 0, out
     assert (tmp_path / "report" / "error_vs_preset.png").exists()  # a categorical axis gets its chart too
 
@@ -204,7 +204,7 @@ def test_cli_compares_two_values_of_one_sweeps_axis(tmp_path):
 def test_report_with_compare_adds_the_table_and_charts(pair_store, tmp_path):
     out = tmp_path / "report"
     code, text = run("report", "--sweep", "base", "--compare", "more_c1", "--store", pair_store.uri, "--out", out,
-                     "--bootstrap", "20", "--no-save")
+                     "--bootstrap", "20", "--no-save", "--export", "png")
     assert code == 0, text
     page = (out / "index.html").read_text()
     assert 'id="sweep-comparison"' in page and "sweeps-table" in page and "differs" in page

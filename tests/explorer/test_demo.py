@@ -43,7 +43,9 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     report = re.search(r"report: (\S+)", done.stdout).group(1)
     index = Path(report) if os.path.isabs(report) else tmp_path / report
     assert index.is_file() and index.stat().st_size > 10_000
-    assert len(list(index.parent.glob("*.png"))) >= 6
+    charts = {p.stem for p in index.parent.glob("*.html")} - {"index"}
+    assert len(charts) >= 6 and all(f'data-chart="{name}"' in index.read_text(encoding="utf-8") for name in charts)
+    assert not list(index.parent.glob("*.png")) and not list(index.parent.glob("*.svg"))  # exports only on request
     # the page a reader opens: no library warning text, short legends, single charts page-wide
     html = index.read_text(encoding="utf-8")
     specs = specs_of(html)

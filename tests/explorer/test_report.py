@@ -41,7 +41,7 @@ def made(rep_store, tmp_path_factory):
     run with the slow set."""
     out = tmp_path_factory.mktemp("report_out") / "out"
     cli = CliRunner().invoke(main, ["report", "--sweep", "rep", "--store", rep_store.uri, "--out", str(out),
-                                    "--bootstrap", "200"])
+                                    "--bootstrap", "200", "--export", "png,svg"])
     assert cli.exit_code == 0, cli.output
     return {"store": rep_store, "out": out, "html": (out / "index.html").read_text(encoding="utf-8"), "cli": cli}
 
@@ -106,12 +106,67 @@ def test_a_grid_under_the_reference_floor_still_gets_a_report_that_says_why(tmp_
     from explorer.report.page import build_report
 
     rows = law_rows(LAW, Ls=(2, 4), Ms=(1, 4), seeds=2, ref_err=10.0, sweep="floor")
-    report = build_report(connect(rows), "floor", tmp_path, n_boot=10, formats=("svg",))
+    report = build_report(connect(rows), "floor", tmp_path, n_boot=10, exports=("svg",))
     assert report.fits == {} and "theory" in report.fit_errors
     assert "parity" not in report.charts and (tmp_path / "error_vs_depth.svg").exists()
     html = report.path.read_text()
     assert "The theory form was not fitted: only 0 grid points above the reference floor" in html
     assert "4 of 4 grid points within 3&times; of it were left out" in html
+
+
+def test_a_report_writes_the_page_and_each_charts_page_and_renders_exports_only_when_asked(tmp_path):
+    from explorer.errors import UsageError
+    from explorer.report.page import build_report
+
+    rows = law_rows(LAW, Ls=(2, 4, 8), Ms=(1, 4, 16), seeds=2, sweep="plain")
+    report = build_report(connect(rows), "plain", tmp_path / "page", n_boot=10)
+    written = {p.suffix for p in (tmp_path / "page").iterdir() if not p.name.startswith(".")}  # not its own record
+    assert written == {".html", ".csv"}  # index.html, each chart's own page, fits.csv: nothing rendered
+    html = report.path.read_text()
+    assert all((tmp_path / "page" / f"{name}.html").exists() and f'data-chart="{name}"' in html for name in report.charts)
+    assert 'href="error_vs_depth.html"' in html and 'href="error_vs_depth.png"' not in html  # links to what exists
+    exported = build_report(connect(rows), "plain", tmp_path / "both", n_boot=10, exports="svg,png")
+    assert all((tmp_path / "both" / f"{name}.{f}").exists() for name in exported.charts for f in ("png", "svg"))
+    assert 'href="error_vs_depth.png"' in exported.path.read_text()
+    with pytest.raises(UsageError, match=r"unknown chart export 'pdf'; expected one or more of: png, svg"):
+        build_report(connect(rows), "plain", tmp_path / "bad", n_boot=10, exports=("pdf",))
+    assert not (tmp_path / "bad" / "index.html").exists()  # refused before any work
+
+
+def test_the_vega_bundle_is_kept_between_reports_and_read_back_whole(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = []
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: made.append(vl_version) or "window.vegaEmbed=1;")
+    chart_files.vega_bundle.cache_clear()
+    try:
+        assert chart_files.vega_bundle() == "window.vegaEmbed=1;" and made == [chart_files.vega_lite_version()]
+        kept = chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version())
+        assert kept.read_text() == "window.vegaEmbed=1;" and kept.parent == tmp_path / "cache" / "resnet-scaling-explorer"
+        assert not [p for p in kept.parent.iterdir() if p != kept]  # no temporary left beside it
+        chart_files.vega_bundle.cache_clear()  # a new process: the kept bundle, not vl-convert's engine
+        assert chart_files.vega_bundle() == "window.vegaEmbed=1;" and len(made) == 1
+    finally:
+        chart_files.vega_bundle.cache_clear()
+
+
+def test_a_cache_that_cannot_be_written_still_gives_the_bundle(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: "window.vegaEmbed=2;")
+    chart_files.vega_bundle.cache_clear()
+    try:
+        assert chart_files.vega_bundle() == "window.vegaEmbed=2;"
+    finally:
+        chart_files.vega_bundle.cache_clear()
 
 
 def _chromium():

@@ -11,7 +11,7 @@ import ray
 from click.testing import CliRunner
 
 import explorer
-from explorer.sweeps import cleanup, failures, ray_runner, ray_session, results
+from explorer.sweeps import cleanup, failures, ray_session, results
 from explorer.sweeps.leases import Leases
 from explorer.cli import main
 from explorer.sweeps.progress import Progress, eta_seconds
@@ -50,7 +50,7 @@ def test_an_unwritable_store_is_one_line_before_ray_starts(tmp_path, monkeypatch
     def no_ray(*args, **kwargs):
         raise AssertionError("Ray started before the store was checked")
 
-    monkeypatch.setattr(ray_runner, "ray_session", no_ray)
+    monkeypatch.setattr(ray_session, "ray_session", no_ray)  # ray_runner imports it when trials run
     done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(blocker / "results")])
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
