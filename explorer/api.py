@@ -13,6 +13,7 @@ prints what it returns).
 | sweep (--adaptive, --dry-run) | ``sweep``, ``adaptive_sweep``, ``dry_run`` |
 | status | ``sweep_status``; with no spec nor sweep ``every_sweep_status_lines`` |
 | demo | ``demo`` |
+| ray start, stop, status | ``ray_start``, ``ray_stop``, ``ray_status`` |
 | ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
 | fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
 | reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
@@ -60,6 +61,36 @@ def _quiet(line: str) -> None:
 
 
 # --- sweeps: explorer sweep, status, demo ----------------------------------------------------
+
+
+def ray_start(num_cpus: int | None = None) -> list[str]:
+    """Start the session Ray, a local Ray that every later sweep on this machine without an
+    ``address`` joins, so that Ray starts once per working session (``explorer ray start``;
+    ``explorer.sweeps.session_ray``). Loopback only, no dashboard, as the embedded default.
+    Returns what the command prints; one already running is kept.
+
+    Raises:
+        ClusterError: Ray could not start (one line).
+    """
+    from .sweeps.session_ray import start_lines
+
+    return start_lines(num_cpus)
+
+
+def ray_stop() -> list[str]:
+    """Stop the session Ray (``explorer ray stop``): its processes only, never another Ray of this
+    machine. Returns what the command prints."""
+    from .sweeps.session_ray import stop_lines
+
+    return stop_lines()
+
+
+def ray_status() -> list[str]:
+    """Whether a session Ray is running and where (``explorer ray status``)."""
+    from .sweeps.session_ray import status_lines
+
+    return status_lines()
+
 
 
 def adaptive_sweep(

@@ -193,8 +193,10 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
         try:
             # Ray and the resource check first: a trial no node can run is refused before
             # anything (a claim included) is written.
-            with ray_session(launch.address, num_cpus=launch.num_cpus):
+            with ray_session(launch.address, num_cpus=launch.num_cpus) as kind:
                 guard.arm()
+                if kind == "session":
+                    bar.message("Ray: joined the session Ray (`explorer ray status`; `explorer ray stop` ends it)")
                 slots = check_resources(spec)
                 limit = launch.max_concurrent or spec.resources.max_concurrent
                 _claim_and_run(spec, store, the_plan, todo, known, guard, leases, claimed, result, bar,

@@ -1,18 +1,25 @@
-"""The Ray a sweep runs on: this process's own, an embedded one started for the duration
-(dashboard off, loopback only, session files in a private 0700 folder, ``ray.init`` called from
-an empty folder so that no ``./store`` shadows the packages in the workers, shut down on exit),
-or a cluster joined by address."""
+"""The Ray a sweep runs on: this process's own, the session Ray this user keeps running
+(``explorer ray start``: ``session_ray``), an embedded one started for the duration (dashboard
+off, loopback only, session files in a private 0700 folder, ``ray.init`` called from an empty
+folder so that no ``./store`` shadows the packages in the workers, shut down on exit), or a
+cluster joined by address."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import socket
 import stat
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import ClusterError
+from ..formatting import format_seconds
 from .ray_import import RAY_IMPORTED_BEFORE, SINGLE_MACHINE, environment, ray, single_machine_switch
 
 # Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
@@ -24,6 +31,7 @@ TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
               "(`ray start --head`, then --address auto)")
 OBJECT_STORE_BYTES = 256 * 1024**2  # of an embedded Ray: workers exchange keys and statuses, not rows
+RECORD = "session.json"  # the session Ray's record (``session_ray``), in ``private_temp_dir()``
 
 
 def private_temp_dir() -> str:
@@ -47,6 +55,79 @@ def private_temp_dir() -> str:
     if stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(base, 0o700)
     return base
+
+
+# --- the session Ray's record: what a sweep joins (``session_ray`` starts and stops it) ---
+
+
+@dataclass(frozen=True)
+class SessionRay:
+    """A running session Ray, as its record says."""
+
+    address: str  # host:port of its GCS, what ``ray.init(address=...)`` joins
+    holder_pid: int  # the process that started it and keeps it
+    processes: tuple[tuple[int, float], ...]  # (pid, start time in ticks) of Ray's processes at its start
+    num_cpus: int
+    started_at: float  # seconds since the epoch
+    start_seconds: float  # how long ``ray.init`` took
+
+    def lines(self) -> list[str]:
+        """What ``explorer ray status`` prints of it."""
+        up = format_seconds(time.time() - self.started_at)
+        return [f"session Ray: running at {self.address} (holder process {self.holder_pid}, {self.num_cpus} CPUs, "
+                f"up {up}; its start took {format_seconds(self.start_seconds)})",
+                "sweeps without --address join it; `explorer ray stop` ends it"]
+
+
+def record_path() -> Path:
+    """The session Ray's record: ``session.json`` in this user's private Ray folder (0700)."""
+    return Path(private_temp_dir()) / RECORD
+
+
+def read_record() -> SessionRay | None:
+    """The record as written, alive or not (None: no record, or not one of ours)."""
+    try:
+        data = json.loads(record_path().read_text())
+        return SessionRay(address=str(data["address"]), holder_pid=int(data["holder_pid"]),
+                          processes=tuple((int(p), float(t)) for p, t in data["processes"]),
+                          num_cpus=int(data["num_cpus"]), started_at=float(data["started_at"]),
+                          start_seconds=float(data["start_seconds"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def running_session() -> SessionRay | None:
+    """The session Ray when one is running here: its holder alive and its address answering.
+    A record whose holder is gone is removed (the Ray it kept is gone with it)."""
+    session = read_record()
+    if session is None:
+        return None
+    if not alive(session.holder_pid):
+        with contextlib.suppress(OSError):
+            record_path().unlink()
+        return None
+    return session if _answers(session.address) else None
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of this number runs (and is this user's to signal)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process took the number
+        return False
+    return True
+
+
+def _answers(address: str, timeout_s: float = 2.0) -> bool:
+    """Whether something accepts connections at ``host:port``."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
@@ -118,17 +199,19 @@ def _start(address: str | None, num_cpus: int | None) -> str:
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[str]:
+def ray_session(address: str | None = None, num_cpus: int | None = None, join_session: bool = True) -> Iterator[str]:
     """Use the Ray this process already has, or start/join one for the duration.
 
     Args:
-        address: None: an embedded local Ray (dashboard off, loopback only, session files in
+        address: None: the session Ray when one is running (``explorer ray start``), else an
+            embedded local Ray (dashboard off, loopback only, session files in
             ``private_temp_dir()``, shut down on exit); ``"auto"`` or ``"ray://host:port"`` (or
             ``host:port``): join that cluster.
-        num_cpus: CPUs of the embedded Ray (default: all of this machine's).
+        num_cpus: CPUs of the embedded Ray (default: all of this machine's; a session Ray has its own).
+        join_session: False: never the session Ray (the holder that starts it).
 
     Yields:
-        ``"existing"``, ``"embedded"`` or ``"joined"``.
+        ``"existing"``, ``"session"``, ``"embedded"`` or ``"joined"``.
 
     Raises:
         ClusterError: Ray cannot be started or the cluster cannot be reached (one line, with what
@@ -137,7 +220,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     if ray.is_initialized():
         yield "existing"
         return
-    kind = _start(address, num_cpus)
+    session = running_session() if address is None and join_session else None
+    kind = "session" if session is not None and _start(session.address, None) else _start(address, num_cpus)
     try:
         if kind == "embedded":
             warn_if_not_loopback()
