@@ -134,18 +134,23 @@ def adaptive_sweep(
         return run_adaptive(spec, st, runner, log=log)
 
 
-def dry_run(spec: SweepSpec, address: str | None = None, adaptive: bool = False) -> list[str]:
+def dry_run(spec: SweepSpec, address: str | None = None, adaptive: bool = False,
+            store: Store | str | os.PathLike | None = None) -> list[str]:
     """What ``explorer sweep SPEC --dry-run`` prints: the trials, references and estimated memory
     and time (``adaptive``: the candidates, the budget and the initial design); nothing runs.
     With an embedded Ray (``address`` None) this machine's memory and CPUs price the plan, and
-    what cannot fit is flagged.
+    what cannot fit is flagged. With ``store`` (not adaptive): how many trials it has complete and
+    references cached, and what is left priced with Ray's start; the store is only read.
 
     Raises:
         SpecError: (adaptive) a grid the law cannot be fitted on, or a budget that pays for no point.
+        StoreError: the store cannot be read.
     """
     from .sweeps.dry_run import dry_run_lines
 
-    return dry_run_lines(spec, embedded=address is None, adaptive=adaptive)
+    with store_errors():
+        st = None if store is None or adaptive else open_store(store)
+        return dry_run_lines(spec, embedded=address is None, adaptive=adaptive, store=st)
 
 
 @dataclass

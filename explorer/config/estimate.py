@@ -400,18 +400,29 @@ def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | 
                  f"{format_seconds(max(trial_secs))}; {format_seconds(sum(trial_secs))} of trial compute and "
                  f"{format_seconds(sum(ref_secs))} of references in all (single-core estimates)")
     if cpus:
-        per_trial = max(spec.resources.cpus_per_trial, 1e-9)
-        slots = max(1, int(cpus // per_trial)) if per_trial <= cpus else 1
-        if spec.resources.max_concurrent:
-            slots = min(slots, spec.resources.max_concurrent)
-        wall = max(max(ref_secs), sum(ref_secs) / slots) + max(max(trial_secs), sum(trial_secs) / slots)
+        slots = slots_here(spec, cpus)
+        wall = compute_wall_seconds(trial_secs, ref_secs, slots)
         lines.append(f"on this machine: {cpus} CPUs, {slots} trials at once: about {format_seconds(wall)} of compute "
-                     "(plus Ray's start, a few seconds)")
+                     "for the whole grid")
     if available_bytes is not None:
         lines.append(f"memory here: {format_bytes(available_bytes)} available")
         lines += too_large_lines(plan, trial_bytes, ref_bytes, available_bytes)
     lines.append("nothing run (--dry-run)")
     return lines
+
+
+def slots_here(spec: "SweepSpec", cpus: int) -> int:
+    """How many trials run at once on ``cpus`` CPUs (the spec's cpus_per_trial and max_concurrent)."""
+    per_trial = max(spec.resources.cpus_per_trial, 1e-9)
+    slots = max(1, int(cpus // per_trial)) if per_trial <= cpus else 1
+    return min(slots, spec.resources.max_concurrent) if spec.resources.max_concurrent else slots
+
+
+def compute_wall_seconds(trial_secs: list[float], ref_secs: list[float], slots: int) -> float:
+    """Wall seconds of compute for these trials and references, ``slots`` at once: the references
+    first, then the trials, each phase at least its longest item."""
+    refs = max(max(ref_secs), sum(ref_secs) / slots) if ref_secs else 0.0
+    return refs + (max(max(trial_secs), sum(trial_secs) / slots) if trial_secs else 0.0)
 
 
 def too_large_lines(plan: "Plan", trial_bytes: list[int], ref_bytes: list[int], available_bytes: int,

@@ -1,26 +1,89 @@
 """``explorer sweep --dry-run``: the plan and its estimates, or (``--adaptive``) the candidates,
 budget and initial design, with the points that cannot fit this machine flagged, not refused: a
-dry run prices a grid for a larger machine too."""
+dry run prices a grid for a larger machine too. Given the store, it also says what the store
+already has (complete trials, cached references) and prices only what is left, Ray's start
+included (``ray_records.start_estimate``: measured here, or a stated range). Durations are
+rounded (``format_seconds``), never raw floats."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import estimate
-from ..config.estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
-from ..config.planning import plan
+from ..config.estimate import (compute_wall_seconds, reference_memory_bytes, reference_seconds, slots_here,
+                               too_large_lines, trial_memory_bytes, trial_seconds)
+from ..config.planning import Plan, plan
 from ..config.sections import SweepSpec
+from ..formatting import format_percent, format_seconds
+from .ray_records import start_estimate
+
+if TYPE_CHECKING:
+    from store import Store
+
+COMPLETE = ("ok", "diverged")  # store.FINAL_STATUSES, not imported: a dry run without a store stays light
 
 
-def dry_run_lines(spec: SweepSpec, embedded: bool, adaptive: bool = False) -> list[str]:
+def dry_run_lines(spec: SweepSpec, embedded: bool, adaptive: bool = False, store: "Store | None" = None) -> list[str]:
     """What ``sweep --dry-run`` prints. ``embedded``: the sweep would run on this machine, so its
-    memory and CPUs price the plan."""
+    memory and CPUs price the plan. ``store``: also what it already has and what is left to run."""
     memory = estimate.available_memory_bytes() if embedded else None  # read at the call: tests set it
     if not adaptive:
-        return estimate.dry_run_lines(plan(spec), memory, os.cpu_count() if embedded else None)
+        the_plan = plan(spec)
+        lines = estimate.dry_run_lines(the_plan, memory, os.cpu_count() if embedded else None)
+        lines[-1:-1] = left_to_run_lines(the_plan, store, os.cpu_count() if embedded else None)
+        return lines
     lines = adaptive_dry_run_lines(spec)
     if memory is not None:
         lines[-1:-1] = _adaptive_fit_lines(spec, memory)
     return lines
+
+
+def left_to_run_lines(the_plan: Plan, store: "Store | None", cpus: int | None) -> list[str]:
+    """What a sweep of ``the_plan`` would run now: the trials the store has complete and the
+    references it has cached are not priced again, and Ray's start is (on this machine, ``cpus``)."""
+    done: set[str] = set()
+    cached: set[str] = set()
+    if store is not None and store.exists():
+        statuses = store.trial_statuses(the_plan.spec.name)
+        done = {t.trial_key for t in the_plan.trials if statuses.get(t.trial_key) in COMPLETE}
+        cached = {r.ref_key for r in the_plan.references if store.has_reference(r.ref_key)}
+    lines = [f"in the store: {len(done)} of {len(the_plan.trials)} trials already complete, {len(cached)} of "
+             f"{len(the_plan.references)} references cached" if store is not None else
+             "no store given: every trial and reference priced"]
+    return lines + left_to_run(the_plan, done, cached, cpus).lines
+
+
+@dataclass(frozen=True)
+class LeftToRun:
+    """What a sweep has left to run, priced: its lines, and on this machine the wall seconds it
+    should take, Ray's start included (``low`` to ``high``; None without this machine's CPUs)."""
+
+    lines: list[str]
+    seconds: tuple[float, float] | None = None
+
+
+def left_to_run(the_plan: Plan, done: set[str], cached: set[str], cpus: int | None) -> LeftToRun:
+    """The trials of ``the_plan`` not in ``done`` and the references they need not in ``cached``,
+    priced: single-core compute, and with ``cpus`` (this machine) the wall time with Ray's start
+    (what the dry run prints and a sweep says before Ray starts, its first estimate)."""
+    trials = [t for t in the_plan.trials if t.trial_key not in done]
+    needed = {t.ref_key for t in trials}  # a reference only complete trials use is not loaded again
+    refs = [r for r in the_plan.references if r.ref_key in needed and r.ref_key not in cached]
+    if not trials:
+        return LeftToRun(["left to run: nothing (the sweep prints its summary without starting Ray)"], (0.0, 0.0))
+    trial_secs = [trial_seconds(t.config) for t in trials]
+    ref_secs = [reference_seconds(r.config) for r in refs]
+    lines = [f"left to run: {len(trials)} trials ({format_percent(len(trials) / len(the_plan.trials))}), "
+             f"{len(refs)} references: {format_seconds(sum(trial_secs) + sum(ref_secs))} of single-core compute"]
+    if not cpus:
+        return LeftToRun(lines)
+    compute = compute_wall_seconds(trial_secs, ref_secs, slots_here(the_plan.spec, cpus))
+    low, high, said = start_estimate()
+    span = format_seconds(compute + low) if high - low < 1 else \
+        f"{format_seconds(compute + low)} to {format_seconds(compute + high)}"
+    lines.append(f"here: about {format_seconds(compute)} of compute + {said} = about {span}")
+    return LeftToRun(lines, (compute + low, compute + high))
 
 
 def _adaptive_fit_lines(spec: SweepSpec, memory: int) -> list[str]:
@@ -56,12 +119,14 @@ def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
              "trials the loop chooses run",
              f"rules: form {ad.form}, targets {', '.join(loop.targets)}, 95% CI half-width <= {ad.halfwidth:g} "
              f"({units}); batch {ad.batch} per round, {ad.resamples} bootstrap resamples",
-             f"budget: at most {loop.budget:.6g} of the full grid's {loop.full:.6g} predicted single-core seconds ({ad.budget:.0%}); the "
-             f"initial design at most {INITIAL_SHARE:.0%} of that ({INITIAL_SHARE * loop.budget:.6g}), each of its "
-             f"{loop.initial} points at most {INITIAL_SHARE * loop.budget / loop.initial:.6g}",
-             f"round 0 (initial space-filling design): {len(design)} trials, {cost:.6g} predicted seconds "
-             f"({cost / loop.full:.1%} of the full grid):"]
-    lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {c.cost:.6g}  {c.trial_key}" for c in design]
+             f"budget: at most {format_seconds(loop.budget)} of the full grid's {format_seconds(loop.full)} of "
+             f"predicted single-core compute ({ad.budget:.0%}); the initial design at most {INITIAL_SHARE:.0%} of that "
+             f"({format_seconds(INITIAL_SHARE * loop.budget)}), each of its {loop.initial} points at most "
+             f"{format_seconds(INITIAL_SHARE * loop.budget / loop.initial)}",
+             f"round 0 (initial space-filling design): {len(design)} trials, {format_seconds(cost)} predicted "
+             f"({format_percent(cost / loop.full)} of the full grid):"]
+    lines += [f"  L={c.L} M={c.M} D={c.D} problem_seed={c.problem_seed}  cost {format_seconds(c.cost)}  {c.trial_key}"
+              for c in design]
     lines += ["then rounds of up to {} trials chosen by the refitted law, until every target reaches its "
               "half-width or the budget is spent".format(ad.batch),
               "on a store that already has this sweep's rounds, the command resumes them instead "
@@ -70,4 +135,4 @@ def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
     return lines
 
 
-__all__ = ["adaptive_dry_run_lines", "dry_run_lines"]
+__all__ = ["LeftToRun", "adaptive_dry_run_lines", "dry_run_lines", "left_to_run", "left_to_run_lines"]

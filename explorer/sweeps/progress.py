@@ -84,16 +84,23 @@ class Progress:
         self._last_draw = -float("inf")
         self._last_text = ""
         self._width = 0
+        self.expected_end: tuple[float, float] | None = None  # (low, high) monotonic times: the first estimate
 
     def __getstate__(self):  # a stream does not pickle (Ray client ships Tune callbacks to the cluster)
         elapsed = time.monotonic() - self.started  # monotonic clocks differ between machines
         return dict(self.__dict__, stream=None, interactive=False, _width=0, started=elapsed,
-                    _last_draw=-float("inf"))
+                    _last_draw=-float("inf"), expected_end=None)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.stream = sys.stderr
         self.started = time.monotonic() - state["started"]
+
+    def expect(self, seconds: tuple[float, float] | None) -> None:
+        """The sweep's first estimate (``dry_run.left_to_run``: its compute and Ray's start, from
+        now), shown as the ETA until the first trial ends and the measured rate takes over."""
+        now = time.monotonic()
+        self.expected_end = None if seconds is None else (now + seconds[0], now + seconds[1])
 
     def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
         """The trials start now: elapsed time and ETA count from here (not from the references)."""
@@ -103,15 +110,23 @@ class Progress:
     def line(self, now: float | None = None) -> str:
         """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``."""
         c = self.counts
-        elapsed = (time.monotonic() if now is None else now) - self.started
+        now = time.monotonic() if now is None else now
+        elapsed = now - self.started
         rate = c.done / elapsed if elapsed > 0 else 0.0
         eta = eta_seconds(elapsed, c.done, c.total, c.done_cost, c.total_cost, c.slots)
         rate_text = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{rate * 60:.1f}/min"
         parts = [f"trials {c.done}/{c.total}", f"running {c.running}", f"failed {c.failed}", rate_text,
                  f"elapsed {_duration(elapsed)}"]
         if c.done < c.total:
-            parts.append(f"ETA {_duration(eta)}")
+            parts.append(f"ETA {_duration(eta) if eta == eta else self._first_eta(now)}")
         return " | ".join(parts)
+
+    def _first_eta(self, now: float) -> str:
+        """Before any trial ended: the first estimate's time left (``~12s``, ``~12s-40s``), else ``?``."""
+        if self.expected_end is None or self.expected_end[1] <= now:
+            return "?"
+        low, high = (_duration(max(end - now, 0.0)) for end in self.expected_end)
+        return f"~{low}" if low == high else f"~{low}-{high}"
 
     def update(self, force: bool = False, **changes: float) -> None:
         """Set counts (``done=``, ``running=``, ``failed=``) and redraw if it is time to."""

@@ -31,6 +31,7 @@ of Ray's runtime envs (``runtime_env``); each worker task sets torch's threads (
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import time
 from collections.abc import Collection
@@ -42,6 +43,7 @@ from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
 from ..config.sections import SweepSpec
 from ..store_access import open_store
+from .dry_run import left_to_run
 from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
@@ -164,6 +166,7 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
     bar = Progress(total=len(todo), stream=launch.stream, enabled=launch.progress)
     if todo and guard.signum is None:
         store.probe()  # an unreachable or read-only store is one line, before Ray starts
+        _first_estimate(the_plan, todo, store, launch, bar)
         claimed = _run_on_ray(spec, store, the_plan, todo, known, guard, launch, result, bar)
         bar.finish()
         if result.interrupted is None:
@@ -176,6 +179,19 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
         remove_dead_writers_temporaries(store, spec.name)
     count_statuses(result, store, the_plan, known)
     return result
+
+
+def _first_estimate(the_plan: Plan, todo: list[PlannedTrial], store: Store, launch: _Launch, bar: Progress) -> None:
+    """Before Ray starts: what is left (complete trials and cached references not counted) and
+    its price with Ray's start, as the dry run says it (on this machine only: a cluster's CPUs are
+    not known yet)."""
+    left = {t.trial_key for t in todo}
+    cached = {ref for ref in {t.ref_key for t in todo} if store.has_reference(ref)}
+    cpus = (launch.num_cpus or os.cpu_count()) if launch.address is None else None
+    priced = left_to_run(the_plan, {t.trial_key for t in the_plan.trials} - left, cached, cpus)
+    for line in priced.lines:
+        bar.message(line)
+    bar.expect(priced.seconds)
 
 
 def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[PlannedTrial], known: dict[str, str],

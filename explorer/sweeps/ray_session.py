@@ -6,21 +6,15 @@ cluster joined by address."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import socket
-import stat
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import ClusterError
-from ..formatting import format_seconds
 from .ray_import import RAY_IMPORTED_BEFORE, SINGLE_MACHINE, environment, ray, single_machine_switch
+from .ray_records import private_temp_dir, record_start_seconds, running_session
 
 # Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
 # is unset (it generates ~/.ray/auth_token) and logs a WARNING saying so from this logger, on
@@ -28,108 +22,9 @@ from .ray_import import RAY_IMPORTED_BEFORE, SINGLE_MACHINE, environment, ray, s
 # read it as trouble). RAY_AUTH_MODE, when set, is Ray's to honour as it is.
 TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
-START_HINT = ("retry; if the machine is busy, wait or lower the load; or join a running Ray with --address "
-              "(`ray start --head`, then --address auto)")
+START_HINT = ("retry; if the machine is busy, wait or lower the load; or start Ray once for the session "
+              "(`explorer ray start`: later sweeps join it), or join a running cluster with --address")
 OBJECT_STORE_BYTES = 256 * 1024**2  # of an embedded Ray: workers exchange keys and statuses, not rows
-RECORD = "session.json"  # the session Ray's record (``session_ray``), in ``private_temp_dir()``
-
-
-def private_temp_dir() -> str:
-    """This user's private folder for the embedded Ray: ``<tempdir>/explorer-ray-<uid>``, mode
-    0700, owned by this user. Ray keeps its session files (logs, sockets, spilled objects) in its
-    ``ray`` subfolder (``ray.init(_temp_dir=...)``), instead of the world-readable ``/tmp/ray``;
-    Ray makes the folders it creates world-writable (0777), so the privacy comes from this
-    parent, which nobody else can enter. A folder of that name that is not this user's own (another
-    user made it, or it is a link) is not used: a fresh ``mkdtemp`` folder is.
-    """
-    base = os.path.join(tempfile.gettempdir(), f"explorer-ray-{os.getuid()}")
-    try:
-        os.mkdir(base, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return tempfile.mkdtemp(prefix="explorer-ray-")
-    info = os.lstat(base)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        return tempfile.mkdtemp(prefix="explorer-ray-")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.chmod(base, 0o700)
-    return base
-
-
-# --- the session Ray's record: what a sweep joins (``session_ray`` starts and stops it) ---
-
-
-@dataclass(frozen=True)
-class SessionRay:
-    """A running session Ray, as its record says."""
-
-    address: str  # host:port of its GCS, what ``ray.init(address=...)`` joins
-    holder_pid: int  # the process that started it and keeps it
-    processes: tuple[tuple[int, float], ...]  # (pid, start time in ticks) of Ray's processes at its start
-    num_cpus: int
-    started_at: float  # seconds since the epoch
-    start_seconds: float  # how long ``ray.init`` took
-
-    def lines(self) -> list[str]:
-        """What ``explorer ray status`` prints of it."""
-        up = format_seconds(time.time() - self.started_at)
-        return [f"session Ray: running at {self.address} (holder process {self.holder_pid}, {self.num_cpus} CPUs, "
-                f"up {up}; its start took {format_seconds(self.start_seconds)})",
-                "sweeps without --address join it; `explorer ray stop` ends it"]
-
-
-def record_path() -> Path:
-    """The session Ray's record: ``session.json`` in this user's private Ray folder (0700)."""
-    return Path(private_temp_dir()) / RECORD
-
-
-def read_record() -> SessionRay | None:
-    """The record as written, alive or not (None: no record, or not one of ours)."""
-    try:
-        data = json.loads(record_path().read_text())
-        return SessionRay(address=str(data["address"]), holder_pid=int(data["holder_pid"]),
-                          processes=tuple((int(p), float(t)) for p, t in data["processes"]),
-                          num_cpus=int(data["num_cpus"]), started_at=float(data["started_at"]),
-                          start_seconds=float(data["start_seconds"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def running_session() -> SessionRay | None:
-    """The session Ray when one is running here: its holder alive and its address answering.
-    A record whose holder is gone is removed (the Ray it kept is gone with it)."""
-    session = read_record()
-    if session is None:
-        return None
-    if not alive(session.holder_pid):
-        with contextlib.suppress(OSError):
-            record_path().unlink()
-        return None
-    return session if _answers(session.address) else None
-
-
-def alive(pid: int) -> bool:
-    """Whether a process of this number runs (and is this user's to signal)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process took the number
-        return False
-    return True
-
-
-def _answers(address: str, timeout_s: float = 2.0) -> bool:
-    """Whether something accepts connections at ``host:port``."""
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
 @contextlib.contextmanager
 def neutral_directory(temp_dir: str) -> Iterator[None]:
     """Run ``ray.init`` from an empty folder of our own.
@@ -178,9 +73,11 @@ def _start(address: str | None, num_cpus: int | None) -> str:
         with neutral_directory(temp_dir):
             if address is None:
                 # The processes ray.init starts read the single-machine switch too.
+                started = time.monotonic()
                 with environment(single_machine_switch()), token_notice_dropped():
                     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                              object_store_memory=OBJECT_STORE_BYTES, _temp_dir=os.path.join(temp_dir, "ray"), **quiet)
+                record_start_seconds(time.monotonic() - started)  # what the dry run prices Ray's start with
                 return "embedded"
             ray.init(address=address, **quiet)
             return "joined"

@@ -28,7 +28,8 @@ from pathlib import Path
 from ..errors import ClusterError
 from ..formatting import format_seconds
 from .ray_import import ray
-from .ray_session import RECORD, SessionRay, alive, private_temp_dir, ray_session, read_record, record_path, running_session
+from .ray_records import RECORD, SessionRay, alive, private_temp_dir, read_record, record_path, running_session
+from .ray_session import ray_session
 
 LOG = "session.log"
 START_TIMEOUT_S = 300.0  # Ray's start took 8 to 40 s on a busy 2-core machine

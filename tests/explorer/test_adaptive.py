@@ -2,11 +2,14 @@
 and resuming a loop interrupted mid-round (fake runner: synthetic rows, no Ray)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from explorer.sweeps.adaptive import read_rounds, run_adaptive
 from explorer.errors import SpecError
+from explorer.formatting import format_seconds
 from explorer.analysis.laws import resolve_form
 from explorer.sweeps.adaptive.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
 from explorer.config.spec_rules import adaptive_targets
@@ -421,7 +424,9 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     from explorer.config.spec import load_spec
 
     loop = AdaptiveLoop(load_spec(str(spec)), None, None, lambda line: None)
-    assert f"at most {loop.budget:.6g} of the full grid's {loop.full:.6g} predicted single-core seconds (25%)" in text
+    assert (f"at most {format_seconds(loop.budget)} of the full grid's {format_seconds(loop.full)} of predicted "
+            "single-core compute (25%)") in text
+    assert all(len(n.replace(".", "").lstrip("0")) <= 3 for n in re.findall(r"\d+\.\d+", text))  # never raw floats
     design = loop.initial_plan()
     assert f"round 0 (initial space-filling design): {len(design)} trials" in text
     assert all(c.trial_key in text for c in design)

@@ -100,7 +100,8 @@ def test_the_dry_runs_are_what_the_commands_print(tmp_path):
     from explorer.config.spec import load_spec
 
     spec = "examples/quick.toml"
-    assert api.dry_run(load_spec(spec), address="auto") == printed("sweep", spec, "--dry-run", "--address", "auto")
+    assert api.dry_run(load_spec(spec), address="auto", store=tmp_path / "s") == printed(
+        "sweep", spec, "--dry-run", "--address", "auto", "--store", str(tmp_path / "s"))
     assert api.reproduce_list() == printed("reproduce", "--list")
     assert api.reproduce_dry_run("companion-linear", "tiny", address="auto", out=tmp_path / "r") == printed(
         "reproduce", "companion-linear", "--scale", "tiny", "--dry-run", "--address", "auto", "--out", str(tmp_path / "r"))

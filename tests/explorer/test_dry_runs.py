@@ -79,3 +79,66 @@ def test_the_joint_limit_estimates_hold_its_measured_memory_and_time_within_a_fa
     tracemalloc.stop()
     assert peak / 3 < reference_memory_bytes(ref) < 3 * peak, (peak, reference_memory_bytes(ref))
     assert 0 < reference_seconds(ref) < 60
+
+
+class _StoreHolding:
+    """A store that holds some trials (their statuses) and some cached references: what the dry
+    run reads of one (``Store.exists``, ``trial_statuses``, ``has_reference``)."""
+
+    def __init__(self, statuses: dict[str, str], cached: set[str]):
+        self.statuses, self.cached = statuses, cached
+
+    def exists(self) -> bool:
+        return True
+
+    def trial_statuses(self, sweep: str) -> dict[str, str]:
+        return dict(self.statuses)
+
+    def has_reference(self, ref_key: str) -> bool:
+        return ref_key in self.cached
+
+
+def test_a_grown_sweeps_dry_run_prices_only_what_is_left_with_rays_start(monkeypatch):
+    import re
+
+    from explorer.config.estimate import compute_wall_seconds, trial_seconds
+    from explorer.formatting import format_seconds
+    from explorer.sweeps import dry_run, ray_records
+
+    monkeypatch.setattr(ray_records, "measured_starts", lambda: [8.0, 12.0])
+    monkeypatch.setattr(ray_records, "running_session", lambda: None)
+    spec = load_spec({"name": "grown", "train": {"steps": 5}, "reference": {"depth": 16, "width": 8},
+                      "grid": {"L": [2, 4, 8], "M": [1, 4], "D": [4, 8, 16], "seeds": 2}})
+    the_plan = plan(spec)
+    refs = sorted({t.ref_key for t in the_plan.trials})
+    assert len(refs) == 3  # one per D
+    # the first grid: D = 4 and 8, all complete (one diverged, one failed: that one runs again)
+    old = [t for t in the_plan.trials if t.config.D in (4, 8)]
+    statuses = {t.trial_key: "ok" for t in old}
+    statuses[old[0].trial_key], statuses[old[1].trial_key] = "diverged", "failed"
+    held = _StoreHolding(statuses, {t.ref_key for t in old})
+    lines = dry_run.left_to_run_lines(the_plan, held, cpus=2)
+    left = [t for t in the_plan.trials if t.config.D == 16] + [old[1]]
+    assert lines[0] == f"in the store: {len(old) - 1} of {len(the_plan.trials)} trials already complete, 2 of 3 references cached"
+    new_ref = [r for r in the_plan.references if r.ref_key not in held.cached]
+    costs = [trial_seconds(t.config) for t in left]
+    ref_costs = [reference_seconds(r.config) for r in new_ref]
+    assert lines[1].startswith(f"left to run: {len(left)} trials (") and ", 1 references: " in lines[1]
+    assert lines[1].endswith(f": {format_seconds(sum(costs) + sum(ref_costs))} of single-core compute")
+    compute = compute_wall_seconds(costs, ref_costs, 2)
+    assert lines[2] == (f"here: about {format_seconds(compute)} of compute + Ray's start (measured here: 8 s to 12 s, "
+                        f"the last 2) = about {format_seconds(compute + 8)} to {format_seconds(compute + 12)}")
+    assert all(len(n.replace(".", "").lstrip("0")) <= 3 for n in re.findall(r"\d+\.\d+", "\n".join(lines)))  # rounded
+    complete = _StoreHolding({t.trial_key: "ok" for t in the_plan.trials}, set(refs))
+    assert dry_run.left_to_run_lines(the_plan, complete, cpus=2)[1] == (
+        "left to run: nothing (the sweep prints its summary without starting Ray)")
+
+
+def test_the_sweep_dry_run_reads_the_store_and_leaves_no_store_behind(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\n[train]\nsteps = 5\n[reference]\ndepth = 16\nwidth = 8\n[grid]\nL = [2]\nM = [1]\nD = [4]\n')
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--dry-run", "--store", str(tmp_path / "none")])
+    assert done.exit_code == 0, done.output
+    assert "in the store: 0 of 1 trials already complete, 0 of 1 references cached" in done.output
+    assert "left to run: 1 trials (100%), 1 references" in done.output and "Ray's start" in done.output
+    assert not (tmp_path / "none").exists()

@@ -246,7 +246,7 @@ def test_a_report_of_a_rerun_against_a_new_reference_says_which_reference_it_rea
 
     rows = rerun_with_new_reference(lambda L, M, D: 3 * LAW(L, M, D), LAW, Ls=(2, 4, 8), Ms=(1, 4, 16), seeds=2,
                                     sweep="mix")
-    report = build_report(connect(rows), "mix", tmp_path, n_boot=10, formats=())  # the page is what is read
+    report = build_report(connect(rows), "mix", tmp_path, n_boot=10)  # the page is what is read (no export: the default)
     html = report.path.read_text()
     assert "References: 9 of 9 grid points have trials against several references" in html
     assert "Trials: 9 (18 seeds)" in html  # the older run's 9 trials are not counted
@@ -331,7 +331,7 @@ def hostile(tmp_path_factory):
     where = "activation = '" + PAYLOAD.replace("'", "''") + "'"
     out = tmp_path_factory.mktemp("hostile")
     # the tests read index.html; the chart pages (html) carry the charts' script-safe JSON too
-    report = build_report(connect(rows), PAYLOAD, out, where=where, n_boot=10, formats=("html",))
+    report = build_report(connect(rows), PAYLOAD, out, where=where, n_boot=10)
     return report
 
 
@@ -392,7 +392,7 @@ def _adapted(tmp_path, **grid):
     from explorer.report.page import build_report
 
     rows = law_rows(LAW, seeds=2, sweep="s", **grid)
-    return build_report(connect(rows), "s", tmp_path, n_boot=10, formats=())  # the tests read the page and charts, no files
+    return build_report(connect(rows), "s", tmp_path, n_boot=10)  # the tests read the page and charts: no export (the default)
 
 
 def _chart_values(chart, column):
@@ -517,7 +517,7 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
     monkeypatch.setattr(report_module, "vega_bundle", lambda: "")
     build_report = report_module.build_report
     rows = law_rows(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=2, sweep="s")
-    report = build_report(connect(rows), "s", tmp_path, n_boot=10, formats=())  # no 1/L term: c1 ~ 0 is a note
+    report = build_report(connect(rows), "s", tmp_path, n_boot=10)  # no 1/L term: c1 ~ 0 is a note
     html = report.path.read_text()
     assert "q bootstrap standard deviations" not in html and "The 95% CI covers" not in html
     noted = 0

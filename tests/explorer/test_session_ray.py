@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.sweeps import ray_session, session_ray
+from explorer.sweeps import ray_records, ray_session, session_ray
 
 
 def test_start_ticks_and_descendants_read_proc():
@@ -31,7 +31,7 @@ def test_start_ticks_and_descendants_read_proc():
 @pytest.fixture
 def private_dir(tmp_path, monkeypatch):
     """This test's own private Ray folder (the record lives there), not the machine's."""
-    monkeypatch.setattr(ray_session, "private_temp_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(ray_records, "private_temp_dir", lambda: str(tmp_path))
     monkeypatch.setattr(session_ray, "private_temp_dir", lambda: str(tmp_path))
     return tmp_path
 
@@ -48,14 +48,31 @@ def test_a_record_whose_holder_is_gone_is_removed_and_not_joined(private_dir):
     dead.wait()
     record = {"address": "127.0.0.1:1", "holder_pid": dead.pid, "processes": [], "num_cpus": 2,
               "started_at": 0.0, "start_seconds": 9.0}
-    (private_dir / ray_session.RECORD).write_text(json.dumps(record))
-    assert ray_session.read_record().holder_pid == dead.pid
-    assert ray_session.running_session() is None
-    assert not (private_dir / ray_session.RECORD).exists()
+    (private_dir / ray_records.RECORD).write_text(json.dumps(record))
+    assert ray_records.read_record().holder_pid == dead.pid
+    assert ray_records.running_session() is None
+    assert not (private_dir / ray_records.RECORD).exists()
+
+
+def test_ray_starts_measured_here_price_the_next_start_and_a_session_ray_prices_none(private_dir, monkeypatch):
+    low, high, said = ray_records.start_estimate()
+    assert (low, high) == ray_records.UNMEASURED_START_S and "(not measured here yet: 5 s to 40 s" in said
+    for seconds in (12.0, 9.5, 30.25):
+        ray_records.record_start_seconds(seconds)
+    assert ray_records.measured_starts() == [12.0, 9.5, 30.25]
+    low, high, said = ray_records.start_estimate()
+    assert (low, high) == (9.5, 30.25) and said == "Ray's start (measured here: 9.5 s to 30 s, the last 3)"
+    for seconds in range(20):
+        ray_records.record_start_seconds(float(seconds))
+    assert ray_records.measured_starts() == [float(s) for s in range(10, 20)]  # the last STARTS_KEPT
+    session = ray_records.SessionRay(address="127.0.0.1:6379", holder_pid=os.getpid(), processes=(), num_cpus=2,
+                                     started_at=0.0, start_seconds=9.0)
+    monkeypatch.setattr(ray_records, "running_session", lambda: session)
+    assert ray_records.start_estimate()[:2] == (0.0, 2.0) and "joins the session Ray at 127.0.0.1:6379" in ray_records.start_estimate()[2]
 
 
 def test_a_sweep_without_an_address_joins_a_running_session_ray(private_dir, monkeypatch):
-    running = ray_session.SessionRay(address="127.0.0.1:6379", holder_pid=os.getpid(), processes=(), num_cpus=2,
+    running = ray_records.SessionRay(address="127.0.0.1:6379", holder_pid=os.getpid(), processes=(), num_cpus=2,
                                      started_at=0.0, start_seconds=9.0)
     monkeypatch.setattr(ray_session, "running_session", lambda: running)
     started = []

@@ -36,6 +36,9 @@ def test_ray_that_times_out_at_start_is_one_line_with_what_to_do(tmp_path, monke
     done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(tmp_path / "results")])
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
+    # before Ray starts, the first estimate (standard error): what is left and its price, Ray's start included
+    assert lines[0].startswith("left to run: 2 trials") and lines[1].startswith("here: ") and "Ray's start" in lines[1]
+    lines = lines[2:]
     assert len(lines) == 1, done.output
     assert lines[0].startswith("error: cannot start an embedded Ray: The current node timed out during startup.")
     assert "retry" in lines[0] and "--address" in lines[0] and "Traceback" not in done.output
@@ -203,3 +206,17 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
     assert landed == {"a": "ok", "b": "failed", "c": "ok"}
     assert causes == ["ActorDiedError: The actor died unexpectedly"]
+
+
+def test_until_a_trial_ends_the_progress_eta_is_the_first_estimate_with_rays_start():
+    bar = Progress(total=4, stream=io.StringIO(), interactive=False)
+    assert bar.line().endswith("ETA ?")  # no estimate: unknown
+    bar.expect((12.0, 40.0))  # compute plus Ray's start measured from 8 s to 36 s here
+    start = bar.expected_end[0] - 12.0
+    assert bar.line(now=start + 2.0).endswith("ETA ~10.0s-38.0s")
+    bar.expect((30.0, 30.0))
+    assert bar.line(now=bar.expected_end[0] - 30.0).endswith("ETA ~30.0s")
+    assert bar.line(now=bar.expected_end[1] + 1.0).endswith("ETA ?")  # past it: unknown again, not negative
+    bar.begin(total_cost=4.0, slots=1)
+    bar.counts.done, bar.counts.done_cost = 1, 1.0
+    assert "ETA ~" not in bar.line()  # a trial ended: the measured rate takes over
