@@ -40,7 +40,7 @@ _LAZY = {
     "largest_reference_config": "config",
     "LARGEST_REFERENCE_SEED": "config",
     "reference_from_trial": "reference",
-    "JointLimitConfig": "joint_limit",
+    "JointLimitConfig": "config",
     "compute_joint_limit": "joint_limit",
 }
 

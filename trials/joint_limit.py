@@ -47,60 +47,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .config import JOINT_LIMIT_VERSION, REFERENCE_NUMERICS_VERSION, ConfigError, ReferenceConfig, TrialConfig, stable_hash
+from .config import JOINT_LIMIT_GRAMS as GRAMS, JOINT_LIMIT_KIND as KIND, JointLimitConfig  # noqa: F401 - its names here too
+from .config import JOINT_LIMIT_VERSION, REFERENCE_NUMERICS_VERSION
 from .model import make_problem
 from .reference import Reference, ReferenceDiverged
-
-KIND = "joint_limit"
-GRAMS = ("expected", "empirical")
-
-
-@dataclass(frozen=True)
-class JointLimitConfig:
-    """The joint limit of one trial group (any L, M, trial seed): its limit-defining fields and
-    the resolution of the depth integration."""
-
-    limit: TrialConfig  # any trial of the group; its L, M, seeds and antithetic are ignored
-    grid: int = 256  # RK4 steps over depth s in [0, 1]; the error estimate reruns at grid / 2
-    gram: str = "expected"  # expected: the joint limit (D -> infinity); empirical: this D's W_E, W_U
-
-    def __post_init__(self) -> None:
-        t = self.limit
-        if not isinstance(t, TrialConfig):
-            raise TypeError(f"limit must be a TrialConfig, got {type(t).__name__}")
-        if t.activation != "identity":
-            raise ConfigError(
-                "activation",
-                f"reference kind joint_limit is exact for activation 'identity' only, got {t.activation!r}; use kind mean_ode or largest",
-            )
-        if t.preset not in ("mlu", "lazy"):
-            raise ConfigError("preset", f"reference kind joint_limit needs the residual scale alpha / (L M) (preset mlu or lazy), got {t.preset!r}")
-        if t.block != "2lp":
-            raise ConfigError("block", f"reference kind joint_limit is derived for block '2lp', got {t.block!r}")
-        if isinstance(self.grid, bool) or not isinstance(self.grid, int) or self.grid < 2 or self.grid % 2:
-            raise ConfigError("reference.grid", f"reference.grid must be an even integer >= 2 (a half grid estimates the error), got {self.grid!r}")
-        if self.gram not in GRAMS:
-            raise ConfigError("reference.gram", f"unknown reference.gram {self.gram!r}; expected one of: {', '.join(GRAMS)}")
-
-    def limit_identity(self) -> tuple:
-        """``limit_fields`` as a hashable tuple (see ``ReferenceConfig.limit_identity``)."""
-        return ReferenceConfig(self.limit).limit_identity()
-
-    def limit_fields(self) -> dict:
-        """What the limit depends on: the same fields as a mean_ode reference (no L, M, seed)."""
-        return ReferenceConfig(self.limit).limit_fields()
-
-    def key(self) -> str:
-        return stable_hash({
-            "kind": KIND, "limit": self.limit_fields(), "grid": self.grid, "gram": self.gram,
-            "numerics_version": REFERENCE_NUMERICS_VERSION, "joint_limit_version": JOINT_LIMIT_VERSION,
-        })
-
 
 def solve_linear_limit(w_in: np.ndarray, w_out: np.ndarray, x: np.ndarray, y: np.ndarray, *, alpha: float,
                        lr: float, sigma_u: float, sigma_v: float, steps: int,

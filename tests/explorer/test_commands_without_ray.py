@@ -12,6 +12,7 @@ import pytest
 from store import Store
 
 from .analysis_data import law_rows, write_to_store
+from .test_cli_sweep import GOOD
 
 # The real command line, as `python -m explorer.cli ARGS` runs it, that writes at exit which of
 # the heavy packages it imported.
@@ -41,20 +42,14 @@ def test_fit_on_a_stored_sweep_imports_neither_ray_nor_torch(tmp_path):
     assert heavy == [], heavy
 
 
-TINY = """\
-name = "tiny"
-[train]
-steps = 5
-[reference]
-depth = 16
-width = 8
-[grid]
-L = [2, 4, 8]
-M = [1, 4]
-D = [4]
-preset = ["mlu", "completep"]
-seeds = 2
-"""
+def test_the_papers_experiments_are_listed_without_ray_or_torch(tmp_path):
+    heavy, done = imported_by(["reproduce", "--list"], tmp_path)  # every paper spec read, joint_limit ones too
+    assert done.returncode == 0 and "companion-linear" in done.stdout, done.stderr[-2000:]
+    assert heavy == [], heavy
+
+
+TINY = GOOD.replace('name = "cli"', 'name = "tiny"').replace("L = [2, 4]\nM = [1]",
+                                                            'L = [2, 4, 8]\nM = [1, 4]\npreset = ["mlu", "completep"]')
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from explorer.cli import main
 from explorer.sweeps import ray_records, ray_session, session_ray
 
+from .test_cli_sweep import GOOD
+
 
 def test_start_ticks_and_descendants_read_proc():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -86,19 +88,6 @@ def test_a_sweep_without_an_address_joins_a_running_session_ray(private_dir, mon
         assert started[-1] is None
 
 
-TINY = """\
-name = "tiny"
-[train]
-steps = 5
-[reference]
-depth = 16
-width = 8
-[grid]
-L = [2, 4]
-M = [1]
-D = [4]
-seeds = 2
-"""
 
 
 def ours(folder: str) -> list[int]:
@@ -123,7 +112,7 @@ def test_start_a_session_ray_a_sweep_joins_it_stop_leaves_no_process(tmp_path):
         return subprocess.run([sys.executable, "-m", "explorer.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
 
-    (tmp_path / "tiny.toml").write_text(TINY)
+    (tmp_path / "tiny.toml").write_text(GOOD)  # two trials
     try:
         started = explorer("ray", "start", "--num-cpus", "2")
         assert started.returncode == 0 and started.stdout.startswith("started:"), started.stdout + started.stderr

@@ -223,11 +223,11 @@ def test_hidden_along_depth_follows_the_finite_network():
 def test_key_follows_the_joint_limit_version(monkeypatch):
     """A change to the joint limit's arrays (JOINT_LIMIT_VERSION: version 2 added backward_path)
     gives its records new keys, so that a cache holding the old ones computes them again."""
-    import trials.joint_limit as joint_limit
+    import trials.config as trial_configs  # JointLimitConfig lives there (reading a spec imports no torch)
 
     config = JointLimitConfig(_limit_config())
     key = config.key()
-    monkeypatch.setattr(joint_limit, "JOINT_LIMIT_VERSION", joint_limit.JOINT_LIMIT_VERSION + 1)
+    monkeypatch.setattr(trial_configs, "JOINT_LIMIT_VERSION", trial_configs.JOINT_LIMIT_VERSION + 1)
     assert config.key() != key
 
 
