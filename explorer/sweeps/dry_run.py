@@ -47,11 +47,22 @@ def left_to_run_lines(the_plan: Plan, store: "Store | None", cpus: int | None) -
     if store is not None and store.exists():
         statuses = store.trial_statuses(the_plan.spec.name)
         done = {t.trial_key for t in the_plan.trials if statuses.get(t.trial_key) in COMPLETE}
-        cached = {r.ref_key for r in the_plan.references if store.has_reference(r.ref_key)}
+        cached = {r.ref_key for r in the_plan.references if reference_cached(store, r.ref_key)}
     lines = [f"in the store: {len(done)} of {len(the_plan.trials)} trials already complete, {len(cached)} of "
              f"{len(the_plan.references)} references cached" if store is not None else
              "no store given: every trial and reference priced"]
     return lines + left_to_run(the_plan, done, cached, cpus).lines
+
+
+def reference_cached(store: "Store", ref_key: str) -> bool:
+    """Whether the store has this reference; one it cannot say (a broken references folder) is
+    priced as not cached: an estimate stops nothing, the reference phase says what is wrong."""
+    from store import StoreError
+
+    try:
+        return store.has_reference(ref_key)
+    except (OSError, StoreError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -135,4 +146,5 @@ def adaptive_dry_run_lines(spec: SweepSpec) -> list[str]:
     return lines
 
 
-__all__ = ["LeftToRun", "adaptive_dry_run_lines", "dry_run_lines", "left_to_run", "left_to_run_lines"]
+__all__ = ["LeftToRun", "adaptive_dry_run_lines", "dry_run_lines", "left_to_run", "left_to_run_lines",
+           "reference_cached"]

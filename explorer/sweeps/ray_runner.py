@@ -43,7 +43,7 @@ from ..config.env_settings import check_environment
 from ..config.planning import Plan, PlannedTrial, plan
 from ..config.sections import SweepSpec
 from ..store_access import open_store
-from .dry_run import left_to_run
+from .dry_run import left_to_run, reference_cached
 from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
@@ -186,7 +186,7 @@ def _first_estimate(the_plan: Plan, todo: list[PlannedTrial], store: Store, laun
     its price with Ray's start, as the dry run says it (on this machine only: a cluster's CPUs are
     not known yet)."""
     left = {t.trial_key for t in todo}
-    cached = {ref for ref in {t.ref_key for t in todo} if store.has_reference(ref)}
+    cached = {ref for ref in {t.ref_key for t in todo} if reference_cached(store, ref)}
     cpus = (launch.num_cpus or os.cpu_count()) if launch.address is None else None
     priced = left_to_run(the_plan, {t.trial_key for t in the_plan.trials} - left, cached, cpus)
     for line in priced.lines:

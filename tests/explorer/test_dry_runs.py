@@ -142,3 +142,13 @@ def test_the_sweep_dry_run_reads_the_store_and_leaves_no_store_behind(tmp_path):
     assert "in the store: 0 of 1 trials already complete, 0 of 1 references cached" in done.output
     assert "left to run: 1 trials (100%), 1 references" in done.output and "Ray's start" in done.output
     assert not (tmp_path / "none").exists()
+
+
+def test_a_store_whose_references_cannot_be_read_prices_them_as_not_cached(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\n[train]\nsteps = 5\n[reference]\ndepth = 16\nwidth = 8\n[grid]\nL = [2]\nM = [1]\nD = [4]\n')
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "references").write_text("a file where the reference cache goes")
+    done = CliRunner().invoke(main, ["sweep", str(spec), "--dry-run", "--store", str(tmp_path / "store")])
+    assert done.exit_code == 0 and "Traceback" not in done.output, done.output
+    assert "0 of 1 references cached" in done.output and "left to run: 1 trials (100%), 1 references" in done.output
