@@ -79,3 +79,14 @@ def test_a_command_on_a_complete_store_imports_neither_ray_nor_torch(complete, a
     if args[0] == "sweep":
         assert done.returncode == 0 and "12 already complete, nothing to run" in done.stdout, done.stdout + done.stderr
     assert heavy == [], (heavy, done.stdout[-1000:], done.stderr[-1000:])
+
+
+@pytest.mark.slow
+def test_a_reproduction_rerun_on_a_complete_store_imports_neither_ray_nor_torch(tmp_path):
+    args = ["reproduce", "companion-linear", "--scale", "tiny", "--store", "results"]  # joint_limit references
+    first = subprocess.run([sys.executable, "-m", "explorer.cli", *args, "--out", "first"], cwd=tmp_path, env=ENV,
+                           capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    heavy, again = imported_by([*args, "--out", "again"], tmp_path)
+    assert again.returncode == 0 and "report: " in again.stdout, again.stderr[-2000:]
+    assert heavy == [], heavy
