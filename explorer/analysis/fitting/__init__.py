@@ -47,6 +47,11 @@ _LAZY = {
     "targets_of": "targets",
     "unmeasured": "targets",
     "unmeasured_in": "targets",
+    "judge": "measured",
+    "measured_law": "measured",
+    "stated_law": "measured",
+    "CONSTANT_FACTOR": "measured",
+    "EXPONENT_WIDTH": "measured",
 }
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)
