@@ -37,7 +37,7 @@ from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, json_default, chart_html, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit_sweep, flag_summary, interval_description
-from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
+from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt
 
 from ..store_access import open_sweep
@@ -224,7 +224,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
         if report.fits:
             try:
-                report.comparison = pd.DataFrame(compare_laws(grid))
+                # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
+                report.comparison = compare_laws(grid, [f for f in law_forms() if f not in report.skipped])
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only

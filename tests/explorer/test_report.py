@@ -411,7 +411,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     comparison = pd.DataFrame({"law": ["theory", "free"], "n_params": [2, 4], "cv_loo": [0.1, 0.2],
                                "cv_extrap": [0.3, 0.4], "rank": [1, 2]})
     monkeypatch.setattr(report_module, "fit_sweep", richer_fit)
-    monkeypatch.setattr(report_module, "compare_laws", lambda grid: comparison)
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid, forms=None: comparison)
     report = _adapted(tmp_path, Ls=(2, 4, 8), Ms=(1, 4))
     html = report.path.read_text()
     assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
@@ -458,7 +458,7 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
 
     import explorer.report.page as report_module
 
-    monkeypatch.setattr(report_module, "compare_laws", lambda grid: pd.DataFrame())  # cost, not under test
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid, forms=None: pd.DataFrame())  # cost, not under test
     monkeypatch.setattr(report_module, "vega_bundle", lambda: "")
     build_report = report_module.build_report
     rows = law_rows(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=2, sweep="s")
