@@ -119,10 +119,24 @@ def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
 
 
 def _per_draw(result) -> pd.DataFrame | None:
+    """The per-draw estimates of the parameters the pooled fit measured (None: none)."""
     frame = result_field(result, "per_draw", None)
     if not isinstance(frame, pd.DataFrame) or not len(frame):
         return None
-    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
+    frame = frame[frame["parameter"].map(result.is_measured).astype(bool)]
+    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]] if len(frame) else None
+
+
+def _parameter_rows(result: FitResult) -> pd.DataFrame:
+    """parameter, estimate, 95% CI; "not measured" or "not fitted" for a parameter whose estimate
+    is no result (its reason is among the fit's warnings)."""
+    table = result.table()
+    missing = result.not_measured
+    shown = [est if p not in missing else "not measured" if missing[p].startswith("not measured") else "not fitted"
+             for p, est in zip(table["parameter"], table["estimate"])]
+    ci = ["" if p in missing else f"[{fmt(lo)}, {fmt(hi)}]"
+          for p, lo, hi in zip(table["parameter"], table["ci_low"], table["ci_high"])]
+    return pd.DataFrame({"parameter": table["parameter"], "estimate": shown, "95% CI": ci})
 
 
 def _fit_block(result: FitResult) -> dict:
@@ -130,9 +144,7 @@ def _fit_block(result: FitResult) -> dict:
     per_draw = _per_draw(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
-        "table": _table(result.table().assign(ci=lambda t: [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
-                                                            zip(t["ci_low"], t["ci_high"])])
-                        [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
+        "table": _table(_parameter_rows(result), "fit-table"),
         "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
         "n_flagged": int(result_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)

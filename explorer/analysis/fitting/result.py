@@ -115,6 +115,33 @@ class FitResult:
         """The fitted law at (L, M, D) (broadcast arrays), float64."""
         return self.law({p: self.estimate[p] for p in self.law.parameters}, L, M, D)
 
+    def band(self, L, M, D, law: Expression | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The 95% band of the fitted law (or of ``law``, a term over some of its parameters) at
+        (L, M, D) (1-d arrays of one length), from the bootstrap samples: the curve at the
+        estimate times exp(+- q sd), sd the spread of the log curve over the samples and q the
+        intervals' own quantile (``ci_quantile``: 1.96 or Student's t), as the parameters'
+        intervals are made. None without samples."""
+        law = law or self.law
+        names = self.law.parameters
+        if len(self.samples) < 2 or self.samples.shape[1] != len(names) or not set(law.parameters) <= set(names):
+            return None
+        values = self.samples[:, [names.index(n) for n in law.parameters]]
+        with np.errstate(all="ignore"):
+            logs = np.log(law.batch(values, L, M, D))
+            center = np.log(law({n: self.estimate[n] for n in law.parameters}, L, M, D))
+            sd = np.nanstd(np.where(np.isfinite(logs), logs, np.nan), axis=0, ddof=1)
+        q = self.interval_quantile()
+        return np.exp(center - q * sd), np.exp(center + q * sd)
+
+    def interval_quantile(self) -> float:
+        """The quantile of the 95% intervals (``ci_quantile``: "1.96", or "t(k)" for Student's t
+        with k degrees of freedom)."""
+        if self.ci_quantile.startswith("t("):
+            from scipy import stats
+
+            return float(stats.t.ppf(0.975, int(self.ci_quantile[2:-1])))
+        return float(self.ci_quantile)
+
     @property
     def not_measured(self) -> dict:
         """Every parameter stated as no result, with why: not fitted (``unidentified``) or fitted
