@@ -105,7 +105,7 @@ def band_layer(fit: FitResult, curve: pd.DataFrame, x: str, L, M, D, law=None) -
     bands = band_frame(fit, L, M, D, law)
     if bands is None:
         return []
-    return [alt.Chart(curve.assign(**bands)).mark_area(color="#d95f02", opacity=0.2).encode(
+    return [alt.Chart(curve.drop(columns="fitted").assign(**bands)).mark_area(color="#d95f02", opacity=0.2).encode(
         x=f"{x}:Q", y="band_low:Q", y2="band_high:Q",
         tooltip=[alt.Tooltip("band_low:Q", format=".3g", title="95% band low"),
                  alt.Tooltip("band_high:Q", format=".3g", title="95% band high")])]
@@ -188,7 +188,7 @@ def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
             bands = band_frame(fit, curves["L"].to_numpy(float), curves["M"].to_numpy(float),
                                np.full(len(curves), float(D)))
             if bands is not None:
-                layers.insert(1, alt.Chart(curves.assign(**bands)).mark_area(opacity=0.15).encode(
+                layers.insert(1, alt.Chart(curves[["L", "M"]].assign(**bands)).mark_area(opacity=0.15).encode(
                     x="L:Q", y="band_low:Q", y2="band_high:Q", color=color, detail="M:O"))
             layers.append(alt.Chart(curves).mark_line(opacity=0.8).encode(
                 x="L:Q", y="fitted:Q", color=color, detail="M:O"))

@@ -70,9 +70,10 @@ def interval_reason(est: float, lo: float, hi: float, positive: bool, width: boo
                 "at its bound or fixed by the law's form)")
     if not width:
         return None
-    if positive and hi / lo > CONSTANT_FACTOR:
-        return (f"{NOT_MEASURED}: its 95% interval spans a factor {fmt(hi / lo, '.2g')} (a measured constant's spans "
-                f"at most {fmt(CONSTANT_FACTOR, 'g')})")
+    if positive and not hi <= CONSTANT_FACTOR * lo:
+        factor = f"a factor {fmt(hi / lo, '.2g')}" if lo > 0 else "down to zero"
+        return (f"{NOT_MEASURED}: its 95% interval spans {factor} (a measured constant's spans at most a factor "
+                f"{fmt(CONSTANT_FACTOR, 'g')})")
     if not positive and hi - lo > EXPONENT_WIDTH:
         return (f"{NOT_MEASURED}: its 95% interval is {fmt(hi - lo, '.2g')} wide (a measured exponent's is at most "
                 f"{fmt(EXPONENT_WIDTH, 'g')})")

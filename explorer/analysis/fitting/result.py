@@ -140,7 +140,7 @@ class FitResult:
             from scipy import stats
 
             return float(stats.t.ppf(0.975, int(self.ci_quantile[2:-1])))
-        return float(self.ci_quantile)
+        return Z95 if self.ci_quantile == "1.96" else float(self.ci_quantile)
 
     @property
     def not_measured(self) -> dict:
