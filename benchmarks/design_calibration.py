@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("sweeps", nargs="+")
     args = parser.parse_args()
     model = pilot_model(Store(args.pilot_store), args.pilot)
-    model.tau = draw_spread(model)
+    model.tau, model.tau_measured = draw_spread(model)
     print("| sweep | grid | seeds x draws | a: estimate [95% CI] | a predicted | a achieved | ratio "
           "| b: estimate [95% CI] | b predicted | b achieved | ratio | trials' wall |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -404,11 +404,13 @@ class SweepFit:
     comparison: "pd.DataFrame | None" = None  # compare_laws' table (compare=True)
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
+    targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
         from .analysis.fitting import additive_warning, format_comparison, format_table
         from .analysis.shapes import format_advice
+        from .experiment_design.design_record import target_lines
 
         out = format_table(self.result).split("\n")
         if self.comparison is not None:
@@ -416,6 +418,7 @@ class SweepFit:
             out += [f"warning: {line}" for line in additive_warning(self.comparison, self.result.form)]
         if self.advice is not None:
             out += format_advice(self.advice).split("\n")
+        out += target_lines(self.targets, self.result)
         if self.written_to is not None:
             out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
         return out
@@ -452,6 +455,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
     from .errors import FitError, NoDecompositionError
+    from .experiment_design.design_record import read_targets
     from .store_access import open_sweep
 
     with store_errors():
@@ -460,6 +464,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         try:
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                                floor=floor)
+            targets = read_targets(con, sweep)
         except (NoDecompositionError, FitError) as exc:
             method = method_of(label)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
@@ -468,7 +473,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None)
+                        shape_advice(result, budgets) if budgets else None, targets=targets)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri

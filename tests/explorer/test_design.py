@@ -85,10 +85,12 @@ def test_the_design_meets_its_targets_at_the_least_cost_found(pilot_store):
 
 
 def test_an_impossible_target_is_refused_in_one_line_with_the_best_reachable(pilot_store):
-    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.01", "--budget", "0.1")
+    # a = 0.01 is out of every design's reach since several draws carry the draws' spread (the
+    # default tau): a = 0.03 needs more than 0.01 CPU-hour
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.03", "--budget", "0.01")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: no design within 0.1 CPU-hour(s) reaches a = 0.01")
+    assert len(lines) == 1 and lines[0].startswith("error: no design within 0.01 CPU-hour(s) reaches a = 0.03")
     assert "best reachable" in lines[0] and "limited by the budget" in lines[0]
 
 
