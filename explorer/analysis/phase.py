@@ -13,8 +13,10 @@ counted in ``n_flagged``):
 
 1. failed:   every seed of the cell failed (no measurement).
 2. diverged: any seed diverged at any step, or a final value is missing or non-finite.
-3. trivial:  output_change < 0.05 * initial_residual, where initial_residual = sqrt(loss at
-             step 0) is how far the output had to go (RMS of f_0 - y).
+3. trivial:  output_change < 0.25 * initial_residual, where initial_residual = sqrt(loss at
+             step 0) is how far the output had to go (RMS of f_0 - y): the output did not move
+             Theta(1), as a learning rate too small leaves it (lr = 0.125 with K = 10 moves it
+             0.18 - 0.20 of the way, lr = 1 0.42 - 0.44: docs/analysis.md).
 4. lazy:     local_ratio = max(feature_update, lin_ratio) / output_change < 0.5: the units'
              own, local movement is small next to the function's movement.
 5. mlu:      otherwise.
@@ -23,13 +25,16 @@ Measured with the trial engine at L = M = 8 and 32, D = 4 and 8, K = 10, eta = 1
 about 0.73 at alpha = 1, 0.5 at alpha = 2, 0.25 to 0.38 at alpha = 4 and 0.06 to 0.16 at alpha =
 16, i.e. about 1/alpha; the threshold 0.5 puts the MLU/lazy crossover near alpha = 2, so alpha = 4
 already reads lazy (docs/model.md section 4's numbers give 0.70, 0.19, 0.056 at alpha = 1, 4, 16).
-A cell is marked ``init_noise`` (``*``) when a seed of it carries the trials' ``init_noise`` flag
-(the ``flags`` column): alpha_eff / sqrt(L M) > init_noise_limit (default 1) without antithetic
-units, alpha_eff = residual_scale * L * M (trials.TrialConfig.init_noise). Rows written before the
-flags column (NULL) get the same rule from their ``residual_scale`` column (alpha where that is
-missing) and ``PhaseRule.init_noise``. Such a cell lies outside the Mean ODE picture whatever its
-class; it is still classified and drawn (the fits leave its seeds out). Seeds with any other flag
-(``chaotic``) are left out of the cells and counted.
+``phase_boundary`` measures where the crossover lies, per slice, with its bootstrap interval, and
+how it scales with L, M and D beside the theory's exponents.
+
+A cell is marked ``init_noise`` (``*``) when the initial noise of its hidden state, alpha_eff
+sqrt(D / (L M)) (alpha_eff = residual_scale L M, 0 with antithetic units), is >= 1: the RMS of
+h_L - h_0 at step 0 is 0.6 - 0.8 times that (engine, D = 8 - 64), as large as the state itself,
+outside the Mean ODE picture; or when a seed carries the trials' ``init_noise`` flag (the
+``flags`` column: alpha_eff / sqrt(L M) > the sweep's init_noise_limit). The cell is still
+classified and drawn. Seeds with any other flag (``chaotic``) are left out of the cells and
+counted.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ import pandas as pd
 
 from ..errors import SweepDataError
 from ..formatting import fmt
-from .data import (FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, held_axes, held_where, plain_value,
+from .data import (DRAW_COLUMN, FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, held_axes, held_where, plain_value,
                    query_frame, require_sweep_rows, sweep_is, table_columns, where_clause)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
@@ -52,9 +57,9 @@ _NEEDED = ("feature_update", "lin_ratio", "output_change", "loss")
 class PhaseRule:
     """Thresholds of the phase rule (see the module docstring)."""
 
-    trivial_output: float = 0.05  # output_change below this fraction of sqrt(loss_0): trivial
+    trivial_output: float = 0.25  # output_change below this fraction of sqrt(loss_0): trivial (a too-small lr)
     lazy_ratio: float = 0.5  # max(feature_update, lin_ratio) / output_change below this: lazy
-    init_noise: float = 1.0  # rows without flags (older files): alpha_eff / sqrt(L M) above this is init_noise
+    init_noise: float = 1.0  # alpha_eff sqrt(D / (L M)) at or above this: the cell is marked init_noise
 
 
 @dataclass
@@ -141,56 +146,73 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     require_sweep_rows(con, sweep)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
-    conditions = where_clause(choice.where)
-    final = final_step_clause(columns, sweep, step)
-    alpha = '"alpha"' if "alpha" in columns else "1.0"
-    anti = '"antithetic"' if "antithetic" in columns else "FALSE"
-    scale = '"residual_scale" * "L" * "M"' if "residual_scale" in columns else alpha  # alpha_eff
-    noise = f'CASE WHEN {anti} THEN 0.0 ELSE {scale} / sqrt("L" * "M") END'
-    init_flag, other_flag = _flag_conditions(columns, noise, rule)
-
-    def at_final(c):
-        return f"max(CASE WHEN {final} AND status = 'ok' THEN {c} END)"
-
-    sql = f"""
-        WITH seeds AS (
-            SELECT "{x}" AS x, "{y}" AS y, trial_key, seed,
-                   any_value("L") AS "L", any_value("M") AS "M", any_value({alpha}) AS alpha,
-                   bool_or({anti}) AS antithetic, max({noise}) AS init_noise,
-                   bool_or({init_flag}) AS init_noise_flag,
-                   bool_or(status = 'diverged') AS diverged, bool_or(status = 'failed') AS failed,
-                   max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
-                   max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
-                   {at_final('feature_update')} AS feature_update, {at_final('lin_ratio')} AS lin_ratio,
-                   {at_final('output_change')} AS output_change, bool_or({other_flag}) AS flagged
-            FROM metrics WHERE {sweep_is(sweep)}{conditions}
-            GROUP BY "{x}", "{y}", trial_key, seed)
-        SELECT x, y, any_value("L") AS "L", any_value("M") AS "M", any_value(alpha) AS alpha,
-               bool_or(antithetic) AS antithetic, max(init_noise) AS init_noise,
-               bool_or(init_noise_flag) AS init_noise_flag, count(*) AS n_seeds,
-               CAST(sum(CAST(diverged AS INTEGER)) AS BIGINT) AS n_diverged,
-               CAST(sum(CAST(failed AS INTEGER)) AS BIGINT) AS n_failed, CAST(sum(has_final) AS BIGINT) AS n_final,
-               median(feature_update) AS feature_update, median(lin_ratio) AS lin_ratio,
-               median(output_change) AS output_change, median(initial_residual) AS initial_residual
-        FROM seeds WHERE NOT flagged GROUP BY x, y ORDER BY x, y
-    """
-    cells = query_frame(con, sql)
-    flagged = query_frame(con, sql.split("SELECT x, y, any_value")[0]
-                          + "SELECT count(*) FILTER (WHERE flagged) AS n, "
-                          "count(*) FILTER (WHERE init_noise_flag) AS n_init FROM seeds").iloc[0]
-    n_flagged, n_init_noise = int(flagged["n"]), int(flagged["n_init"])
+    seeds = seed_rows(con, sweep, (x, y), where=choice.where, step=step, rule=rule)
+    cells = cell_table(seeds[~seeds["flagged"]], (x, y), rule)
     if cells.empty:
         raise SweepDataError(f"sweep {sweep!r} has no rows for a phase diagram over {x} and {y}")
-    cells = _rename_axes(_typed_cells(cells, rule), x, y)
+    n_flagged, n_init_noise = int(seeds["flagged"].sum()), int(seeds["init_noise_flag"].sum())
     notes = list(choice.notes)
     if n_flagged:
         notes.append(f"{n_flagged} seeds with a stability flag (the flags column) are left out of the cells")
     if n_init_noise:
         marked = int(cells["init_noise_flag"].sum())
         notes.append(f"{n_init_noise} seeds flagged init_noise in {marked} cell{'s' if marked != 1 else ''} (marked *): "
-                     "classified, but outside the Mean ODE picture; the fits leave them out")
+                     "classified, but outside the Mean ODE picture")
     return PhaseDiagram(cells=cells, x=x, y=y, fixed=fixed, rule=rule, notes=notes, n_flagged=n_flagged,
                         n_init_noise=n_init_noise)
+
+
+def seed_rows(con, sweep: str, axes, *, where: str | None, step: int | None, rule: PhaseRule) -> pd.DataFrame:
+    """One row per (trial, seed) of ``sweep`` (rows filtered by ``where``): the axes, L, M, D,
+    alpha and the problem draw, the seed, its final-step feature_update, lin_ratio and
+    output_change (null unless it ended ok), initial_residual (sqrt of the step-0 loss), whether
+    it diverged, failed, has its final row, carries a stability flag other than init_noise
+    (``flagged``), its init noise and whether it is marked (``init_noise_flag``)."""
+    columns = table_columns(con)
+    final = final_step_clause(columns, sweep, step)
+    alpha = '"alpha"' if "alpha" in columns else "1.0"
+    anti = '"antithetic"' if "antithetic" in columns else "FALSE"
+    scale = '"residual_scale" * "L" * "M"' if "residual_scale" in columns else alpha  # alpha_eff
+    noise = f'CASE WHEN {anti} THEN 0.0 ELSE {scale} * sqrt("D" / ("L" * "M")) END'
+    init_flag, other_flag = _flag_conditions(columns, noise, rule)
+    names = list(dict.fromkeys([*axes, "L", "M", "D"]))
+    kept = [f'any_value("{a}") AS "{a}"' for a in names]
+    kept.append(f"any_value({alpha}) AS alpha" if "alpha" not in names else "")
+    kept.append(f'any_value("{DRAW_COLUMN}") AS draw' if DRAW_COLUMN in columns else "1 AS draw")
+
+    def at_final(c):
+        return f"max(CASE WHEN {final} AND status = 'ok' THEN {c} END) AS {c}"
+
+    sql = f"""
+        SELECT {", ".join(k for k in kept if k)}, trial_key, seed, bool_or({anti}) AS antithetic,
+               max({noise}) AS init_noise, bool_or({init_flag}) AS init_noise_flag,
+               bool_or(status = 'diverged') AS diverged, bool_or(status = 'failed') AS failed,
+               max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
+               max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
+               {at_final('feature_update')}, {at_final('lin_ratio')}, {at_final('output_change')},
+               bool_or({other_flag}) AS flagged
+        FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY trial_key, seed"""
+    seeds = query_frame(con, sql)
+    for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "init_noise"):
+        seeds[c] = seeds[c].astype(float)
+    for c in ("flagged", "init_noise_flag", "diverged", "failed", "antithetic"):
+        seeds[c] = seeds[c].fillna(False).astype(bool)
+    return seeds
+
+
+def cell_table(seeds: pd.DataFrame, keys, rule: PhaseRule) -> pd.DataFrame:
+    """The cells over ``keys`` from ``seed_rows`` (flagged seeds already left out): the counts,
+    the medians over seeds, the local ratio, the init-noise mark and the phase of each."""
+    keys = list(keys)
+    given = {c: "first" for c in ("L", "M", "D", "alpha") if c not in keys and c in seeds}
+    given.update(antithetic="any", init_noise="max", init_noise_flag="any", n_seeds="size", n_diverged="sum",
+                 n_failed="sum", n_final="sum", feature_update="median", lin_ratio="median",
+                 output_change="median", initial_residual="median")
+    frame = seeds.assign(n_seeds=1, n_diverged=seeds["diverged"].astype(int), n_failed=seeds["failed"].astype(int),
+                         n_final=seeds["has_final"].astype(int))
+    cells = frame.groupby(keys, dropna=False).agg({c: how for c, how in given.items() if c != "n_seeds"})
+    cells["n_seeds"] = frame.groupby(keys, dropna=False).size()
+    return _typed_cells(cells.reset_index().sort_values(keys, ignore_index=True), rule)
 
 
 def _check_axes(columns: list[str], x: str, y: str) -> None:
@@ -222,23 +244,17 @@ def _typed_cells(cells: pd.DataFrame, rule: PhaseRule) -> pd.DataFrame:
 
 
 def _flag_conditions(columns, noise: str, rule: PhaseRule) -> tuple[str, str]:
-    """SQL booleans on a metric row: (it is init_noise, it carries another flag). The flags
-    column decides where it is written; a NULL there (a row from before it) or no such column
-    falls back to ``noise > rule.init_noise``, the trials' own rule."""
-    fallback = f"({noise} > {float(rule.init_noise)!r})"
+    """SQL booleans on a metric row: (it is marked init_noise, it carries another flag). Marked:
+    its init noise alpha_eff sqrt(D / (L M)) is >= ``rule.init_noise``, or the trials flagged it
+    (their own rule, with the sweep's init_noise_limit, in the ``flags`` column)."""
+    criterion = f"({noise} >= {float(rule.init_noise)!r})"
     if FLAGS_COLUMN not in columns:
-        return fallback, "FALSE"
+        return criterion, "FALSE"
     names = f'string_split(replace("{FLAGS_COLUMN}", \' \', \'\'), \',\')'
-    init = f'CASE WHEN "{FLAGS_COLUMN}" IS NULL THEN {fallback} ELSE list_contains({names}, \'init_noise\') END'
+    init = f'({criterion} OR coalesce(list_contains({names}, \'init_noise\'), FALSE))'
     other = (f'coalesce(regexp_replace(replace("{FLAGS_COLUMN}", \'init_noise\', \'\'), \'[ ,]\', \'\', \'g\') '
              f"<> '', FALSE)")
     return init, other
-
-
-def _rename_axes(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
-    """Axis columns named after the axis; an axis that is L, M or alpha replaces that column."""
-    cells = cells.drop(columns=[c for c in (x, y) if c in cells.columns])
-    return cells.rename(columns={"x": x, "y": y})
 
 
 def format_phase(diagram: PhaseDiagram) -> str:
@@ -254,7 +270,9 @@ def format_phase(diagram: PhaseDiagram) -> str:
     for yv in ys:
         lines.append(f"{fmt(yv, 'g'):>12} " + " ".join(f"{lookup.get((xv, yv), '-'):>9}" for xv in xs))
     fixed = ", ".join(f"{k}={fmt(v, 'g')}" for k, v in diagram.fixed.items())
-    lines.append("* init_noise flag: alpha_eff/sqrt(LM) > the trials' init_noise_limit (outside the Mean ODE picture)")
+    if cells["init_noise_flag"].any():
+        lines.append(f"* init noise: alpha_eff sqrt(D/(LM)) >= {diagram.rule.init_noise:g} (the initial hidden state's "
+                     "noise as large as the state), or flagged by the trials: outside the Mean ODE picture")
     if fixed:
         lines.append(f"other axes held at: {fixed}")
     lines.extend(f"note: {note}" for note in diagram.notes)
