@@ -309,19 +309,31 @@ def sql(query: str, store: Store | str | os.PathLike = "results", *, sweep: str 
 
 def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = "alpha", y: str = "D",
           step: int | None = None, where: str | None = None, out: str | os.PathLike | None = None, force: bool = False,
-          echo: Echo = _quiet) -> PhaseDiagram:
+          n_boot: int = 200, seed: int = 0, echo: Echo = _quiet) -> PhaseDiagram:
     """The phase diagram of a sweep over (``x``, ``y``) (``explorer.analysis.phase``): its table
-    through ``echo``, then with ``out`` the chart saved as ``out``/phase.png, .svg and .html
-    (``force``: replace files there that explorer did not write) and their paths."""
-    from .analysis.phase import format_phase, phase_diagram
+    through ``echo``; where one axis is alpha, the boundary too (``phase_boundary``: alpha* per
+    slice with its interval from ``n_boot`` resamples, its exponents in L, M, D beside the theory's;
+    ``diagram.boundary``, not stored: the store has no kind for it); then with ``out`` the chart
+    saved as ``out``/phase.png, .svg and .html (``force``: replace files there that explorer did not
+    write) and their paths."""
+    from .analysis.phase import BOUNDARY_AXIS, format_boundary, format_phase, phase_boundary, phase_diagram
+    from .errors import SweepDataError
 
     with store_errors():
         _, con = open_sweep(store, sweep)
         try:
             diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
+            if BOUNDARY_AXIS in (x, y):
+                try:
+                    diagram.boundary = phase_boundary(con, sweep, y if x == BOUNDARY_AXIS else x, step=step,
+                                                      where=where, n_boot=n_boot, seed=seed)
+                except SweepDataError as exc:
+                    diagram.notes.append(f"no phase boundary: {exc}")
         finally:
             con.close()
         echo(format_phase(diagram))
+        if diagram.boundary is not None:
+            echo(format_boundary(diagram.boundary))
         if out:
             from .report.diagnostic_charts import phase_chart
             from .report.output_folder import OutputFolder

@@ -1,4 +1,9 @@
-"""The phase diagram: each cell of two swept axes classified as mlu, lazy, trivial or diverged.
+"""The phase diagram: each cell of two swept axes classified as mlu, lazy, trivial or diverged,
+and the boundary between mlu and lazy located along alpha.
+
+Size: one concept, the phase rule: the cells it classifies and the crossover of its lazy
+threshold share the per-seed rows, the rule and its thresholds; the boundary is the rule read
+between grid values, with the fits' bootstrap.
 
 Source: Chizat, "The Hidden Width of Deep ResNets" (arXiv:2509.10167), the phase diagram of
 docs/model.md, section 6. In the maximal-local-update (MLU) regime every unit's own preactivation
@@ -38,6 +43,8 @@ counted.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +90,7 @@ class PhaseDiagram:
     notes: list = field(default_factory=list)  # e.g. trials against older references left out
     n_flagged: int = 0  # seeds left out for a flag other than init_noise (a cell whose every seed is so flagged is not drawn)
     n_init_noise: int = 0  # seeds flagged init_noise (kept in their cells, which are marked)
+    boundary: "PhaseBoundary | None" = None  # the crossover along alpha (``phase_boundary``), where measured
 
     def counts(self) -> dict:
         """phase -> number of cells."""
@@ -276,4 +284,252 @@ def format_phase(diagram: PhaseDiagram) -> str:
     if fixed:
         lines.append(f"other axes held at: {fixed}")
     lines.extend(f"note: {note}" for note in diagram.notes)
+    return "\n".join(lines)
+
+
+# --- the boundary: where the local ratio crosses the lazy threshold along alpha ----------------
+
+BOUNDARY_AXIS = "alpha"
+SCALING_AXES = ("L", "M", "D")
+_LOCAL = ("feature_update", "lin_ratio", "output_change")
+
+
+@dataclass
+class PhaseBoundary:
+    """The MLU/lazy crossover alpha* of each slice of a sweep, and its scaling in L, M and D.
+
+    Attributes:
+        crossovers: one row per slice (its axes' values): alpha_star (nan at an edge), ci_low and
+            ci_high (nan: open, more than 2.5% of the resamples leave the grid on that side),
+            edge (None, "below": every usable cell is lazy, "above": none is), n_cells.
+        exponents: one row per (group, axis): the group's non-scaling slice values, axis,
+            exponent, ci_low, ci_high, theory (the preset's prediction), n_slices, preset.
+        threshold: the lazy ratio crossed. n_boot, method: the resamples and what they resample.
+        fixed: the other axes' held values. notes: what the reader should know.
+    """
+
+    crossovers: pd.DataFrame
+    exponents: pd.DataFrame
+    threshold: float
+    n_boot: int
+    method: str
+    n_draws: int
+    fixed: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+def theory_exponents(preset: str | None) -> dict | None:
+    """alpha*'s exponents in L, M, D that the theory predicts for ``preset``: the crossover sits
+    at a fixed effective multiplier alpha_eff = c L M (the hidden-width paper's residual scale
+    sqrt(D)/(LM) in its unit-variance form is c = alpha_eff / (L M) here, docs/model.md section 1),
+    and with c = alpha L^-a M^-b D^-g, alpha* ~ L^(a-1) M^(b-1) D^g."""
+    from trials import PRESETS
+
+    if preset not in PRESETS:
+        return None
+    a, b, g = PRESETS[preset]
+    return {"L": a - 1.0, "M": b - 1.0, "D": float(g)}
+
+
+def crossing(alphas: np.ndarray, ratios: np.ndarray, threshold: float) -> tuple[float, str | None]:
+    """(log alpha*, edge) where ``ratios`` first falls below ``threshold`` along ascending
+    ``alphas``, log ratio interpolated linearly in log alpha between the two cells around it;
+    -inf "below" when the smallest alpha is already under it, +inf "above" when no cell is,
+    nan when no cell has a ratio."""
+    ok = np.isfinite(ratios) & (ratios > 0)
+    x, r = np.log(alphas[ok]), np.log(ratios[ok])
+    if len(x) == 0:
+        return math.nan, None
+    above = r >= math.log(threshold)
+    if not above[0]:
+        return -math.inf, "below"
+    falls = np.flatnonzero(above[:-1] & ~above[1:])
+    if len(falls) == 0:
+        return math.inf, "above"
+    i = int(falls[0])
+    t = (math.log(threshold) - r[i]) / (r[i + 1] - r[i])
+    return float(x[i] + t * (x[i + 1] - x[i])), None
+
+
+def phase_boundary(con, sweep: str, y: str = "D", *, step: int | None = None, where: str | None = None,
+                   rule: PhaseRule = PhaseRule(), n_boot: int = 200, seed: int = 0) -> PhaseBoundary:
+    """alpha* per slice (``y`` and every other varying one of L, M, D; other axes held as the
+    diagram holds them), its 95% interval from the seed-and-draw bootstrap, and log alpha*
+    fitted on log L, log M, log D (those that vary) per group of the other slice axes, beside
+    the theory's exponents (``theory_exponents``).
+
+    Raises:
+        SweepDataError: no alpha axis, alpha with one value, or the diagram's errors.
+    """
+    columns = table_columns(con)
+    _check_axes(columns, BOUNDARY_AXIS, y)
+    fixed = {k: v for k, v in _held_for_phase(con, sweep, BOUNDARY_AXIS, y, columns, where).items()
+             if k not in SCALING_AXES}
+    choice = choose_references(con, sweep, held_where(fixed, where))
+    extra = ("preset",) if "preset" in columns else ()
+    seeds = seed_rows(con, sweep, (BOUNDARY_AXIS, y, *extra), where=choice.where, step=step, rule=rule)
+    seeds = seeds[~seeds["flagged"]].reset_index(drop=True)
+    if seeds[BOUNDARY_AXIS].nunique() < 2:
+        raise SweepDataError(f"sweep {sweep!r} has one value of alpha: no crossover to locate")
+    keys = list(dict.fromkeys([y, *(a for a in SCALING_AXES if seeds[a].nunique() > 1)]))
+    cells = cell_table(seeds, [*keys, BOUNDARY_AXIS], rule)
+    cells = cells[cells["phase"].isin(("mlu", "lazy"))].reset_index(drop=True)
+    values, G = _seed_tensor(seeds, cells, [*keys, BOUNDARY_AXIS])
+    slices = cells.groupby(keys, dropna=False, sort=True).indices
+    estimate = _crossovers(cells["local_ratio"].to_numpy(float), cells, slices, rule.lazy_ratio)
+    rng = np.random.default_rng(seed)
+    outer = np.array([_crossovers(_resampled_ratio(values, rng, True), cells, slices, rule.lazy_ratio)
+                      for _ in range(n_boot)]).reshape(n_boot, len(slices))
+    inner = np.array([_crossovers(_resampled_ratio(values, rng, False), cells, slices, rule.lazy_ratio)
+                      for _ in range(n_boot)]).reshape(n_boot, len(slices)) if G > 1 else None
+    widen = math.sqrt(values.shape[-1] / (values.shape[-1] - 1)) if G == 1 and values.shape[-1] > 1 else 1.0
+    rows = []
+    for k, (key, members) in enumerate(slices.items()):
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        low, high = _interval(estimate[k], outer[:, k], None if inner is None else inner[:, k], G, widen)
+        edge = "below" if estimate[k] == -math.inf else "above" if estimate[k] == math.inf else None
+        rows.append({**row, "alpha_star": math.exp(estimate[k]) if math.isfinite(estimate[k]) else math.nan,
+                     "ci_low": low, "ci_high": high, "edge": edge, "n_cells": len(members),
+                     "alpha_min": float(cells.loc[members, BOUNDARY_AXIS].min()),
+                     "alpha_max": float(cells.loc[members, BOUNDARY_AXIS].max())})
+    crossovers = pd.DataFrame(rows)
+    exponents = _exponents(crossovers, keys, estimate, outer, inner, G, widen, seeds)
+    method = "draws, then seeds within draws" if G > 1 else "seeds"
+    return PhaseBoundary(crossovers, exponents, rule.lazy_ratio, n_boot, method, G, fixed, list(choice.notes))
+
+
+def _seed_tensor(seeds: pd.DataFrame, cells: pd.DataFrame, keys: list) -> tuple[np.ndarray, int]:
+    """(values (3, draws, cells, seeds) of feature_update, lin_ratio, output_change, nan where a
+    seed is missing; the number of draws). Seed indices are common random numbers within a draw."""
+    index = cells[keys].reset_index().merge(seeds, on=keys, how="inner")
+    draw = pd.Categorical(index["draw"]).codes
+    seed = pd.Categorical(index["seed"]).codes
+    G, S = int(draw.max()) + 1 if len(index) else 1, int(seed.max()) + 1 if len(index) else 1
+    values = np.full((3, G, len(cells), S), np.nan)
+    for i, c in enumerate(_LOCAL):
+        values[i, draw, index["index"].to_numpy(), seed] = index[c].to_numpy(float)
+    return values, G
+
+
+def _resampled_ratio(values: np.ndarray, rng, resample_draws: bool) -> np.ndarray:
+    """Each cell's local ratio from one resample: draws with replacement (``resample_draws``),
+    then seed indices within each chosen draw, the same for all its cells; medians pooled."""
+    G, S = values.shape[1], values.shape[3]
+    draws = rng.integers(0, G, G) if resample_draws and G > 1 else range(G)
+    picked = np.concatenate([values[:, g][:, :, rng.integers(0, S, S)] for g in draws], axis=2)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a cell whose chosen seeds all lack a value
+        fu, lin, oc = np.nanmedian(picked, axis=2)
+        return np.maximum(fu, lin) / oc
+
+
+def _crossovers(ratio: np.ndarray, cells: pd.DataFrame, slices: dict, threshold: float) -> list[float]:
+    alphas = cells[BOUNDARY_AXIS].to_numpy(float)
+    return [crossing(alphas[m], ratio[m], threshold)[0] for m in slices.values()]
+
+
+def _interval(estimate: float, outer: np.ndarray, inner, G: int, widen: float) -> tuple[float, float]:
+    """The 95% interval of alpha* from its log replicates (the fits' rule, ``fitting.spread``);
+    a side is open (nan) when more than 2.5% of the resamples leave the grid there."""
+    from .fitting import spread
+
+    if not math.isfinite(estimate):
+        return math.nan, math.nan
+    finite = outer[np.isfinite(outer)]
+    inner_finite = None if inner is None else inner[np.isfinite(inner)]
+    if len(finite) < 2:
+        return math.nan, math.nan
+    sd, q = spread(finite[:, None], None if inner_finite is None else inner_finite[:, None], G)
+    half = q * float(sd[0]) * widen
+    low = math.exp(estimate - half) if np.mean(outer == -math.inf) <= 0.025 else math.nan
+    high = math.exp(estimate + half) if np.mean(outer == math.inf) <= 0.025 else math.nan
+    return low, high
+
+
+def _exponents(crossovers, keys, estimate, outer, inner, G, widen, seeds) -> pd.DataFrame:
+    """log alpha* on log L, log M, log D (those with two values or more among the located
+    slices), per group of the other slice axes, with intervals from the same replicates."""
+    from .fitting import spread
+
+    groups = [k for k in keys if k not in SCALING_AXES]
+    estimate = np.asarray(estimate, float)
+    rows = []
+    for label, members in (crossovers.groupby(groups, dropna=False).indices.items() if groups
+                           else [((), np.arange(len(crossovers)))]):
+        used = members[np.isfinite(estimate[members])]
+        axes = [a for a in SCALING_AXES if a in keys and crossovers.loc[used, a].nunique() > 1]
+        if not axes or len(used) < len(axes) + 1:
+            continue
+        X = np.column_stack([np.ones(len(used))] + [np.log(crossovers.loc[used, a].to_numpy(float)) for a in axes])
+
+        def slopes(logs):  # the resamples in which every used slice has its crossover on the grid
+            ok = np.isfinite(logs[:, used]).all(axis=1)
+            if ok.sum() < 2:
+                return None
+            return np.linalg.lstsq(X, logs[ok][:, used].T, rcond=None)[0][1:].T
+
+        beta = np.linalg.lstsq(X, estimate[used], rcond=None)[0][1:]
+        replicates = slopes(outer)
+        sd, q = (np.full(len(axes), np.nan), math.nan) if replicates is None else \
+            spread(replicates, None if inner is None else slopes(inner), G)
+        group = dict(zip(groups, label if isinstance(label, tuple) else (label,)))
+        preset = _preset_of(seeds, group)
+        theory = theory_exponents(preset) or {}
+        for i, axis in enumerate(axes):
+            half = q * float(sd[i]) * widen
+            rows.append({**group, "axis": axis, "exponent": float(beta[i]), "ci_low": float(beta[i] - half),
+                         "ci_high": float(beta[i] + half), "theory": theory.get(axis, math.nan),
+                         "n_slices": len(used), "preset": preset})
+    return pd.DataFrame(rows)
+
+
+def _preset_of(seeds: pd.DataFrame, group: dict) -> str | None:
+    if "preset" not in seeds:
+        return "mlu"  # the only preset before the column existed
+    rows = seeds
+    for k, v in group.items():
+        rows = rows[rows[k] == v]
+    presets = rows["preset"].dropna().unique()
+    return str(presets[0]) if len(presets) == 1 else None
+
+
+def _theory_words(preset: str) -> str:
+    """The theory's crossover in the tool's units, in words (docs/analysis.md, "The phase boundary")."""
+    t = theory_exponents(preset)
+    law = " ".join(f"{a}^{t[a]:g}" for a in SCALING_AXES if t[a] != 0) or "a constant"
+    return (f"the hidden-width paper's lazy scale, a residual scale of order sqrt(D)/(LM) in its unit-variance "
+            f"form, is alpha_eff = c L M of order 1 here, so alpha* ~ {law}")
+
+
+def format_boundary(boundary: PhaseBoundary) -> str:
+    """The crossovers as a table, then each exponent beside the theory's, in words."""
+    c = boundary.crossovers
+    keys = [k for k in c.columns if k not in ("alpha_star", "ci_low", "ci_high", "edge", "n_cells", "alpha_min",
+                                              "alpha_max")]
+    lines = [f"phase boundary: alpha* where local_ratio crosses {boundary.threshold:g} (mlu below, lazy above), "
+             f"log ratio interpolated on log alpha between the grid values around it; 95% intervals from "
+             f"{boundary.n_boot} resamples ({boundary.method}" + (f", t({boundary.n_draws - 1})" if boundary.n_draws > 1
+                                                                   else "") + ")",
+             " ".join(f"{k:>8}" for k in keys) + f" {'alpha*':>10}   95% CI"]
+    for _, r in c.iterrows():
+        head = " ".join(f"{fmt(r[k], 'g'):>8}" for k in keys)
+        if r["edge"] == "below":
+            lines.append(f"{head} {'below ' + fmt(r['alpha_min'], 'g'):>10}   (every cell lazy)")
+        elif r["edge"] == "above":
+            lines.append(f"{head} {'above ' + fmt(r['alpha_max'], 'g'):>10}   (no cell lazy)")
+        elif not math.isfinite(r["alpha_star"]):
+            lines.append(f"{head} {'-':>10}   (no mlu or lazy cell)")
+        else:
+            low = fmt(r["ci_low"], ".3g") if math.isfinite(r["ci_low"]) else f"<{fmt(r['alpha_min'], 'g')}"
+            high = fmt(r["ci_high"], ".3g") if math.isfinite(r["ci_high"]) else f">{fmt(r['alpha_max'], 'g')}"
+            lines.append(f"{head} {fmt(r['alpha_star'], '.3g'):>10}   [{low}, {high}]")
+    for _, e in boundary.exponents.iterrows():
+        theory = (f"theory {e['theory']:g} (preset {e['preset']}: {_theory_words(e['preset'])})")
+        lines.append(f"alpha* ~ {e['axis']}^e: e = {e['exponent']:.3g} [{e['ci_low']:.3g}, {e['ci_high']:.3g}] over "
+                     f"{e['n_slices']} slices; " + (theory if math.isfinite(e["theory"]) else "no theory for this preset"))
+    if boundary.exponents.empty and len(c) > 1:
+        lines.append("alpha*'s exponents: fewer located crossovers than a fit needs (a slice at an edge is left out)")
+    if boundary.fixed:
+        lines.append("other axes held at: " + ", ".join(f"{k}={fmt(v, 'g')}" for k, v in boundary.fixed.items()))
+    lines.extend(f"note: {note}" for note in boundary.notes)
     return "\n".join(lines)
