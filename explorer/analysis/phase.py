@@ -205,6 +205,7 @@ def seed_rows(con, sweep: str, axes, *, where: str | None, step: int | None, rul
         seeds[c] = seeds[c].astype(float)
     for c in ("flagged", "init_noise_flag", "diverged", "failed", "antithetic"):
         seeds[c] = seeds[c].fillna(False).astype(bool)
+    seeds["draw"] = seeds["draw"].fillna(-1)  # rows without a problem seed: one draw of their own
     return seeds
 
 
@@ -374,6 +375,8 @@ def phase_boundary(con, sweep: str, y: str = "D", *, step: int | None = None, wh
     keys = list(dict.fromkeys([y, *(a for a in SCALING_AXES if seeds[a].nunique() > 1)]))
     cells = cell_table(seeds, [*keys, BOUNDARY_AXIS], rule)
     cells = cells[cells["phase"].isin(("mlu", "lazy"))].reset_index(drop=True)
+    if cells.empty:
+        raise SweepDataError(f"sweep {sweep!r} has no mlu or lazy cell: no crossover to locate")
     values, G = _seed_tensor(seeds, cells, [*keys, BOUNDARY_AXIS])
     slices = cells.groupby(keys, dropna=False, sort=True).indices
     estimate = _crossovers(cells["local_ratio"].to_numpy(float), cells, slices, rule.lazy_ratio)

@@ -151,3 +151,10 @@ def test_explorer_phase_on_a_small_real_alpha_by_D_sweep(tmp_path):
     stars = diagram.boundary.crossovers.set_index("D")["alpha_star"]
     assert ((stars > 0.5) & (stars < 8)).all()  # the crossover near alpha ~ 1 - 2 at every D
     shutil.rmtree(tmp_path / "results", ignore_errors=True)
+
+
+def test_a_sweep_without_an_mlu_or_lazy_cell_has_no_boundary():
+    rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 4.0), seeds=2, sweep="p")
+    rows["output_change"] *= 0.01  # every cell trivial
+    with pytest.raises(SweepDataError, match="no mlu or lazy cell"):
+        phase_boundary(connect(rows), "p", "D")
