@@ -422,7 +422,7 @@ class SweepFit:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
         from .analysis.fitting import additive_warning, format_comparison, format_table
         from .analysis.shapes import format_advice
-        from .experiment_design.design_record import target_lines
+        from .experiment_design.design_record import design_target_lines
 
         out = format_table(self.result).split("\n")
         if self.comparison is not None:
@@ -430,7 +430,7 @@ class SweepFit:
             out += [f"warning: {line}" for line in additive_warning(self.comparison, self.result.form)]
         if self.advice is not None:
             out += format_advice(self.advice).split("\n")
-        out += target_lines(self.targets, self.result)
+        out += design_target_lines(self.targets, self.result)
         if self.written_to is not None:
             out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
         return out

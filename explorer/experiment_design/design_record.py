@@ -62,7 +62,7 @@ def read_targets(con, sweep: str) -> dict:
             for p, v in values.items() if p.startswith("target_")}
 
 
-def target_lines(targets: dict, result) -> list[str]:
+def design_target_lines(targets: dict, result) -> list[str]:
     """Each target against the fit's achieved 95% half-width: met, missed or not measured. Empty
     when there is no target, or the fit is not the law the design predicted (a line says so)."""
     if not targets:
@@ -83,5 +83,5 @@ def target_lines(targets: dict, result) -> list[str]:
     return out
 
 
-__all__ = ["DESIGNED_LAW", "DESIGN_FIT_ID", "DESIGN_FORM", "read_targets", "record_rows", "target_lines",
+__all__ = ["DESIGNED_LAW", "DESIGN_FIT_ID", "DESIGN_FORM", "read_targets", "record_rows", "design_target_lines",
            "write_record"]
