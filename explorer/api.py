@@ -309,19 +309,31 @@ def sql(query: str, store: Store | str | os.PathLike = "results", *, sweep: str 
 
 def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = "alpha", y: str = "D",
           step: int | None = None, where: str | None = None, out: str | os.PathLike | None = None, force: bool = False,
-          echo: Echo = _quiet) -> PhaseDiagram:
+          n_boot: int = 200, seed: int = 0, echo: Echo = _quiet) -> PhaseDiagram:
     """The phase diagram of a sweep over (``x``, ``y``) (``explorer.analysis.phase``): its table
-    through ``echo``, then with ``out`` the chart saved as ``out``/phase.png, .svg and .html
-    (``force``: replace files there that explorer did not write) and their paths."""
-    from .analysis.phase import format_phase, phase_diagram
+    through ``echo``; where one axis is alpha, the boundary too (``phase_boundary``: alpha* per
+    slice with its interval from ``n_boot`` resamples, its exponents in L, M, D beside the theory's;
+    ``diagram.boundary``, not stored: the store has no kind for it); then with ``out`` the chart
+    saved as ``out``/phase.png, .svg and .html (``force``: replace files there that explorer did not
+    write) and their paths."""
+    from .analysis.phase import BOUNDARY_AXIS, format_boundary, format_phase, phase_boundary, phase_diagram
+    from .errors import SweepDataError
 
     with store_errors():
         _, con = open_sweep(store, sweep)
         try:
             diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
+            if BOUNDARY_AXIS in (x, y):
+                try:
+                    diagram.boundary = phase_boundary(con, sweep, y if x == BOUNDARY_AXIS else x, step=step,
+                                                      where=where, n_boot=n_boot, seed=seed)
+                except SweepDataError as exc:
+                    diagram.notes.append(f"no phase boundary: {exc}")
         finally:
             con.close()
         echo(format_phase(diagram))
+        if diagram.boundary is not None:
+            echo(format_boundary(diagram.boundary))
         if out:
             from .report.diagnostic_charts import phase_chart
             from .report.output_folder import OutputFolder
@@ -404,11 +416,13 @@ class SweepFit:
     comparison: "pd.DataFrame | None" = None  # compare_laws' table (compare=True)
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
+    targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
         from .analysis.fitting import additive_warning, format_comparison, format_table
         from .analysis.shapes import format_advice
+        from .experiment_design.design_record import design_target_lines
 
         out = format_table(self.result).split("\n")
         if self.comparison is not None:
@@ -416,6 +430,7 @@ class SweepFit:
             out += [f"warning: {line}" for line in additive_warning(self.comparison, self.result.form)]
         if self.advice is not None:
             out += format_advice(self.advice).split("\n")
+        out += design_target_lines(self.targets, self.result)
         if self.written_to is not None:
             out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
         return out
@@ -452,6 +467,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
     from .errors import FitError, NoDecompositionError
+    from .experiment_design.design_record import read_targets
     from .store_access import open_sweep
 
     with store_errors():
@@ -460,6 +476,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         try:
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                                floor=floor)
+            targets = read_targets(con, sweep)
         except (NoDecompositionError, FitError) as exc:
             method = method_of(label)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
@@ -468,7 +485,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None)
+                        shape_advice(result, budgets) if budgets else None, targets=targets)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri

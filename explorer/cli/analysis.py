@@ -59,16 +59,22 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
+              metavar="N", help="Resamples of the phase boundary's intervals (draws, then seeds).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
-                  out: str | None, force: bool) -> None:
-    """Classify each (x, y) cell of a sweep by its training regime.
+                  out: str | None, force: bool, n_boot: int, seed: int) -> None:
+    """Classify each (x, y) cell by regime and locate the lazy boundary.
 
     The regimes are mlu, lazy, trivial, diverged (or failed). The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
-    lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
+    lin_ratio and output_change. When one axis is alpha, the mlu/lazy crossover alpha* of each slice
+    follows, with 95% intervals, and its exponents in L, M and D beside the theory's.
+    Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
     from .. import api
 
-    api.phase(sweep, store_uri, x=x, y=y, step=step, where=where, out=out, force=force, echo=click.echo)
+    api.phase(sweep, store_uri, x=x, y=y, step=step, where=where, out=out, force=force, n_boot=n_boot, seed=seed,
+              echo=click.echo)
 
 
 @click.command("report")

@@ -21,6 +21,7 @@ _LAZY = {
     "data_and_fitter": "dispatch",
     "fit_sweep": "dispatch",
     "fit": "rms_fit",
+    "spread": "bootstrap",
     "FITS_COLUMNS": "result",
     "R2_WARNING": "result",
     "Z95": "result",
