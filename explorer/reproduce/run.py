@@ -259,7 +259,8 @@ def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
 def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
                   cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
-    sweep SPEC --dry-run``) and where the report would go. Nothing runs, nothing is written."""
+    sweep SPEC --dry-run``), a row per claim (its sweep, its metric, the paper's number) and where
+    the report would go. Nothing runs, nothing is written."""
     from ..config import estimate
     from ..config.planning import plan
 
@@ -269,6 +270,9 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
         spec = exp.load(role, scale)
         lines.append(f"{role}: {exp.spec_path(role, scale)}")
         lines += ["  " + line for line in estimate.dry_run_lines(plan(spec), available_bytes, cpus)[:-1]]
+    lines.append("claims (id, sweep, metric: what the paper says):")
+    lines += [f"  {c.id} ({c.sweep}, {c.metric}): {c.paper_text or 'reported beside the paper, not graded'}"
+              for c in exp.claims]
     lines.append(f"report: {report_folder(name, scale, out).resolve()}/ (index.html, claims.csv, claims.md, charts/)")
     lines.append("nothing run (--dry-run)")
     return lines
