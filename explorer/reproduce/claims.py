@@ -38,6 +38,8 @@ Every row names its procedure (``procedure``): the form, the region, the pooling
 Which points a curve or frontier claim leaves out, and why, is written in the paper spec's
 ``[reproduce]`` table (``explorer.reproduce.leave_out``), not here; ``measure`` takes it resolved.
 A claim whose points are not in the sweep is *not measured*, with the reason.
+
+Size: the registry and its measurement are one concept, each claim beside the rule that measures it.
 """
 from __future__ import annotations
 
