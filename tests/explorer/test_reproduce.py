@@ -504,6 +504,6 @@ def test_the_dry_run_has_a_row_per_claim_with_the_d_claims_sweep_and_its_cost(tm
     assert "  width-d-exponent-hidden (d, err_hidden): g <= 1/2 (bound sqrt(D/(LM)))" in out.splitlines()
     d_at = out.index("d: ")
     assert "hidden-width-rates-d-laptop.toml" in out[d_at:].splitlines()[0]
-    assert re.search(r"sweep hidden-width-rates-d-laptop: 120 trials \(L 3 x M 2 x D 4 x problem_seeds 5; 8 seeds each",
+    assert re.search(r"sweep hidden-width-rates-d-laptop: 192 trials \(L 3 x M 2 x D 4 x problem_seeds 8; 8 seeds each",
                      out[d_at:])
-    assert re.search(r"references: 20 mean_ode", out[d_at:]) and re.search(r"  time: .*single-core", out[d_at:])
+    assert re.search(r"references: 32 mean_ode", out[d_at:]) and re.search(r"  time: .*single-core", out[d_at:])
