@@ -130,7 +130,28 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
                 pts, curves, "LM", "L*M", "output error (err_out) at step 10", "M",
                 "err_out vs L*M, one colour per M; dashed: the theory's sqrt(D/(LM)) slope (the paper gives "
                 "a rate, no constant) through our smallest L*M")))
+        for metric in ("err_out", "err_hidden"):
+            charts += d_chart(grids.get("d", {}).get(metric), metric)
     return charts
+
+
+def d_chart(pts: pd.DataFrame | None, metric: str) -> list:
+    """The D claims' chart: err x sqrt(LM) (the L*M rate divided out) against D, one colour per
+    L*M, the bound's sqrt(D) slope dashed through each L*M's smallest D."""
+    if pts is None or pts.empty:
+        return []
+    pts = pts.assign(LM=pts["L"] * pts["M"])
+    pts = pts.assign(err=pts["err"] * np.sqrt(pts["LM"]))
+    rows = []
+    for lm, g in pts.groupby("LM"):
+        first = g.sort_values("D").iloc[0]
+        for D in np.geomspace(g["D"].min(), g["D"].max(), 10):
+            rows.append({"D": D, "LM": lm, "err": float(first["err"] * np.sqrt(D / first["D"])),
+                         "source": "the bound's slope sqrt(D)"})
+    return [(f"{metric}-vs-D", _overlay(
+        pts, pd.DataFrame(rows), "D", "D", f"{metric} x sqrt(LM) at step 10", "LM",
+        f"{metric} x sqrt(L M) against D on the D sweep, draws pooled, one colour per L*M; dashed: the bound "
+        "sqrt(D/(LM))'s slope through each L*M's smallest D (points rising slower hold the bound, faster exceed it)"))]
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -408,6 +429,8 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
         return [("err_hidden_depthmax", steps), ("err_out", steps)]
     if exp.name == "companion-nonlinear":
         return [("err_hidden" if role == "coupled" else "err_out", steps)]
+    if role == "d":  # the D claims: both metrics
+        return [("err_out", steps), ("err_hidden", steps)]
     return [("err_out", steps)]
 
 

@@ -507,3 +507,21 @@ def test_the_dry_run_has_a_row_per_claim_with_the_d_claims_sweep_and_its_cost(tm
     assert re.search(r"sweep hidden-width-rates-d-laptop: 192 trials \(L 3 x M 2 x D 4 x problem_seeds 8; 8 seeds each",
                      out[d_at:])
     assert re.search(r"references: 32 mean_ode", out[d_at:]) and re.search(r"  time: .*single-core", out[d_at:])
+
+
+def test_the_d_chart_divides_out_the_lm_rate_and_draws_the_bounds_slope_through_each_lm():
+    """On errors exactly sqrt(D/(LM)) (g = 1/2) every point lies on its L*M's dashed line; on
+    errors D^0.1/sqrt(LM) (err_out-like) the points at D = 32 fall below it."""
+    L, M, D = np.meshgrid([4, 16, 64], [16, 64], [4, 8, 16, 32], indexing="ij")
+    frame = pd.DataFrame({"L": L.ravel(), "M": M.ravel(), "D": D.ravel()})
+    for g, on_line in ((0.5, True), (0.1, False)):
+        pts = frame.assign(err=frame["D"] ** g / np.sqrt(frame["L"] * frame["M"]))
+        ((name, (chart, caption)),) = rep.d_chart(pts, "err_hidden")
+        assert name == "err_hidden-vs-D" and "sqrt(D/(LM))" in caption
+        lines, points = (layer.data for layer in chart.layer)
+        assert np.allclose(points["err"], points["D"] ** g)  # the L*M rate divided out
+        for lm, group in points.groupby("LM"):
+            line = lines[lines["LM"] == lm]
+            at_32 = float(np.interp(32, line["D"], line["err"]))
+            assert (abs(at_32 - group[group["D"] == 32]["err"].iloc[0]) < 1e-9) == on_line, (g, lm)
+    assert rep.d_chart(None, "err_out") == [] and rep.d_chart(frame.assign(err=1.0)[:0], "err_out") == []
