@@ -21,7 +21,7 @@ from .signals import begin_work
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
 @click.option("--list", "list_", is_flag=True,
-              help="List the experiments with their trials, references and estimated compute per scale, and exit.")
+              help="List the experiments with their trials, references and estimated compute per scale, and their claims, and exit.")
 @click.option("--dry-run", is_flag=True,
               help="Print each sweep's trials, references and estimated memory and time, a row per claim, and "
               "where the report would go; run nothing.")

@@ -256,7 +256,7 @@ def scale_cost(exp: Experiment, scale: str):
 
 def list_lines() -> list[str]:
     """``explorer reproduce --list``: per experiment and scale, its trials (and trained seeds),
-    references and estimated single-core compute."""
+    references and estimated single-core compute, then a line naming its claims."""
     from ..formatting import format_seconds
 
     lines = []
@@ -268,6 +268,7 @@ def list_lines() -> list[str]:
             sizes.append(f"{scale}: {points} points, {seeds} runs, {cost.references} reference{'' if cost.references == 1 else 's'}, "
                          f"~{format_seconds(cost.seconds)} of single-core compute")
         lines.append(f"{exp.name:<22}{'; '.join(sizes)}  ({len(exp.claims)} claims) - {exp.title}")
+        lines.append(f"{'':<22}claims: {', '.join(c.id for c in exp.claims)}")
     return lines
 
 

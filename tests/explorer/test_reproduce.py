@@ -45,6 +45,10 @@ def test_list_names_every_experiment_with_its_grid_sizes():
         assert name in result.output
     assert re.search(r"laptop: 960 points, 1920 runs, 80 references, ~[\d.]+ min of single-core compute; "
                      r"full: 40950 points, 204750 runs, 195 references, ~[\d.]+ h of single-core compute", result.output)
+    claims_at = result.output.splitlines().index(next(line for line in result.output.splitlines()
+                                                      if line.startswith("hidden-width-rates "))) + 1
+    assert result.output.splitlines()[claims_at].split() == [
+        "claims:", "m1-rate,", "lm-collapse,", "sampling-rate,", "bias-rate,", "width-d-exponent,", "width-d-exponent-hidden"]
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
