@@ -24,7 +24,8 @@ from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim
                      nonlinear_hidden, nonlinear_output, pooled)
 from ..formatting import fmt
 from .pooling import read_pooling
-from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_COMPARABLE, NOT_MEASURED, finite, headline
+from .verdicts import (CLOSE, CONSISTENT, DISAGREES, EXCEEDS_BOUND, NOT_COMPARABLE, NOT_MEASURED, TIGHT, WITHIN_BOUND,
+                       finite, headline)
 
 
 # --- charts: the authors' curves over our points -------------------------------------------
@@ -202,7 +203,8 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
         experiment=exp, scale=scale, columns=list(table.columns), rows=table.to_dict("records"),
         headline=headline(table["verdict"]), grades={CONSISTENT: "consistent", CLOSE: "close",
                                                      NOT_MEASURED: "not", DISAGREES: "disagrees",
-                                                     NOT_COMPARABLE: "not"},
+                                                     NOT_COMPARABLE: "not", TIGHT: "consistent",
+                                                     WITHIN_BOUND: "consistent", EXCEEDS_BOUND: "disagrees"},
         figures=figures, sweeps=sweeps, wall_s=wall_s, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     folder.write("index.html", page)
     return out
