@@ -166,3 +166,14 @@ def test_optimum_and_transfer_write_rows_the_optima_view_serves(tmp_path):
     assert result.exit_code == 0 and "gamma = " in result.output, result.output
     rows = st.query("SELECT L, parameter, optimum, edge FROM optima ORDER BY parameter NULLS FIRST, L").to_pylist()
     assert [r["L"] for r in rows[:3]] == [4, 16, 64] and [r["parameter"] for r in rows[3:]] == ["c", "gamma"]
+
+
+def test_the_report_of_an_lr_sweep_charts_the_curves_and_the_transfer_law(tmp_path):
+    from explorer.report.hyper_report import hyper_charts
+
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    charts = hyper_charts(connect(planted_metrics(runs)), "planted", ["L", "lr"], n_boot=50)
+    assert sorted(charts) == ["hyper_curves_lr", "hyper_transfer_lr"]
+    spec = charts["hyper_transfer_lr"].to_dict()
+    assert len(spec["layer"]) == 4  # the optima, their intervals, the law's band and its line
+    assert hyper_charts(connect(planted_metrics(runs)), "planted", ["L"]) == {}  # no lr axis: no section
