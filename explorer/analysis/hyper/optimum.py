@@ -116,6 +116,8 @@ def optima(runs: Runs, n_boot: int = 200, seed: int = 0) -> Optima:
             "n_diverged": int(np.isposinf(runs.values[j]).sum()),
         })
     table = pd.concat([runs.slices.reset_index(drop=True), pd.DataFrame(records, columns=OPTIMUM_COLUMNS)], axis=1)
+    for column in ("optimum", "ci_low", "ci_high"):  # NaN where None: a column of all edges stays numeric
+        table[column] = pd.to_numeric(table[column]).astype(float)
     return Optima(runs, table, outer, inner, n_boot, seed)
 
 
