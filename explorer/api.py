@@ -15,6 +15,7 @@ prints what it returns).
 | demo | ``demo`` |
 | ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
 | fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
+| optimum, transfer | ``optimum``, ``transfer`` |
 | reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
 
 Commands that print as they go (check, compact, phase, demo) take ``echo``, which receives each
@@ -498,6 +499,78 @@ def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **
     from .experiment_design.designer import design as designed
 
     return designed(sweep, targets, store=store, **options)
+
+
+# --- hyperparameters: explorer optimum, transfer ---------------------------------------------
+
+
+def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", metric: str = "loss",
+            by: Sequence[str] | None = None, step: int | None = None, where: str | None = None, n_boot: int = 200,
+            seed: int = 0, save: bool = True):
+    """Each slice's best value of ``axis`` (``explorer.analysis.hyper``; docs/hyperparameters.md):
+    the minimum of ``metric`` along the axis at ``step``, located on the log axis between grid values,
+    with its 95% seed-and-draw interval; "below"/"above" the grid at an edge, never a value.
+
+        explorer.api.optimum("lrxfer", "lr", store="results").lines()
+
+    Args:
+        by: the columns defining a slice (default: every other axis the sweep varies; any varying
+            column left out must be held with ``where``). step: None reads each trial's last step.
+        save: write the rows to the store (kind ``optima``).
+
+    Returns:
+        An ``Optima`` (``table``, ``lines()``, ``store_rows()``).
+
+    Raises:
+        FitError: the sweep does not vary ``axis`` (or it is not a positive number), a bad ``by`` or
+            metric. SweepDataError: an unknown sweep, a step past the last. QueryError: a bad ``where``.
+    """
+    from .analysis.hyper import axis_runs, optima
+
+    with store_errors():
+        st, con = open_sweep(store, sweep)
+        try:
+            runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
+        finally:
+            con.close()
+        result = optima(runs, n_boot=n_boot, seed=seed)
+        result.sweep, result.where = sweep, where
+        if save:
+            st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
+    return result
+
+
+def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, store: Store | str = "results",
+             metric: str = "loss", step: int | None = None, where: str | None = None, n_boot: int = 200,
+             seed: int = 0, drop_edges: bool = False, save: bool = True):
+    """Whether the optimum of ``axis`` transfers across ``across`` (L, and M): the law log axis* =
+    c + gamma log L (+ delta log M) fitted per preset (every other varying column) to the optima of
+    ``optimum``, intervals from the same bootstrap, verdicts, and the paired differences of the
+    exponents between groups that share draws and seeds (docs/hyperparameters.md).
+
+        explorer.api.transfer("lrxfer", "lr", across=["L"], store="results").lines()
+
+    Args:
+        drop_edges: fit a group without its slices whose optimum sits at a grid edge (they are named
+            either way; without this such a group is not fitted). save: write the rows (kind ``optima``).
+
+    Returns:
+        A ``Transfer`` (``fits``, ``differences``, ``lines()``, ``store_rows()``).
+
+    Raises:
+        FitError: no such axis, an ``across`` axis the sweep does not vary. As ``optimum`` otherwise.
+    """
+    from .analysis.hyper import transfer as fit_transfer
+
+    found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                    save=False)
+    result = fit_transfer(found, across, drop_edges=drop_edges)
+    if save:
+        with store_errors():
+            st = open_store(store, sweep=sweep)
+            st.write_optima(sweep, found.request_id("transfer-" + "-".join(result.across) + ("-dropped" if drop_edges else "")),
+                            result.store_rows())
+    return result
 
 
 # --- the papers: explorer reproduce ----------------------------------------------------------

@@ -181,7 +181,18 @@ CHART_TITLES = {
 }
 
 
+def _hyper_charts(con, sweep, varying, where, n_boot, seed) -> dict:
+    """The hyperparameter section's charts (``explorer.report.hyper_report``; none without an lr or alpha axis)."""
+    from .hyper_report import hyper_charts
+
+    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+
+
 def _chart_title(name: str) -> str:
+    if name.startswith("hyper_"):
+        from .hyper_report import chart_title
+
+        return chart_title(name)
     if name.startswith("compare_"):
         from .compare_report import TITLES
 
@@ -257,6 +268,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report.slopes = diagnostic_charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
         report.charts.update(_comparison_charts(comparison))
+        report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
         report.summary = summary_sentences(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         for name, chart in report.charts.items():

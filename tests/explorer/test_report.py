@@ -359,7 +359,8 @@ def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
     report = _adapted(tmp_path, Ls=(8,), Ms=(4,), alphas=(1.0, 2.0, 4.0, 16.0))
     assert report.varying == ["alpha"] and report.fits == {} and report.fit_errors == {}
     assert set(report.skipped) == set(("decomposed", "theory", "free", "free_rss", "output", "joint"))
-    assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase"}
+    # an alpha axis adds the hyperparameter section's curves (explorer.report.hyper_report)
+    assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase", "hyper_curves_alpha"}
     assert _chart_values(report.charts["error_vs_alpha"], "alpha") == {1.0, 2.0, 4.0, 16.0}
     assert report.phase.x == "alpha"
     html = report.path.read_text()

@@ -28,6 +28,7 @@ _LAZY = {
     "FitResult": "result",
     "data_hash": "result",
     "fit_warnings": "result",
+    "spread": "bootstrap",
     "flag_summary": "text",
     "format_table": "text",
     "interval_description": "text",
