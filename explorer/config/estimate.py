@@ -45,6 +45,7 @@ the hidden states, the units or the particles dominate, for trials and reference
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -159,9 +160,55 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
         run += _run_bytes(L, M, D, N, R, b) + _outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
     metrics += _sample_gram_bytes(config)
-    rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
     data = _problem_bytes(config) + _held_reference_bytes(config)
-    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + data)
+    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + _rows_bytes(config) + data)
+
+
+def _rows_bytes(config: "TrialConfig") -> int:
+    """A point's metric rows as Python dicts (``_ROW_BYTES`` and its two Gram rows per seed and step)."""
+    R = len(config.seeds)
+    return R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
+
+
+def _shared_streams(configs: "Sequence[TrialConfig]") -> int:
+    """The unit streams a fused group draws: one per seed index (and antithetic flag) of its points."""
+    return len({(seed, c.antithetic) for c in configs for seed in c.seeds})
+
+
+class FusedMemory:
+    """Estimated peak bytes of ``trials.train_fused`` over points of one shape, point by point
+    (``add``), so that a packer can grow a group without pricing it again. Batched (one batch
+    axis, the CUDA default) every point's buffers at once: the sum of the points' estimates. One
+    after another (the CPU default): the largest point's peak, the drawn streams kept for the
+    group (float64 normals, u and v, per seed index) and every point's rows, held until the
+    group ends."""
+
+    def __init__(self, batched: bool):
+        self.batched = batched
+        self.bytes = 0
+        self._largest = self._rows = self._unit = 0
+        self._streams: set[tuple[int, bool]] = set()
+
+    def add(self, config: "TrialConfig") -> int:
+        """Count one more point; returns the group's estimate with it."""
+        point = trial_memory_bytes(config)
+        if self.batched:
+            self.bytes += point
+            return self.bytes
+        self._largest = max(self._largest, point)
+        self._rows += _rows_bytes(config)
+        self._unit = 2 * config.L * config.D * config.M * 8
+        self._streams.update((seed, config.antithetic) for seed in config.seeds)
+        self.bytes = self._largest + self._unit * len(self._streams) + self._rows
+        return self.bytes
+
+
+def fused_memory_bytes(configs: "Sequence[TrialConfig]", batched: bool) -> int:
+    """Estimated peak bytes of ``trials.train_fused`` over these points (``FusedMemory``)."""
+    total = FusedMemory(batched)
+    for config in configs:
+        total.add(config)
+    return total.bytes
 
 
 def reference_kind(config: "LimitReferenceConfig | TrialConfig") -> str:
@@ -221,6 +268,17 @@ def trial_seconds(config: "TrialConfig") -> float:
     per_entry = _SECONDS["per_entry"][config.dtype]
     seconds = _SECONDS["per_layer_step"] * L * steps + per_entry * L * M * D * N * R * steps
     return _SECONDS["fixed"] + _SECONDS["draw"] * L * D * M * R + seconds * (2 if config.chaos_check else 1)
+
+
+def fused_seconds(configs: "Sequence[TrialConfig]") -> float:
+    """Estimated single-core seconds of ``trials.train_fused`` over points of one shape: each
+    point's ``trial_seconds`` less its unit draw, which the group makes once per seed index.
+    What else a CPU shares is small: 8 points one after another at (256, 256, 32) cost 2.41 K
+    bare steps a point against 2.56 alone (docs/benchmarks.md, "Fused points")."""
+    first = configs[0]
+    drawn = sum(_SECONDS["draw"] * c.L * c.D * c.M * len(c.seeds) for c in configs)
+    shared = _SECONDS["draw"] * first.L * first.D * first.M * _shared_streams(configs)
+    return sum(map(trial_seconds, configs)) - drawn + shared
 
 
 def reference_seconds(config: "LimitReferenceConfig | TrialConfig") -> float:
