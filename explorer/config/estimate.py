@@ -1,5 +1,9 @@
 """What a sweep will cost before it runs: memory and compute time per trial and reference.
 
+Size: the one cost and memory model (trials, fused groups, references, this machine's memory)
+that the planner, the packer, the progress line and the dry run all read; split, their prices
+would drift apart.
+
 The memory model counts the real buffers of ``trials`` (model.py, metrics.py, train.py,
 reference.py) for one grid point, all its seeds batched; with W = L R D M unit coordinates,
 H = L R N D hidden entries and A = L R N M preactivation entries (R seeds, N samples) and b
@@ -24,6 +28,10 @@ bytes per number of the working dtype:
 - ``chaos_check`` runs a twin: its units and buffers once more;
 - the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns, plus two
   Gram rows of R Python floats, ``_LIST_FLOAT_BYTES`` each).
+
+A fused group (``trials.train_fused``, points of one shape) is priced from its points
+(``fused_seconds``, ``FusedMemory``): their compute less the unit draws it shares, and their
+memory at once (batched) or one point's plus the shared draw and the rows (one after another).
 
 The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
 units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
@@ -181,12 +189,12 @@ class FusedMemory:
     axis, the CUDA default) every point's buffers at once: the sum of the points' estimates. One
     after another (the CPU default): the largest point's peak, the drawn streams kept for the
     group (float64 normals, u and v, per seed index) and every point's rows, held until the
-    group ends."""
+    group ends. A group of one is ``trial_memory_bytes``."""
 
     def __init__(self, batched: bool):
         self.batched = batched
         self.bytes = 0
-        self._largest = self._rows = self._unit = 0
+        self._largest = self._rows = self._unit = self._points = 0
         self._streams: set[tuple[int, bool]] = set()
 
     def add(self, config: "TrialConfig") -> int:
@@ -199,7 +207,10 @@ class FusedMemory:
         self._rows += _rows_bytes(config)
         self._unit = 2 * config.L * config.D * config.M * 8
         self._streams.update((seed, config.antithetic) for seed in config.seeds)
-        self.bytes = self._largest + self._unit * len(self._streams) + self._rows
+        self._points += 1
+        # a point alone keeps no streams (trials.train_fused trains a pack of one as train_trial)
+        held = self._unit * len(self._streams) + self._rows if self._points > 1 else 0
+        self.bytes = self._largest + held
         return self.bytes
 
 

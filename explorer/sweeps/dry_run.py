@@ -41,14 +41,16 @@ def fused_group_lines(the_plan: Plan, memory: int | None, cpus: int | None) -> l
     bound = memory_share(memory, slots) if memory else None
     packs = fused_packs(the_plan.trials, slots, res.points_per_trial, bound, batched_groups(the_plan.spec))
     groups = [g for p in packs for g in p]
-    sizes = Counter(len(g) for g in groups)
-    shown = ", ".join(f"{n} of {size}" for size, n in sorted(sizes.items(), reverse=True))
-    fused = sum(group_seconds(g) for g in groups)
-    alone = sum(estimated_seconds(t) for t in the_plan.trials)
-    return [f"fused groups: {len(groups)} ({shown} points; {len(fusion_groups(the_plan.trials))} shapes) in "
-            f"{len(packs)} Tune trials{'' if cpus else ' (packed for one trial at a time)'}: "
-            f"{format_seconds(fused)} of trial compute fused against {format_seconds(alone)} alone "
-            "(single-core estimates; a group draws its units once)"]
+    fused = Counter(len(g) for g in groups if len(g) > 1)
+    if not fused:
+        return [f"fused groups: none (no two points of one shape to fuse in a Tune trial; {len(groups)} points alone)"]
+    shown = ", ".join(f"{n} of {size}" for size, n in sorted(fused.items(), reverse=True))
+    alone = sum(len(g) == 1 for g in groups)
+    priced = sum(group_seconds(g) for g in groups), sum(estimated_seconds(t) for t in the_plan.trials)
+    return [f"fused groups: {sum(fused.values())} ({shown} points){f', {alone} alone' if alone else ''}; "
+            f"{len(fusion_groups(the_plan.trials))} shapes in {len(packs)} Tune trials"
+            f"{'' if cpus else ' (packed for one trial at a time)'}: {format_seconds(priced[0])} of trial compute "
+            f"fused against {format_seconds(priced[1])} alone (single-core estimates; a group draws its units once)"]
 
 
 def _adaptive_fit_lines(spec: SweepSpec, memory: int) -> list[str]:

@@ -109,6 +109,7 @@ def test_the_fused_estimates_share_the_unit_draw_and_count_the_group():
     streams = 2 * one.L * one.D * one.M * 8 * len(one.seeds)
     rows = len(one.seeds) * (one.steps + 1) * (3_000 + 2 * len(one.seeds) * 32)
     assert fused_memory_bytes(configs, batched=False) == max(map(trial_memory_bytes, configs)) + streams + len(configs) * rows
+    assert fused_memory_bytes([one], batched=False) == fused_memory_bytes([one], batched=True) == trial_memory_bytes(one)
     grown = FusedMemory(batched=False)
     assert [grown.add(c) for c in configs[:3]] == [fused_memory_bytes(configs[:n], batched=False) for n in (1, 2, 3)]
 
@@ -118,7 +119,10 @@ def test_the_dry_run_shows_the_fused_groups_and_their_price():
     lines = dry_run_lines(spec, embedded=False)
     fused = [line for line in lines if line.startswith("fused groups:")]
     # packed for one trial at a time (no machine): 4 packs, the two shapes at L = 4 cut in two (as the packer above)
-    assert len(fused) == 1 and fused[0].startswith("fused groups: 6 (2 of 12, 4 of 6 points; 4 shapes) in 4 Tune trials")
+    assert len(fused) == 1 and fused[0].startswith("fused groups: 6 (2 of 12, 4 of 6 points); 4 shapes in 4 Tune trials")
+    single = dry_run_lines(parse_spec({**MIXED, "grid": {**MIXED["grid"], "alpha": [1.0], "lr": [1.0], "problem_seeds": [1]}}),
+                           embedded=False)
+    assert "fused groups: none (no two points of one shape to fuse in a Tune trial; 4 points alone)" in single
     off = dry_run_lines(parse_spec({**MIXED, "resources": {"fuse": False}}), embedded=False)
     assert "fused groups: none ([resources] fuse = false: every point trains alone)" in off
     assert lines[-1] == off[-1] == "nothing run (--dry-run)"
@@ -196,3 +200,45 @@ def test_a_fused_sweep_writes_the_rows_of_the_same_sweep_without_fusion(tmp_path
     _assert_same_rows(_rows(store, "mixed"), _rows(store, "mixed_off"))
     assert store.trial_statuses("mixed") == store.trial_statuses("mixed_off")
     assert all(store.has_reference(r.ref_key) for r in _plan().references)  # computed once, read by both
+
+
+# The fused group's memory estimate against its measured peak: a fresh process, one shape where
+# the units dominate, a tiny reference computed first and dropped (as test_estimate's
+# _MEASURE_PEAK does for one point), then the group trained in the given mode.
+_MEASURE_FUSED = r"""
+import ctypes, gc, json, resource, sys
+import torch
+torch.set_num_threads(1)
+from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_fused
+from explorer.config.estimate import fused_memory_bytes
+
+batched = sys.argv[1] == "batched"
+base = TrialConfig(L=64, M=256, D=64, problem=ProblemConfig(samples=10), seeds=(0, 1, 2), steps=3, device="cpu")
+configs = [base.replace(alpha=a) for a in (1.0, 1.5, 2.0, 3.0)]
+references = [compute_reference(ReferenceConfig(limit=c, depth=2, width=2, replicas=2, device="cpu")) for c in configs]
+gc.collect()
+ctypes.CDLL("libc.so.6").malloc_trim(0)
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+with open("/proc/self/statm") as f:
+    before = int(f.read().split()[1]) * resource.getpagesize()
+train_fused(configs, references, batched=batched)
+with open("/proc/self/status") as f:
+    peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+print(json.dumps({"growth": peak - before, "estimate": fused_memory_bytes(configs, batched)}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["sequential", "batched"])
+def test_the_fused_memory_estimate_is_within_2x_of_the_measured_peak(mode):
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _MEASURE_FUSED, mode], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    print(mode, got)
+    assert got["growth"] > 100 * 2**20  # the group dominates the measurement
+    assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
