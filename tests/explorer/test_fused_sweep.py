@@ -242,3 +242,61 @@ def test_the_fused_memory_estimate_is_within_2x_of_the_measured_peak(mode):
     print(mode, got)
     assert got["growth"] > 100 * 2**20  # the group dominates the measurement
     assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
+
+
+FUSED_KILL_SPEC = """
+name = "killed_fused"
+[train]
+steps = 10
+[reference]
+depth = 16
+width = 8
+[grid]
+L = [8, 32]
+M = [16]
+D = [4]
+alpha = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0]
+lr = [0.5, 1.0]
+seeds = 2
+"""
+
+
+@pytest.mark.slow
+def test_a_fused_sweep_killed_mid_run_leaves_whole_points_and_a_rerun_trains_only_the_rest(tmp_path, metric_row_counts):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.explorer.test_sweep_kill import environment, sweep_command
+
+    spec, results = tmp_path / "spec.toml", tmp_path / "results"
+    spec.write_text(FUSED_KILL_SPEC)
+    store, total = Store(results), 24
+    driver = subprocess.Popen(sweep_command(spec, results), env=environment(), start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline, landed = time.monotonic() + 240, 0
+        while time.monotonic() < deadline and driver.poll() is None and landed < 2:
+            landed = len(store.completed_trial_keys("killed_fused")) if results.exists() else 0
+            time.sleep(0.05)
+        assert driver.poll() is None, driver.stdout.read().decode()[-2000:]
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        time.sleep(3)
+        try:
+            os.killpg(driver.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        driver.stdout.close()
+    before = store.completed_trial_keys("killed_fused")
+    assert 2 <= len(before) < total
+    rerun = subprocess.run(sweep_command(spec, results), env=environment(), capture_output=True, text=True, timeout=400)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert f"({len(before)} already complete, {total - len(before)} run in" in rerun.stdout
+    assert len(store.completed_trial_keys("killed_fused")) == total
+    counts = metric_row_counts(store, "killed_fused")
+    assert counts["n"] == counts["distinct_n"] >= total * 2  # no point written twice
+    report = store.check()
+    assert report.ok, report.lines()  # no temporary, duplicate, incomplete or missing-step file
