@@ -3,6 +3,7 @@ memory), the worker trains them as one program and writes each point's rows as i
 run shows the groups, and a sweep gives the same rows with fusion on and off."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -32,12 +33,9 @@ def _plan(raw=MIXED):
     return plan(parse_spec(raw), SCHEMA_VERSION)
 
 
-def _same(a, b) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
+def _exact(row: dict) -> str:
+    """A row as text that tells every float apart (repr round-trips; NaN equals NaN, -0.0 is not 0.0)."""
+    return json.dumps(row, sort_keys=True, default=str)
 
 
 def _rows(store: Store, sweep: str) -> dict[tuple, dict]:
@@ -48,7 +46,7 @@ def _rows(store: Store, sweep: str) -> dict[tuple, dict]:
 
 def _assert_same_rows(fused: dict, alone: dict) -> None:
     assert fused.keys() == alone.keys()
-    different = [(key, col) for key in alone for col in alone[key] if not _same(alone[key][col], fused[key][col])]
+    different = [(key, col) for key in alone for col in alone[key] if _exact({col: alone[key][col]}) != _exact({col: fused[key][col]})]
     assert not different, different[:5]
 
 
@@ -95,6 +93,22 @@ def test_a_fused_group_stays_within_the_memory_bound():
     # a bound below one point: every point alone, none refused
     alone = packing.fused_packs(one_shape, 1, points_per_trial=12, memory_bound=single // 2)
     assert sorted(len(g) for p in alone for g in p) == [1] * len(one_shape)
+
+
+def test_a_worker_may_hold_its_share_of_the_largest_node_less_its_process(monkeypatch):
+    from explorer.sweeps import trial_phase
+
+    gib = 2**30
+    nodes = [{"Alive": True, "Resources": {"CPU": 8.0, "memory": 16 * gib}},
+             {"Alive": True, "Resources": {"CPU": 2.0, "memory": 4 * gib}}]
+    monkeypatch.setattr(trial_phase.ray, "nodes", lambda: nodes)
+    spec = parse_spec(MIXED)
+    worker_process = 600 * 2**20
+    assert trial_phase.fused_memory_bound(spec, 10, 16 * gib) == 2 * gib - worker_process  # 8 at once on the large node
+    assert trial_phase.fused_memory_bound(spec, 2, 16 * gib) == 8 * gib - worker_process  # only 2 run at once
+    two_cpus = parse_spec({**MIXED, "resources": {"cpus_per_trial": 2}})
+    assert trial_phase.fused_memory_bound(two_cpus, 10, 16 * gib) == 4 * gib - worker_process
+    assert trial_phase.fused_memory_bound(spec, 10, 0) is None  # Ray reports no memory: no bound
 
 
 def test_the_fused_estimates_share_the_unit_draw_and_count_the_group():
@@ -263,33 +277,14 @@ seeds = 2
 
 @pytest.mark.slow
 def test_a_fused_sweep_killed_mid_run_leaves_whole_points_and_a_rerun_trains_only_the_rest(tmp_path, metric_row_counts):
-    import os
-    import signal
     import subprocess
-    import time
 
-    from tests.explorer.test_sweep_kill import environment, sweep_command
+    from tests.explorer.test_sweep_kill import environment, kill_driver_once_landed, sweep_command
 
     spec, results = tmp_path / "spec.toml", tmp_path / "results"
     spec.write_text(FUSED_KILL_SPEC)
     store, total = Store(results), 24
-    driver = subprocess.Popen(sweep_command(spec, results), env=environment(), start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline, landed = time.monotonic() + 240, 0
-        while time.monotonic() < deadline and driver.poll() is None and landed < 2:
-            landed = len(store.completed_trial_keys("killed_fused")) if results.exists() else 0
-            time.sleep(0.05)
-        assert driver.poll() is None, driver.stdout.read().decode()[-2000:]
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        time.sleep(3)
-        try:
-            os.killpg(driver.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        driver.stdout.close()
+    kill_driver_once_landed(spec, results, "killed_fused", 2, deadline_s=240)
     before = store.completed_trial_keys("killed_fused")
     assert 2 <= len(before) < total
     rerun = subprocess.run(sweep_command(spec, results), env=environment(), capture_output=True, text=True, timeout=400)
