@@ -258,14 +258,8 @@ def test_the_fused_memory_estimate_is_within_2x_of_the_measured_peak(mode):
     assert 0.5 <= got["estimate"] / got["growth"] <= 2.0, got
 
 
-FUSED_KILL_SPEC = """
-name = "killed_fused"
-[train]
-steps = 10
-[reference]
-depth = 16
-width = 8
-[grid]
+# test_sweep_kill's sweep (steps, reference), its grid 2 shapes of 12 points (alphas x lrs)
+FUSED_KILL_GRID = """[grid]
 L = [8, 32]
 M = [16]
 D = [4]
@@ -279,10 +273,10 @@ seeds = 2
 def test_a_fused_sweep_killed_mid_run_leaves_whole_points_and_a_rerun_trains_only_the_rest(tmp_path, metric_row_counts):
     import subprocess
 
-    from tests.explorer.test_sweep_kill import environment, kill_driver_once_landed, sweep_command
+    from tests.explorer.test_sweep_kill import SPEC, environment, kill_driver_once_landed, sweep_command
 
     spec, results = tmp_path / "spec.toml", tmp_path / "results"
-    spec.write_text(FUSED_KILL_SPEC)
+    spec.write_text(SPEC.replace('name = "killed"', 'name = "killed_fused"').split("[grid]")[0] + FUSED_KILL_GRID)
     store, total = Store(results), 24
     kill_driver_once_landed(spec, results, "killed_fused", 2, deadline_s=240)
     before = store.completed_trial_keys("killed_fused")
