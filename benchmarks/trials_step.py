@@ -68,6 +68,15 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+def check_device(parser: argparse.ArgumentParser, device: str, clock_name: str) -> None:
+    """One line and exit 2 for a device this machine lacks, or a CPU clock on a GPU (it would
+    time kernel launches, not kernels)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    if device == "cuda" and clock_name == "cpu":
+        parser.error("--clock cpu times this process's CPU, not the GPU's kernels: use the wall clock with --device cuda")
+
+
 def best_of(fn, repeats: int, device: torch.device) -> float:
     """Fastest of ``repeats`` timed calls, after one untimed warm-up call."""
     fn()
@@ -205,18 +214,21 @@ class PartTimer:
     thousands of tensor operations underneath). A part's time excludes the time of the parts
     nested inside it."""
 
-    def __init__(self, parts: dict[str, list[tuple[object, str]]]):
+    def __init__(self, parts: dict[str, list[tuple[object, str]]], device: torch.device = torch.device("cpu")):
         self.parts = parts
+        self.device = device  # on a GPU each timed call waits for its kernels (``sync``), else it times their launch
         self.seconds = dict.fromkeys(parts, 0.0)
         self._stack: list[list[float]] = []  # per open call: [start, time of nested parts]
         self._saved: list[tuple[object, str, object]] = []
 
     def _wrap(self, part: str, fn):
         def timed(*args, **kwargs):
+            sync(self.device)
             self._stack.append([CLOCKS[clock](), 0.0])
             try:
                 return fn(*args, **kwargs)
             finally:
+                sync(self.device)
                 start, nested = self._stack.pop()
                 spent = CLOCKS[clock]() - start
                 self.seconds[part] += spent - nested
@@ -258,9 +270,12 @@ def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
         "metrics_local_s": [(metrics, "local_sums")],
         "rows_s": [(train, "trial_rows")],
     }
-    with PartTimer(parts) as timer:
+    device = torch.device(cfg.device)
+    with PartTimer(parts, device) as timer:
+        sync(device)
         start = CLOCKS[clock]()
         train_trial(cfg, ref)
+        sync(device)
         total = CLOCKS[clock]() - start
     parts = dict(timer.seconds)
     other = total - sum(parts.values())
@@ -371,6 +386,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int,
                         help="torch's intra-op threads (default: 1 with --whole, as a sweep's worker runs; else torch's)")
     args = parser.parse_args()
+    check_device(parser, args.device, args.clock)
     device = torch.device(args.device)
     threads = args.threads or (1 if args.whole else None)
     if threads:

@@ -135,6 +135,9 @@ class ResourcesSpec:
     retries: int = spec_field(2, nonnegative_int, "re-runs of a grid point that raised before it is recorded failed")
     points_per_trial: int | str = spec_field(
         "auto", points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
+    fuse: bool = spec_field(
+        True, boolean, "train the points of a Tune trial that share a shape as one program, units drawn once "
+        "(false: each point alone; the rows are the same)")
     max_points: int = spec_field(
         100_000, at_most(MAX_GRID_POINTS, "points"), "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
