@@ -20,6 +20,7 @@ CONTRACT_METRIC_COLUMNS = {
     "ref_err_hidden", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
     "gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean", "err_backward", "error",
     "device", "node_id", "wall_s", "schema_version", "package_version",
+    *(f"coord_{kind}_b{b}" for kind in ("update", "branch") for b in range(4)),
 }
 
 
