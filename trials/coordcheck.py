@@ -12,7 +12,9 @@ Depth bin b of COORD_BINS holds the blocks l with COORD_BINS (l - 1) // L = b (L
 when 4 divides L); its column is the mean of update_l (``coord_update_b<b>``) or branch_l
 (``coord_branch_b<b>``) over those blocks. With L < COORD_BINS some bins hold no block: their
 columns are null. The differences are taken in float64 (a float32 trial's states are exact there),
-so a small update is not lost to the rounding of h.
+so a small update is not lost to the rounding of h; through the layers in blocks of about
+METRICS_BLOCK elements, in buffers kept from step to step (the whole depth at once in fresh
+temporaries cost twice as much at L = 1024, M = 4 in float32: docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import math
 
 import torch
 
+from .config import METRICS_BLOCK
 from .model import Forward
 
 COORD_BINS = 4  # store/schema.py declares as many columns of each kind (a test checks it)
@@ -42,7 +45,7 @@ class CoordCheck:
 
     def __init__(self, fwd: Forward):
         hidden = fwd.hidden
-        L, _, N, D = hidden[1:].shape
+        L, R, N, D = hidden[1:].shape
         self.h0 = hidden[1:].to(F64, copy=True)  # (L, R, N, D): h_l(0)
         self.bins = depth_bins(L)
         # (COORD_BINS, L): the mean over each bin's blocks, of the per-block RMS, as one product
@@ -52,6 +55,13 @@ class CoordCheck:
                 weights[b, i] = 1.0 / len(blocks)
         self.weights = weights.to(hidden.device)
         self.rms_scale = 1.0 / math.sqrt(N * D)
+        layers = max(1, METRICS_BLOCK // (R * N * D))
+        self.blocks = [(lo, min(lo + layers, L)) for lo in range(0, L, layers)]
+        shape = (min(layers, L), R, N, D)
+        make = lambda: torch.empty(shape, dtype=F64, device=hidden.device)
+        self._current = None if hidden.dtype == F64 else make()  # h_l(k) in float64, a block at a time
+        self._difference = make()
+        self._norms = torch.empty((2, L, R), dtype=F64, device=hidden.device)
 
     @property
     def empty(self) -> list[bool]:
@@ -61,7 +71,13 @@ class CoordCheck:
     def __call__(self, fwd: Forward) -> torch.Tensor:
         """(len(COORD_COLUMNS), R) float64: the update bins, then the branch bins (COORD_COLUMNS' order);
         0 in an empty bin."""
-        hidden = fwd.hidden.to(F64)  # the tensor itself in float64: no copy
-        update = torch.linalg.vector_norm(hidden[1:] - self.h0, dim=(2, 3)).mul_(self.rms_scale)  # (L, R)
-        branch = torch.linalg.vector_norm(hidden[1:] - hidden[:-1], dim=(2, 3)).mul_(self.rms_scale)
-        return torch.cat([self.weights @ update, self.weights @ branch])
+        hidden, (update, branch) = fwd.hidden, self._norms
+        for lo, hi in self.blocks:
+            current = hidden[lo + 1:hi + 1]
+            if self._current is not None:  # float32 states, exact in float64: no rounding in the differences
+                current = self._current[: hi - lo].copy_(current)
+            difference = torch.sub(current, self.h0[lo:hi], out=self._difference[: hi - lo])
+            torch.linalg.vector_norm(difference, dim=(2, 3), out=update[lo:hi])
+            torch.sub(current, hidden[lo:hi], out=difference)  # h_l - h_{l-1}: the branch's output
+            torch.linalg.vector_norm(difference, dim=(2, 3), out=branch[lo:hi])
+        return torch.cat([self.weights @ update, self.weights @ branch]).mul_(self.rms_scale)

@@ -134,8 +134,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
         the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
-        matrix, see ``seed_gram_rows``), the coordinate check (``COORD_COLUMNS``,
-        trials/coordcheck.py: None in a depth bin without blocks), the DEPTH_METRICS values (``err_hidden_depthmax``,
+        matrix, see ``seed_gram_rows``), the coordinate check (``COORD_COLUMNS``, trials/coordcheck.py:
+        None in a depth bin without blocks), the DEPTH_METRICS values (``err_hidden_depthmax``,
         ``err_hidden_depthmean``, ``err_backward``; None unless the reference gives its depth path,
         kind joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
         ref_key, ref_kind, device, wall_s.
