@@ -62,6 +62,7 @@ class Column:
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
+COORD_BINS = 4  # depth bins of the columns coord_update_b<b>, coord_branch_b<b> (trials/coordcheck.py: a test)
 _FLOATS = pa.list_(_FLOAT)
 _TIME = pa.timestamp("us", tz="UTC")
 
@@ -82,15 +83,18 @@ CONFIG_COLUMNS = (
     Column("coupled_dim", _INT, "width at which coupled embeddings are drawn (null: not coupled)", nullable=True),
     Column("activation", _STR, "activation sigma, e.g. tanh"),
     Column("block", _STR, "residual block type, e.g. 2lp"),
-    Column("preset", _STR, "residual scaling preset: mlu | lazy | completep | depth_mup"),
+    Column("preset", _STR, "residual scaling preset: mlu | lazy | completep | depth_mup | standard"),
     Column("alpha", _FLOAT, "residual multiplier (>> 1: lazy regime)"),
     Column("sigma_u", _FLOAT, "init std of u entries, in units of sqrt(D)"),
     Column("sigma_v", _FLOAT, "init std of v entries, in units of sqrt(D)"),
-    Column("lr", _FLOAT, "learning rate eta, mean-field convention"),
+    Column("lr", _FLOAT, "learning rate, in the convention lr_scaling names (eta, mean-field, by default)"),
     Column("steps", _INT, "K, number of gradient steps (metrics at step 0..K)"),
     Column("dtype", _STR, "float32 | float64"),
     Column("antithetic", _BOOL, "units drawn in antithetic pairs"),
     Column("residual_scale", _FLOAT, "c = alpha * L^-a * M^-b * D^-g of the preset"),
+    Column("lr_scaling", _STR, "what lr multiplies: null = mean_field, the default (each unit steps by lr D / (2 c^2 L M) "
+           "dl/dtheta; also every older row) | raw (plain SGD on W1 = u / D, W2 = c v)", nullable=True, optional=True,
+           allowed=("mean_field", "raw")),
 )
 _PROVENANCE = (
     Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
@@ -148,6 +152,14 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
         "the reference gives its backward path (kind joint_limit)",
         nullable=True, optional=True,
     ),
+) + tuple(
+    Column(f"coord_{what}_b{b}", _FLOAT,
+           f"coordinate check, depth bin {b} of {COORD_BINS} (the blocks l = 1..L with {COORD_BINS} (l - 1) // L = {b}): "
+           f"the mean over its blocks of the RMS over samples and coordinates of {meaning}. Null: a bin without "
+           f"blocks (L < {COORD_BINS}), failed trials, rows written before it was stored", nullable=True, optional=True)
+    for what, meaning in (("update", "h_l(k) - h_l(0), the block output's change since step 0"),
+                          ("branch", "the residual branch's output h_l - h_{l-1} = c sum_j v_j sigma(p_j)")) for b in range(COORD_BINS)
+) + (
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -342,10 +354,10 @@ def _now() -> _dt.datetime:
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
-                "gram_out": lambda: None, "gram_hidden": lambda: None,
-                "err_hidden_depthmax": lambda: None, "err_hidden_depthmean": lambda: None,
-                "err_backward": lambda: None},
-    "trials": {"error": lambda: None, "node_id": _hostname},
+                **{name: (lambda: None) for name in ("gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean",
+                                                     "err_backward", "lr_scaling")},
+                **{f"coord_{what}_b{b}": (lambda: None) for what in ("update", "branch") for b in range(COORD_BINS)}},
+    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None},
     "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},

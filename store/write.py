@@ -164,7 +164,7 @@ def trial_row_from_metrics(
         raise SchemaError("a trial needs at least one metric row (a failed trial writes one row per seed at step 0)")
     first = metric_rows[0]
     try:
-        row = {c.name: first[c.name] for c in CONFIG_COLUMNS}
+        row = {c.name: first[c.name] for c in CONFIG_COLUMNS if not c.optional or c.name in first}
         for name in ("ref_key", "ref_kind", "device", "wall_s"):
             row[name] = first[name]
         status = max((r["status"] for r in metric_rows), key=lambda s: _SEVERITY.get(s, 3))

@@ -80,6 +80,9 @@ class JointLimitConfig:
             )
         if t.preset not in ("mlu", "lazy"):
             raise ConfigError("preset", f"reference kind joint_limit needs the residual scale alpha / (L M) (preset mlu or lazy), got {t.preset!r}")
+        if t.lr_scaling != "mean_field":
+            raise ConfigError("lr_scaling", f"reference kind joint_limit is the limit of the mean-field step; {t.no_limit_reason()}; "
+                              "use reference kind 'largest'")
         if t.block != "2lp":
             raise ConfigError("block", f"reference kind joint_limit is derived for block '2lp', got {t.block!r}")
         if isinstance(self.grid, bool) or not isinstance(self.grid, int) or self.grid < 2 or self.grid % 2:

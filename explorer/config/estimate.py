@@ -168,6 +168,9 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
         run += _run_bytes(L, M, D, N, R, b) + _outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
     metrics += _sample_gram_bytes(config)
+    # the coordinate check (trials/coordcheck.py): h_l(0) in float64, and two float64 buffers of a block of layers
+    hidden = L * R * N * D
+    metrics += 8 * hidden + 2 * 8 * min(hidden, max(METRICS_BLOCK, R * N * D))
     data = _problem_bytes(config) + _held_reference_bytes(config)
     return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + _rows_bytes(config) + data)
 
