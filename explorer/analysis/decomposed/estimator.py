@@ -415,6 +415,36 @@ class Decomposed:
         return self.theta - self.quantile * self.sd, self.theta + self.quantile * self.sd
 
 
+def replicate_spread(theta: np.ndarray, inner: np.ndarray, outer: np.ndarray | None, v_within: np.ndarray,
+                     G: int, R: int) -> tuple[np.ndarray, float, int, np.ndarray, str]:
+    """The interval rule of the module docstring, for any estimates resampled this way: (sd,
+    t quantile, its degrees of freedom, the replicates rescaled to the sd, what was resampled).
+
+    Args:
+        theta: (p,) estimates. inner: (B, p) replicates with the draws as observed and seed
+            indices resampled. outer: (B, p) replicates with the draws resampled too (None: one
+            draw). v_within: (p,) the seeds' part of the variance (the jackknife). G: draws. R: seeds
+            of a draw.
+    """
+    if G > 1:
+        with np.errstate(all="ignore"):
+            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
+        var = np.where(between > 0, between, v_within)
+        dof = G - 1
+        replicates, method = outer, "draws, then seed indices shared by a draw's points"
+    else:
+        dof = max(R - 1, 1)
+        var, replicates, method = v_within, inner, "seed indices shared by the draw's points"
+    quantile = float(stats.t.ppf(0.975, dof))
+    sd = np.where(np.isfinite(theta), np.sqrt(var), np.nan)  # a term not measured has no spread either
+    with np.errstate(all="ignore"):
+        spread = np.nanstd(replicates, axis=0, ddof=1)
+        scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
+    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
+    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
+    return sd, quantile, dof, scaled, method
+
+
 def estimate(draws: list[Draw], n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Decomposed:
     """Point estimate and the shared-seed two-level bootstrap interval (module docstring)."""
     with warnings.catch_warnings():  # a term the grid cannot measure is NaN in every replicate
@@ -440,31 +470,16 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     inner = np.array([solve_all(draws, des, everything, [seeds_of(g) for g in everything], memo=memo)
                       for _ in range(n_boot)])
     v_within = within_variance(draws, des, theta, memo)
+    outer = None
     if G > 1:
         outer = []
         for _ in range(n_boot):
             chosen = rng.integers(0, G, G)
             outer.append(solve_all(draws, des, list(chosen), [seeds_of(g) for g in chosen], memo=memo))
         outer = np.array(outer)
-        with np.errstate(all="ignore"):
-            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
-        var = np.where(between > 0, between, v_within)
-        dof = G - 1
-        quantile = float(stats.t.ppf(0.975, dof))
-        replicates, method = outer, "draws, then seed indices shared by a draw's points"
-    else:
-        R = draws[0].R
-        dof = max(R - 1, 1)
-        var, quantile = v_within, float(stats.t.ppf(0.975, dof))
-        replicates, method = inner, "seed indices shared by the draw's points"
-    sd = np.where(np.isfinite(theta), np.sqrt(var), np.nan)  # a term not measured has no spread either
-    with np.errstate(all="ignore"):
-        spread = np.nanstd(replicates, axis=0, ddof=1)
-        scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
-    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
-    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
+    sd, quantile, dof, scaled, method = replicate_spread(theta, inner, outer, v_within, G, draws[0].R)
     return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 
 __all__ = ["FULL", "Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate", "gram_spread",
-           "one_seed_reason", "solve", "solve_all", "standard_errors", "within_fit"]
+           "log_terms", "one_seed_reason", "replicate_spread", "solve", "solve_all", "standard_errors", "within_fit"]

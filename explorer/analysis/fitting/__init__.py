@@ -34,6 +34,8 @@ _LAZY = {
     "format_table": "text",
     "interval_description": "text",
     "check_single_slice": "solver",
+    "Problem": "solver",
+    "solve_batch": "solver",
     "additive_warning": "diagnostics",
     "compare_laws": "diagnostics",
     "fittable_forms": "diagnostics",
