@@ -234,7 +234,7 @@ def test_bad_term_requests_are_one_line(dexp_store, args, message):
     assert done.exit_code != 0 and done.output.count("\n") == 1 and message in done.output, done.output
 
 
-@pytest.mark.slow  # 100 planted D sweeps, two fits each: ~8 min on a shared 2-core machine
+@pytest.mark.slow  # 100 planted D sweeps, two fits each: 2 - 8 min on a shared 2-core machine
 def test_the_d_exponents_intervals_cover_at_their_nominal_rate():
     from scipy import stats
 
