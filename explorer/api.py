@@ -439,7 +439,8 @@ class SweepFit:
 
 def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results", metric: str = "err_out",
         step: int | None = None, where: str | None = None, n_boot: int = 200, seed: int = 0,
-        floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = ()) -> SweepFit:
+        floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = (),
+        bias: str | None = None, fluct: str | None = None) -> SweepFit:
     """Fit a scaling law to a sweep's errors with 95% intervals, as ``explorer fit`` does, and
     write it to the store (kind ``fits``; docs/analysis.md).
 
@@ -450,7 +451,9 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         sweep: the sweep. form: a law of the registry (``explorer.analysis.laws.FORMS``, each fitted
             with its own method) or an expression over L, M, D, P.
         metric, step, where: the rows fitted (step None: each trial's final step); axes the sweep
-            varies besides L, M, D are held at their most common values (``FitResult.held``).
+            varies besides L, M, D are held at their most common values (``FitResult.held``). A
+            term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone.
+        bias, fluct: with ``form="decomposed"``, the user's laws of the two terms, fitted together.
         n_boot, seed, floor: the bootstrap's resamples and seed; the reference's error removed in
             quadrature ("quadrature") or not ("none").
         save: write the fit's rows to the store. compare: also rank every registry law by
@@ -476,10 +479,10 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         st, con = open_sweep(store, sweep)
         try:
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                               floor=floor)
+                               floor=floor, bias=bias, fluct=fluct)
             targets = read_targets(con, sweep)
         except (NoDecompositionError, FitError) as exc:
-            method = method_of(label)
+            method = method_of(label, metric)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
                 raise
             raise type(exc)(f"{exc}; --form {method.fallback} fits the RMS errors instead") from None

@@ -7,7 +7,7 @@ in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` i
 with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
 (cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
 over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
-adaptive sweep's targets from a fit.
+adaptive sweep's targets from a fit; ``tie`` tests the theory's tie of two exponents (g = b).
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -29,10 +29,15 @@ _LAZY = {
     "data_hash": "result",
     "fit_warnings": "result",
     "spread": "bootstrap",
+    "TIE_HALF_WIDTH": "tie",
+    "TieTest": "tie",
+    "tie_verdict": "tie",
     "flag_summary": "text",
     "format_table": "text",
     "interval_description": "text",
     "check_single_slice": "solver",
+    "Problem": "solver",
+    "solve_batch": "solver",
     "additive_warning": "diagnostics",
     "compare_laws": "diagnostics",
     "fittable_forms": "diagnostics",

@@ -65,15 +65,15 @@ def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
 
 
 def range_check(problem: Problem, data: FitData, theta: np.ndarray, result: FitResult) -> list[str]:
-    """Refit without the smallest L, then without the smallest L*M; name the points whose removal
-    moves an exponent (a parameter that is not a positive constant) by more than its CI
-    half-width."""
+    """Refit without the smallest L, then without the smallest L*M, then without the smallest D
+    (where D varies); name the points whose removal moves an exponent (a parameter that is not a
+    positive constant) by more than its CI half-width."""
     exponents = [i for i, n in enumerate(problem.expr.parameters) if n not in problem.expr.positive]
     if not exponents:
         return []
     found = []
     LM = data.L * data.M
-    for axis, values, shown in (("L", data.L, "L"), ("L*M", LM, "L*M")):
+    for axis, values, shown in (("L", data.L, "L"), ("L*M", LM, "L*M"), ("D", data.D, "D")):
         low = values == values.min()
         if low.all() or (~low).sum() < len(theta) + 1 or len(np.unique(values[~low])) < 2:
             continue

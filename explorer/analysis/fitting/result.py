@@ -101,6 +101,7 @@ class FitResult:
     # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
     ci_quantile: str = "1.96"
     ci_sd: str = ""
+    tie: object = None  # a ``tie.TieTest`` where the slice varies D and the law's theory ties g = b
 
     @property
     def parameters(self) -> tuple[str, ...]:

@@ -37,6 +37,8 @@ def format_table(result: FitResult) -> str:
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}")
     lines.append(interval_description(result))
     lines.extend(stated_law(result))
+    if result.tie is not None:
+        lines.extend(result.tie.lines())
     if len(result.per_draw):
         wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
         names = [p for p in result.law.parameters if p in wide.columns and result.is_measured(p)]
