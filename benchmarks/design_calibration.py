@@ -1,7 +1,10 @@
 """Predicted against achieved half-widths of designed sweeps (docs/design.md, "Calibration").
 
 For each designed sweep of a store: the half-widths ``explorer design`` predicts for its grid,
-seeds and draws from the pilot, and those its decomposed fit gives.
+seeds and draws from the pilot, and those its decomposed fit gives. One-draw sweeps are predicted
+from the seeds alone; sweeps over several draws add the spread of the exponents between draws,
+measured from the pilot's per-draw fits where it has two draws or more, else the documented
+default (``DEFAULT_DRAW_SPREAD``): the "spread" column says which.
 
     python benchmarks/design_calibration.py --pilot demo --pilot-store results \\
         --store results demo_design demo_g4 ...
@@ -43,10 +46,10 @@ def main() -> None:
     parser.add_argument("sweeps", nargs="+")
     args = parser.parse_args()
     model = pilot_model(Store(args.pilot_store), args.pilot)
-    model.tau = draw_spread(model)
-    print("| sweep | grid | seeds x draws | a: estimate [95% CI] | a predicted | a achieved | ratio "
-          "| b: estimate [95% CI] | b predicted | b achieved | ratio | trials' wall |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    model.tau, model.tau_measured = draw_spread(model)
+    print("| sweep | grid | seeds x draws | spread between draws | a: estimate [95% CI] | a predicted | a achieved "
+          "| ratio | b: estimate [95% CI] | b predicted | b achieved | ratio | trials' wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for sweep in args.sweeps:
         m = measured(Store(args.store), sweep)
         terms = grid_terms(model, m["Ls"], m["Ms"], m["D"], m["seeds"])
@@ -58,7 +61,9 @@ def main() -> None:
             cells += [f"{m['estimate'][n]:.3f} [{lo:.3f}, {hi:.3f}]", f"{predicted[n]:.3g}",
                       f"{m['achieved'][n]:.3g}", f"{ratio:.2f}"]
         grid = f"L {m['Ls'][0]}..{m['Ls'][-1]} x M {m['Ms'][0]}..{m['Ms'][-1]}"
-        print(f"| {sweep} | {grid} | {m['seeds']} x {m['draws']} | " + " | ".join(cells)
+        spread = "none (one draw)" if m["draws"] == 1 else ", ".join(
+            f"{n} {model.tau[n]:.3g} ({'measured' if model.tau_measured[n] else 'default'})" for n in ("a", "b"))
+        print(f"| {sweep} | {grid} | {m['seeds']} x {m['draws']} | {spread} | " + " | ".join(cells)
               + f" | {m['trials_wall_s']:.0f} s |")
 
 

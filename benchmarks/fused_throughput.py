@@ -39,7 +39,7 @@ import torch
 
 from trials import ProblemConfig, TrialConfig, train_fused, train_trial
 from trials.model import ResNet
-from trials_step import naive_seed_step, sync, synthetic_reference
+from trials_step import check_device, naive_seed_step, sync, synthetic_reference
 
 SMALL, LARGE = (256, 256, 32), (64, 1024, 256)
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--tables", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    check_device(parser, args.device, args.clock)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     args.shape_list = [(SMALL, LARGE)[i] for i in args.shapes]

@@ -16,7 +16,7 @@ device:
   float32 alike, numpy on the CPU).
 And the cost of one reference with L_ref * M_ref = 2^19 particles at D = 8.
 
-    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3] [--shapes 0] [--threads 1] [--depth-errors]
+    python benchmarks/trials_step.py --whole [--steps 10 50] [--repeats 3] [--shapes 0] [--threads 1] [--depth-errors] [--coordcheck]
 
 times instead a whole trial (``train_trial``: draw, K + 1 forward passes with their metrics, K
 steps, rows) against K warm bare steps of the same shape. Each of ``--repeats`` rounds times,
@@ -35,7 +35,10 @@ time also counts the time other processes held its core, its CPU time does not.
 ``--depth-errors`` runs the whole trials with the identity activation and times, in each round, one
 more warm trial against a joint_limit reference (synthetic, with its depth paths): the difference
 with the warm trial against a reference without them is the cost of the errors along depth
-(``trials.metrics.DEPTH_METRICS``), in bare steps.
+(``trials.metrics.DEPTH_METRICS``), in bare steps. ``--coordcheck`` adds the coordinate check's part
+of the warm trial timed by parts (``trials.coordcheck.CoordCheck``: keeping h_l(0), and per step the
+RMS of h_l(k) - h_l(0) and of each branch's output in depth bins), in bare steps per trial and as
+a share of the trial; the table's other parts leave it out (it is timed apart).
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ import numpy as np
 import torch
 
 from trials import ReferenceConfig, TrialConfig, compute_reference, train_trial
+from trials.coordcheck import CoordCheck
 from trials.metrics import GRAMS, METRICS, Baseline, Snapshot
 from trials import metrics, model, train
 from trials.model import ResNet, init_units
@@ -66,6 +70,15 @@ clock = "wall"
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+def check_device(parser: argparse.ArgumentParser, device: str, clock_name: str) -> None:
+    """One line and exit 2 for a device this machine lacks, or a CPU clock on a GPU (it would
+    time kernel launches, not kernels)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    if device == "cuda" and clock_name == "cpu":
+        parser.error("--clock cpu times this process's CPU, not the GPU's kernels: use the wall clock with --device cuda")
 
 
 def best_of(fn, repeats: int, device: torch.device) -> float:
@@ -205,18 +218,21 @@ class PartTimer:
     thousands of tensor operations underneath). A part's time excludes the time of the parts
     nested inside it."""
 
-    def __init__(self, parts: dict[str, list[tuple[object, str]]]):
+    def __init__(self, parts: dict[str, list[tuple[object, str]]], device: torch.device = torch.device("cpu")):
         self.parts = parts
+        self.device = device  # on a GPU each timed call waits for its kernels (``sync``), else it times their launch
         self.seconds = dict.fromkeys(parts, 0.0)
         self._stack: list[list[float]] = []  # per open call: [start, time of nested parts]
         self._saved: list[tuple[object, str, object]] = []
 
     def _wrap(self, part: str, fn):
         def timed(*args, **kwargs):
+            sync(self.device)
             self._stack.append([CLOCKS[clock](), 0.0])
             try:
                 return fn(*args, **kwargs)
             finally:
+                sync(self.device)
                 start, nested = self._stack.pop()
                 spent = CLOCKS[clock]() - start
                 self.seconds[part] += spent - nested
@@ -257,10 +273,14 @@ def trial_breakdown(cfg: TrialConfig, ref: Reference) -> dict:
         "metrics_observer_s": [(Baseline, "__call__")],
         "metrics_local_s": [(metrics, "local_sums")],
         "rows_s": [(train, "trial_rows")],
+        "coordcheck_s": [(CoordCheck, "__init__"), (CoordCheck, "__call__")],  # the coordinate-check columns
     }
-    with PartTimer(parts) as timer:
+    device = torch.device(cfg.device)
+    with PartTimer(parts, device) as timer:
+        sync(device)
         start = CLOCKS[clock]()
         train_trial(cfg, ref)
+        sync(device)
         total = CLOCKS[clock]() - start
     parts = dict(timer.seconds)
     other = total - sum(parts.values())
@@ -323,6 +343,12 @@ def measure_trial(shape, dtype_name, steps: int, device, repeats: int, depth_err
             "in_steps": in_steps,
             "first_touch_in_steps": median([(cold_s - warm) / (bare_s / steps) for bare_s, warm, cold_s, _ in rounds]),
             "activation": cfg.activation,
+            "coordcheck": {"in_steps": in_steps["coordcheck_s"],
+                           "in_steps_range": [min(p["coordcheck_s"] / (b_ / steps) for b_, _, _, p in rounds),
+                                              max(p["coordcheck_s"] / (b_ / steps) for b_, _, _, p in rounds)],
+                           "share": median([p["coordcheck_s"] / p["total_s"] for _, _, _, p in rounds]),
+                           "share_range": [min(p["coordcheck_s"] / p["total_s"] for _, _, _, p in rounds),
+                                           max(p["coordcheck_s"] / p["total_s"] for _, _, _, p in rounds)]},
             **({"depth_errors_in_steps": median(depth_in_steps),
                 "depth_errors_range": [min(depth_in_steps), max(depth_in_steps)]} if depth_in_steps else {})}
 
@@ -332,9 +358,10 @@ def main_whole(args, device) -> None:
     print(f"# whole trial vs K warm bare steps, {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, {clock} clock, device {device}, load {os.getloadavg()[0]:.1f}, medians of {args.repeats} rounds")
     depth = " | depth errors (range)" if args.depth_errors else ""
+    depth += " | coordinate check, bare steps per trial (range) | share of the trial" if args.coordcheck else ""
     print("| L | M | D | dtype | K | bare step | warm / bare (range) | cold / bare | in bare steps: draw | first touch | "
           f"forward/step | metrics (dp, observer, local sums) | rows | other{depth} |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if depth else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * depth.count(" | "))
     for shape in SHAPES:
         for dtype_name in args.dtypes:
             for steps in args.steps:
@@ -342,7 +369,11 @@ def main_whole(args, device) -> None:
                 results.append(r)
                 p, (low, high) = r["in_steps"], r["ratio_warm_range"]
                 extra = (f" | {r['depth_errors_in_steps']:.2f} ({r['depth_errors_range'][0]:.2f} - {r['depth_errors_range'][1]:.2f})"
-                         if depth else "")
+                         if args.depth_errors else "")
+                if args.coordcheck:
+                    c = r["coordcheck"]
+                    extra += (f" | {c['in_steps']:.2f} ({c['in_steps_range'][0]:.2f} - {c['in_steps_range'][1]:.2f}) | "
+                              f"{100 * c['share']:.1f} % ({100 * c['share_range'][0]:.1f} - {100 * c['share_range'][1]:.1f})")
                 print(f"| {' | '.join(map(str, shape[:3]))} | {dtype_name} | {steps} | {r['bare_steps_s'] / steps * 1e3:.1f} ms | "
                       f"{r['ratio_warm']:.2f} ({low:.2f} - {high:.2f}) | {r['ratio_cold']:.2f} | {p['draw_s']:.1f} | "
                       f"{r['first_touch_in_steps']:.1f} | {p['forward_step_s']:.1f} | {p['metrics_s']:.1f} "
@@ -368,9 +399,12 @@ def main() -> None:
                         help="--whole: time by wall clock or by the process's CPU time (one thread on a shared machine)")
     parser.add_argument("--depth-errors", action="store_true",
                         help="--whole: identity activation, and the cost of the errors along depth (a joint_limit reference)")
+    parser.add_argument("--coordcheck", action="store_true",
+                        help="--whole: also print the coordinate check's cost (coord_update_b*, coord_branch_b*)")
     parser.add_argument("--threads", type=int,
                         help="torch's intra-op threads (default: 1 with --whole, as a sweep's worker runs; else torch's)")
     args = parser.parse_args()
+    check_device(parser, args.device, args.clock)
     device = torch.device(args.device)
     threads = args.threads or (1 if args.whole else None)
     if threads:

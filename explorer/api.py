@@ -16,6 +16,7 @@ prints what it returns).
 | ray start, stop, status | ``ray_start``, ``ray_stop``, ``ray_status`` |
 | ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
 | fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
+| optimum, transfer | ``optimum``, ``transfer`` |
 | reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
 
 Commands that print as they go (check, compact, phase, demo) take ``echo``, which receives each
@@ -345,19 +346,31 @@ def sql(query: str, store: Store | str | os.PathLike = "results", *, sweep: str 
 
 def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = "alpha", y: str = "D",
           step: int | None = None, where: str | None = None, out: str | os.PathLike | None = None, force: bool = False,
-          echo: Echo = _quiet) -> PhaseDiagram:
+          n_boot: int = 200, seed: int = 0, echo: Echo = _quiet) -> PhaseDiagram:
     """The phase diagram of a sweep over (``x``, ``y``) (``explorer.analysis.phase``): its table
-    through ``echo``, then with ``out`` the chart saved as ``out``/phase.png, .svg and .html
-    (``force``: replace files there that explorer did not write) and their paths."""
-    from .analysis.phase import format_phase, phase_diagram
+    through ``echo``; where one axis is alpha, the boundary too (``phase_boundary``: alpha* per
+    slice with its interval from ``n_boot`` resamples, its exponents in L, M, D beside the theory's;
+    ``diagram.boundary``, not stored: the store has no kind for it); then with ``out`` the chart
+    saved as ``out``/phase.png, .svg and .html (``force``: replace files there that explorer did not
+    write) and their paths."""
+    from .analysis.phase import BOUNDARY_AXIS, format_boundary, format_phase, phase_boundary, phase_diagram
+    from .errors import SweepDataError
 
     with store_errors():
         _, con = open_sweep(store, sweep)
         try:
             diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
+            if BOUNDARY_AXIS in (x, y):
+                try:
+                    diagram.boundary = phase_boundary(con, sweep, y if x == BOUNDARY_AXIS else x, step=step,
+                                                      where=where, n_boot=n_boot, seed=seed)
+                except SweepDataError as exc:
+                    diagram.notes.append(f"no phase boundary: {exc}")
         finally:
             con.close()
         echo(format_phase(diagram))
+        if diagram.boundary is not None:
+            echo(format_boundary(diagram.boundary))
         if out:
             from .report.diagnostic_charts import phase_chart
             from .report.output_folder import OutputFolder
@@ -442,11 +455,13 @@ class SweepFit:
     comparison: "pd.DataFrame | None" = None  # compare_laws' table (compare=True)
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
+    targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
         from .analysis.fitting import additive_warning, format_comparison, format_table
         from .analysis.shapes import format_advice
+        from .experiment_design.design_record import design_target_lines
 
         out = format_table(self.result).split("\n")
         if self.comparison is not None:
@@ -454,6 +469,7 @@ class SweepFit:
             out += [f"warning: {line}" for line in additive_warning(self.comparison, self.result.form)]
         if self.advice is not None:
             out += format_advice(self.advice).split("\n")
+        out += design_target_lines(self.targets, self.result)
         if self.written_to is not None:
             out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
         return out
@@ -461,7 +477,8 @@ class SweepFit:
 
 def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results", metric: str = "err_out",
         step: int | None = None, where: str | None = None, n_boot: int = 200, seed: int = 0,
-        floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = ()) -> SweepFit:
+        floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = (),
+        bias: str | None = None, fluct: str | None = None) -> SweepFit:
     """Fit a scaling law to a sweep's errors with 95% intervals, as ``explorer fit`` does, and
     write it to the store (kind ``fits``; docs/analysis.md).
 
@@ -472,7 +489,9 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         sweep: the sweep. form: a law of the registry (``explorer.analysis.laws.FORMS``, each fitted
             with its own method) or an expression over L, M, D, P.
         metric, step, where: the rows fitted (step None: each trial's final step); axes the sweep
-            varies besides L, M, D are held at their most common values (``FitResult.held``).
+            varies besides L, M, D are held at their most common values (``FitResult.held``). A
+            term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone.
+        bias, fluct: with ``form="decomposed"``, the user's laws of the two terms, fitted together.
         n_boot, seed, floor: the bootstrap's resamples and seed; the reference's error removed in
             quadrature ("quadrature") or not ("none").
         save: write the fit's rows to the store. compare: also rank every registry law by
@@ -490,6 +509,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
     from .errors import FitError, NoDecompositionError
+    from .experiment_design.design_record import read_targets
     from .store_access import open_sweep
 
     with store_errors():
@@ -497,16 +517,17 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         st, con = open_sweep(store, sweep)
         try:
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                               floor=floor)
+                               floor=floor, bias=bias, fluct=fluct)
+            targets = read_targets(con, sweep)
         except (NoDecompositionError, FitError) as exc:
-            method = method_of(label)
+            method = method_of(label, metric)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
                 raise
             raise type(exc)(f"{exc}; --form {method.fallback} fits the RMS errors instead") from None
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None)
+                        shape_advice(result, budgets) if budgets else None, targets=targets)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri
@@ -519,6 +540,78 @@ def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **
     from .experiment_design.designer import design as designed
 
     return designed(sweep, targets, store=store, **options)
+
+
+# --- hyperparameters: explorer optimum, transfer ---------------------------------------------
+
+
+def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", metric: str = "loss",
+            by: Sequence[str] | None = None, step: int | None = None, where: str | None = None, n_boot: int = 200,
+            seed: int = 0, save: bool = True):
+    """Each slice's best value of ``axis`` (``explorer.analysis.hyper``; docs/hyperparameters.md):
+    the minimum of ``metric`` along the axis at ``step``, located on the log axis between grid values,
+    with its 95% seed-and-draw interval; "below"/"above" the grid at an edge, never a value.
+
+        explorer.api.optimum("lrxfer", "lr", store="results").lines()
+
+    Args:
+        by: the columns defining a slice (default: every other axis the sweep varies; any varying
+            column left out must be held with ``where``). step: None reads each trial's last step.
+        save: write the rows to the store (kind ``optima``).
+
+    Returns:
+        An ``Optima`` (``table``, ``lines()``, ``store_rows()``).
+
+    Raises:
+        FitError: the sweep does not vary ``axis`` (or it is not a positive number), a bad ``by`` or
+            metric. SweepDataError: an unknown sweep, a step past the last. QueryError: a bad ``where``.
+    """
+    from .analysis.hyper import axis_runs, optima
+
+    with store_errors():
+        st, con = open_sweep(store, sweep)
+        try:
+            runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
+        finally:
+            con.close()
+        result = optima(runs, n_boot=n_boot, seed=seed)
+        result.sweep, result.where = sweep, where
+        if save:
+            st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
+    return result
+
+
+def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, store: Store | str = "results",
+             metric: str = "loss", step: int | None = None, where: str | None = None, n_boot: int = 200,
+             seed: int = 0, drop_edges: bool = False, save: bool = True):
+    """Whether the optimum of ``axis`` transfers across ``across`` (L, and M): the law log axis* =
+    c + gamma log L (+ delta log M) fitted per preset (every other varying column) to the optima of
+    ``optimum``, intervals from the same bootstrap, verdicts, and the paired differences of the
+    exponents between groups that share draws and seeds (docs/hyperparameters.md).
+
+        explorer.api.transfer("lrxfer", "lr", across=["L"], store="results").lines()
+
+    Args:
+        drop_edges: fit a group without its slices whose optimum sits at a grid edge (they are named
+            either way; without this such a group is not fitted). save: write the rows (kind ``optima``).
+
+    Returns:
+        A ``Transfer`` (``fits``, ``differences``, ``lines()``, ``store_rows()``).
+
+    Raises:
+        FitError: no such axis, an ``across`` axis the sweep does not vary. As ``optimum`` otherwise.
+    """
+    from .analysis.hyper import transfer as fit_transfer
+
+    found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
+                    save=False)
+    result = fit_transfer(found, across, drop_edges=drop_edges)
+    if save:
+        with store_errors():
+            st = open_store(store, sweep=sweep)
+            st.write_optima(sweep, found.request_id("transfer-" + "-".join(result.across) + ("-dropped" if drop_edges else "")),
+                            result.store_rows())
+    return result
 
 
 # --- the papers: explorer reproduce ----------------------------------------------------------

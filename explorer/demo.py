@@ -1,13 +1,19 @@
 """``explorer demo``: a small built-in sweep end to end, then its analysis and report.
 
-The sweep: depth L in 4..64 times hidden width M in 1..256 at D = 8, three seeds each, 10 GD
-steps, compared with a Mean ODE reference of 512 x 256 particles (two replicas). L starts at 4:
-at L = 2 with one unit per layer a network is far outside the ODE picture (its error grows
-along training). It takes about 30 s on a 2-core CPU with an embedded Ray; rerunning reuses the
-trials already in the store.
+The sweep: depth L in 4..32 times hidden width M in 1..1024 at D = 8, four problem draws (data
+and embeddings) of four seeds each, 10 GD steps, each draw compared with its own Mean ODE
+reference of 512 x 256 particles (two replicas). It is sized so that the decomposed fit measures
+both of the theory's exponents: the depth exponent a needs the bias (the seeds' mean error)
+resolved above the seeds' noise at two depths or more of a column, which only M = 256 and 1024
+give at L = 4..16, and an interval over several draws (with one draw it covers the seeds' noise
+only; four give t(3)); the width exponent b comes from the seeds' spread at every point. L starts
+at 4: at L = 2 with one unit per layer a network is far outside the ODE picture (its error grows
+along training). It takes about a minute on a 2-core CPU with an embedded Ray (the README gives the
+measured times); rerunning reuses the trials already in the store.
 After the sweep it prints the final err_out per (L, M) from the store, writes the report, and
-ends with the decomposed fit (a and b with 95% CIs, or why the grid does not measure them, its
-warnings) and the path of the report.
+ends with the decomposed fit, led by a and b against the theory's 1 and 1/2 (each with its 95%
+CI, or why the grid does not measure it), then the law, its constants and warnings, and the path
+of the report.
 """
 from __future__ import annotations
 
@@ -21,11 +27,12 @@ from .sweeps.launch import sweep
 
 DEMO_SPEC = {
     "name": "demo",
-    "problem": {"d_in": 5, "d_out": 5, "samples": 10, "seed": 1},
+    "problem": {"d_in": 5, "d_out": 5, "samples": 10},
     "model": {"activation": "tanh", "preset": "mlu"},
     "train": {"steps": 10, "lr": 1.0, "dtype": "float64"},
     "reference": {"kind": "mean_ode", "depth": 512, "width": 256, "replicas": 2},
-    "grid": {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "alpha": [1.0], "seeds": 3},
+    "grid": {"L": [4, 8, 16, 32], "M": [1, 4, 16, 64, 256, 1024], "D": [8], "alpha": [1.0],
+             "problem_seeds": [1, 2, 3, 4], "seeds": 4},
     "resources": {"cpus_per_trial": 1, "gpus_per_trial": 0},
 }
 
@@ -63,9 +70,37 @@ def error_table(store, sweep: str = "demo") -> list[str]:
     return lines + [f"note: {note}" for note in grid.attrs.get("notes", ())]
 
 
+# The theory's exponents of the decomposed law (docs/model.md section 5): bias ~ L^-a, fluctuation
+# ~ (D/(LM))^b; the demo leads its fit with them.
+THEORY_EXPONENTS = {"a": (1.0, "1"), "b": (0.5, "1/2")}
+EXPONENT_NAMES = {"a": "depth exponent a (bias ~ L^-a)", "b": "width exponent b (fluctuation ~ (D/(LM))^b)"}
+
+
+def exponent_lines(result) -> list[str]:
+    """One line per theory exponent: its estimate and 95% CI against the theory's value, or "not
+    measured" with the fit's reason (a parameter the fit left out, or an interval that measures
+    nothing: ``explorer.analysis.fitting.unmeasured_in``)."""
+    from .analysis.fitting import unmeasured_in
+    from .formatting import fmt
+
+    lines = []
+    for name, (theory, said) in THEORY_EXPONENTS.items():
+        why = result.unidentified.get(name) or unmeasured_in(result, name)
+        if why:  # the fit's reason may already open with "not measured on this grid: ..."
+            said_why = why.removeprefix("not measured").lstrip(" :")
+            lines.append(f"{EXPONENT_NAMES[name]}: not measured ({said_why})")
+            continue
+        est, lo, hi = (float(d[name]) for d in (result.estimate, result.ci_low, result.ci_high))
+        holds = "holds" if lo <= theory <= hi else "leaves out"
+        lines.append(f"{EXPONENT_NAMES[name]} = {fmt(est)} [{fmt(lo)}, {fmt(hi)}]: the 95% CI {holds} "
+                     f"the theory's {said}")
+    return lines
+
+
 def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200) -> list[str]:
-    """The fit of ``form`` to the sweep's final err_out as ``explorer fit`` prints it (law,
-    constants with 95% CIs, warnings), or one line saying why there is none."""
+    """The fit of ``form`` to the sweep's final err_out: the theory's exponents a and b first
+    (``exponent_lines``), then the fit as ``explorer fit`` prints it (law, constants with 95% CIs,
+    warnings); or one line saying why there is none."""
     from .errors import UsageError
     from .analysis.fitting import fit_sweep, format_table
 
@@ -76,7 +111,7 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
         return [f"fit: none ({exc})"]
     finally:
         con.close()
-    return format_table(result).rstrip("\n").splitlines()
+    return exponent_lines(result) + format_table(result).rstrip("\n").splitlines()
 
 
 def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None,

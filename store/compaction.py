@@ -1,6 +1,6 @@
 """``compact``: merge a sweep's small files into a few large ones, losing nothing.
 
-For each kind (metrics, trials, fits, rounds, comparisons) of one sweep:
+For each kind (metrics, trials, fits, rounds, comparisons, optima) of one sweep:
 0. screening: the files the views would leave out (``screen.servable``: foreign, of no known
    schema version, holding another key's rows, unreadable) are never inputs: they stay where
    they are, untouched, and the report lists them (``explorer check --quarantine`` moves the
@@ -43,7 +43,8 @@ from .screen import Verdict, servable
 from .write import parquet_bytes
 
 SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"],
-             "rounds": ["round_id", "entry", "trial_key", "parameter"], "comparisons": ["comparison_id", "parameter"]}
+             "rounds": ["round_id", "entry", "trial_key", "parameter"], "comparisons": ["comparison_id", "parameter"],
+             "optima": ["optima_id", "parameter"]}
 
 
 @dataclass

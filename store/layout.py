@@ -23,7 +23,7 @@ from .schema import KINDS
 from .schema import check_kind as _check_kind
 
 REFERENCES_DIR = "references"
-DATA_KINDS = tuple(k for k in KINDS if k != REFERENCES_DIR)  # metrics, trials, fits, rounds, comparisons: partitioned by sweep; references are not
+DATA_KINDS = tuple(k for k in KINDS if k != REFERENCES_DIR)  # metrics, trials, fits, rounds, comparisons, optima: partitioned by sweep; references are not
 SUFFIX = ".parquet"
 TEMP_PREFIX = ".tmp."
 LOCK_PREFIX = ".lock."
@@ -76,8 +76,10 @@ def kind_dir(root: str, sweep: str, kind: str) -> str:
 
 
 def key_file(root: str, sweep: str, kind: str, key: str) -> str:
-    """The file holding one trial (metrics, trials), one fit (fits), one round (rounds) or one comparison."""
-    what = {"fits": "fit id", "rounds": "round id", "comparisons": "comparison id"}.get(kind, "trial key")
+    """The file holding one trial (metrics, trials), one fit (fits), one round (rounds), one comparison
+    or one request's optima."""
+    what = {"fits": "fit id", "rounds": "round id", "comparisons": "comparison id",
+            "optima": "optima id"}.get(kind, "trial key")
     return join(kind_dir(root, sweep, kind), check_key(key, what) + SUFFIX)
 
 

@@ -1,5 +1,5 @@
-"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds``, ``comparisons`` and ``references``,
-and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``,
+"""SQL over the store: DuckDB views ``metrics``, ``trials``, ``fits``, ``rounds``, ``comparisons``,
+``optima`` and ``references``, and ``points`` (per point and step, the seeds' bias and fluctuation: ``store.points``) over ``metrics``,
 ``latest_fits`` (the newest fit of each question: ``store.latest_fits``) over ``fits``.
 
 Each view scans a ``pyarrow.dataset`` of exactly the files that serve its rows (one file per

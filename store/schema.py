@@ -9,7 +9,9 @@ Four kinds of rows live in the store (see docs/store.md for the table):
   chosen point (what was chosen and why) and, once the round's trials are done and refitted, a row
   per target parameter (its estimate and CI then);
 - ``comparisons``: one row per parameter of a comparison of two fitted sweeps (``explorer compare``):
-  both estimates, their difference and its paired and unpaired intervals, a verdict.
+  both estimates, their difference and its paired and unpaired intervals, a verdict;
+- ``optima``: one row per slice of a sweep's best value of a hyperparameter axis (``explorer
+  optimum``) or per parameter of its transfer law (``explorer transfer``), with intervals.
 
 ``to_table(kind, rows, fill)`` is the gate every write goes through: a row with a missing or
 unknown column, a value of the wrong type, or a status outside the allowed set raises
@@ -18,6 +20,8 @@ removed or changes type; the version is stored in every row. The one exception i
 column (``Column.optional``): extra information that changes none of the existing numbers, which a
 file of any version may hold or lack (read as null when lacking). It leaves the version, and so the
 trial keys (which hash the version: a bump reruns every stored trial), unchanged.
+
+Size: the one declaration of every stored kind and its check, read together by every writer and reader.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import pyarrow as pa
 from .errors import InvalidNameError, SchemaError
 
 SCHEMA_VERSION = 2  # 2: metrics gained ``flags``, fits ``warnings``
-KINDS = ("metrics", "trials", "fits", "references", "rounds", "comparisons")
+KINDS = ("metrics", "trials", "fits", "references", "rounds", "comparisons", "optima")
 # The status vocabulary, best first: a trial's status is the worst of its seeds'.
 STATUSES = ("ok", "diverged", "failed")
 # A trial that ended so is final (a rerun skips it); a failed one runs again.
@@ -58,6 +62,7 @@ class Column:
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
+COORD_BINS = 4  # depth bins of the columns coord_update_b<b>, coord_branch_b<b> (trials/coordcheck.py: a test)
 _FLOATS = pa.list_(_FLOAT)
 _TIME = pa.timestamp("us", tz="UTC")
 
@@ -78,15 +83,18 @@ CONFIG_COLUMNS = (
     Column("coupled_dim", _INT, "width at which coupled embeddings are drawn (null: not coupled)", nullable=True),
     Column("activation", _STR, "activation sigma, e.g. tanh"),
     Column("block", _STR, "residual block type, e.g. 2lp"),
-    Column("preset", _STR, "residual scaling preset: mlu | lazy | completep | depth_mup"),
+    Column("preset", _STR, "residual scaling preset: mlu | lazy | completep | depth_mup | standard"),
     Column("alpha", _FLOAT, "residual multiplier (>> 1: lazy regime)"),
     Column("sigma_u", _FLOAT, "init std of u entries, in units of sqrt(D)"),
     Column("sigma_v", _FLOAT, "init std of v entries, in units of sqrt(D)"),
-    Column("lr", _FLOAT, "learning rate eta, mean-field convention"),
+    Column("lr", _FLOAT, "learning rate, in the convention lr_scaling names (eta, mean-field, by default)"),
     Column("steps", _INT, "K, number of gradient steps (metrics at step 0..K)"),
     Column("dtype", _STR, "float32 | float64"),
     Column("antithetic", _BOOL, "units drawn in antithetic pairs"),
     Column("residual_scale", _FLOAT, "c = alpha * L^-a * M^-b * D^-g of the preset"),
+    Column("lr_scaling", _STR, "what lr multiplies: null = mean_field, the default (each unit steps by lr D / (2 c^2 L M) "
+           "dl/dtheta; also every older row) | raw (plain SGD on W1 = u / D, W2 = c v)", nullable=True, optional=True,
+           allowed=("mean_field", "raw")),
 )
 _PROVENANCE = (
     Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
@@ -144,6 +152,14 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
         "the reference gives its backward path (kind joint_limit)",
         nullable=True, optional=True,
     ),
+) + tuple(
+    Column(f"coord_{what}_b{b}", _FLOAT,
+           f"coordinate check, depth bin {b} of {COORD_BINS} (the blocks l = 1..L with {COORD_BINS} (l - 1) // L = {b}): "
+           f"the mean over its blocks of the RMS over samples and coordinates of {meaning}. Null: a bin without "
+           f"blocks (L < {COORD_BINS}), failed trials, rows written before it was stored", nullable=True, optional=True)
+    for what, meaning in (("update", "h_l(k) - h_l(0), the block output's change since step 0"),
+                          ("branch", "the residual branch's output h_l - h_{l-1} = c sum_j v_j sigma(p_j)")) for b in range(COORD_BINS)
+) + (
     Column("error", _STR, "error message of a failed trial (null otherwise)", nullable=True),
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
@@ -269,9 +285,47 @@ _COMPARISONS = (
     Column("created_at", _TIME, "UTC time the comparison was written"),
 ) + _PROVENANCE
 
+OPTIMUM_EDGES = ("below", "above")
+TRANSFER_VERDICTS = ("transfers", "drifts", "not measured")
+# The configuration columns that may define a slice of an optimum (null where not): every grid
+# axis but the draw and the derived residual scale. Optional, so a configuration column added
+# later leaves the optima written before it readable.
+OPTIMUM_SLICE_COLUMNS = tuple(c.name for c in CONFIG_COLUMNS if c.name not in ("problem_seed", "residual_scale"))
+_OPTIMA = (
+    Column("sweep", _STR, "sweep name"),
+    Column("optima_id", _STR, "id of one request (one file per id; the same request again replaces it)"),
+    Column("axis", _STR, "the hyperparameter axis minimised over, e.g. lr, alpha"),
+    Column("metric", _STR, "the metric minimised, e.g. loss, err_out"),
+    Column("step", _INT, "the step read (null: each trial's last step)", nullable=True),
+    Column("parameter", _STR, "null: a slice's optimum; gamma, delta or c: a parameter of the transfer law "
+           "log axis* = c + gamma log L + delta log M", nullable=True),
+    Column("across", _STR, "transfer rows: the axes the law runs across, e.g. L or L,M (null: optimum rows)",
+           nullable=True),
+) + tuple(
+    Column(c.name, c.type, f"slice: {c.meaning} (null: not an axis of the slice)", nullable=True, optional=True)
+    for c in CONFIG_COLUMNS if c.name in OPTIMUM_SLICE_COLUMNS
+) + (
+    Column("optimum", _FLOAT, "optimum rows: the located minimiser of the axis (null: at a grid edge or not "
+           "measured); transfer rows: the parameter's estimate (NaN: not measured)", nullable=True),
+    Column("ci_low", _FLOAT, "lower end of the 95% seed-and-draw bootstrap interval (null: none)", nullable=True),
+    Column("ci_high", _FLOAT, "upper end of the 95% interval (null: none)", nullable=True),
+    Column("edge", _STR, "optimum rows: below | above when the minimum sits at the grid's lowest or highest value "
+           "(null: inside the grid)", nullable=True, allowed=OPTIMUM_EDGES),
+    Column("grid_low", _FLOAT, "the axis's lowest grid value in the slice"),
+    Column("grid_high", _FLOAT, "the axis's highest grid value in the slice"),
+    Column("verdict", _STR, "transfer rows: transfers | drifts | not measured (null: optimum rows)",
+           nullable=True, allowed=TRANSFER_VERDICTS),
+    Column("n_draws", _INT, "problem draws read"),
+    Column("n_runs", _INT, "runs (draw, seed, grid value) read; transfer rows: over the slices fitted"),
+    Column("n_diverged", _INT, "runs among them that diverged (counted as worse than every finite value)"),
+    Column("n_boot", _INT, "bootstrap resamples"),
+    Column("note", _STR, "what the row leaves out or why it is not measured ('' when nothing)"),
+    Column("created_at", _TIME, "UTC time the rows were written"),
+) + _PROVENANCE
+
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "metrics": _METRICS, "trials": _TRIALS, "fits": _FITS, "references": _REFERENCES, "rounds": _ROUNDS,
-    "comparisons": _COMPARISONS,
+    "comparisons": _COMPARISONS, "optima": _OPTIMA,
 }
 # {version: {kind: columns that version added}}: a file written at version v lacks the columns of
 # later versions and reads them as null (store.screen's rule).
@@ -286,7 +340,7 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 # Each file of a kind holds whole groups of this column (one group per small file).
 KEY_COLUMN = {"metrics": "trial_key", "trials": "trial_key", "fits": "fit_id", "references": "ref_key",
-              "rounds": "round_id", "comparisons": "comparison_id"}
+              "rounds": "round_id", "comparisons": "comparison_id", "optima": "optima_id"}
 
 
 def _hostname() -> str:
@@ -300,14 +354,15 @@ def _now() -> _dt.datetime:
 # Columns a writer may leave out, and where their value then comes from.
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
-                "gram_out": lambda: None, "gram_hidden": lambda: None,
-                "err_hidden_depthmax": lambda: None, "err_hidden_depthmean": lambda: None,
-                "err_backward": lambda: None},
-    "trials": {"error": lambda: None, "node_id": _hostname},
+                **{name: (lambda: None) for name in ("gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean",
+                                                     "err_backward", "lr_scaling")},
+                **{f"coord_{what}_b{b}": (lambda: None) for what in ("update", "branch") for b in range(COORD_BINS)}},
+    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None},
     "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},
     "comparisons": {"created_at": _now, "where_a": lambda: None, "where_b": lambda: None},
+    "optima": {"created_at": _now, "note": lambda: "", **{name: (lambda: None) for name in OPTIMUM_SLICE_COLUMNS}},
 }
 
 

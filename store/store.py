@@ -8,6 +8,7 @@
     st.write_fit(sweep, fit_id, rows)
     st.write_round(sweep, round_id, rows)          # an adaptive sweep's round log
     st.write_comparison(sweep, comparison_id, rows)  # two fitted sweeps compared (explorer compare)
+    st.write_optima(sweep, optima_id, rows)        # best hyperparameters and their transfer (explorer optimum)
     st.query("SELECT L, avg(err_out) FROM metrics GROUP BY L")   # -> pyarrow Table
     st.connect(sweep)                           # -> DuckDB connection on the views, for many queries
     st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
@@ -33,7 +34,7 @@ from .control import MalformedControl, read_control
 from .errors import StoreQueryError
 from .files import Files, open_root
 from .layout import DATA_KINDS, check_key, check_sweep, reference_file, reference_lock
-from .write import write_comparison, write_fit, write_round, write_trial
+from .write import write_comparison, write_fit, write_optima, write_round, write_trial
 
 
 class Store:
@@ -132,6 +133,15 @@ class Store:
         """
         write_comparison(self._files, sweep, comparison_id, rows)
 
+    def write_optima(self, sweep: str, optima_id: str, rows: Sequence[Mapping]) -> None:
+        """Validate and atomically write the rows of one optimum or transfer request (kind
+        ``optima``; see ``store.schema``). Writing an id again replaces it.
+
+        Raises:
+            SchemaError, InvalidNameError, StoreError: as for ``write_trial``.
+        """
+        write_optima(self._files, sweep, optima_id, rows)
+
     # -- reading -------------------------------------------------------------------------------
     def completed_trial_keys(self, sweep: str) -> set[str]:
         """Keys of the sweep's trials that have a trials row (written after their metrics).
@@ -210,7 +220,7 @@ class Store:
 
     def connect(self, sweep: str | None = None, read_only: bool = False,
                 views: Collection[str] | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with views metrics, trials, fits, rounds, comparisons and references.
+        """A DuckDB connection with views metrics, trials, fits, rounds, comparisons, optima and references.
 
         The views show the files present now; connect again to see later writes. They read
         only files that match a schema version of their kind (``store/screen.py``, the rule of

@@ -105,8 +105,18 @@ def write_comparison(files: Files, sweep: str, comparison_id: str, rows: Sequenc
     _write_rows(files, sweep, "comparisons", "comparison_id", comparison_id, rows)
 
 
+def write_optima(files: Files, sweep: str, optima_id: str, rows: Sequence[Mapping]) -> None:
+    """Validate and write the rows of one optimum or transfer request to
+    ``sweep=<sweep>/kind=optima/<optima_id>.parquet``. Writing the same id again replaces it.
+
+    Raises:
+        InvalidNameError, SchemaError, StoreError: as for ``write_trial``.
+    """
+    _write_rows(files, sweep, "optima", "optima_id", optima_id, rows)
+
+
 def _write_rows(files: Files, sweep: str, kind: str, key_column: str, key: str, rows: Sequence[Mapping]) -> None:
-    """Validate ``rows`` of ``kind`` and write them as the one file of ``key`` (fits, rounds, comparisons)."""
+    """Validate ``rows`` of ``kind`` and write them as the one file of ``key`` (fits, rounds, comparisons, optima)."""
     check_sweep(sweep)
     check_key(key, key_column.replace("_", " "))
     table = to_table(kind, rows, provenance(sweep, key_column, key))
@@ -154,7 +164,7 @@ def trial_row_from_metrics(
         raise SchemaError("a trial needs at least one metric row (a failed trial writes one row per seed at step 0)")
     first = metric_rows[0]
     try:
-        row = {c.name: first[c.name] for c in CONFIG_COLUMNS}
+        row = {c.name: first[c.name] for c in CONFIG_COLUMNS if not c.optional or c.name in first}
         for name in ("ref_key", "ref_kind", "device", "wall_s"):
             row[name] = first[name]
         status = max((r["status"] for r in metric_rows), key=lambda s: _SEVERITY.get(s, 3))

@@ -19,6 +19,7 @@ _LAZY = {
     "DEVICES": "config",
     "DTYPES": "config",
     "PRESETS": "config",
+    "LR_SCALINGS": "config",
     "REFERENCE_KINDS": "config",
     "ProblemConfig": "config",
     "ReferenceConfig": "config",

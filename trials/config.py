@@ -45,13 +45,20 @@ METRICS_BLOCK = 1 << 19
 # Residual scale c = alpha * L^-a * M^-b * D^-g. mlu is the paper's alpha / (L M); completep and
 # depth_mup put a standard (muP, 1/sqrt(fan_in)) block in the residual branch with a branch
 # multiplier 1/L and 1/sqrt(L): in unit-variance form their scales are 1/(L sqrt(M)) and
-# 1/sqrt(L M), against sqrt(D)/(L M) for mlu.
+# 1/sqrt(L M), against sqrt(D)/(L M) for mlu. standard is the standard parametrization: the
+# effective weights W1 = u / D and W2 = c v start with the fan-in variances 1/D and 1/M (for
+# alpha = 1) and the branch has no depth factor, so the residual stream's variance grows with L.
 PRESETS: dict[str, tuple[float, float, float]] = {
     "mlu": (1.0, 1.0, 0.0),
     "lazy": (1.0, 1.0, 0.0),
     "completep": (1.0, 0.5, 0.5),
     "depth_mup": (0.5, 0.5, 0.5),
+    "standard": (0.0, 0.5, 0.5),
 }
+# What the learning rate lr multiplies (docs/model.md section 2). mean_field: each unit parameter
+# steps by lr * D / (2 c^2 L M) * dl/dtheta (every preset moves its units by Theta(1)); raw: plain
+# SGD on the effective weights W1 = u / D and W2 = c v, W <- W - lr * dl/dW.
+LR_SCALINGS = ("mean_field", "raw")
 ACTIVATION_NAMES = ("tanh", "identity", "gelu", "relu")
 BLOCKS = ("2lp",)
 DEVICES = ("auto", "cpu", "cuda")
@@ -181,7 +188,7 @@ class TrialConfig:
     alpha: float = 1.0  # residual multiplier; >> 1 is the lazy regime
     sigma_u: float = 1.0  # init std of u entries, in units of sqrt(D)
     sigma_v: float = 1.0  # init std of v entries, in units of sqrt(D)
-    lr: float = 1.0  # eta, in the mean-field convention (see model.py)
+    lr: float = 1.0  # eta, in the convention lr_scaling names (see model.py)
     steps: int = 10  # K gradient steps; metrics at k = 0..K
     dtype: str = "float64"  # float32 | float64
     device: str = "auto"  # auto (cuda if available) | cpu | cuda
@@ -191,6 +198,7 @@ class TrialConfig:
     divergence_bound: float = 1e3  # |f| above this times the targets' RMS (or NaN/Inf) marks it diverged
     init_noise_limit: float = 1.0  # flag init_noise when alpha_eff / sqrt(L M) exceeds this (not antithetic)
     chaos_check: bool = False  # run a twin nudged by 1e-12 and flag seeds whose trajectories separate
+    lr_scaling: str = "mean_field"  # mean_field | raw (plain SGD on W1 = u / D, W2 = c v): LR_SCALINGS
 
     def __post_init__(self) -> None:
         for name in ("L", "M", "D"):
@@ -200,6 +208,7 @@ class TrialConfig:
         _choice("activation", self.activation, ACTIVATION_NAMES)
         _choice("block", self.block, BLOCKS)
         _choice("preset", self.preset, tuple(PRESETS))
+        _choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
         _choice("dtype", self.dtype, tuple(DTYPES))
         _choice("device", self.device, DEVICES)
         for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_bound", "init_noise_limit"):
@@ -237,20 +246,49 @@ class TrialConfig:
     @property
     def limit_alpha(self) -> float | None:
         """The multiplier alpha of the mlu Mean ODE this trial approaches as L grows at fixed M,
-        or None when no Mean ODE is its limit.
+        or None when no Mean ODE is its limit (``no_limit_reason`` says why).
 
-        The learning rate convention (lr_hat = eta / (c L M)) makes any preset at (L, M) the mlu
+        The mean-field learning rate (lr_hat = eta / (c L M)) makes any preset at (L, M) the mlu
         network with alpha_eff = c L M. mlu and lazy: alpha_eff = alpha. completep: alpha sqrt(M / D),
         fixed as L grows, so its limit is the mlu Mean ODE at that alpha (it depends on M).
         depth_mup: alpha sqrt(L M / D) grows without bound with L while the initial noise
         alpha_eff / sqrt(L M) = alpha / sqrt(D) stays put: the 1/sqrt(L) branch has a random
-        (SDE-like) limit, not a deterministic Mean ODE.
+        (SDE-like) limit, not a deterministic Mean ODE. standard: alpha L sqrt(M / D), and its initial
+        noise alpha sqrt(L / D) grows with L. Raw SGD (``lr_scaling = "raw"``) moves v by 2 L M / D
+        times the mean-field step at eta = lr, which diverges with L for every preset.
         """
+        if self.no_limit_reason() is not None:
+            return None
         if self.preset in ("mlu", "lazy"):
             return float(self.alpha)
-        if self.preset == "completep":
-            return float(self.alpha) * math.sqrt(self.M / self.D)
+        return float(self.alpha) * math.sqrt(self.M / self.D)  # completep
+
+    def no_limit_reason(self) -> str | None:
+        """Why no deterministic limit exists as L grows (``limit_alpha``), one sentence naming the
+        field to change, or None when one does."""
+        if self.lr_scaling == "raw":
+            return ("lr_scaling 'raw' (plain SGD on the effective weights) takes steps that grow like L M in mean-field "
+                    "units, so no limit exists as L grows")
+        if self.preset == "depth_mup":
+            return ("preset 'depth_mup' has no Mean ODE limit (its residual scale alpha/sqrt(L M D) leaves initial noise "
+                    "alpha/sqrt(D) at every depth)")
+        if self.preset == "standard":
+            return ("preset 'standard' has no depth limit (no depth factor on the branch: the residual stream's "
+                    "variance grows with L)")
         return None
+
+    def step_sizes(self) -> tuple[float, float]:
+        """(lr_hat_u, lr_hat_v): the factors of the engine's update U -= lr_hat_u H^T G and
+        V -= lr_hat_v B^T S (trials/model.py), dl/dU = (2 c / D) H^T G and dl/dV = (2 c / D) B^T S.
+
+        mean_field: both eta / (c L M) (docs/model.md section 2). raw: plain SGD on W1 = U / D and
+        W2 = c V, i.e. U -= lr D^2 dl/dU and V -= (lr / c^2) dl/dV: 2 lr c D and 2 lr / (c D).
+        """
+        c = self.residual_scale
+        if self.lr_scaling == "raw":
+            return 2.0 * self.lr * c * self.D, 2.0 * self.lr / (c * self.D)
+        lr_hat = self.lr / (c * self.L * self.M)
+        return lr_hat, lr_hat
 
     @property
     def init_noise(self) -> float:
@@ -275,6 +313,8 @@ class TrialConfig:
         d["problem"] = self.problem.numerics()
         d["seeds"] = list(self.seeds)
         d["numerics_version"] = NUMERICS_VERSION
+        if d["lr_scaling"] == "mean_field":  # left out at its default: keys made before it existed hold
+            del d["lr_scaling"]
         return d
 
     def key(self) -> str:
@@ -292,6 +332,9 @@ class TrialConfig:
             "alpha": float(self.alpha), "sigma_u": float(self.sigma_u), "sigma_v": float(self.sigma_v),
             "lr": float(self.lr), "steps": self.steps, "dtype": self.dtype,
             "antithetic": self.antithetic, "residual_scale": self.residual_scale,
+            # null at the default, as in every row written before the column existed: a sweep extended
+            # after it was added holds one value of this grid column for its mean-field points, not two
+            "lr_scaling": None if self.lr_scaling == "mean_field" else self.lr_scaling,
         }
 
 
@@ -345,18 +388,16 @@ class ReferenceConfig:
         if self.depth < 2 or self.depth % 2:
             raise ConfigError("reference.depth", f"reference.depth must be even and >= 2 (a half-depth replica estimates discretization), got {self.depth}")
         _choice("reference.device", self.device, DEVICES)
-        if self.limit.limit_alpha is None:
-            raise ConfigError(
-                "preset",
-                f"preset {self.limit.preset!r} has no Mean ODE limit (its residual scale alpha/sqrt(L M D) "
-                "leaves initial noise alpha/sqrt(D) at every depth); use reference kind 'largest', or preset 'completep' or 'mlu'",
-            )
+        reason = self.limit.no_limit_reason()
+        if reason is not None:
+            raise ConfigError("lr_scaling" if self.limit.lr_scaling == "raw" else "preset",
+                              f"{reason}; use reference kind 'largest' (reference kind mean_ode needs the Mean ODE limit)")
 
     def limit_identity(self) -> tuple:
         """The values ``limit_fields`` is made of, as a hashable tuple: trials with equal
         identities have the same limit (planning caches references by it, computing one key per
         distinct limit rather than one per trial)."""
-        t = self.limit
+        t = self.limit  # lr_scaling is mean_field (the only one with a limit): the limit is keyed as before
         return (t.problem, t.D, t.activation, t.block, t.limit_alpha, t.sigma_u, t.sigma_v, t.lr, t.steps, t.dtype)
 
     def limit_fields(self) -> dict:
@@ -446,6 +487,9 @@ class JointLimitConfig:
             )
         if t.preset not in ("mlu", "lazy"):
             raise ConfigError("preset", f"reference kind joint_limit needs the residual scale alpha / (L M) (preset mlu or lazy), got {t.preset!r}")
+        if t.lr_scaling != "mean_field":
+            raise ConfigError("lr_scaling", f"reference kind joint_limit is the limit of the mean-field step; {t.no_limit_reason()}; "
+                              "use reference kind 'largest'")
         if t.block != "2lp":
             raise ConfigError("block", f"reference kind joint_limit is derived for block '2lp', got {t.block!r}")
         if isinstance(self.grid, bool) or not isinstance(self.grid, int) or self.grid < 2 or self.grid % 2:

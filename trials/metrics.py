@@ -104,20 +104,21 @@ class Baseline:
     displacement since then, kept up to date by the steps themselves.
 
     Created after the first forward pass, before the first step, it attaches itself to the net
-    as its step observer. Each step adds its increments du = -lr_hat H^T G, dv = -lr_hat B^T S
-    (rank N per layer) to the float64 sums |du|^2, v_0 . dv and |dv|^2 per unit, each from one
-    sum over the samples of (N, M)-sized quantities the step has anyway:
-        |du_k + du|^2 - |du_k|^2 = sum_n G (lr_hat^2 (H H^T) G - 2 lr_hat D dp),
-        v_0 . dv = -lr_hat sum_n (B v_0) S,  B v_0 = B V_k - B (v_k - v_0),
-        |dv_k + dv|^2 - |dv_k|^2 = sum_n S (lr_hat^2 (B B^T) S - 2 lr_hat B (v_k - v_0)),
+    as its step observer. Each step adds its increments du = -a H^T G, dv = -b B^T S
+    ((a, b) = the net's (lr_hat_u, lr_hat_v), equal under the mean-field step; rank N per layer) to
+    the float64 sums |du|^2, v_0 . dv and |dv|^2 per unit, each from one sum over the samples of
+    (N, M)-sized quantities the step has anyway:
+        |du_k + du|^2 - |du_k|^2 = sum_n G (a^2 (H H^T) G - 2 a D dp),
+        v_0 . dv = -b sum_n (B v_0) S,  B v_0 = B V_k - B (v_k - v_0),
+        |dv_k + dv|^2 - |dv_k|^2 = sum_n S (b^2 (B B^T) S - 2 b B (v_k - v_0)),
     (the (N, N) Gram matrices scaled, the bracket one batched product added to its last term), so
     no weight-sized difference or per-unit sum over D is ever taken. What remains is the
     displacement seen through the current factors, dp = (u_k - u_0)^T h_k / D and B (v_k - v_0),
     obtained in one of two ways (``history``, fixed per trial from its shape):
 
     - from the history of the updates (when K N (D + M) <= D M, i.e. when storing every step's
-      H, G, B, S costs no more than a copy of u_0): u_k - u_0 = -lr_hat sum_s H_s^T G_s, so
-      dp = -(lr_hat / D) (h_k H_{<k}^T) G_{<k} and B (v_k - v_0) = -lr_hat (B B_{<k}^T) S_{<k},
+      H, G, B, S costs no more than a copy of u_0): u_k - u_0 = -a sum_s H_s^T G_s, so
+      dp = -(a / D) (h_k H_{<k}^T) G_{<k} and B (v_k - v_0) = -b (B B_{<k}^T) S_{<k},
       products of (N, k N) and (k N, M) matrices; u_0 and v_0 are never read again. The
       displacement is then computed directly, to a relative precision of the working dtype, with
       no cancellation whatever alpha is;
@@ -146,7 +147,7 @@ class Baseline:
             u0_sq = unit_norms_sq(net.units.u, copy_into=self.units0.u)
             self.v0_sq = unit_norms_sq(net.units.v, copy_into=self.units0.v)
         self.out0 = out0
-        self.lr, self.D = net.lr_hat, D
+        (self.lr, self.lr_v), self.D = net.lr_hat, D  # (lr_hat_u, lr_hat_v)
         self.device = start.u.device
         zeros = torch.zeros(L, R, M, dtype=F64, device=self.device)
         self.size0_sq = (u0_sq + self.v0_sq).sum(dim=(0, 2))  # (R,)
@@ -211,7 +212,7 @@ class Baseline:
     def __call__(self, net: ResNet, fwd: Forward, cotangent: torch.Tensor, gated: torch.Tensor, q: torch.Tensor) -> None:
         """The step observer: add this step's increments to the per-unit sums (class docstring),
         in place: a Moves is valid until the next step."""
-        lr, D, N = self.lr, self.D, gated.shape[2]
+        lr, lr_v, D, N = self.lr, self.lr_v, self.D, gated.shape[2]
         dp = self.moves(fwd).dp
         if self.history and self._rows + N > self._past["h"].shape[1]:  # more steps than configured
             self._past = {name: torch.cat([past, torch.empty_like(past)], dim=1) for name, past in self._past.items()}
@@ -226,15 +227,15 @@ class Baseline:
             elif self._rows == 0:
                 work.zero_()
             else:  # B (v_k - v_0) = -lr (B B_{<k}^T) S_{<k}
-                self._through_past(b, lo, "b", "s", -lr, work)
+                self._through_past(b, lo, "b", "s", -lr_v, work)
             _unit_sums(torch.sub(x, work, alpha=1.0 / D, out=product), s, product, v0[lo:hi])  # (B v_0 / D) S
-            _flat(work).baddbmm_(_gram(b, lr * lr), _flat(s), beta=-2.0 * lr)
+            _flat(work).baddbmm_(_gram(b, lr_v * lr_v), _flat(s), beta=-2.0 * lr_v)
             _unit_sums(work, s, product, dv[lo:hi])
             if self.history:
                 for name, t in (("h", h), ("g", g), ("b", b), ("s", s)):
                     self._past[name][lo * t.shape[1]:hi * t.shape[1], self._rows:self._rows + N].copy_(_flat(t))
         self.du_sq.add_(du)
-        self.v0_dv.add_(v0, alpha=-lr * D)
+        self.v0_dv.add_(v0, alpha=-lr_v * D)
         self.dv_sq.add_(dv)
         if self.history:
             self._rows += N

@@ -11,12 +11,14 @@ with residual scale c = alpha * L^-a * M^-b * D^-g.  The mean-field ("mlu") pres
 a = b = 1, g = 0, i.e. c = alpha / (L M) as in the paper.  Unit parameters start with entries
 N(0, sigma_u^2 D) and N(0, sigma_v^2 D).
 
-Learning-rate convention: each unit parameter takes the step
-theta <- theta - eta * D / (2 c^2 L M) * dl/dtheta.  For mlu this is exactly the paper's
-(eta / alpha^2) * (L M D / 2) * dl/dtheta, and for every preset it keeps the function's change
-per step of order eta.  In backprop form (B = (D / 2) dl/dh, Q = V^T B / D) the update is
-U_l -= lr_hat * H_{l-1} (sigma'(P_l) * Q_l)^T and V_l -= lr_hat * B_l sigma(P_l)^T with
-lr_hat = eta / (c L M), summed over samples.
+Learning-rate convention (``lr_scaling``, docs/model.md section 2): with mean_field (the default)
+each unit parameter takes the step theta <- theta - eta * D / (2 c^2 L M) * dl/dtheta.  For mlu
+this is exactly the paper's (eta / alpha^2) * (L M D / 2) * dl/dtheta, and for every preset it
+keeps the function's change per step of order eta.  In backprop form (B = (D / 2) dl/dh,
+Q = V^T B / D) the update is U_l -= lr_hat_u * H_{l-1} (sigma'(P_l) * Q_l)^T and
+V_l -= lr_hat_v * B_l sigma(P_l)^T, summed over samples, with lr_hat_u = lr_hat_v = eta / (c L M).
+With raw, plain SGD on the effective weights W1 = U / D and W2 = c V, lr_hat_u = 2 lr c D and
+lr_hat_v = 2 lr / (c D) (``TrialConfig.step_sizes``).
 
 Repetitions (seeds) of one configuration are a leading batch axis: every tensor below carries
 it, so R seeds cost one batched matrix product per layer, not R Python loops. The points of a
@@ -143,16 +145,16 @@ class Forward:
 @dataclass(frozen=True)
 class Slot:
     """One point's place in a batch: its repetitions lo:hi of the batch axis, its problem and
-    its scalars (residual scale c and step lr_hat = eta / (c L M))."""
+    its scalars (residual scale c and the step sizes (lr_hat_u, lr_hat_v), ``TrialConfig.step_sizes``)."""
 
     lo: int
     hi: int
     problem: Problem
     scale: float
-    lr_hat: float
+    lr_hat: tuple[float, float]
 
 
-def _runs(slots: tuple[Slot, ...], name: str) -> list[tuple[int, int, float]]:
+def _runs(slots: tuple[Slot, ...], name: str) -> list[tuple[int, int, object]]:
     """(lo, hi, value) over consecutive slots with one value of a scalar: one batched call each."""
     runs: list[tuple[int, int, float]] = []
     for slot in slots:
@@ -193,7 +195,7 @@ class ResNet:
         self.units = init_units(config, self.seeds, self.device, self.dtype, alloc) if units is None else units
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
-        self.lr_hat = config.lr / (self.scale * config.L * config.M)
+        self.lr_hat = config.step_sizes()  # (lr_hat_u, lr_hat_v)
         self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat),))
         self._init_state()
 
@@ -230,7 +232,7 @@ class ResNet:
         slots, lo = [], 0
         for c in configs:
             scale = c.residual_scale
-            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.lr / (scale * c.L * c.M)))
+            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.step_sizes()))
             lo += len(c.seeds)
         net._set_slots(tuple(slots))
         net._init_state()
@@ -318,12 +320,12 @@ class ResNet:
         self._backprop_of = None  # the units move: a later sweep is another one
         L, R, D, M = self.units.u.shape
         factors = ((self.units.u, fwd.hidden[:-1], gated), (self.units.v, cotangent, fwd.activated))
-        if len(self._lr_runs) == 1:  # one step size: every layer and repetition in one product
-            for units, left, right in factors:
-                units.view(L * R, D, M).baddbmm_(_flat(left).transpose(1, 2), _flat(right), alpha=-self._lr_runs[0][2])
+        if len(self._lr_runs) == 1:  # one pair of step sizes: every layer and repetition in one product
+            for (units, left, right), lr_hat in zip(factors, self._lr_runs[0][2]):
+                units.view(L * R, D, M).baddbmm_(_flat(left).transpose(1, 2), _flat(right), alpha=-lr_hat)
             return
-        for lo, hi, lr_hat in self._lr_runs:  # a run's repetitions are no view across layers: layer by layer
-            for units, left, right in factors:
+        for lo, hi, lr_hats in self._lr_runs:  # a run's repetitions are no view across layers: layer by layer
+            for (units, left, right), lr_hat in zip(factors, lr_hats):
                 for layer in range(L):
                     units[layer, lo:hi].baddbmm_(left[layer, lo:hi].transpose(1, 2), right[layer, lo:hi], alpha=-lr_hat)
 
@@ -394,6 +396,13 @@ class ResNet:
                 self.step(fwd)
 
     def step_size(self) -> float:
-        """The per-parameter learning rate eta * D / (2 c^2 L M) that multiplies dl/dtheta."""
+        """The mean-field per-parameter learning rate eta * D / (2 c^2 L M) that multiplies dl/dtheta
+        (``lr_scaling = "mean_field"``; raw SGD's are ``step_sizes``)."""
         cfg = self.config
         return cfg.lr * cfg.D / (2.0 * self.scale**2 * cfg.L * cfg.M)
+
+    def step_sizes(self) -> tuple[float, float]:
+        """The factors (a_u, a_v) of the steps U <- U - a_u dl/dU and V <- V - a_v dl/dV:
+        lr_hat_u D / (2 c) and lr_hat_v D / (2 c) (``TrialConfig.step_sizes``)."""
+        factor = self.config.D / (2.0 * self.scale)
+        return self.lr_hat[0] * factor, self.lr_hat[1] * factor

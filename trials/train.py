@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from .config import FUSION_FIELDS, TrialConfig, resolve_device, stream_seed
+from .coordcheck import COORD_COLUMNS, CoordCheck
 from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, backward_along_depth, hidden_along_depth
 from .metrics import DEPTH_METRICS, GRAMS, METRICS, Baseline, DepthSnapshot, Snapshot
 from .model import Forward, ResNet
@@ -133,7 +134,8 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     Returns:
         One dict per (seed, step): ``config.columns()`` plus seed, step, the METRICS values,
         the GRAMS rows (``gram_out``, ``gram_hidden``: this seed's row of the step's Gram
-        matrix, see ``seed_gram_rows``), the DEPTH_METRICS values (``err_hidden_depthmax``,
+        matrix, see ``seed_gram_rows``), the coordinate check (``COORD_COLUMNS``, trials/coordcheck.py:
+        None in a depth bin without blocks), the DEPTH_METRICS values (``err_hidden_depthmax``,
         ``err_hidden_depthmean``, ``err_backward``; None unless the reference gives its depth path,
         kind joint_limit), ref_loss, ref_err_out, ref_err_hidden, status, flags,
         ref_key, ref_kind, device, wall_s.
@@ -216,6 +218,8 @@ class Steps:
     metrics: list[np.ndarray] = field(default_factory=list)
     grams: list[np.ndarray] = field(default_factory=list)
     depth: list[dict[str, np.ndarray]] = field(default_factory=list)  # DEPTH_METRICS served: name -> (R,)
+    coord: list[np.ndarray] = field(default_factory=list)  # (len(COORD_COLUMNS), R): the coordinate check
+    coord_empty: list[bool] = field(default_factory=list)  # per depth bin: no block in it (null columns)
     alive: list[list[bool]] = field(default_factory=list)
     blown: list[list[bool]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -239,6 +243,7 @@ class PointMeter:
         self.alive = [True] * len(config.seeds)
         self.steps = Steps()
         self.baseline: Baseline | None = None
+        self.coord: CoordCheck | None = None
         self.loss0: torch.Tensor | None = None
         self.separation = torch.zeros(len(config.seeds), dtype=torch.float64)
         self._depth_names: list[str] = []  # the depth metrics served, in ``measure``'s order
@@ -270,6 +275,7 @@ class PointMeter:
             self.net.adopt_backprop(own, cotangent, gated)
         if self.baseline is None:
             self.baseline = Baseline(self.net, own.out.clone())  # before the first step: the units are u_0
+            self.coord = CoordCheck(own)  # and the block outputs h_l(0)
         snapshot = Snapshot(self.net, own, self.baseline, self.ref_out[k], self.ref_hidden[k])
         values = [fn(snapshot).to(torch.float64) for fn in METRICS.values()]
         loss_k = values[METRIC_NAMES.index("loss")]  # the loss metric is net.loss(out) in float64
@@ -282,19 +288,21 @@ class PointMeter:
         if sweep is not None and q is not None:  # the pack steps: the baseline observes it
             self.baseline(self.net, own, cotangent, gated, q)
         return torch.cat([torch.stack(values, dim=1).flatten(), blown_k.to(torch.float64),
-                          torch.stack(grams).flatten(), *depth.values()])
+                          torch.stack(grams).flatten(), self.coord(own).flatten(), *depth.values()])
 
     def record(self, k: int, host: np.ndarray) -> None:
         """Step k's measured values from ``measure``'s host copy."""
         R = len(self.config.seeds)
         cut = R * len(METRICS)
         grams_end = cut + R + len(GRAMS) * R * R
+        coord_end = grams_end + len(COORD_COLUMNS) * R
         blown = (host[cut:cut + R] != 0).tolist()
         steps = self.steps
         steps.k.append(k)
         steps.metrics.append(host[:cut].reshape(R, len(METRICS)))
         steps.grams.append(host[cut + R:grams_end].reshape(len(GRAMS), R, R))
-        steps.depth.append(dict(zip(self._depth_names, host[grams_end:].reshape(len(self._depth_names), R))))
+        steps.coord.append(host[grams_end:coord_end].reshape(len(COORD_COLUMNS), R))
+        steps.depth.append(dict(zip(self._depth_names, host[coord_end:].reshape(len(self._depth_names), R))))
         steps.alive.append(list(self.alive))
         steps.blown.append(blown)
         self._blown = blown
@@ -312,6 +320,7 @@ class PointMeter:
 
     def finish(self, dtype: torch.dtype) -> Steps:
         self.steps.flags = trial_flags(self.config, self.separation.tolist() if self.config.chaos_check else None, dtype)
+        self.steps.coord_empty = self.coord.empty
         return self.steps
 
 
@@ -369,6 +378,7 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
             row = dict(base, seed=seeds[r], step=k)
             row.update(zip(METRIC_NAMES, metrics[i][r]))
             row.update(depth_columns(steps.depth[i], r))
+            row.update(coord_columns(steps.coord[i], r, steps.coord_empty))
             row.update((name, rows_k[r]) for name, rows_k in zip(GRAMS, gram_rows[i]))
             row.update((name, column[k]) for name, column in ref_columns)
             row["status"] = STATUS_DIVERGED if steps.blown[i][r] else STATUS_OK
@@ -408,6 +418,13 @@ def depth_columns(values: dict[str, np.ndarray], r: int) -> dict[str, float | No
     """Repetition r's DEPTH_METRICS columns from a step's measured ones (``Steps.depth``): None
     for a metric not measured (no depth path, or a reference that cannot serve it)."""
     return {name: None if name not in values else float(values[name][r]) for name in DEPTH_METRICS}
+
+
+def coord_columns(values: np.ndarray, r: int, empty: list[bool]) -> dict[str, float | None]:
+    """Repetition r's coordinate-check columns (trials.coordcheck) from a step's measured ones
+    (``Steps.coord``): None in a depth bin that holds no block."""
+    bins = len(empty)
+    return {name: None if empty[i % bins] else float(values[i, r]) for i, name in enumerate(COORD_COLUMNS)}
 
 
 def seed_gram_rows(gram: torch.Tensor, ok: list[bool], seeds) -> list[list[float]]:

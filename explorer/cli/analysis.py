@@ -5,17 +5,22 @@ from __future__ import annotations
 import click
 
 from ..bounds import MAX_RESAMPLES
-from .options import (RegistryHelpOption, axis_names, form_option, metric_option, step_option, store_option,
-                      sweep_required_option, where_option)
+from .options import (RegistryHelpOption, axis_names, fit_metric_option, form_option, metric_option, step_option,
+                      store_option, sweep_required_option, where_option)
 from .signals import begin_work
 
 
 @click.command("fit")
 @sweep_required_option
 @store_option
-@metric_option
+@fit_metric_option
 @step_option
 @form_option("The law to fit.")
+@click.option("--bias", "bias", default=None, metavar="EXPR",
+              help="With --form decomposed: the user's law of the bias term (default c1*L**(-a)).")
+@click.option("--fluct", "fluct", default=None, metavar="EXPR",
+              help="With --form decomposed: the user's law of the fluctuation term (default c2*(D/(L*M))**b, "
+                   "c2*D**g*(L*M)**(-b) where D varies).")
 @where_option
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
@@ -26,16 +31,19 @@ from .signals import begin_work
 @click.option("--compare", is_flag=True, help="Also rank every registered law by cross-validated log error.")
 @click.option("--floor", type=click.Choice(["quadrature", "none"]), default="quadrature", show_default=True,
               help="Remove the reference's own error in quadrature before fitting, or fit err as measured.")
-def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, where: str | None,
-                n_boot: int, seed: int, budgets: tuple[float, ...], save: bool, compare: bool, floor: str) -> None:
+def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form: str, bias: str | None,
+                fluct: str | None, where: str | None, n_boot: int, seed: int, budgets: tuple[float, ...], save: bool,
+                compare: bool, floor: str) -> None:
     """Fit a scaling law to a sweep's errors, with 95% bootstrap CIs.
 
     The default, decomposed, splits each point's error into the seed-mean's distance from the
-    reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); the
-    other laws are fitted to the RMS errors over seeds in log space (robust loss, several
-    starts). Draws are pooled; floor-limited points and flagged seeds are left out and counted;
-    warnings say what the numbers cannot. Example: explorer fit --sweep demo --form free_rss
-    (one draw: --where "problem_seed = 2"; rank the laws: --compare)
+    reference (bias, fitted by c1 L^-a) and the seeds' spread (fluctuation, c2 (D/(LM))^b); where
+    D varies each term gets its D exponent (c1 D^h L^-a, c2 D^g (LM)^-b) and the theory's tie
+    g = b is tested. The other laws are fitted to the RMS errors over seeds in log space (robust
+    loss, several starts); --metric fluct_out (a term) fits any law to one term. Draws are
+    pooled; floor-limited points and flagged seeds are left out and counted; warnings say what the
+    numbers cannot. Example: explorer fit --sweep demo --form free_rss (one draw: --where
+    "problem_seed = 2"; rank the laws: --compare)
     """
     # the fitting stack (scipy, the store) imported while a signal still ends the command cleanly
     begin_work("explorer.api", "explorer.analysis.fitting.dispatch", "explorer.analysis.fitting.rms_fit",
@@ -43,7 +51,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     from .. import api
 
     fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                     floor=floor, save=save, compare=compare, budgets=budgets)
+                     floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
     click.echo("\n".join(fitted.lines()))
 
 
@@ -59,16 +67,22 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Also save the chart as DIR/phase.png, .svg and .html.")
 @click.option("--force", is_flag=True, help="Replace files in DIR that explorer did not write.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200, show_default=True,
+              metavar="N", help="Resamples of the phase boundary's intervals (draws, then seeds).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
-                  out: str | None, force: bool) -> None:
-    """Classify each (x, y) cell of a sweep by its training regime.
+                  out: str | None, force: bool, n_boot: int, seed: int) -> None:
+    """Classify each (x, y) cell by regime and locate the lazy boundary.
 
     The regimes are mlu, lazy, trivial, diverged (or failed). The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
-    lin_ratio and output_change. Example: explorer phase --sweep alpha --x alpha --y D --out phase
+    lin_ratio and output_change. When one axis is alpha, the mlu/lazy crossover alpha* of each slice
+    follows, with 95% intervals, and its exponents in L, M and D beside the theory's.
+    Example: explorer phase --sweep alpha --x alpha --y D --out phase
     """
     from .. import api
 
-    api.phase(sweep, store_uri, x=x, y=y, step=step, where=where, out=out, force=force, echo=click.echo)
+    api.phase(sweep, store_uri, x=x, y=y, step=step, where=where, out=out, force=force, n_boot=n_boot, seed=seed,
+              echo=click.echo)
 
 
 @click.command("report")

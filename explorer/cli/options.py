@@ -52,6 +52,15 @@ def metric_names() -> str:
     return f"One of: {', '.join(FIT_METRICS)} ({fewer}docs/store.md defines each)."
 
 
+def fit_metric_names() -> str:
+    """``metric_names`` and the terms of the decomposition ``explorer fit`` also accepts."""
+    from ..analysis.data import TERM_METRICS
+
+    terms = ", ".join(f"{m.name} ({m.term} of {m.error})" for m in TERM_METRICS.values())
+    return (f"{metric_names()} Or one term of an error's decomposition over seeds, fitted with any --form: "
+            f"{terms}.")
+
+
 def form_names() -> str:
     """The registry's laws, each with its expression or source, for ``--form``."""
     from ..analysis.laws import FORMS
@@ -83,6 +92,8 @@ def compared_forms() -> str:
 
 metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME", cls=RegistryHelpOption,
                              registry_help=metric_names, help="Error metric.")
+fit_metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME",
+                                 cls=RegistryHelpOption, registry_help=fit_metric_names, help="Error metric or term.")
 
 
 def form_option(help_text: str):

@@ -21,10 +21,10 @@ from .signals import begin_work
 @click.option("--out", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Folder of the reproduction report [default: reproduce-NAME-SCALE].")
 @click.option("--list", "list_", is_flag=True,
-              help="List the experiments with their trials, references and estimated compute per scale, and exit.")
+              help="List the experiments with their trials, references and estimated compute per scale, and their claims, and exit.")
 @click.option("--dry-run", is_flag=True,
-              help="Print each sweep's trials, references and estimated memory and time, and where the report "
-              "would go; run nothing.")
+              help="Print each sweep's trials, references and estimated memory and time, a row per claim, and "
+              "where the report would go; run nothing.")
 @click.option("--force", is_flag=True, help="Replace files in the report folder that explorer did not write.")
 def reproduce_command(name: str | None, scale: str, store_uri: str, address: str | None, out: str | None,
                       list_: bool, dry_run: bool, force: bool) -> None:
@@ -32,7 +32,8 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     It runs the experiment's sweeps (specs under explorer/reproduce/paper/) and writes a
     reproduction report: each claim with the paper's number, this tool's value with its 95 %
-    CI and a grade (consistent / close, CI excludes / not measured / disagrees) with its reason,
+    CI and a grade (consistent / close, CI excludes / not measured / disagrees; an exponent
+    against a theorem's bound: tight / consistent with the bound / exceeds the bound) with its reason,
     and charts of the authors' curves over our points; the claims' fits are stored. Resumable: a
     rerun skips the trials the store has. Exits 1 when some trial failed.
 

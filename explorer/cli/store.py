@@ -12,7 +12,7 @@ from .signals import begin_work
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
-DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons")
+DATA_KINDS = ("metrics", "trials", "fits", "rounds", "comparisons", "optima")
 FORMATS = ("table", "csv", "json")  # explorer.report.tables.FORMATS (a test keeps them equal)
 
 
@@ -77,7 +77,7 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
 def rm_command(store_uri: str, sweep: str, yes: bool) -> None:
     """Delete one sweep from the store; references stay.
 
-    Every file of the sweep goes (metrics, trials, fits, rounds, comparisons, leases); the
+    Every file of the sweep goes (metrics, trials, fits, rounds, comparisons, optima, leases); the
     reference cache is shared by every sweep and stays.
     """
     from .. import api

@@ -1,5 +1,9 @@
 """What a sweep will cost before it runs: memory and compute time per trial and reference.
 
+Size: the one cost and memory model (trials, fused groups, references, this machine's memory)
+that the planner, the packer, the progress line and the dry run all read; split, their prices
+would drift apart.
+
 The memory model counts the real buffers of ``trials`` (model.py, metrics.py, train.py,
 reference.py) for one grid point, all its seeds batched; with W = L R D M unit coordinates,
 H = L R N D hidden entries and A = L R N M preactivation entries (R seeds, N samples) and b
@@ -25,6 +29,10 @@ bytes per number of the working dtype:
 - the metric rows (about ``_ROW_BYTES`` per seed and step: Python dicts of ~30 columns, plus two
   Gram rows of R Python floats, ``_LIST_FLOAT_BYTES`` each).
 
+A fused group (``trials.train_fused``, points of one shape) is priced from its points
+(``fused_seconds``, ``FusedMemory``): their compute less the unit draws it shares, and their
+memory at once (batched) or one point's plus the shared draw and the rows (one after another).
+
 The peak is the larger of the draw and the run. A reference (``mean_ode``) holds the particle
 units and their half-depth copy (4 W b at L_ref x M_ref x R_ref) plus one run's buffers and
 data, and keeps every step's output and last hidden state (three such trajectories at once
@@ -45,6 +53,7 @@ the hidden states, the units or the particles dominate, for trials and reference
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -159,9 +168,61 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
         run += _run_bytes(L, M, D, N, R, b) + _outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch
     metrics += _sample_gram_bytes(config)
-    rows = R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
+    # the coordinate check (trials/coordcheck.py): h_l(0) in float64, and two float64 buffers of a block of layers
+    hidden = L * R * N * D
+    metrics += 8 * hidden + 2 * 8 * min(hidden, max(METRICS_BLOCK, R * N * D))
     data = _problem_bytes(config) + _held_reference_bytes(config)
-    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + rows + data)
+    return int(max(_draw_bytes(L, M, D, R, b), run + metrics) + _rows_bytes(config) + data)
+
+
+def _rows_bytes(config: "TrialConfig") -> int:
+    """A point's metric rows as Python dicts (``_ROW_BYTES`` and its two Gram rows per seed and step)."""
+    R = len(config.seeds)
+    return R * (config.steps + 1) * (_ROW_BYTES + 2 * R * _LIST_FLOAT_BYTES)
+
+
+def _shared_streams(configs: "Sequence[TrialConfig]") -> int:
+    """The unit streams a fused group draws: one per seed index (and antithetic flag) of its points."""
+    return len({(seed, c.antithetic) for c in configs for seed in c.seeds})
+
+
+class FusedMemory:
+    """Estimated peak bytes of ``trials.train_fused`` over points of one shape, point by point
+    (``add``), so that a packer can grow a group without pricing it again. Batched (one batch
+    axis, the CUDA default) every point's buffers at once: the sum of the points' estimates. One
+    after another (the CPU default): the largest point's peak, the drawn streams kept for the
+    group (float64 normals, u and v, per seed index) and every point's rows, held until the
+    group ends. A group of one is ``trial_memory_bytes``."""
+
+    def __init__(self, batched: bool):
+        self.batched = batched
+        self.bytes = 0
+        self._largest = self._rows = self._unit = self._points = 0
+        self._streams: set[tuple[int, bool]] = set()
+
+    def add(self, config: "TrialConfig") -> int:
+        """Count one more point; returns the group's estimate with it."""
+        point = trial_memory_bytes(config)
+        if self.batched:
+            self.bytes += point
+            return self.bytes
+        self._largest = max(self._largest, point)
+        self._rows += _rows_bytes(config)
+        self._unit = 2 * config.L * config.D * config.M * 8
+        self._streams.update((seed, config.antithetic) for seed in config.seeds)
+        self._points += 1
+        # a point alone keeps no streams (trials.train_fused trains a pack of one as train_trial)
+        held = self._unit * len(self._streams) + self._rows if self._points > 1 else 0
+        self.bytes = self._largest + held
+        return self.bytes
+
+
+def fused_memory_bytes(configs: "Sequence[TrialConfig]", batched: bool) -> int:
+    """Estimated peak bytes of ``trials.train_fused`` over these points (``FusedMemory``)."""
+    total = FusedMemory(batched)
+    for config in configs:
+        total.add(config)
+    return total.bytes
 
 
 def reference_kind(config: "LimitReferenceConfig | TrialConfig") -> str:
@@ -221,6 +282,17 @@ def trial_seconds(config: "TrialConfig") -> float:
     per_entry = _SECONDS["per_entry"][config.dtype]
     seconds = _SECONDS["per_layer_step"] * L * steps + per_entry * L * M * D * N * R * steps
     return _SECONDS["fixed"] + _SECONDS["draw"] * L * D * M * R + seconds * (2 if config.chaos_check else 1)
+
+
+def fused_seconds(configs: "Sequence[TrialConfig]") -> float:
+    """Estimated single-core seconds of ``trials.train_fused`` over points of one shape: each
+    point's ``trial_seconds`` less its unit draw, which the group makes once per seed index.
+    What else a CPU shares is small: 8 points one after another at (256, 256, 32) cost 2.41 K
+    bare steps a point against 2.56 alone (docs/benchmarks.md, "Fused points")."""
+    first = configs[0]
+    drawn = sum(_SECONDS["draw"] * c.L * c.D * c.M * len(c.seeds) for c in configs)
+    shared = _SECONDS["draw"] * first.L * first.D * first.M * _shared_streams(configs)
+    return sum(map(trial_seconds, configs)) - drawn + shared
 
 
 def reference_seconds(config: "LimitReferenceConfig | TrialConfig") -> float:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, PRESETS, REFERENCE_KINDS,
+from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SCALINGS, PRESETS, REFERENCE_KINDS,
                     LimitReferenceConfig, ProblemConfig, ReferenceConfig, TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_REPLICAS, MAX_SEEDS
@@ -25,13 +25,13 @@ from .spec_values import (at_most, boolean, budget_fraction, choice, law_name, l
 
 # The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
 # ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
-GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation")
+GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation", "lr_scaling")
 
 
 # A [grid] list that replaces a scalar key of another section: setting both is refused.
 AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
                "preset": ("model", "preset"), "activation": ("model", "activation"),
-               "problem_seeds": ("problem", "seed")}
+               "lr_scaling": ("train", "lr_scaling"), "problem_seeds": ("problem", "seed")}
 
 
 # --- the spec dataclasses: each field = one key, its default, its check, its meaning ---------
@@ -75,7 +75,11 @@ class TrainSpec:
     """[train]: full-batch gradient descent."""
 
     steps: int = spec_field(10, positive_int, "K gradient steps; metrics at k = 0..K")
-    lr: float = spec_field(1.0, positive_number, "eta, mean-field convention")
+    lr: float = spec_field(1.0, positive_number, "the learning rate, in the convention lr_scaling names")
+    lr_scaling: str = spec_field(
+        "mean_field", choice(*LR_SCALINGS),
+        "mean_field: each unit steps by lr D / (2 c^2 L M) dl/dtheta; raw: plain SGD on the weights W1 = u / D, W2 = c v "
+        "(no Mean ODE limit: needs [reference] kind = \"largest\")")
     dtype: str = spec_field("float64", choice(*DTYPES), "floating-point precision")
     device: str = spec_field("auto", choice(*DEVICES), "auto = cuda when the trial holds a GPU, else cpu")
     divergence_factor: float = spec_field(10.0, positive_number,
@@ -119,6 +123,9 @@ class GridSpec:
         None, list_of(choice(*PRESETS), "presets"), "residual scaling presets (replaces [model] preset)")
     activation: tuple[str, ...] | None = spec_field(
         None, list_of(choice(*ACTIVATION_NAMES), "activations"), "activations (replaces [model] activation)")
+    lr_scaling: tuple[str, ...] | None = spec_field(
+        None, list_of(choice(*LR_SCALINGS), "learning-rate scalings"),
+        "learning-rate scalings (replaces [train] lr_scaling)")
     problem_seeds: tuple[int, ...] | None = spec_field(
         None, list_of(nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
@@ -135,6 +142,9 @@ class ResourcesSpec:
     retries: int = spec_field(2, nonnegative_int, "re-runs of a grid point that raised before it is recorded failed")
     points_per_trial: int | str = spec_field(
         "auto", points_per_trial, "grid points packed into one Tune trial (auto: by estimated cost)")
+    fuse: bool = spec_field(
+        True, boolean, "train the points of a Tune trial that share a shape as one program, units drawn once "
+        "(false: each point alone; the rows are the same)")
     max_points: int = spec_field(
         100_000, at_most(MAX_GRID_POINTS, "points"), "the most grid points (trials) the spec may define; a larger grid is refused before it is expanded")
 
@@ -222,7 +232,8 @@ class SweepSpec:
     def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
         """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
         all its seeds batched."""
-        fields = {"activation": self.model.activation, "preset": self.model.preset, **point}
+        fields = {"activation": self.model.activation, "preset": self.model.preset,
+                  "lr_scaling": self.train.lr_scaling, **point}
         return TrialConfig(
             problem=problem, block=self.model.block,
             steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,

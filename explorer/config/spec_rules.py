@@ -123,6 +123,7 @@ CONFIG_KEYS = {
     "device": "[train] device", "seeds": "[grid] seeds",
     "divergence_factor": "[train] divergence_factor", "divergence_bound": "[train] divergence_bound",
     "init_noise_limit": "[train] init_noise_limit", "chaos_check": "[train] chaos_check",
+    "lr_scaling": "[train] lr_scaling",
     "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
     "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
     "problem.data": "[problem] data", "problem.data_seed": "[problem] data_seed",
@@ -134,7 +135,7 @@ CONFIG_KEYS = {
 
 # Fields an optional [grid] list replaces: when it is given, the error is the axis's.
 FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds",
-              "preset": "preset", "activation": "activation"}
+              "preset": "preset", "activation": "activation", "lr_scaling": "lr_scaling"}
 
 
 def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
@@ -148,11 +149,12 @@ def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
 def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
     """Build the trials configurations the spec implies, so that the trials package's own rules
     judge it: the first grid point, each other value of each axis (the rest held at the first
-    point: every rule involves at most one axis), and the reference configuration.
+    point: every rule involves at most one axis), and their references (mean_ode and joint_limit:
+    a preset or learning-rate scaling with no limit is refused, ``TrialConfig.no_limit_reason``).
 
     Adds to ``problems`` each refusal, naming the key (an axis value that breaks a rule names its
     [grid] axis; one line per axis); a first point that is refused is the only line (every other
-    configuration is built from it).
+    configuration is built from it), and so is its reference.
     """
     axes = spec.axes()
     first = {axis: values[0] for axis, values in axes.items()}
@@ -164,18 +166,22 @@ def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
         where = ", ".join(f"{k}={v}" for k, v in first.items())
         problems.add(spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)))
         return
+    with_limit = spec.reference.kind in ("mean_ode", "joint_limit")
+    if with_limit:
+        try:
+            spec.reference_config(limit)
+        except ConfigError as exc:
+            problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))
+            return
     for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
             try:
                 if axis == "problem_seeds":
                     spec.problem_config(value)
-                else:
-                    spec.trial_config(problem, {**first, axis: value})
+                    continue
+                config = spec.trial_config(problem, {**first, axis: value})
+                if with_limit:
+                    spec.reference_config(config)
             except ConfigError as exc:
                 problems.add(spec_error(f"[grid] {axis}", str(exc)))
                 break  # the axis is named: its first bad value says what to change
-    if spec.reference.kind in ("mean_ode", "joint_limit"):
-        try:
-            spec.reference_config(limit)
-        except ConfigError as exc:
-            problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))

@@ -20,7 +20,8 @@ would give from this model. It is built from the pilot's per-seed Gram rows
   the demo pilot's 3 seeds at 16.7 where its designs' 24-32 seeds measure 10.2-10.6 on the same
   problem: ``ENTRIES_CALIBRATION`` scales it (docs/design.md);
 - the spread of exponents between problem draws (tau_a, tau_b): measured from the per-draw fits
-  when the pilot has two draws or more (their spread less the seeds' part), else not known (0);
+  when the pilot has two draws or more (their spread less the seeds' part), else the documented
+  default ``design_search.DEFAULT_DRAW_SPREAD`` (set by ``designer.design``; 0 here);
 - reference: err_ref^2 = s^2 (depth0 width0) / (depth width) + (d depth0 / depth)^2, with s and d
   the pilot reference's sampling and discretization parts of err_out at the final step
   (the sampling part falls like 1/sqrt(particles), the Euler part like 1/depth).
@@ -65,7 +66,7 @@ class PilotModel:
     c2: float
     b: float
     tau: dict = field(default_factory=lambda: {"a": 0.0, "b": 0.0})
-    tau_measured: bool = False
+    tau_measured: dict = field(default_factory=lambda: {"a": False, "b": False})  # per exponent: from the pilot's draws
     ref_depth: int = 1024
     ref_width: int = 512
     ref_replicas: int = 2

@@ -14,7 +14,7 @@ the pilot's laws (``explorer.experiment_design.design_model``), in closed form:
   seeds are common random numbers across the grid).
 - fluctuation: the same with log fluct against log(D/(LM)), one intercept per draw.
 - draws: G draws divide the seeds' variance by G; the spread of exponents between draws, tau
-  (measured when the pilot has two draws or more, else taken as 0 and said), adds tau^2 / G. The
+  (measured when the pilot has two draws or more, else ``DEFAULT_DRAW_SPREAD``, said), adds tau^2 / G. The
   interval is t(G - 1) sd with several draws, t(R - 1) sd (the seeds' jackknife) with one.
 - ``CALIBRATION`` multiplies each exponent's predicted sd: the engine's seeds are common random
   numbers across the grid, which the closed form (independent points) does not know. The table
@@ -159,22 +159,33 @@ def grid_terms(model: PilotModel, Ls, Ms, D: int, seeds: int, ref_err: float = 0
     return GridTerms(var, int(used.sum()), smallest_bias, float(np.sqrt(b2 + f2).min()))
 
 
-def draw_spread(model: PilotModel) -> dict:
-    """tau per exponent: the per-draw fits' spread less what the seeds alone give (0 when the
-    pilot has fewer than two draws, or the spread is within the seeds' noise)."""
-    out = {"a": 0.0, "b": 0.0}
+# tau per exponent where the pilot cannot measure it (one draw, or per-draw fits that leave it
+# unmeasured): the demo problem's three draws (per-draw a = 1.054, 0.998, 1.176; b = 0.489, 0.492,
+# 0.508 at 48 seeds) less the seeds' part of that spread; the rates grid's four draws spread as
+# much (a 0.96 - 1.16, b 0.495 - 0.520). docs/design.md, "Draws".
+DEFAULT_DRAW_SPREAD = {"a": 0.06, "b": 0.008}
+
+
+def draw_spread(model: PilotModel) -> tuple[dict, dict]:
+    """(tau, measured) per exponent: tau is the per-draw fits' spread less what the seeds alone
+    give (0 when the spread is within the seeds' noise) where the pilot has two draws or more
+    whose fits measure the exponent; elsewhere ``DEFAULT_DRAW_SPREAD`` (measured False)."""
+    tau, measured = dict(DEFAULT_DRAW_SPREAD), {n: False for n in TARGETS}
     terms = grid_terms(model, model.Ls, model.Ms, model.Ds[0], model.seeds)
     for name, values in model.per_draw.items():
-        if len(values) >= 2:
-            seed_var = CALIBRATION[name] ** 2 * terms.var[name]
-            out[name] = math.sqrt(max(float(np.var(values, ddof=1)) - seed_var, 0.0)) if np.isfinite(seed_var) else 0.0
-    return out
+        seed_var = CALIBRATION[name] ** 2 * terms.var[name]
+        if name in tau and len(values) >= 2 and np.isfinite(seed_var):
+            tau[name] = math.sqrt(max(float(np.var(values, ddof=1)) - seed_var, 0.0))
+            measured[name] = True
+    return tau, measured
 
 
 def halfwidths(model: PilotModel, terms: GridTerms, seeds: int, draws: int) -> tuple[dict, dict, float]:
     """(half-widths, sds, quantile) of a and b for a grid's terms at ``draws`` problem draws."""
     quantile = float(stats.t.ppf(0.975, draws - 1 if draws > 1 else seeds - 1))
-    sd = {n: math.sqrt((CALIBRATION[n] ** 2 * terms.var[n] + model.tau[n] ** 2) / draws) for n in TARGETS}
+    # one draw's interval is the seeds' jackknife: the spread between draws is not in it (as in the fit)
+    between = {n: model.tau[n] ** 2 if draws > 1 else 0.0 for n in TARGETS}
+    sd = {n: math.sqrt((CALIBRATION[n] ** 2 * terms.var[n] + between[n]) / draws) for n in TARGETS}
     return {n: quantile * s for n, s in sd.items()}, sd, quantile
 
 
@@ -378,6 +389,6 @@ def _blocked(relaxed: dict, limits: Limits) -> str:
             f"{max(DRAWS)} draws): the seeds' noise at these sizes")
 
 
-__all__ = ["CALIBRATION", "Candidate", "CostModel", "DesignError", "GridTerms", "Limits", "Prediction",
+__all__ = ["CALIBRATION", "DEFAULT_DRAW_SPREAD", "Candidate", "CostModel", "DesignError", "GridTerms", "Limits", "Prediction",
            "SearchResult", "TARGETS", "draw_spread", "grid_terms", "halfwidths", "search", "shared_units",
            "slope_variance"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .design_search import DesignError, Limits, SearchResult, TARGETS, draw_spread, search
 from .design_model import PilotModel, pilot_model
+from .design_record import record_rows, write_record
 from .design_spec import check_out, problem_seeds, spec_data, spec_text, write_text
 
 
@@ -30,6 +31,7 @@ class DesignResult:
     name: str
     spec: str  # the spec's TOML text
     out: str | None = None
+    record_not_written: str | None = None  # why the targets' record is not in the store (None: written, or no --out)
 
     @property
     def chosen(self):
@@ -53,18 +55,33 @@ class DesignResult:
             beyond.append(f"{c.seeds} seeds (pilot {m.seeds}: the noise model scales with the seeds)")
         if beyond:
             out.append("extrapolates the pilot's laws to " + ", ".join(beyond))
-        if m.tau_measured:
-            out.append(f"the exponents' spread between problem draws, from the pilot's per-draw fits: "
-                       f"a {m.tau['a']:.3g}, b {m.tau['b']:.3g}")
-        else:
-            out.append("the pilot has one problem draw: the exponents' spread between draws is not known and taken "
-                       "as 0" + (" (with one draw the interval covers the seeds' noise only, as the pilot's does; "
-                                 "--min-draws designs over several)" if c.draws == 1 else
-                                 f": over {c.draws} draws the predicted half-widths are lower bounds (docs/design.md)"))
+        out += self.draw_lines()
         out.append(f"the reference's error scales from the pilot's {m.ref_depth} x {m.ref_width} particles "
                    f"({m.ref_sampling:.3g} sampling, {m.ref_discretization:.3g} Euler) like 1/sqrt(particles) and "
                    "1/depth")
         out.append("D is held at the pilot's value: the constants belong to the limit at that D")
+        return out
+
+    def draw_lines(self) -> list[str]:
+        """Where the exponents' spread between problem draws (tau) comes from: the pilot's per-draw
+        fits, or the documented default (``DEFAULT_DRAW_SPREAD``), said either way."""
+        from .design_search import DEFAULT_DRAW_SPREAD
+
+        m, draws = self.model, self.found.best.candidate.draws
+        measured = [n for n in TARGETS if m.tau_measured.get(n)]
+        assumed = [n for n in TARGETS if n not in measured]
+        out = []
+        if measured:
+            out.append("the exponents' spread between problem draws, from the pilot's per-draw fits: "
+                       + ", ".join(f"{n} {m.tau[n]:.3g}" for n in measured))
+        if assumed:
+            why = ("the pilot has one problem draw" if len(m.draws) < 2 else
+                   "the pilot's per-draw fits do not measure " + " and ".join(assumed))
+            out.append(f"{why}: the exponents' spread between draws is not measured; the documented default "
+                       + ", ".join(f"{n} {DEFAULT_DRAW_SPREAD[n]:g}" for n in assumed)
+                       + " is assumed (docs/design.md, \"Draws\"; another problem may spread more or less)"
+                       + (": with one draw it does not enter the interval, which covers the seeds' noise only, as "
+                          "the pilot's does; --min-draws designs over several" if draws == 1 else ""))
         return out
 
     def lines(self) -> list[str]:
@@ -92,6 +109,10 @@ class DesignResult:
         lines += [f"  {line}" for line in self.assumptions()]
         if self.out:
             lines.append(f"wrote {self.out}: explorer sweep {self.out}, then explorer fit --sweep {self.name}")
+            lines.append(f"note: the targets are not in the store ({self.record_not_written}); explorer fit will not "
+                         "compare with them" if self.record_not_written else
+                         f"recorded the targets in the pilot's store (kind fits, form design, sweep {self.name}): "
+                         "explorer fit on the designed sweep there prints each against what it achieved")
         return lines
 
 
@@ -167,8 +188,7 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
     if max_lm is not None and max_lm < largest:
         raise DesignError(f"--max-lm {max_lm} is below the pilot's largest L*M ({largest}): a design extends the "
                           "pilot's grid, so that it measures the exponents over the range the pilot's laws hold on")
-    model.tau = draw_spread(model)
-    model.tau_measured = len(model.draws) > 1
+    model.tau, model.tau_measured = draw_spread(model)
     limits = Limits(budget, memory_bytes or physical_memory_bytes(), max_lm or DEFAULT_MAX_LM, min_draws)
     found = search(model, wanted, limits)
     if found.best is None:
@@ -180,6 +200,11 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
     result.spec = spec_text(data, _header(result), _notes(result))
     if out:
         write_text(out, result.spec, force)
+        c, p = found.best.candidate, found.best.prediction
+        described = (f"designed by explorer design from pilot {sweep}: L = {list(c.Ls)}, M = {list(c.Ms)}, D = {c.D}, "
+                     f"{c.seeds} seeds x {c.draws} draw(s), written to {result.out}")
+        rows = record_rows(name, wanted, p.halfwidth, len(c.Ls) * len(c.Ms) * c.draws, described)
+        result.record_not_written = write_record(st, name, rows)
     return result
 
 
@@ -197,6 +222,7 @@ def _header(result: DesignResult) -> list[str]:
     c, p = result.found.best.candidate, result.found.best.prediction
     asked = " ".join(f"--target {n}={v:g}" for n, v in result.targets.items())
     budget = f" --budget {result.limits.budget_hours:g}" if result.limits.budget_hours is not None else ""
+    budget += f" --min-draws {result.limits.min_draws}" if result.limits.min_draws > 1 else ""
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
     return [f"Designed by `explorer design --sweep {result.model.sweep} {asked}{budget}` ({today}):",
             "the cheapest sweep whose decomposed fit is predicted to give these 95% half-widths:",

@@ -7,10 +7,13 @@ Altair's row limit. Axes are logarithmic wherever the theory is a power law, and
 lines show the slopes the theory predicts (docs/model.md section 6):
 
 - ``bias_vs_depth``: the seeds' bias (the seed-mean's distance from the reference) vs L, one
-  colour per M, the decomposed fit's c1 L^-a, a slope -1 guide.
+  colour per M, the decomposed fit's c1 L^-a (when measured), a slope -1 guide.
 - ``fluct_vs_units``: the seeds' fluctuation vs L*M, one colour per M, the decomposed fit's
-  c2 (D/(LM))^b, a slope -1/2 guide.
+  c2 (D/(LM))^b (when measured), a slope -1/2 guide.
 - ``error_vs_depth``: err vs L, one line per M, the fitted law, a slope -1 guide.
+
+Every fitted line carries its 95% band (``FitResult.band``: from the fit's bootstrap samples,
+with the quantile of its intervals).
 - ``error_vs_units``: err vs L*M ("hidden width": every (L, M) on one curve), a slope -1/2 guide.
 - ``error_heatmap``: err over (L, M), one panel per D, with the fitted surface's contours.
 - ``parity`` and ``residuals``: measured vs fitted, and log residuals vs L*M.
@@ -26,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.fitting import FitResult
+from ..analysis.laws import parse_expression
 
 WIDTH, HEIGHT = 320, 240
 MAX_CURVES = 60  # error_vs_step draws at most this many grid points
@@ -87,6 +91,26 @@ def _term_points(grid: pd.DataFrame, term: str) -> pd.DataFrame:
     return frame.drop(columns="sq")
 
 
+def band_frame(fit: FitResult, L, M, D, law=None) -> dict | None:
+    """``band_low``, ``band_high``: the 95% band of the fitted law (or of the term ``law``) at
+    the points (``FitResult.band``); None when the fit has no samples."""
+    band = fit.band(L, M, D, law)
+    if band is None or not (np.isfinite(band[0]).any() and np.isfinite(band[1]).any()):
+        return None
+    return {"band_low": band[0], "band_high": band[1]}
+
+
+def band_layer(fit: FitResult, curve: pd.DataFrame, x: str, L, M, D, law=None) -> list:
+    """The 95% band of a fitted line over ``curve``'s ``x`` (none without samples)."""
+    bands = band_frame(fit, L, M, D, law)
+    if bands is None:
+        return []
+    return [alt.Chart(curve.drop(columns="fitted").assign(**bands)).mark_area(color="#d95f02", opacity=0.2).encode(
+        x=f"{x}:Q", y="band_low:Q", y2="band_high:Q",
+        tooltip=[alt.Tooltip("band_low:Q", format=".3g", title="95% band low"),
+                 alt.Tooltip("band_high:Q", format=".3g", title="95% band high")])]
+
+
 def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
     """The seeds' bias vs L (log-log), one colour per M, the fitted c1 L^-a and a slope -1 guide
     (a decomposed fit's grid: columns bias, bias_used)."""
@@ -102,8 +126,10 @@ def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
             color=color, shape=alt.Shape("point:N", title="point"),
             tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("bias:Q", format=".3g"), "point:N"])]
         Ls = np.geomspace(points["L"].min(), points["L"].max(), 20)
-        if np.isfinite(fit.estimate.get("a", math.nan)):
+        if fit.is_measured("a") and fit.is_measured("c1"):
+            term = parse_expression("c1*L**(-a)")
             law = pd.DataFrame({"L": Ls, "fitted": fit.estimate["c1"] * Ls ** (-fit.estimate["a"])})
+            layers[1:1] = band_layer(fit, law, "L", Ls, np.ones_like(Ls), np.full_like(Ls, D), term)
             layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="L:Q", y="fitted:Q"))
         anchor = points.sort_values(["M", "L"], ascending=[False, True]).iloc[0]
         layers.append(_guide_layer(_guide(points["L"].to_numpy(), anchor["L"], anchor["bias"] * 1.3, -1.0), "slope -1"))
@@ -125,8 +151,10 @@ def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
             x=alt.X("LM:Q", scale=LOG_SCALE, title="units L*M"), y=alt.Y("fluct:Q", scale=LOG_SCALE, title="fluctuation"),
             color=color, tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("fluct:Q", format=".3g"), "point:N"])]
         LM = np.geomspace(points["LM"].min(), points["LM"].max(), 20)
-        if np.isfinite(fit.estimate.get("b", math.nan)):
+        if fit.is_measured("b") and fit.is_measured("c2"):
+            term = parse_expression("c2*(D/(L*M))**b")
             law = pd.DataFrame({"LM": LM, "fitted": fit.estimate["c2"] * (D / LM) ** fit.estimate["b"]})
+            layers[1:1] = band_layer(fit, law, "LM", LM, np.ones_like(LM), np.full_like(LM, D), term)
             layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="LM:Q", y="fitted:Q"))
         anchor = points.sort_values("LM").iloc[0]
         layers.append(_guide_layer(_guide(points["LM"].to_numpy(), anchor["LM"], anchor["fluct"] * 1.3, -0.5),
@@ -157,6 +185,11 @@ def error_vs_depth(grid: pd.DataFrame, fit: FitResult | None = None, title: str 
             Ls = np.geomspace(sub["L"].min(), sub["L"].max(), 40)
             curves = pd.DataFrame([(L, M, float(fit.predict(L, M, D))) for M in sorted(sub["M"].unique()) for L in Ls],
                                   columns=["L", "M", "fitted"])
+            bands = band_frame(fit, curves["L"].to_numpy(float), curves["M"].to_numpy(float),
+                               np.full(len(curves), float(D)))
+            if bands is not None:
+                layers.insert(1, alt.Chart(curves[["L", "M"]].assign(**bands)).mark_area(opacity=0.15).encode(
+                    x="L:Q", y="band_low:Q", y2="band_high:Q", color=color, detail="M:O"))
             layers.append(alt.Chart(curves).mark_line(opacity=0.8).encode(
                 x="L:Q", y="fitted:Q", color=color, detail="M:O"))
         anchor = sub.loc[sub["M"] == sub["M"].max()].sort_values("L").iloc[0]

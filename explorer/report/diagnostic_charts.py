@@ -24,7 +24,7 @@ from .charts import HEIGHT, HOLLOW_POINTS, LOG_SCALE, MAX_CURVES, PHASE_COLORS, 
 
 def phase_chart(diagram, title: str = "phase diagram"):
     """The phase diagram: one coloured cell per (x, y), its local_ratio printed in it, a cross on
-    cells with initial output noise (alpha >~ sqrt(L M))."""
+    cells marked init noise (alpha_eff sqrt(D/(L M)) >= 1: the initial hidden noise as large as the state)."""
     cells = diagram.cells.copy()
     x, y = diagram.x, diagram.y
     cells["ratio_text"] = cells["local_ratio"].map(lambda r: f"{r:.2g}" if np.isfinite(r) else "")
@@ -44,7 +44,7 @@ def phase_chart(diagram, title: str = "phase diagram"):
         shape="cross", color="black", size=120, filled=True, yOffset=12).encode(tooltip=["note:N"])
     fixed = ", ".join(f"{k}={v}" for k, v in diagram.fixed.items())
     full_title = alt.TitleParams(title, subtitle=[
-        "cell text: max(feature_update, lin_ratio) / output_change; cross: init noise alpha/sqrt(LM) large"]
+        "cell text: max(feature_update, lin_ratio) / output_change; cross: init noise, alpha_eff sqrt(D/(LM)) >= 1"]
         + ([f"held at {fixed}"] if fixed else []))
     return alt.layer(rect, text, noise).properties(width=WIDTH, height=HEIGHT, title=full_title)
 

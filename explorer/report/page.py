@@ -38,7 +38,7 @@ from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit_sweep, flag_summary, interval_description
-from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, resolve_form
+from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt
 
 from ..store_access import open_sweep
@@ -120,10 +120,24 @@ def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
 
 
 def _per_draw(result) -> pd.DataFrame | None:
+    """The per-draw estimates of the parameters the pooled fit measured (None: none)."""
     frame = result_field(result, "per_draw", None)
     if not isinstance(frame, pd.DataFrame) or not len(frame):
         return None
-    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]]
+    frame = frame[frame["parameter"].map(result.is_measured).astype(bool)]
+    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]] if len(frame) else None
+
+
+def _parameter_rows(result: FitResult) -> pd.DataFrame:
+    """parameter, estimate, 95% CI; "not measured" or "not fitted" for a parameter whose estimate
+    is no result (its reason is among the fit's warnings)."""
+    table = result.table()
+    missing = result.not_measured
+    shown = [est if p not in missing else "not measured" if missing[p].startswith("not measured") else "not fitted"
+             for p, est in zip(table["parameter"], table["estimate"])]
+    ci = ["" if p in missing else f"[{fmt(lo)}, {fmt(hi)}]"
+          for p, lo, hi in zip(table["parameter"], table["ci_low"], table["ci_high"])]
+    return pd.DataFrame({"parameter": table["parameter"], "estimate": shown, "95% CI": ci})
 
 
 def _fit_block(result: FitResult) -> dict:
@@ -131,9 +145,7 @@ def _fit_block(result: FitResult) -> dict:
     per_draw = _per_draw(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
-        "table": _table(result.table().assign(ci=lambda t: [f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in
-                                                            zip(t["ci_low"], t["ci_high"])])
-                        [["parameter", "estimate", "ci"]].rename(columns={"ci": "95% CI"}), "fit-table"),
+        "table": _table(_parameter_rows(result), "fit-table"),
         "r2_log": fmt(result.r2_log, ".3f"), "n_points": result.n_points, "n_excluded": result.n_excluded,
         "n_flagged": int(result_field(result, "n_flagged", 0)), "flag_detail": flag_summary(result),
         "extrapolation": "n/a" if not np.isfinite(result.extrapolation_error)
@@ -170,7 +182,18 @@ CHART_TITLES = {
 }
 
 
+def _hyper_charts(con, sweep, varying, where, n_boot, seed) -> dict:
+    """The hyperparameter section's charts (``explorer.report.hyper_report``; none without an lr or alpha axis)."""
+    from .hyper_report import hyper_charts
+
+    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+
+
 def _chart_title(name: str) -> str:
+    if name.startswith("hyper_"):
+        from .hyper_report import chart_title
+
+        return chart_title(name)
     if name.startswith("compare_"):
         from .compare_report import TITLES
 
@@ -227,7 +250,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
         if report.fits:
             try:
-                report.comparison = pd.DataFrame(compare_laws(grid))
+                # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
+                report.comparison = compare_laws(grid, [f for f in law_forms() if f not in report.skipped])
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
@@ -247,6 +271,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report.slopes = diagnostic_charts.local_slopes(points)
         _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
         report.charts.update(_comparison_charts(comparison))
+        report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
         report.summary = summary_sentences(report, grid, metric)
         specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))

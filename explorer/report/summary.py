@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from ..analysis.fitting import FitResult, flag_summary
+from ..analysis.fitting import FitResult, flag_summary, measured_law, stated_law
 from ..analysis.laws import RSS_FALLBACK
 from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR
 from ..analysis.shapes import beyond_data
@@ -48,12 +48,7 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
     fits = report.fits
     lines.extend(_decomposed_sentences(report))
     if "theory" in fits:
-        t = fits["theory"]
-        lines.append(M_("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), R&sup2; (log) {} over {} grid points "
-                        "({} floor-limited left out); a fit without the largest L&middot;M predicts it within {}%.")
-                     .format(metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"),
-                             _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"),
-                             t.n_points, t.n_excluded, fmt(100 * t.extrapolation_error, ".1f")))
+        lines.append(_theory_sentence(fits["theory"], metric))
     if "output" in fits and "theory" in fits:
         better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
         lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
@@ -88,6 +83,25 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
     return lines
 
 
+def _theory_sentence(t: FitResult, metric: str) -> Markup:
+    """The theory fit's law with its measured terms alone (an unmeasured constant is named with
+    its reason, never its value), its R^2 and its extrapolation."""
+    quality = Markup("R&sup2; (log) {} over {} grid points ({} floor-limited left out); a fit without the largest "
+                     "L&middot;M predicts it within {}%.").format(
+        _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"), t.n_points, t.n_excluded,
+        fmt(100 * t.extrapolation_error, ".1f"))
+    missing = {n: why for n, why in result_field(t, "not_measured", t.unidentified).items() if n in ("c1", "c2")}
+    if not missing:
+        return Markup("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), {}").format(
+            metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"), quality)
+    why = Markup("; ").join(Markup("{} {}").format(n, w) for n, w in missing.items())
+    law = measured_law(t) if len(missing) < 2 else None
+    if law is None:
+        return Markup('Theory fit: <span class="warn">no term measured</span> ({}); {}').format(why, quality)
+    return Markup('Theory fit, its measured term alone: {} &asymp; {} (<span class="warn">{}</span>); {}').format(
+        metric, law, why, quality)
+
+
 def _decomposed_sentences(report: Report) -> list[Markup]:
     """The summary's first lines: a and b of the decomposed fit with their intervals, or why
     they are not measured on this grid, then its two surfaces."""
@@ -108,15 +122,16 @@ def _decomposed_sentences(report: Report) -> list[Markup]:
     for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
                                 ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
                                  .format(source), "1/2")):
-        if name in result.unidentified:
-            out.append(Markup("{}: {}.").format(label, result.unidentified[name]))
+        missing = result_field(result, "not_measured", result.unidentified)
+        if name in missing:
+            out.append(Markup("{}: {}.").format(label, missing[name]))
             continue
         common = {"fit_id": result.fit_id, "parameter": name}
         out.append(Markup("{}: {}, 95% CI [{}, {}], theory {}.").format(
             label, _span(result.estimate[name], fmt(result.estimate[name], ".3f"), field="estimate", **common),
             _span(result.ci_low[name], fmt(result.ci_low[name], ".3f"), field="ci_low", **common),
             _span(result.ci_high[name], fmt(result.ci_high[name], ".3f"), field="ci_high", **common), theory))
-    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in result_field(result, "surfaces", []))
+    out.extend(Markup("{}.").format(line[0].upper() + line[1:]) for line in stated_law(result))
     return out
 
 

@@ -9,8 +9,10 @@ grid) and which claims of the papers it checks. A claim is one row of the report
   SQL filter); the row compares one parameter (times ``scale``, to put it in the paper's units)
   with the paper's number. ``quantity`` says how: ``constant`` (informative when its CI spans at
   most 3x; close within ``factor``), ``exponent`` (informative when its half-width is at most
-  0.15; close within ``tolerance``), or ``negligible`` (the term ``parameter * term(L, M, D)``
-  stays below ``share`` of err^2 at every fitted point, even at the CI's upper end).
+  0.15; close within ``tolerance``), ``bound`` (an exponent against a theorem's upper bound on it,
+  ``paper``: tight, consistent with the bound, or exceeds the bound; ``verdicts.bound_verdict``),
+  or ``negligible`` (the term ``parameter * term(L, M, D)`` stays below ``share`` of err^2 at
+  every fitted point, even at the CI's upper end).
 - ``curve``: the authors' hand-set curve ``f(L, M, D)``; the row gives the ratio measured /
   curve over the points kept by the filter (geometric mean, [min, max]): consistent when every
   ratio is within ``factor``.
@@ -36,6 +38,8 @@ Every row names its procedure (``procedure``): the form, the region, the pooling
 Which points a curve or frontier claim leaves out, and why, is written in the paper spec's
 ``[reproduce]`` table (``explorer.reproduce.leave_out``), not here; ``measure`` takes it resolved.
 A claim whose points are not in the sweep is *not measured*, with the reason.
+
+Size: the registry and its measurement are one concept, each claim beside the rule that measures it.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from .pooling import POOL, describe as describe_pooling, with_blown_up_runs
-from .verdicts import (NOT_MEASURED, Verdict, bounds_verdict, constant_verdict, exponent_verdict,
+from .verdicts import (NOT_MEASURED, Verdict, bound_verdict, bounds_verdict, constant_verdict, exponent_verdict,
                        finite, negligible_verdict, not_comparable)
 
 SCALES = ("laptop", "full")  # "tiny": the laptop spec with the experiment's TINY overrides (tests, CI)
@@ -82,7 +86,7 @@ class Claim:
     # fit
     form: str | None = None
     parameter: str | None = None
-    quantity: str = "constant"  # constant | exponent | negligible
+    quantity: str = "constant"  # constant | exponent | bound | negligible
     scale: float = 1.0  # our estimate times this is in the paper's units
     factor: float | None = None  # constant: "close" within this factor; curve: every ratio within it
     tolerance: float | None = None  # exponent: "close" within this distance
@@ -183,6 +187,11 @@ _TOOL_OUTPUT = dict(metric="err_out", step=5, where=LINEAR_REGION, form="compani
                     mean_of_runs=True, residuals="err", region="the hidden claims' region")
 CLOSE_FACTOR = 1.15  # a fitted constant within 1.15x of the paper's is "close" (when its CI excludes it)
 CLOSE_EXPONENT = 0.1  # an exponent within 0.1 of the paper's is "close"
+# The hidden width paper's sampling term with its D exponent g untied from the L*M exponent b: the
+# theorem's sqrt(D/(LM)) bounds it, so g <= 1/2 (docs/reproduce.md says why for both metrics)
+WIDTH_D_LAW = "sqrt((c1*L**-a)**2 + (c2*D**g*(L*M)**-b)**2)"
+_WIDTH_D = dict(step=10, form=WIDTH_D_LAW, parameter="g", quantity="bound", paper=0.5,
+                paper_text="g <= 1/2 (bound sqrt(D/(LM)))")
 # The frontier exponents 1/6 and 1/5 differ by 1/30: "close" within 0.05 keeps them apart
 FRONTIER_EXPONENT = 0.05
 
@@ -254,8 +263,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     ),
     Experiment(
         "hidden-width-rates",
-        "Hidden width paper: O(1/L + sqrt(D/(LM))), tanh, D = 8, Mean ODE reference",
-        {"main": "hidden-width-rates", "bias": "hidden-width-rates-bias"},
+        "Hidden width paper: O(1/L + sqrt(D/(LM))), tanh, D = 8 (4..32 for the D claims), Mean ODE reference",
+        {"main": "hidden-width-rates", "bias": "hidden-width-rates-bias", "d": "hidden-width-rates-d"},
         (
             Claim("m1-rate", "M = 1 converges as L grows (depth begets width): err_out ~ L^-b at M = 1, "
                   "the sqrt(D/(LM)) rate gives b = 1/2", HIDDEN_WIDTH, "main", "fit", step=10, where="M = 1",
@@ -272,9 +281,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "shallow, wide grid where it dominates)", HIDDEN_WIDTH, "bias", "fit", step=10,
                   form="decomposed", parameter="a", quantity="exponent", paper=1.0, paper_text="a = 1 (rate)",
                   tolerance=CLOSE_EXPONENT),
+            Claim("width-d-exponent", "the sampling term's D exponent: err_out ~ sqrt((c1 L^-a)^2 + (c2 D^g (LM)^-b)^2) "
+                  "on a D sweep, g untied from b; the bound sqrt(D/(LM)) allows g <= 1/2 (the read-out averages "
+                  "the hidden error over D coordinates: g below 1/2 is expected)", HIDDEN_WIDTH, "d", "fit",
+                  metric="err_out", **_WIDTH_D),
+            Claim("width-d-exponent-hidden", "same law on err_hidden (RMS over the D coordinates of h_L), where "
+                  "the bound sqrt(D/(LM)) is the unit sampling's own size: g <= 1/2", HIDDEN_WIDTH, "d", "fit",
+                  metric="err_hidden", **_WIDTH_D),
         ),
         tiny={role: ["grid.L=[4, 8]", f"grid.M={m}", "grid.seeds=2", "reference.depth=16", "reference.width=16",
-                     "train.steps=3"] for role, m in (("main", "[1, 2]"), ("bias", "[16, 32]"))},
+                     "train.steps=3", *more] for role, m, more in (
+            ("main", "[1, 2]", ()), ("bias", "[16, 32]", ()),
+            ("d", "[16, 32]", ("grid.D=[4, 8]", "grid.problem_seeds=[1, 2, 3]")))},
     ),
 )}
 
@@ -459,6 +477,8 @@ def _measure_fit(claim: Claim, grid: pd.DataFrame, row: dict, n_boot: int, con, 
 
 def fit_claim_verdict(claim: Claim, value, ci_low, ci_high, result=None, unexplained: str | None = None) -> Verdict:
     """The grade of a fitted parameter (in the paper's units) against the claim."""
+    if claim.quantity == "bound":
+        return bound_verdict(claim.paper, value, ci_low, ci_high, unexplained=unexplained)
     if claim.quantity == "exponent":
         return exponent_verdict(claim.paper, value, ci_low, ci_high, tolerance=claim.tolerance, unexplained=unexplained)
     if claim.quantity == "negligible":
@@ -485,5 +505,5 @@ def claim_fit_id(exp: Experiment, claim: Claim) -> str:
 
 __all__ = ["COMPANION", "EXPERIMENTS", "HIDDEN_WIDTH", "SCALES", "Claim", "Experiment", "claim_fit_id", "claim_grid",
            "fit_claim", "fit_claim_verdict", "hidden_frontier", "largest_point", "measure", "measure_frontier",
-           "output_frontier", "nonlinear_hidden", "nonlinear_output", "paper_spec",
+           "output_frontier", "nonlinear_hidden", "nonlinear_output", "paper_spec", "WIDTH_D_LAW",
            "pooled", "procedure", "term_share"]

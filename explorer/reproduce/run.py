@@ -24,7 +24,8 @@ from .claims import (EXPERIMENTS, SCALES, Claim, Experiment, claim_fit_id, claim
                      nonlinear_hidden, nonlinear_output, pooled)
 from ..formatting import fmt
 from .pooling import read_pooling
-from .verdicts import CLOSE, CONSISTENT, DISAGREES, NOT_COMPARABLE, NOT_MEASURED, finite, headline
+from .verdicts import (CLOSE, CONSISTENT, DISAGREES, EXCEEDS_BOUND, NOT_COMPARABLE, NOT_MEASURED, TIGHT, WITHIN_BOUND,
+                       finite, headline)
 
 
 # --- charts: the authors' curves over our points -------------------------------------------
@@ -130,7 +131,28 @@ def experiment_charts(exp: Experiment, grids: dict) -> list:
                 pts, curves, "LM", "L*M", "output error (err_out) at step 10", "M",
                 "err_out vs L*M, one colour per M; dashed: the theory's sqrt(D/(LM)) slope (the paper gives "
                 "a rate, no constant) through our smallest L*M")))
+        for metric in ("err_out", "err_hidden"):
+            charts += d_chart(grids.get("d", {}).get(metric), metric)
     return charts
+
+
+def d_chart(pts: pd.DataFrame | None, metric: str) -> list:
+    """The D claims' chart: err x sqrt(LM) (the L*M rate divided out) against D, one colour per
+    L*M, the bound's sqrt(D) slope dashed through each L*M's smallest D."""
+    if pts is None or pts.empty:
+        return []
+    pts = pts.assign(LM=pts["L"] * pts["M"])
+    pts = pts.assign(err=pts["err"] * np.sqrt(pts["LM"]))
+    rows = []
+    for lm, g in pts.groupby("LM"):
+        first = g.sort_values("D").iloc[0]
+        for D in np.geomspace(g["D"].min(), g["D"].max(), 10):
+            rows.append({"D": D, "LM": lm, "err": float(first["err"] * np.sqrt(D / first["D"])),
+                         "source": "the bound's slope sqrt(D)"})
+    return [(f"{metric}-vs-D", _overlay(
+        pts, pd.DataFrame(rows), "D", "D", f"{metric} x sqrt(LM) at step 10", "LM",
+        f"{metric} x sqrt(L M) against D on the D sweep, draws pooled, one colour per L*M; dashed: the bound "
+        "sqrt(D/(LM))'s slope through each L*M's smallest D (points rising slower hold the bound, faster exceed it)"))]
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -181,7 +203,8 @@ def write_reproduction_report(exp: Experiment, scale: str, table: pd.DataFrame, 
         experiment=exp, scale=scale, columns=list(table.columns), rows=table.to_dict("records"),
         headline=headline(table["verdict"]), grades={CONSISTENT: "consistent", CLOSE: "close",
                                                      NOT_MEASURED: "not", DISAGREES: "disagrees",
-                                                     NOT_COMPARABLE: "not"},
+                                                     NOT_COMPARABLE: "not", TIGHT: "consistent",
+                                                     WITHIN_BOUND: "consistent", EXCEEDS_BOUND: "disagrees"},
         figures=figures, sweeps=sweeps, wall_s=wall_s, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     folder.write("index.html", page)
     return out
@@ -235,7 +258,7 @@ def scale_cost(exp: Experiment, scale: str):
 
 def list_lines() -> list[str]:
     """``explorer reproduce --list``: per experiment and scale, its trials (and trained seeds),
-    references and estimated single-core compute."""
+    references and estimated single-core compute, then a line naming its claims."""
     from ..formatting import format_seconds
 
     lines = []
@@ -247,6 +270,7 @@ def list_lines() -> list[str]:
             sizes.append(f"{scale}: {points} points, {seeds} runs, {cost.references} reference{'' if cost.references == 1 else 's'}, "
                          f"~{format_seconds(cost.seconds)} of single-core compute")
         lines.append(f"{exp.name:<22}{'; '.join(sizes)}  ({len(exp.claims)} claims) - {exp.title}")
+        lines.append(f"{'':<22}claims: {', '.join(c.id for c in exp.claims)}")
     return lines
 
 
@@ -259,7 +283,8 @@ def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
 def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
                   cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
-    sweep SPEC --dry-run``) and where the report would go. Nothing runs, nothing is written."""
+    sweep SPEC --dry-run``), a row per claim (its sweep, its metric, the paper's number) and where
+    the report would go. Nothing runs, nothing is written."""
     from ..config import estimate
     from ..config.planning import plan
 
@@ -269,6 +294,9 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
         spec = exp.load(role, scale)
         lines.append(f"{role}: {exp.spec_path(role, scale)}")
         lines += ["  " + line for line in estimate.dry_run_lines(plan(spec), available_bytes, cpus)[:-1]]
+    lines.append("claims (id, sweep, metric: what the paper says):")
+    lines += [f"  {c.id} ({c.sweep}, {c.metric}): {c.paper_text or 'reported beside the paper, not graded'}"
+              for c in exp.claims]
     lines.append(f"report: {report_folder(name, scale, out).resolve()}/ (index.html, claims.csv, claims.md, charts/)")
     lines.append("nothing run (--dry-run)")
     return lines
@@ -404,6 +432,8 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
         return [("err_hidden_depthmax", steps), ("err_out", steps)]
     if exp.name == "companion-nonlinear":
         return [("err_hidden" if role == "coupled" else "err_out", steps)]
+    if role == "d":  # the D claims: both metrics
+        return [("err_out", steps), ("err_hidden", steps)]
     return [("err_out", steps)]
 
 

@@ -16,6 +16,19 @@ Four grades, each with a reason that is always printed:
   smaller scale): a constant fitted on one region is no evidence about another region's, so it
   is reported, not graded (``not_comparable``).
 
+An exponent the paper *bounds* (a theorem's upper bound, not a rate it states: the sampling
+term's D exponent under the sqrt(D/(LM)) bound) has three grades of its own
+(``bound_verdict``), so that a bound that holds is not mistaken for a bound that is reached:
+
+- **tight**: the informative interval holds the bound's exponent and leaves out every value
+  more than ``TIGHT_MARGIN`` below it: the data reach the bound.
+- **consistent with the bound**: the interval lies below the bound's exponent, or holds it
+  together with values notably smaller: the bound holds, and nothing says it is reached.
+- **exceeds the bound**: the whole interval lies above the bound's exponent.
+
+An uninformative interval (half-width above ``INFORMATIVE_HALFWIDTH``) is *not measured*, as for
+any exponent.
+
 A *negligible* claim (a term the paper finds ~0) is consistent only when the interval's upper end
 shows the term below a stated share of err^2 at every fitted point (``negligible_verdict``).
 """
@@ -32,10 +45,17 @@ CLOSE = "close, CI excludes"
 NOT_MEASURED = "not measured"
 DISAGREES = "disagrees"
 NOT_COMPARABLE = "not comparable at this scale"
-GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES, NOT_COMPARABLE)
+TIGHT = "tight"
+WITHIN_BOUND = "consistent with the bound"
+EXCEEDS_BOUND = "exceeds the bound"
+BOUND_GRADES = (TIGHT, WITHIN_BOUND, EXCEEDS_BOUND)  # an exponent against a theorem's upper bound
+GRADES = (CONSISTENT, CLOSE, NOT_MEASURED, DISAGREES, NOT_COMPARABLE, *BOUND_GRADES)
 
 INFORMATIVE_RATIO = 3.0  # a constant's CI wider than ci_high / ci_low = 3 does not measure it
 INFORMATIVE_HALFWIDTH = 0.15  # an exponent's CI wider than +-0.15 does not measure it
+# "notably smaller" than a bound's exponent: more than this below it (the rate claims' "close"
+# tolerance: a bound is tight when the data tell it from every exponent not close to it)
+TIGHT_MARGIN = 0.1
 ZERO_WIDTH = 1e-9  # relative width below which an interval is "zero width"
 
 
@@ -111,6 +131,35 @@ def exponent_verdict(paper: float, estimate, ci_low, ci_high, *, tolerance: floa
     return Verdict(DISAGREES, where)
 
 
+def bound_verdict(bound: float, estimate, ci_low, ci_high, *, margin: float = TIGHT_MARGIN,
+                  unexplained: str | None = None) -> Verdict:
+    """An exponent against a theorem's upper bound on it (``bound``): tight, consistent with the
+    bound, exceeds the bound, or not measured (an uninformative interval), with the reason."""
+    problem = _interval_problem(estimate, ci_low, ci_high)
+    if problem:
+        return Verdict(NOT_MEASURED, problem)
+    if unexplained:
+        return Verdict(NOT_MEASURED, unexplained)
+    half = (ci_high - ci_low) / 2
+    interval = f"[{ci_low:.3g}, {ci_high:.3g}]"
+    if half > INFORMATIVE_HALFWIDTH:
+        return Verdict(NOT_MEASURED, f"the 95 % interval {interval} has half-width {half:.3g} (informative: "
+                                     f"<= {INFORMATIVE_HALFWIDTH:g}): this grid does not determine the exponent")
+    if ci_low > bound:
+        n_se = (estimate - bound) / (half / Z95)
+        return Verdict(EXCEEDS_BOUND, f"the interval {interval} lies above the bound's {bound:.3g} "
+                                      f"({n_se:.1f} standard errors)")
+    if ci_high < bound:
+        return Verdict(WITHIN_BOUND, f"the interval {interval} lies below the bound's {bound:.3g}: the bound "
+                                     "holds and is not reached")
+    if ci_low >= bound - margin:
+        return Verdict(TIGHT, f"the interval {interval} holds the bound's {bound:.3g} and leaves out every "
+                              f"value below {bound - margin:.3g}: the bound is reached")
+    return Verdict(WITHIN_BOUND, f"the interval {interval} holds the bound's {bound:.3g} and values down to "
+                                 f"{ci_low:.3g}, more than {margin:g} below it: the bound holds, and this grid "
+                                 "cannot say whether it is reached")
+
+
 def negligible_verdict(share_estimate, share_low, share_high, share_limit: float, *, estimate=None, ci_low=None,
                        ci_high=None, unexplained: str | None = None) -> Verdict:
     """A term the paper finds negligible: ``share_*`` are the largest share of err^2 the term
@@ -154,14 +203,18 @@ def not_comparable(why: str) -> Verdict:
 
 def headline(grades) -> str:
     """``2 consistent, 1 close (CI excludes), 1 not measured, 0 disagree``: each grade counted
-    (then ``, 3 not comparable at this scale`` when some are)."""
+    (then ``, 3 not comparable at this scale`` when some are, and ``; against a bound: 1 tight``
+    when an exponent was graded against a bound)."""
     grades = list(grades)
     n = {g: grades.count(g) for g in GRADES}
     line = (f"{n[CONSISTENT]} consistent, {n[CLOSE]} close (CI excludes), {n[NOT_MEASURED]} not measured, "
             f"{n[DISAGREES]} disagree{'s' if n[DISAGREES] == 1 else ''}")
-    return line + (f", {n[NOT_COMPARABLE]} {NOT_COMPARABLE}" if n[NOT_COMPARABLE] else "")
+    line += f", {n[NOT_COMPARABLE]} {NOT_COMPARABLE}" if n[NOT_COMPARABLE] else ""
+    bounds = [f"{n[g]} {g}" for g in BOUND_GRADES if n[g]]
+    return line + (f"; against a bound: {', '.join(bounds)}" if bounds else "")
 
 
-__all__ = ["CLOSE", "CONSISTENT", "DISAGREES", "GRADES", "INFORMATIVE_HALFWIDTH", "INFORMATIVE_RATIO", "NOT_COMPARABLE",
+__all__ = ["BOUND_GRADES", "CLOSE", "CONSISTENT", "DISAGREES", "EXCEEDS_BOUND", "GRADES", "TIGHT", "TIGHT_MARGIN",
+           "WITHIN_BOUND", "bound_verdict", "INFORMATIVE_HALFWIDTH", "INFORMATIVE_RATIO", "NOT_COMPARABLE",
            "NOT_MEASURED", "Verdict", "not_comparable", "bounds_verdict", "constant_verdict", "exponent_verdict", "finite", "headline",
            "negligible_verdict"]

@@ -7,6 +7,7 @@ rounded (``format_seconds``), never raw floats."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from ..config.estimate import (compute_wall_seconds, reference_memory_bytes, ref
 from ..config.planning import Plan, plan
 from ..config.sections import SweepSpec
 from ..formatting import format_percent, format_seconds
+from .packing import batched_groups, estimated_seconds, fused_packs, fusion_groups, group_seconds, memory_share
 from .ray_records import start_estimate
 
 if TYPE_CHECKING:
@@ -29,9 +31,10 @@ def dry_run_lines(spec: SweepSpec, embedded: bool, adaptive: bool = False, store
     memory and CPUs price the plan. ``store``: also what it already has and what is left to run."""
     memory = estimate.available_memory_bytes() if embedded else None  # read at the call: tests set it
     if not adaptive:
-        the_plan = plan(spec)
-        lines = estimate.dry_run_lines(the_plan, memory, os.cpu_count() if embedded else None)
-        lines[-1:-1] = left_to_run_lines(the_plan, store, os.cpu_count() if embedded else None)
+        the_plan, cpus = plan(spec), os.cpu_count() if embedded else None
+        lines = estimate.dry_run_lines(the_plan, memory, cpus)
+        lines[-1:-1] = fused_group_lines(the_plan, memory, cpus)
+        lines[-1:-1] = left_to_run_lines(the_plan, store, cpus)
         return lines
     lines = adaptive_dry_run_lines(spec)
     if memory is not None:
@@ -95,6 +98,30 @@ def left_to_run(the_plan: Plan, done: set[str], cached: set[str], cpus: int | No
         f"{format_seconds(compute + low)} to {format_seconds(compute + high)}"
     lines.append(f"here: about {format_seconds(compute)} of compute + {said} = about {span}")
     return LeftToRun(lines, (compute + low, compute + high))
+
+
+def fused_group_lines(the_plan: Plan, memory: int | None, cpus: int | None) -> list[str]:
+    """The fused groups the trial phase would make (``packing.packs_of_groups``: the points of one
+    shape trained as one program, within a worker's share of ``memory``), their sizes, and their
+    estimated compute against the points alone (``config.estimate.fused_seconds``)."""
+    res = the_plan.spec.resources
+    if not res.fuse:
+        return ["fused groups: none ([resources] fuse = false: every point trains alone)"]
+    slots = max(1, int(cpus // max(res.cpus_per_trial, 1e-9))) if cpus else 1
+    slots = min(slots, res.max_concurrent or slots)
+    bound = memory_share(memory, slots) if memory else None
+    packs = fused_packs(the_plan.trials, slots, res.points_per_trial, bound, batched_groups(the_plan.spec))
+    groups = [g for p in packs for g in p]
+    fused = Counter(len(g) for g in groups if len(g) > 1)
+    if not fused:
+        return [f"fused groups: none (no two points of one shape to fuse in a Tune trial; {len(groups)} points alone)"]
+    shown = ", ".join(f"{n} of {size}" for size, n in sorted(fused.items(), reverse=True))
+    alone = sum(len(g) == 1 for g in groups)
+    priced = sum(group_seconds(g) for g in groups), sum(estimated_seconds(t) for t in the_plan.trials)
+    return [f"fused groups: {sum(fused.values())} ({shown} points){f', {alone} alone' if alone else ''}; "
+            f"{len(fusion_groups(the_plan.trials))} shapes in {len(packs)} Tune trials"
+            f"{'' if cpus else ' (packed for one trial at a time)'}: {format_seconds(priced[0])} of trial compute "
+            f"fused against {format_seconds(priced[1])} alone (single-core estimates; a group draws its units once)"]
 
 
 def _adaptive_fit_lines(spec: SweepSpec, memory: int) -> list[str]:

@@ -1,6 +1,7 @@
-"""The trial phase: the remaining grid points, packed (``packing.pack``), run as Ray Tune trials
-with ``reuse_actors`` and fractional GPUs allowed; points of Tune trials lost for good (their
-actors died with a node) run once more."""
+"""The trial phase: the remaining grid points, packed (``packing.packs_of_groups``: with
+``[resources] fuse`` the points of one shape in a pack are one fused group, within the memory a
+worker may hold), run as Ray Tune trials with ``reuse_actors`` and fractional GPUs allowed; points
+of Tune trials lost for good (their actors died with a node) run once more."""
 from __future__ import annotations
 
 import tempfile
@@ -8,10 +9,9 @@ from collections.abc import Callable
 
 from store import StoreUnreachable
 
-from ..config.estimate import trial_memory_bytes
 from . import resources
 from .failures import LOST_ACTOR_RETRIES, error_text
-from .packing import estimated_seconds, pack
+from .packing import Group, batched_groups, group_memory, group_seconds, memory_share, packs_of_groups
 from .ray_import import NodeAffinitySchedulingStrategy, environment, ray, tune
 from .runtime_env import no_secrets_in_runtime_env
 from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal, StopWhenStoreLost,
@@ -41,9 +41,21 @@ def run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, re
     return causes
 
 
-def _trainable(spec, store, the_plan, packs, reference_errors, rerun):
+def fused_memory_bound(spec, slots: int, node_memory: float) -> int | None:
+    """The most estimated bytes one fused group may hold: the largest node's memory resource
+    shared by the Tune trials that fit on it at once, less a worker process (None when Ray
+    reports no memory)."""
+    if not node_memory:
+        return None
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    largest = max(nodes, key=lambda n: n.get("memory", 0), default={})
+    per_node = max(1, min(slots, int(largest.get("CPU", 1) // max(spec.resources.cpus_per_trial, 1e-9))))
+    return memory_share(node_memory, per_node)
+
+
+def _trainable(spec, store, the_plan, packs: list[list[Group]], reference_errors, rerun, node_memory: float):
     """``run_pack`` with its job attached and the resources each pack asks of Ray (CPUs, GPUs
-    and, for large points, memory)."""
+    and, for large points or groups, memory)."""
     # On the driver's node: a lost worker node must not take the ledger with it.
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
     ledger = ray.remote(num_cpus=0, scheduling_strategy=here)(Ledger).remote()
@@ -51,8 +63,8 @@ def _trainable(spec, store, the_plan, packs, reference_errors, rerun):
               references={r.ref_key: r for r in the_plan.references}, reference_errors=reference_errors,
               rerun=rerun, retries=spec.resources.retries, ledger=ledger)
     cpus, gpus = spec.resources.cpus_per_trial, spec.resources.gpus_per_trial
-    node_memory = resources.largest_node_memory()
-    memory = [resources.memory_request(max(trial_memory_bytes(t.config) for t in p), node_memory) for p in packs]
+    batched = batched_groups(spec)
+    memory = [resources.memory_request(max(group_memory(g, batched) for g in p), node_memory) for p in packs]
 
     def pack_resources(config: dict) -> tune.PlacementGroupFactory:
         """What one Tune trial (one pack) asks of Ray: CPUs, GPUs and, for large points, memory."""
@@ -68,13 +80,18 @@ def run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limi
                check: Callable[[], None]) -> list[str]:
     """Run the packed points as Tune trials; return why some Tune trials failed for good. ``check``
     (a signal) is called at every step of Tune's loop (``StopOnSignal``)."""
-    packs = pack(todo, slots, spec.resources.points_per_trial)
-    trainable = _trainable(spec, store, the_plan, packs, reference_errors, rerun)
-    costs = {t.trial_key: estimated_seconds(t) for t in todo}
+    node_memory = resources.largest_node_memory()
+    packs = packs_of_groups(todo, slots, spec.resources.points_per_trial, spec.resources.fuse,
+                            fused_memory_bound(spec, slots, node_memory), batched_groups(spec))
+    trainable = _trainable(spec, store, the_plan, packs, reference_errors, rerun, node_memory)
+    # each point's share of its group's estimate (a group of one: the point's own)
+    costs = {t.trial_key: group_seconds(g) / len(g) for p in packs for g in p for t in g}
     callback = ProgressCallback(bar, costs)
     stopper = StopWhenStoreLost()
     bar.begin(total_cost=sum(costs.values()), slots=slots)
-    bar.message(f"trials: {len(todo)} to run as {len(packs)} Tune trials, up to {slots} at once")
+    fused = sum(len(g) > 1 for p in packs for g in p)
+    bar.message(f"trials: {len(todo)} to run as {len(packs)} Tune trials, up to {slots} at once"
+                + (f"; {fused} fused groups of points of one shape" if fused else ""))
     with tempfile.TemporaryDirectory(prefix="explorer-tune-") as tune_dir, environment(TUNE_ENV), \
             no_secrets_in_runtime_env(), quiet_loggers(*TUNE_LOGGERS):
         tuner = tune.Tuner(

@@ -75,11 +75,12 @@ def registry_of_help() -> dict:
     """Each help text a CLI option reads from a registry -> the names it must list."""
     from explorer.cli import options as cli_options
     from explorer.analysis.compare import COMPARED_FORMS
-    from explorer.analysis.data import FIT_METRICS, GRID_COLUMNS
+    from explorer.analysis.data import ALL_METRICS, FIT_METRICS, GRID_COLUMNS
     from explorer.analysis.laws import FORMS
     from explorer.analysis.phase import AXES
 
-    return {cli_options.metric_names: FIT_METRICS, cli_options.form_names: tuple(f"{name} (" for name in FORMS),
+    return {cli_options.metric_names: FIT_METRICS, cli_options.fit_metric_names: ALL_METRICS,
+            cli_options.form_names: tuple(f"{name} (" for name in FORMS),
             cli_options.axis_names: AXES, cli_options.column_names: GRID_COLUMNS,
             cli_options.compared_forms: COMPARED_FORMS}
 

@@ -1,4 +1,5 @@
-"""`explorer demo`, the README's first command, end to end as a user runs it."""
+"""`explorer demo`, the README's first command, end to end as a user runs it (from a temporary
+working directory, through the CLI): its fit measures both of the theory's exponents."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from explorer.demo import DEMO_SPEC
 from store import Store
 
 from .test_demo_report import MAX_LEGEND, legends, single_view, specs_of, visible_text
@@ -24,22 +26,26 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stdout + done.stderr
     # the error table: one row per depth, one column per width, every cell a number
+    grid = DEMO_SPEC["grid"]
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\s*\d+\s+\d\.\d+e[-+]\d+", line)]
-    assert [int(r[0]) for r in rows] == [4, 8, 16, 32, 64]
-    assert all(len(r) == 6 for r in rows)
-    # it ends with the fit (law, constants with their CIs) and then the report's path
+    assert [int(r[0]) for r in rows] == grid["L"]
+    assert all(len(r) == 1 + len(grid["M"]) for r in rows)
+    # it ends with the fit, led by the theory's two exponents, and then the report's path
     tail = done.stdout.strip().splitlines()
     assert tail[-1].startswith("report: ")
     fit_at = max(i for i, line in enumerate(tail) if line.startswith("form decomposed: err ~"))
     fit_text = "\n".join(tail[fit_at:-1])
     assert re.search(r"^c1\s", fit_text, re.M) and re.search(r"^c2\s", fit_text, re.M) and "95% CI" in fit_text
-    # a: an interval that holds the theory's 1, or a plain "not measured" with the reason in a warning
-    a_line = re.search(r"^a\s.*$", fit_text, re.M).group(0)
-    if "not measured" in a_line:
-        assert re.search(r"^warning: (\w+, )*a not measured on this grid: ", fit_text, re.M)
-    else:
-        low, high = map(float, re.search(r"\[\s*([-\d.e+]+),\s*([-\d.e+]+)\]", a_line).groups())
-        assert low <= 1.0 <= high, a_line
+    # issue 34, item 7: a and b both measured, a's 95% interval holding 1 and b's 1/2, on the lines
+    # that lead the fit and in its table
+    assert tail[fit_at - 2].startswith("depth exponent a ") and tail[fit_at - 1].startswith("width exponent b "), tail
+    for name, truth, lead in (("a", 1.0, tail[fit_at - 2]), ("b", 0.5, tail[fit_at - 1])):
+        assert "not measured" not in lead and "the 95% CI holds the theory's" in lead, lead
+        row = re.search(rf"^{name}\s.*$", fit_text, re.M).group(0)
+        low, high = map(float, re.search(r"\[\s*([-\d.e+]+),\s*([-\d.e+]+)\]", row).groups())
+        assert low <= truth <= high and high - low < 1.0, row
+        assert f"[{low:.4g}, {high:.4g}]" in lead  # the lead line and the table agree
+    assert not re.search(r"^warning: (\w+, )*[ab] not measured", fit_text, re.M)
     report = re.search(r"report: (\S+)", done.stdout).group(1)
     index = Path(report) if os.path.isabs(report) else tmp_path / report
     assert index.is_file() and index.stat().st_size > 10_000
@@ -53,8 +59,9 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     assert all(n <= MAX_LEGEND for spec in specs.values() for _, _, n in legends(spec)), specs.keys()
     assert all(spec["width"] == "container" for spec in specs.values() if single_view(spec))
     trials = Store(str(store_dir)).query("SELECT status, count(*) AS n FROM trials WHERE sweep = 'demo' GROUP BY status")
-    assert dict(zip(trials["status"].to_pylist(), trials["n"].to_pylist())) == {"ok": 25}
+    n_trials = len(grid["L"]) * len(grid["M"]) * len(grid["problem_seeds"])
+    assert dict(zip(trials["status"].to_pylist(), trials["n"].to_pylist())) == {"ok": n_trials}
     # rerunning does no work: every trial is already complete
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0
-    assert "25 already complete" in again.stdout + again.stderr
+    assert f"{n_trials} already complete" in again.stdout + again.stderr

@@ -20,10 +20,13 @@ PILOT = {"name": "pilot", "problem": {"seed": 1}, "train": {"steps": 10},
          "grid": {"L": [4, 8, 16, 32, 64], "M": [1, 4, 16, 64, 256], "D": [8], "seeds": 3}}
 
 
-def write_pilot(root, *, name="pilot", seeds=3, L=(4, 8, 16, 32, 64), M=(1, 4, 16, 64, 256), law=None):
+def write_pilot(root, *, name="pilot", seeds=3, L=(4, 8, 16, 32, 64), M=(1, 4, 16, 64, 256), law=None,
+                problem_seeds=None):
     """A pilot sweep with planted per-seed errors (``PlantedRunner``) and its reference's record
     (sampling and Euler parts of its error, as a mean_ode reference stores them)."""
-    spec = parse_spec({**PILOT, "name": name, "grid": {**PILOT["grid"], "L": list(L), "M": list(M), "seeds": seeds}})
+    grid = {**PILOT["grid"], "L": list(L), "M": list(M), "seeds": seeds}
+    draws = {"grid": {**grid, "problem_seeds": list(problem_seeds)}, "problem": {}} if problem_seeds else {"grid": grid}
+    spec = parse_spec({**PILOT, "name": name, **draws})
     st = Store(str(root))
     runner = PlantedRunner(st, law or TermsLaw(c1=0.06, a=1.0, c2=0.2, b=0.5), entries=25, ref_err=1e-3)
     the_plan = plan(spec)
@@ -85,10 +88,12 @@ def test_the_design_meets_its_targets_at_the_least_cost_found(pilot_store):
 
 
 def test_an_impossible_target_is_refused_in_one_line_with_the_best_reachable(pilot_store):
-    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.01", "--budget", "0.1")
+    # a = 0.01 is out of every design's reach since several draws carry the draws' spread (the
+    # default tau): a = 0.03 needs more than 0.01 CPU-hour
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "a=0.03", "--budget", "0.01")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: no design within 0.1 CPU-hour(s) reaches a = 0.01")
+    assert len(lines) == 1 and lines[0].startswith("error: no design within 0.01 CPU-hour(s) reaches a = 0.03")
     assert "best reachable" in lines[0] and "limited by the budget" in lines[0]
 
 
@@ -202,3 +207,66 @@ def test_a_write_that_fails_midway_is_one_line_and_leaves_no_temporary(tmp_path,
     with pytest.raises(design_spec.DesignOutputError, match=rf"^cannot write {out}: No space left on device$"):
         design_spec.write_text(out, "# Designed by `explorer design x`\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_one_draw_pilot_assumes_the_documented_draw_spread_and_says_so(pilot_store):
+    from explorer.experiment_design.design_search import DEFAULT_DRAW_SPREAD, grid_terms, halfwidths
+
+    result = explorer.design("pilot", {"a": 0.3}, store=str(pilot_store), min_draws=3)
+    model = result.model
+    assert model.tau == DEFAULT_DRAW_SPREAD and not any(model.tau_measured.values())
+    assert any("the pilot has one problem draw" in line and "documented default a 0.06, b 0.008" in line
+               for line in result.lines())
+    # the spread adds tau^2 / G to the seeds' variance over G draws, never to one draw's interval
+    c = result.chosen.candidate
+    terms = grid_terms(model, c.Ls, c.Ms, c.D, c.seeds)
+    several = halfwidths(model, terms, c.seeds, c.draws)[1]
+    model.tau = {"a": 0.0, "b": 0.0}
+    bare = halfwidths(model, terms, c.seeds, c.draws)[1]
+    for n in ("a", "b"):
+        assert several[n] ** 2 == pytest.approx(bare[n] ** 2 + DEFAULT_DRAW_SPREAD[n] ** 2 / c.draws)
+    one_draw = halfwidths(model, terms, c.seeds, 1)[1]
+    model.tau = dict(DEFAULT_DRAW_SPREAD)
+    assert halfwidths(model, terms, c.seeds, 1)[1] == one_draw
+
+
+def test_a_pilot_with_several_draws_measures_the_spread(tmp_path):
+    write_pilot(tmp_path, problem_seeds=(1, 2, 3))
+    result = explorer.design("pilot", {"b": 0.05}, store=str(tmp_path), min_draws=2)
+    # b from the per-draw fits; a's per-draw values rest on too few resolved bias points to tell
+    # their spread from the seeds' (its seeds' variance is not finite): the default, said
+    assert result.model.tau_measured == {"a": False, "b": True}
+    lines = result.lines()
+    assert any("from the pilot's per-draw fits: b " in line for line in lines)
+    assert any("the pilot's per-draw fits do not measure a" in line and "documented default a 0.06" in line
+               for line in lines)
+
+
+def test_fit_on_a_designed_sweep_prints_each_target_against_what_it_achieved(pilot_store, tmp_path):
+    from explorer.experiment_design.design_record import read_targets
+
+    st = Store(str(tmp_path))
+    write_pilot(tmp_path)
+    out = tmp_path / "d.toml"
+    result = explorer.design("pilot", {"a": 0.25, "b": 0.05}, store=str(tmp_path), out=out, name="designed")
+    assert any("recorded the targets in the pilot's store" in line for line in result.lines())
+    spec = load_spec(out)
+    PlantedRunner(st, TermsLaw(c1=0.06, a=1.0, c2=0.2, b=0.5), entries=25, ref_err=1e-3)(
+        spec, frozenset(t.trial_key for t in plan(spec).trials))
+    fitted = explorer.fit("designed", store=str(tmp_path), save=False)
+    r = fitted.result
+    achieved = {n: (r.ci_high[n] - r.ci_low[n]) / 2 for n in ("a", "b")}
+    lines = [line for line in fitted.lines() if line.startswith("target ")]
+    predicted = result.chosen.prediction.halfwidth
+    assert lines == [f"target {n} +- {t:g}: achieved +- {achieved[n]:.3g} (predicted +- {predicted[n]:.3g}), "
+                     f"{'met' if achieved[n] <= t else 'missed'}" for n, t in (("a", 0.25), ("b", 0.05))]
+    con = st.connect(sweep="designed", read_only=True)
+    try:
+        assert read_targets(con, "designed") == {"a": (0.25, pytest.approx(predicted["a"])),
+                                                 "b": (0.05, pytest.approx(predicted["b"]))}
+    finally:
+        con.close()
+    other = explorer.fit("designed", "free_rss", store=str(tmp_path), save=False).lines()
+    assert not any(line.startswith("target ") for line in other)
+    assert any("designed for the decomposed fit of err_out" in line for line in other)
+    assert not any(line.startswith("target ") for line in explorer.fit("pilot", store=str(tmp_path), save=False).lines())

@@ -208,11 +208,12 @@ def test_every_fitted_estimate_lies_in_its_interval_and_unfitted_ones_are_nan(fo
     assert result.samples.shape[1] == len(result.law.parameters)
 
 
-def test_on_a_single_d_grid_joint_ranks_after_theory_and_says_what_it_lacks():
+def test_on_a_single_d_grid_joint_is_theory_one_row_the_whole_law_first_saying_what_joint_lacks():
     truth = COMPARE_TRUTH["theory"]
     expr = resolve_form("theory")[1]
     grid = law_grid(lambda L, M, D: float(expr(truth, L, M, D)), Ds=(8,), Ms=(1, 4, 16, 64), rng=np.random.default_rng(5))
     table = compare_laws(grid, forms=["joint", "theory"]).set_index("law")
-    assert table.loc["theory", "rank"] < table.loc["joint", "rank"]  # the same law on this grid: the whole one first
-    assert table.loc["joint", "note"] == "fitted without c3 (not measurable on this grid)"
-    assert table.loc["theory", "note"] == ""
+    assert list(table.index) == ["theory = joint"]  # the same law on this grid: one row, the whole one named first
+    assert table.loc["theory = joint", "note"] == "joint fitted without c3 (not measurable on this grid)"
+    alone = compare_laws(grid, forms=["joint"]).set_index("law")  # alone, joint says what it lacks
+    assert alone.loc["joint", "note"] == "fitted without c3 (not measurable on this grid)"

@@ -39,6 +39,17 @@ def test_alpha_one_is_mlu_and_alpha_sixteen_and_more_is_lazy_on_real_trials():
     assert diagram.counts() == {"mlu": 2, "lazy": 6, "trivial": 0, "diverged": 0, "failed": 0}
 
 
+@pytest.mark.slow
+def test_a_too_small_learning_rate_is_trivial_on_real_trials():
+    base = TrialConfig(L=16, M=16, D=8, steps=10, seeds=(0, 1), device="cpu", preset="completep")
+    rows = run_trials(grid_configs(base, lr=(0.125, 1.0), L=(4, 16)), sweep="lr", ref_depth=8, ref_width=4)
+    cells = phase_diagram(connect(rows), "lr", "lr", "L").cells.set_index(["lr", "L"])
+    moved = cells["output_change"] / cells["initial_residual"]
+    for L in (4, 16):  # completep at M = 16, D = 8: alpha_eff = 1.41, on the lazy threshold at small lr
+        assert cells.loc[(0.125, L), "phase"] == "trivial" and moved[(0.125, L)] < 0.25
+        assert cells.loc[(1.0, L), "phase"] == "mlu" and moved[(1.0, L)] > 0.35
+
+
 def _cells(**columns):
     base = dict(feature_update=0.44, lin_ratio=0.35, output_change=0.63, initial_residual=1.27, n_seeds=2,
                 n_diverged=0, n_failed=0, n_final=2)
@@ -52,6 +63,9 @@ def _cells(**columns):
     ({"feature_update": 0.035, "lin_ratio": 0.033}, "lazy"),  # alpha = 16
     ({"feature_update": 0.035, "lin_ratio": 0.4}, "mlu"),  # one local measure large is enough
     ({"output_change": 0.02}, "trivial"),
+    # a too-small lr: the output moved 0.2 of its initial residual 1.27, the units less (once read "lazy")
+    ({"output_change": 0.25, "feature_update": 0.1, "lin_ratio": 0.1}, "trivial"),
+    ({"output_change": 0.33, "feature_update": 0.1, "lin_ratio": 0.1}, "lazy"),  # moved 0.26 of the way
     ({"n_diverged": 1}, "diverged"),
     ({"feature_update": float("nan")}, "diverged"),
     ({"n_final": 1}, "diverged"),
@@ -130,23 +144,28 @@ def test_flagged_seeds_are_left_out_of_the_cells_and_counted():
     pd.testing.assert_series_equal(cells["feature_update"], clean.cells.set_index(["alpha", "D"])["feature_update"])
 
 
-def test_init_noise_comes_from_the_flags_column_and_the_trials_rule_for_older_rows():
+def test_init_noise_marks_the_docs_criterion_with_D_at_or_above_one_and_every_trials_flag():
     rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4, 8), alphas=(1.0, 4.0, 16.0), seeds=2, sweep="p")
     rows["residual_scale"] = rows["alpha"] / (rows["L"] * rows["M"])  # mlu: alpha_eff = alpha
     rows["flags"] = ""
-    # the trials flagged alpha = 16 (16 / 8 = 2 > 1) at D = 8 only; D = 4 rows predate the column
-    rows.loc[(rows["alpha"] == 16.0) & (rows["D"] == 8), "flags"] = "init_noise"
-    rows.loc[rows["D"] == 4, "flags"] = None
+    rows.loc[rows["D"] == 4, "flags"] = None  # rows from before the flags column: the criterion alone
     diagram = phase_diagram(connect(rows), "p", "alpha", "D")
     cells = diagram.cells.set_index(["alpha", "D"])
-    # flagged cells are kept, classified and marked; NULL rows use alpha_eff / sqrt(LM) > 1
-    assert cells["init_noise_flag"].to_dict() == {(1.0, 4): False, (1.0, 8): False, (4.0, 4): False,
-                                                  (4.0, 8): False, (16.0, 4): True, (16.0, 8): True}
-    assert cells.loc[(16.0, 8), "n_seeds"] == 2 and diagram.n_flagged == 0 and diagram.n_init_noise == 4
-    np.testing.assert_allclose(cells["init_noise"].to_numpy(), [1 / 8, 1 / 8, 0.5, 0.5, 2.0, 2.0])
-    # the flags column decides where written: a 4 / 8 = 0.5 cell flagged by the trials is marked
-    rows.loc[(rows["alpha"] == 4.0) & (rows["D"] == 8), "flags"] = "init_noise"
+    # the initial hidden noise alpha_eff sqrt(D / (L M)), computed here: alpha = 4 at D = 4 is exactly 1
+    noise = {(a, D): a * (D / 64) ** 0.5 for a in (1.0, 4.0, 16.0) for D in (4, 8)}
+    np.testing.assert_allclose(cells["init_noise"].to_numpy(), [noise[k] for k in cells.index])
+    assert noise[(4.0, 4)] == 1.0
+    assert cells["init_noise_flag"].to_dict() == {k: v >= 1.0 for k, v in noise.items()}
+    assert cells.loc[(16.0, 8), "n_seeds"] == 2 and diagram.n_flagged == 0 and diagram.n_init_noise == 8
+    assert "init noise: alpha_eff sqrt(D/(LM)) >= 1" in format_phase(diagram)
+    assert "note: 8 seeds flagged init_noise in 4 cells (marked *)" in format_phase(diagram)
+    # a seed the trials flagged (a sweep with a lower init_noise_limit) marks its cell below the criterion
+    rows.loc[(rows["alpha"] == 1.0) & (rows["D"] == 8), "flags"] = "init_noise"
     marked = phase_diagram(connect(rows), "p", "alpha", "D").cells.set_index(["alpha", "D"])["init_noise_flag"]
-    assert marked[(4.0, 8)] and not marked[(4.0, 4)]
-    assert "init_noise flag" in format_phase(diagram)
-    assert "note: 4 seeds flagged init_noise in 2 cells (marked *)" in format_phase(diagram)
+    assert marked[(1.0, 8)] and not marked[(1.0, 4)]
+
+
+def test_the_footnote_appears_only_when_a_cell_is_marked():
+    rows = law_rows(lambda L, M, D: 0.1, Ls=(8,), Ms=(8,), Ds=(4,), alphas=(1.0, 2.0), seeds=2, sweep="p")
+    text = format_phase(phase_diagram(connect(rows), "p", "alpha", "D"))  # noise 0.25 and 0.5: none marked
+    assert "*" not in text and "init noise" not in text

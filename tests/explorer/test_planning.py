@@ -163,7 +163,7 @@ def _specs_over_presets():
     grid = {"L": [2, 4, 8], "M": [1, 4, 16, 64], "D": [4, 8], "seeds": 1}
     for preset in PRESETS:
         alphas = [2.0, 8.0] if preset == "lazy" else [0.5, 1.0, 4.0]
-        kinds = ["largest"] if preset == "depth_mup" else ["mean_ode", "largest"]
+        kinds = ["largest"] if preset in ("depth_mup", "standard") else ["mean_ode", "largest"]  # no limit: no mean_ode
         if preset in ("mlu", "lazy"):
             kinds.append("joint_limit")
         for kind in kinds:

@@ -414,7 +414,8 @@ def test_an_alpha_sweep_gets_charts_over_alpha_not_empty_l_m_charts(tmp_path):
     report = _adapted(tmp_path, Ls=(8,), Ms=(4,), alphas=(1.0, 2.0, 4.0, 16.0))
     assert report.varying == ["alpha"] and report.fits == {} and report.fit_errors == {}
     assert set(report.skipped) == set(("decomposed", "theory", "free", "free_rss", "output", "joint"))
-    assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase"}
+    # an alpha axis adds the hyperparameter section's curves (explorer.report.hyper_report)
+    assert set(report.charts) == {"error_vs_step", "error_vs_alpha", "phase", "hyper_curves_alpha"}
     assert _chart_values(report.charts["error_vs_alpha"], "alpha") == {1.0, 2.0, 4.0, 16.0}
     assert report.phase.x == "alpha"
     html = report.path.read_text()
@@ -466,7 +467,7 @@ def test_sections_for_fit_fields_and_model_comparison_when_fit_offers_them(tmp_p
     comparison = pd.DataFrame({"law": ["theory", "free"], "n_params": [2, 4], "cv_loo": [0.1, 0.2],
                                "cv_extrap": [0.3, 0.4], "rank": [1, 2]})
     monkeypatch.setattr(report_module, "fit_sweep", richer_fit)
-    monkeypatch.setattr(report_module, "compare_laws", lambda grid: comparison)
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid, forms=None: comparison)
     report = _adapted(tmp_path, Ls=(2, 4, 8), Ms=(1, 4))
     html = report.path.read_text()
     assert '<p class="warn">Warning: c2 hit its bound &lt;b&gt;.</p>' in html
@@ -513,7 +514,7 @@ def test_each_warning_is_shown_once_counted_right_and_notes_are_notes(tmp_path, 
 
     import explorer.report.page as report_module
 
-    monkeypatch.setattr(report_module, "compare_laws", lambda grid: pd.DataFrame())  # cost, not under test
+    monkeypatch.setattr(report_module, "compare_laws", lambda grid, forms=None: pd.DataFrame())  # cost, not under test
     monkeypatch.setattr(report_module, "vega_bundle", lambda: "")
     build_report = report_module.build_report
     rows = law_rows(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=2, sweep="s")

@@ -14,7 +14,8 @@ from explorer.reproduce import run as rep
 from explorer.cli import main
 from explorer.config.planning import plan
 from explorer.reproduce.run import EXPERIMENTS
-from explorer.reproduce.verdicts import CLOSE, CONSISTENT, DISAGREES, GRADES, NOT_COMPARABLE, NOT_MEASURED
+from explorer.reproduce.verdicts import (CLOSE, CONSISTENT, DISAGREES, EXCEEDS_BOUND, GRADES, NOT_COMPARABLE, NOT_MEASURED,
+                                         TIGHT, WITHIN_BOUND)
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +45,10 @@ def test_list_names_every_experiment_with_its_grid_sizes():
         assert name in result.output
     assert re.search(r"laptop: 960 points, 1920 runs, 80 references, ~[\d.]+ min of single-core compute; "
                      r"full: 40950 points, 204750 runs, 195 references, ~[\d.]+ h of single-core compute", result.output)
+    claims_at = result.output.splitlines().index(next(line for line in result.output.splitlines()
+                                                      if line.startswith("hidden-width-rates "))) + 1
+    assert result.output.splitlines()[claims_at].split() == [
+        "claims:", "m1-rate,", "lm-collapse,", "sampling-rate,", "bias-rate,", "width-d-exponent,", "width-d-exponent-hidden"]
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -470,3 +475,57 @@ def test_every_claim_row_names_its_form_region_pooling_and_loss():
     assert output["form"] == "sqrt(c1*(D/(L*M))**2 + c2/D)" and "D < 200 AND M > 10 AND M < 1000" in output["region"]
     tool = cl.procedure(next(c for c in EXPERIMENTS["companion-linear"].claims if c.id == "tool-output-a"), "rms")
     assert "c/L**2" in tool["form"] and tool["region"].endswith(": " + cl.LINEAR_REGION) and tool["pooling"].startswith("rms")
+
+
+D_SWEEP = ([4, 16, 64], [16, 64, 256], [4, 8, 16, 32])  # the full D sweep's grid
+
+
+def test_the_d_claims_grade_a_planted_d_exponent_against_the_bound(monkeypatch):
+    """width-d-exponent(-hidden) fit g in sqrt((c1 L^-a)^2 + (c2 D^g (LM)^-b)^2) on the D sweep: a
+    planted g = 1/2 is tight, g = 0.1 (err_out's measured D dependence) consistent with the bound,
+    g = 0.8 exceeds it; each interval holds its planted g."""
+    exp = EXPERIMENTS["hidden-width-rates"]
+    d_claims = [c for c in exp.claims if c.id.startswith("width-d-exponent")]
+    assert [c.metric for c in d_claims] == ["err_out", "err_hidden"]
+    assert all(c.sweep == "d" and c.quantity == "bound" and c.paper == 0.5 and c.parameter == "g" for c in d_claims)
+    spec = exp.load("d", "full")
+    assert len(spec.grid.D) >= 4 and len(spec.grid.problem_seeds) >= 5  # the grid varies D, over enough draws
+    for g, expected in ((0.5, TIGHT), (0.1, WITHIN_BOUND), (0.8, EXCEEDS_BOUND)):
+        law = lambda L, M, D: np.sqrt((0.07 / L) ** 2 + (0.2 * D**g / np.sqrt(L * M)) ** 2)  # noqa: E731
+        grid = _synthetic(law, *D_SWEEP, draws=(1, 2, 3, 4, 5), noise=0.05, seed=2)
+        for row in _measure_on(monkeypatch, grid, d_claims):
+            assert row["verdict"] == expected, (g, row["reason"])
+            assert row["ci_low"] <= g <= row["ci_high"] and row["ci_high"] - row["ci_low"] <= 0.1, (g, row)
+            assert row["procedure"]["form"] == cl.WIDTH_D_LAW
+
+
+def test_the_dry_run_has_a_row_per_claim_with_the_d_claims_sweep_and_its_cost(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["reproduce", "hidden-width-rates", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "  width-d-exponent (d, err_out): g <= 1/2 (bound sqrt(D/(LM)))" in out.splitlines()
+    assert "  width-d-exponent-hidden (d, err_hidden): g <= 1/2 (bound sqrt(D/(LM)))" in out.splitlines()
+    d_at = out.index("d: ")
+    assert "hidden-width-rates-d-laptop.toml" in out[d_at:].splitlines()[0]
+    assert re.search(r"sweep hidden-width-rates-d-laptop: 192 trials \(L 3 x M 2 x D 4 x problem_seeds 8; 8 seeds each",
+                     out[d_at:])
+    assert re.search(r"references: 32 mean_ode", out[d_at:]) and re.search(r"  time: .*single-core", out[d_at:])
+
+
+def test_the_d_chart_divides_out_the_lm_rate_and_draws_the_bounds_slope_through_each_lm():
+    """On errors exactly sqrt(D/(LM)) (g = 1/2) every point lies on its L*M's dashed line; on
+    errors D^0.1/sqrt(LM) (err_out-like) the points at D = 32 fall below it."""
+    L, M, D = np.meshgrid([4, 16, 64], [16, 64], [4, 8, 16, 32], indexing="ij")
+    frame = pd.DataFrame({"L": L.ravel(), "M": M.ravel(), "D": D.ravel()})
+    for g, on_line in ((0.5, True), (0.1, False)):
+        pts = frame.assign(err=frame["D"] ** g / np.sqrt(frame["L"] * frame["M"]))
+        ((name, (chart, caption)),) = rep.d_chart(pts, "err_hidden")
+        assert name == "err_hidden-vs-D" and "sqrt(D/(LM))" in caption
+        lines, points = (layer.data for layer in chart.layer)
+        assert np.allclose(points["err"], points["D"] ** g)  # the L*M rate divided out
+        for lm, group in points.groupby("LM"):
+            line = lines[lines["LM"] == lm]
+            at_32 = float(np.interp(32, line["D"], line["err"]))
+            assert (abs(at_32 - group[group["D"] == 32]["err"].iloc[0]) < 1e-9) == on_line, (g, lm)
+    assert rep.d_chart(None, "err_out") == [] and rep.d_chart(frame.assign(err=1.0)[:0], "err_out") == []

@@ -56,6 +56,18 @@ SPEC_ERRORS = {
     "chaos_check_not_boolean": (with_changes(train={"chaos_check": "yes"}), "[train] chaos_check: expected true or false"),
     "depth_mup_has_no_mean_ode": (with_changes(model={"preset": "depth_mup"}),
                                   "[model] preset: preset 'depth_mup' has no Mean ODE limit"),
+    "standard_has_no_mean_ode": (with_changes(model={"preset": "standard"}),
+                                 "[model] preset: preset 'standard' has no depth limit"),
+    "raw_has_no_mean_ode": (with_changes(train={"lr_scaling": "raw"}), "[train] lr_scaling: lr_scaling 'raw'"),
+    "swept_standard_has_no_mean_ode": (with_changes(model={"preset": DROP}, grid={"preset": ["mlu", "standard"]}),
+                                       "[grid] preset: preset 'standard' has no depth limit"),
+    "swept_raw_has_no_mean_ode": (with_changes(grid={"lr_scaling": ["mean_field", "raw"]}),
+                                  "[grid] lr_scaling: lr_scaling 'raw'"),
+    "raw_has_no_joint_limit": (
+        with_changes(model={"activation": "identity"}, train={"lr_scaling": "raw"},
+                     reference={"kind": "joint_limit", "depth": DROP, "width": DROP, "replicas": DROP}),
+        "[train] lr_scaling: reference kind joint_limit is the limit of the mean-field step"),
+    "bad_lr_scaling": (with_changes(train={"lr_scaling": "sgd"}), '[train] lr_scaling: expected one of "mean_field", "raw"'),
     "missing_name": (with_changes(top={"name": None}), "name: missing"),
     "bad_name": (with_changes(top={"name": "a/b"}), "name: expected 1-128 letters"),
     "dotdot_name": (with_changes(top={"name": "a..b"}), "name: expected 1-128 letters"),
@@ -277,3 +289,19 @@ def test_the_protocol_keys_reach_the_problem_and_the_joint_limit_reference():
         problem={"coupled_embeddings": False, "independent_embeddings": True},
         reference={"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP}, grid={"D": [4, 8]}))
     assert uncoupled.problem_config(1).independent_embeddings
+
+
+def test_lr_scaling_and_the_standard_preset_reach_the_trials_against_the_largest_reference():
+    largest = {"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP}
+    spec = parse_spec(with_changes(model={"preset": "standard"}, train={"lr_scaling": "raw"}, reference=largest))
+    configs = [t.config for t in plan(spec).trials]
+    assert {(c.preset, c.lr_scaling) for c in configs} == {("standard", "raw")}
+    default = plan(parse_spec(with_changes(reference=largest))).trials
+    assert {t.config.lr_scaling for t in default} == {"mean_field"}
+    # swept: each scaling its own trials and its own references
+    swept = parse_spec(with_changes(grid={"lr_scaling": ["mean_field", "raw"], "preset": ["mlu", "standard"]},
+                                    model={"preset": DROP}, reference=largest))
+    planned = plan(swept)
+    assert len(planned.trials) == 4 * spec.grid_points() and swept.grid_points() == 4 * spec.grid_points()
+    by_reference = {r.ref_key: (r.config.preset, r.config.lr_scaling) for r in planned.references}
+    assert set(by_reference.values()) == {(p, s) for p in ("mlu", "standard") for s in ("mean_field", "raw")}

@@ -46,26 +46,25 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path, metric_row_counts):
-    spec, results = tmp_path / "spec.toml", tmp_path / "results"
-    spec.write_text(SPEC)
+def kill_driver_once_landed(spec, results, sweep: str, enough: int, deadline_s: float = 180) -> int:
+    """Run ``explorer sweep`` on ``spec`` and SIGKILL its driver once ``enough`` of its points have
+    landed in the store; returns how many had."""
     store = Store(results)
     # Its own session: the driver's process group holds every Ray process it started.
     driver = subprocess.Popen(sweep_command(spec, results), env=environment(), start_new_session=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + deadline_s
         landed = 0
         while time.monotonic() < deadline and driver.poll() is None:
             if results.exists():
-                landed = len(store.completed_trial_keys("killed"))
-            if landed >= 3:
+                landed = len(store.completed_trial_keys(sweep))
+            if landed >= enough:
                 break
             time.sleep(0.05)
         assert driver.poll() is None, driver.stdout.read().decode()[-2000:]
         os.kill(driver.pid, signal.SIGKILL)  # the driver only: Ray's workers die with it
         driver.wait(timeout=30)
-        assert 3 <= landed < TOTAL  # killed mid-run
     finally:
         time.sleep(3)  # let Ray's own processes notice the driver is gone
         try:  # Ray's dashboard/runtime-env agents can outlive a SIGKILLed driver: end that group
@@ -73,6 +72,15 @@ def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path, metric_row
         except ProcessLookupError:
             pass
         driver.stdout.close()
+    return landed
+
+
+def test_driver_killed_with_sigkill_is_resumed_by_rerunning(tmp_path, metric_row_counts):
+    spec, results = tmp_path / "spec.toml", tmp_path / "results"
+    spec.write_text(SPEC)
+    store = Store(results)
+    landed = kill_driver_once_landed(spec, results, "killed", 3)
+    assert 3 <= landed < TOTAL  # killed mid-run
 
     before = store.completed_trial_keys("killed")
     rerun = subprocess.run(sweep_command(spec, results), env=environment(), capture_output=True, text=True, timeout=300)

@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from explorer.reproduce.verdicts import (CLOSE, CONSISTENT, DISAGREES, NOT_MEASURED, bounds_verdict, constant_verdict, exponent_verdict, headline,
-                                         negligible_verdict)
+from explorer.reproduce.verdicts import (CLOSE, CONSISTENT, DISAGREES, EXCEEDS_BOUND, NOT_MEASURED, TIGHT, TIGHT_MARGIN,
+                                         WITHIN_BOUND, bound_verdict, bounds_verdict, constant_verdict, exponent_verdict,
+                                         headline, negligible_verdict)
 
 
 def test_a_constant_gets_each_of_the_four_grades():
@@ -81,3 +82,31 @@ def test_every_grade_has_a_reason(grade):
              DISAGREES: (1.0, 2.0, 1.9, 2.1)}
     v = constant_verdict(*cases[grade], factor=1.15)
     assert v.grade == grade and len(v.reason) > 20
+
+
+def test_an_exponent_against_a_bound_is_tight_consistent_with_it_or_exceeds_it():
+    """The theorem's sqrt(D/(LM)) bounds the D exponent by 1/2: an interval at the bound that leaves
+    out everything notably smaller is tight; one that holds the bound and much smaller values, or
+    lies below it, is only consistent with the bound; one above it exceeds it."""
+    v = bound_verdict(0.5, 0.49, 0.43, 0.55)
+    assert v.grade == TIGHT and "leaves out every value below 0.4" in v.reason
+    v = bound_verdict(0.5, 0.45, 0.32, 0.58)  # holds 1/2, and 0.35, notably smaller
+    assert v.grade == WITHIN_BOUND and "cannot say whether it is reached" in v.reason
+    v = bound_verdict(0.5, 0.15, 0.07, 0.23)  # the err_out D sweep's g: the bound holds, far from reached
+    assert v.grade == WITHIN_BOUND and "lies below the bound's 0.5" in v.reason
+    v = bound_verdict(0.5, 0.745, 0.68, 0.81)  # fluct_hidden's g on the same sweep
+    assert v.grade == EXCEEDS_BOUND and "lies above the bound's 0.5" in v.reason and "standard errors" in v.reason
+    v = bound_verdict(0.5, 0.07, -0.36, 0.50)  # the issue's 3-draw err_out interval: too wide to grade
+    assert v.grade == NOT_MEASURED and "half-width 0.43" in v.reason
+    assert bound_verdict(0.5, math.nan, 0.4, 0.6).grade == NOT_MEASURED
+    assert bound_verdict(0.5, 0.5, 0.45, 0.55, unexplained="the law does not explain this grid").grade == NOT_MEASURED
+    # the edges: tight down to exactly the margin below, never consistent with an interval above
+    assert bound_verdict(0.5, 0.5, 0.5 - TIGHT_MARGIN, 0.6).grade == TIGHT
+    assert bound_verdict(0.5, 0.5, 0.5 - TIGHT_MARGIN - 0.01, 0.6).grade == WITHIN_BOUND
+    assert bound_verdict(0.5, 0.6, 0.501, 0.7).grade == EXCEEDS_BOUND
+
+
+def test_the_headline_counts_the_bound_grades_apart():
+    line = headline([CONSISTENT, TIGHT, WITHIN_BOUND, WITHIN_BOUND, NOT_MEASURED])
+    assert line == "1 consistent, 0 close (CI excludes), 1 not measured, 0 disagree; against a bound: 1 tight, 2 consistent with the bound"
+    assert headline([CONSISTENT]) == "1 consistent, 0 close (CI excludes), 0 not measured, 0 disagree"

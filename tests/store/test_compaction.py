@@ -72,6 +72,7 @@ def test_compaction_preserves_rows_and_answers_exactly(any_store):
     assert [(k.kind, k.files_in, k.files_out, k.removed) for k in report.kinds] == [
         ("metrics", len(trials), 1, len(trials)), ("trials", len(trials), 1, len(trials)), ("fits", 2, 1, 2),
         ("rounds", 0, 0, 0), ("comparisons", 0, 0, 0),
+        ("optima", 0, 0, 0),
     ]
     for kind in ("metrics", "trials", "fits"):
         singles, compacted = _names(any_store, kind)

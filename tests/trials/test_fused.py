@@ -44,11 +44,15 @@ def _pack(device: str, dtype: str, L: int, M: int, D: int, steps: int, samples: 
         TrialConfig(problem=draw(1), seeds=(0, 1, 2), lr=60.0, **base),  # diverges, every seed
         TrialConfig(problem=draw(4), seeds=(5,), preset="depth_mup", chaos_check=True, **base),
         TrialConfig(problem=draw(2), seeds=(2, 0), preset="lazy", alpha=12.0, **base),  # init_noise at (16, 4) and (5, 6)
+        # raw SGD (its own step size for u and for v) beside the mean-field points, and the standard preset
+        TrialConfig(problem=draw(1), seeds=(0, 1), preset="standard", lr=0.05, lr_scaling="raw", init_noise_limit=100.0, **base),
+        TrialConfig(problem=draw(2), seeds=(1,), preset="completep", lr=0.2, lr_scaling="raw", init_noise_limit=100.0, **base),
+        TrialConfig(problem=draw(1), seeds=(0, 2), preset="standard", lr=0.5, init_noise_limit=100.0, **base),
     ]
 
 
 def _reference(config: TrialConfig):
-    limit = config.replace(preset="mlu", alpha=1.0) if config.preset == "depth_mup" else config
+    limit = config.replace(preset="mlu", alpha=1.0, lr_scaling="mean_field") if config.limit_alpha is None else config
     return compute_reference(ReferenceConfig(limit=limit, depth=16, width=8, device=config.device))
 
 

@@ -13,6 +13,10 @@ from ...faces import lazy_face
 
 # name -> the module of this wing that defines it.
 _LAZY = {
+    "ALL_METRICS": "metrics",
+    "TERMS": "metrics",
+    "TERM_METRICS": "metrics",
+    "TermMetric": "metrics",
     "DRAW_COLUMN": "queries",
     "ERROR_METRICS": "metrics",
     "FIT_METRICS": "metrics",
@@ -37,6 +41,7 @@ _LAZY = {
     "grid_errors": "sweep_data",
     "held_axes": "sweep_data",
     "seed_grams": "sweep_data",
+    "term_grams": "sweep_data",
     "status_counts": "sweep_data",
     "step_errors": "sweep_data",
 }

@@ -5,6 +5,11 @@ columns a fit reads beside it: the reference's own error estimate for it (remove
 the floor) and, where the store keeps them, each seed's row of the error Gram matrix (what the
 decomposed law is fitted from). The queries, the laws' methods and the CLI's ``--metric`` help
 read this table; ``FIT_METRICS`` is its names.
+
+``TERM_METRICS`` are the two terms of an error with Gram rows (``bias_out``, ``fluct_out``, ...):
+each point's bias and fluctuation over seeds, read from the error's Gram rows. Any law may be
+fitted to one of them (``explorer.analysis.decomposed.fit_term``), weighted and resampled as the
+decomposed fit weights and resamples that term.
 """
 from __future__ import annotations
 
@@ -38,14 +43,36 @@ ERROR_METRICS: dict[str, ErrorMetric] = {
 
 FIT_METRICS = tuple(ERROR_METRICS)
 
+
+@dataclass(frozen=True)
+class TermMetric:
+    """One term of an error metric's decomposition over seeds, as a metric a law may be fitted to."""
+
+    name: str
+    error: str  # the error metric whose Gram rows it is read from
+    term: str  # "bias" (the seed-mean's distance to the reference) or "fluct" (the seeds' spread)
+
+
+TERMS = ("bias", "fluct")
+TERM_METRICS: dict[str, TermMetric] = {
+    f"{term}_{m.name.removeprefix('err_')}": TermMetric(f"{term}_{m.name.removeprefix('err_')}", m.name, term)
+    for m in ERROR_METRICS.values() if m.gram for term in TERMS
+}
+
+# every metric ``explorer fit --metric`` accepts: the errors, then their terms
+ALL_METRICS = FIT_METRICS + tuple(TERM_METRICS)
+
 # metric -> its reference's error column, for the metrics whose reference estimates one
 REFERENCE_ERROR = {m.name: m.reference for m in ERROR_METRICS.values() if m.reference is not None}
 
 
 def check_metric(metric: str) -> None:
-    """Raises FitError naming the valid metrics when ``metric`` is not one of them."""
+    """Raises FitError naming the valid metrics when ``metric`` is not one of them (a term
+    metric is read through its error's Gram rows: ``term_grams``, not here)."""
     if metric not in ERROR_METRICS:
-        raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(FIT_METRICS)}")
+        terms = f"; the terms {', '.join(TERM_METRICS)} are fitted by explorer fit" if metric in TERM_METRICS else ""
+        raise FitError(f"unknown metric {metric!r}; expected one of: {', '.join(FIT_METRICS)}{terms}")
 
 
-__all__ = ["ERROR_METRICS", "FIT_METRICS", "REFERENCE_ERROR", "ErrorMetric", "check_metric"]
+__all__ = ["ALL_METRICS", "ERROR_METRICS", "FIT_METRICS", "REFERENCE_ERROR", "TERMS", "TERM_METRICS", "ErrorMetric",
+           "TermMetric", "check_metric"]

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...errors import NoDecompositionError, SweepDataError
-from .metrics import ERROR_METRICS, check_metric
+from ...errors import FitError, NoDecompositionError, SweepDataError
+from .metrics import ERROR_METRICS, TERM_METRICS, check_metric
 from .queries import (FLOOR_FACTOR, GRID_COLUMNS, NO_DECOMPOSITION, REQUIRED_COLUMNS, cached, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
                       plain_value, point_columns, query_frame, quoted, require_sweep_rows, sweep_is, table_columns,
                       where_clause)
@@ -228,6 +228,22 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     return frame
 
 
+def term_grams(con, sweep: str, metric: str = "fluct_out", step: int | None = None,
+               where: str | None = None) -> pd.DataFrame:
+    """``seed_grams`` of the error a term metric (``metrics.TERM_METRICS``: ``bias_out``,
+    ``fluct_hidden``, ...) is read from, its ``metric`` column naming the term: what a law fitted
+    to one term of the decomposition reads (``explorer.analysis.decomposed.fit_term``).
+
+    Raises:
+        FitError: not a term metric. As ``seed_grams`` otherwise.
+    """
+    if metric not in TERM_METRICS:
+        raise FitError(f"unknown term metric {metric!r}; expected one of: {', '.join(TERM_METRICS)}")
+    frame = seed_grams(con, sweep, TERM_METRICS[metric].error, step, where).copy()
+    frame["metric"] = metric
+    return frame
+
+
 def _symmetric(rows) -> np.ndarray:
     """The stored Gram rows as one float64 matrix, symmetrised (each pair's two products agree to
     rounding: they come from one matrix product)."""
@@ -316,4 +332,4 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
     return {k: int(row[k]) for k in row.index}
 
 
-__all__ = ["grid_errors", "held_axes", "seed_grams", "status_counts", "step_errors"]
+__all__ = ["grid_errors", "held_axes", "seed_grams", "status_counts", "step_errors", "term_grams"]

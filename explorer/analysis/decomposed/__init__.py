@@ -4,7 +4,9 @@ the error it describes, the seeds' bias on the first and their fluctuation on th
 ``gram_terms`` splits a point's RMS error over seeds into bias^2 and fluct^2 from the Gram matrix
 of its seeds' errors; ``estimator`` fits both terms and gives their shared-seed two-level
 bootstrap (``estimate``); ``fit`` turns that into a ``FitResult`` with its guard rails
-(``fit_decomposed``, the registry's method "decomposed"); ``planted`` makes synthetic sweeps of a
+(``fit_decomposed``, the registry's method "decomposed"); ``term_fit`` fits any law to one term
+(``fit_term``) or user laws to both (``fit_terms``) with the same weights and resamples;
+``d_axis`` checks the D exponent along D (its local slopes); ``planted`` makes synthetic sweeps of a
 known law for the tests and the coverage harness.
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
@@ -31,6 +33,13 @@ _LAZY = {
     "solve": "estimator",
     "standard_errors": "estimator",
     "fit_decomposed": "fit",
+    "fit_term": "term_fit",
+    "fit_terms": "term_fit",
+    "resample_plan": "term_fit",
+    "local_d_slopes": "d_axis",
+    "solve_all": "estimator",
+    "within_fit": "estimator",
+    "FULL": "estimator",
     "REGIMES": "planted",
     "Regime": "planted",
     "as_grid": "planted",

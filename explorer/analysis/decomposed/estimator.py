@@ -52,6 +52,10 @@ from ..data import DRAW_COLUMN, FLOOR_FACTOR, plain_value
 RESOLVED_SE = 3.0  # a bias is measured where it exceeds this many of one draw's standard errors
 WEIGHT_FLOOR = 0.02  # log units added in quadrature to every point's standard error
 NAMES = ("c1", "a", "c2", "b")
+# ``solve_all``'s entries: the tied law's four (fit parametrization: log c1, a, log c2, b), then,
+# when the slice varies D, the law with a D exponent in each term (c2 D^g (LM)^-b, c1 D^h L^-a)
+# and the theory's tie g = b as a difference, all from the same draws and resamples.
+FULL = ("log_c1", "a", "log_c2", "b", "log_c2_d", "b_d", "g", "h", "log_c1_d", "g-b")
 
 
 def one_seed_reason(n_seeds: int) -> str:
@@ -119,6 +123,8 @@ class Design:
     n_eff: float = math.nan  # independent entries the errors behave as (``effective_entries``)
     column: list = field(default_factory=list)  # per draw (P,) int code of the point's (M, D) column
     in_c1_column: list = field(default_factory=list)  # per draw (P,) bool: the column that gives c1
+    columns: list = field(default_factory=list)  # (M, D) of each column code, in code order
+    varies_d: bool = False  # the slice holds two values of D or more: each term gets a D exponent
 
 
 def gram_spread(d: Draw) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +218,9 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
     measured = [c for c, Ls in columns.items() if len(Ls) >= 2]
     if measured:
         out.c1_column = min(measured, key=lambda c: (c[1] / c[0], -c[0]))
-    codes = {c: i for i, c in enumerate(sorted({(m, dd) for d in draws for m, dd in zip(d.M, d.D)}))}
+    out.columns = sorted({(float(m), float(dd)) for d in draws for m, dd in zip(d.M, d.D)})
+    codes = {c: i for i, c in enumerate(out.columns)}
+    out.varies_d = len({c[1] for c in out.columns}) > 1
     out.column = [np.array([codes[(m, dd)] for m, dd in zip(d.M, d.D)], dtype=int) for d in draws]
     out.in_c1_column = [(d.M == out.c1_column[0]) & (d.D == out.c1_column[1]) for d in draws]
     return out
@@ -232,32 +240,44 @@ def _smoothed_bias(pooled: dict) -> dict:
     with np.errstate(all="ignore"):
         w = np.array([1.0 / ((pooled[k][1] / pooled[k][0]) ** 2 / 4 + WEIGHT_FLOOR**2) if np.isfinite(pooled[k][1])
                       else 1.0 for k in keys])
-    s, alpha = _within_slope(x, y, w, np.array([columns[(k[1], k[2])] for k in keys]))
+    (s,), alpha = within_fit(x[:, None], y, w, np.array([columns[(k[1], k[2])] for k in keys]))
     if not np.isfinite(s):
         return {}
     return {k: float(np.exp(2 * (alpha[columns[(k[1], k[2])]] + s * np.log(k[0]))))
             for k in pooled if (k[1], k[2]) in columns and columns[(k[1], k[2])] in alpha}
 
 
-def _within_slope(x, y, w, group) -> tuple[float, dict]:
-    """Weighted least squares y = alpha[group] + s x: (s, {group: alpha}); NaN slope without
-    any group holding two distinct x. ``group``: non-negative integers."""
+def within_fit(X, y, w, group) -> tuple[np.ndarray, dict]:
+    """Weighted least squares y = alpha[group] + X coef: (coef, {group: alpha}); NaN coefs when
+    the columns of X, each centred within its groups, are not of full rank (no group holds two
+    distinct values, or two columns move together). ``X``: (n, k); ``group``: non-negative integers."""
+    X = np.asarray(X, dtype=float).reshape(len(y), -1)
     group = np.asarray(group, dtype=int)
+    k = X.shape[1]
+    if not len(y):
+        return np.full(k, np.nan), {}
     sw = np.bincount(group, w)
     present = sw > 0
     safe = np.where(present, sw, 1.0)
-    mx, my = np.bincount(group, w * x) / safe, np.bincount(group, w * y) / safe
+    mx = np.column_stack([np.bincount(group, w * X[:, j], minlength=len(sw)) / safe for j in range(k)])
+    my = np.bincount(group, w * y) / safe
     # a group with one distinct x carries no slope; its weighted mean can differ from x by a
     # rounding error, which must not pass for a spread (it gave a slope of exactly 0, CI width 0).
-    # Distinct x here are logs of distinct depths or L*M, far apart next to 1e-9.
-    dx = x - mx[group]
-    dx = np.where(np.abs(dx) > 1e-9 * (1.0 + np.abs(x)), dx, 0.0)
-    den = float(np.sum(w * dx**2))
-    if den <= 0:
-        return math.nan, {}
-    slope = float(np.sum(w * dx * (y - my[group]))) / den
-    alpha = my - slope * mx
-    return slope, {int(k): float(alpha[k]) for k in np.flatnonzero(present)}
+    # Distinct x here are logs of distinct depths, widths or L*M, far apart next to 1e-9.
+    dx = X - mx[group]
+    dx = np.where(np.abs(dx) > 1e-9 * (1.0 + np.abs(X)), dx, 0.0)
+    normal = (dx * w[:, None]).T @ dx
+    if k == 1:
+        if normal[0, 0] <= 0:
+            return np.full(1, np.nan), {}
+        coef = np.array([float(np.sum(w * dx[:, 0] * (y - my[group]))) / normal[0, 0]])
+    else:
+        scale = np.sqrt(np.diag(normal))
+        if np.any(scale <= 0) or np.linalg.cond(normal / np.outer(scale, scale)) > 1e8:
+            return np.full(k, np.nan), {}
+        coef = np.linalg.solve(normal, (dx * w[:, None]).T @ (y - my[group]))
+    alpha = my - mx @ coef
+    return coef, {int(g): float(alpha[g]) for g in np.flatnonzero(present)}
 
 
 def log_terms(d: Draw, des: Design, g: int, pick) -> tuple:
@@ -271,15 +291,55 @@ def log_terms(d: Draw, des: Design, g: int, pick) -> tuple:
 
 
 def solve(draws: list[Draw], des: Design, chosen, picks, keep=None, memo: dict | None = None) -> np.ndarray:
-    """The four parameters (log c1, a, log c2, b) from draws ``chosen`` (indices, repeats
-    allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as observed).
-    ``keep``: per chosen draw, (bias rows, fluct rows) masks a row must also pass (a paired
-    comparison keeps a row in both sweeps' replicate or in neither). ``memo``: a dict kept across
-    the calls of one bootstrap (same draws and design): a draw's terms under a seed resample it
-    has met before are taken from it, not computed again (the same numbers: few distinct
-    resamples of R seeds exist, 256 for R = 4, and a bootstrap draws hundreds)."""
+    """The four parameters (log c1, a, log c2, b) of the tied law from draws ``chosen`` (indices,
+    repeats allowed) with seed resamples ``picks`` (one index array per chosen draw, None: as
+    observed). ``keep``: per chosen draw, (bias rows, fluct rows) masks a row must also pass (a
+    paired comparison keeps a row in both sweeps' replicate or in neither). ``memo``: a dict kept
+    across the calls of one bootstrap (same draws and design): a draw's terms under a seed
+    resample it has met before are taken from it, not computed again (the same numbers: few
+    distinct resamples of R seeds exist, 256 for R = 4, and a bootstrap draws hundreds)."""
+    return solve_all(draws, des, chosen, picks, keep, memo)[:len(NAMES)]
+
+
+def solve_all(draws: list[Draw], des: Design, chosen, picks, keep=None, memo: dict | None = None) -> np.ndarray:
+    """``solve``'s four parameters, then those of the law with a D exponent in each term
+    (``UNTIED``: log c2, b, g of c2 D^g (LM)^-b; h and log c1 of c1 D^h L^-a) and g - b, the
+    theory's tie as a difference: NaN where the slice does not vary D or cannot measure them."""
+    parts_b, parts_f = _parts(draws, des, chosen, picks, keep, memo)
+    out = np.full(len(FULL), np.nan)
+    xb, yb, wb, gb, c1b = (np.concatenate(p) for p in zip(*parts_b))
+    width = _width(des)
+    if len(xb):
+        (s,), alpha = within_fit(xb[:, None], yb, wb, gb)
+        levels = [alpha[int(k)] for k in np.unique(gb[c1b]) if int(k) in alpha]
+        out[1] = -s
+        out[0] = float(np.mean(levels)) if levels else math.nan
+        if des.varies_d and np.isfinite(s):
+            out[FULL.index("h")], out[FULL.index("log_c1_d")] = _bias_d_exponent(alpha, wb, gb, des, width)
+    xf, yf, wf, gf = (np.concatenate(p) for p in zip(*parts_f))
+    if len(xf):
+        log_d, log_lm = xf[:, 0], xf[:, 1]
+        (s,), alpha = within_fit((log_d - log_lm)[:, None], yf, wf, gf)
+        out[3] = s
+        out[2] = float(np.mean(list(alpha.values()))) if alpha else math.nan
+        if des.varies_d:
+            (g, minus_b), alpha = within_fit(xf, yf, wf, gf)
+            if np.isfinite(g):
+                at = FULL.index("log_c2_d")
+                out[at: at + 3] = float(np.mean(list(alpha.values()))), -minus_b, g
+                out[FULL.index("g-b")] = g + minus_b
+    return out
+
+
+def _width(des: Design) -> int:
+    return 1 + max(int(c.max()) for c in des.column) if des.column else 1
+
+
+def _parts(draws, des, chosen, picks, keep, memo) -> tuple[list, list]:
+    """Per chosen draw, the rows each term fits: bias (log L, log bias, weight, column group,
+    in c1's column) and fluctuation ((log D, log LM), log fluct, weight, draw group)."""
     parts_b, parts_f = [], []
-    width = 1 + max(int(c.max()) for c in des.column) if des.column else 1
+    width = _width(des)
     for copy, (g, pick) in enumerate(zip(chosen, picks)):
         d = draws[g]
         if memo is None:
@@ -293,36 +353,45 @@ def solve(draws: list[Draw], des: Design, chosen, picks, keep=None, memo: dict |
             ub, uf = ub & keep[copy][0], uf & keep[copy][1]
         parts_b.append((np.log(d.L[ub]), yb_g[ub], des.bias_w[g][ub], copy * width + des.column[g][ub],
                         des.in_c1_column[g][ub]))
-        parts_f.append((np.log(d.D[uf] / (d.L[uf] * d.M[uf])), yf_g[uf], des.fluct_w[g][uf],
+        parts_f.append((np.column_stack([np.log(d.D[uf]), np.log(d.L[uf] * d.M[uf])]), yf_g[uf], des.fluct_w[g][uf],
                         np.full(int(uf.sum()), copy)))
-    out = np.full(4, np.nan)
-    xb, yb, wb, gb, c1b = (np.concatenate(p) for p in zip(*parts_b))
-    if len(xb):
-        s, alpha = _within_slope(xb, yb, wb, gb)
-        levels = [alpha[int(k)] for k in np.unique(gb[c1b]) if int(k) in alpha]
-        out[1] = -s
-        out[0] = float(np.mean(levels)) if levels else math.nan
-    xf, yf, wf, gf = (np.concatenate(p) for p in zip(*parts_f))
-    if len(xf):
-        s, alpha = _within_slope(xf, yf, wf, gf)
-        out[3] = s
-        out[2] = float(np.mean(list(alpha.values()))) if alpha else math.nan
-    return out
+    return parts_b, parts_f
+
+
+def _bias_d_exponent(alpha: dict, wb, gb, des: Design, width: int) -> tuple[float, float]:
+    """(h, log c1) of c1 D^h L^-a: the bias levels of the (M, D) columns (the common slope a
+    removed) regressed on log D within each (resample copy, M), each level weighted by its
+    column's summed weight; c1 is the level of c1's column less h log D there. NaN when no M
+    holds a measured level at two values of D."""
+    groups = np.array(sorted(alpha))
+    if not len(groups):
+        return math.nan, math.nan
+    weight = np.bincount(gb, wb, minlength=int(groups.max()) + 1)[groups]
+    M = np.array([des.columns[k % width][0] for k in groups])
+    D = np.array([des.columns[k % width][1] for k in groups])
+    m_codes = {m: i for i, m in enumerate(sorted(set(M.tolist())))}
+    by_m = (groups // width) * len(m_codes) + np.array([m_codes[m] for m in M])
+    (h,), _ = within_fit(np.log(D)[:, None], np.array([alpha[int(k)] for k in groups]), weight, by_m)
+    if not np.isfinite(h):
+        return math.nan, math.nan
+    c1_level = [alpha[int(k)] - h * math.log(des.c1_column[1]) for k in groups
+                if des.columns[k % width] == tuple(des.c1_column)]
+    return h, (float(np.mean(c1_level)) if c1_level else math.nan)
 
 
 def within_variance(draws: list[Draw], des: Design, theta: np.ndarray, memo: dict | None = None) -> np.ndarray:
     """The seeds' part of the estimate's variance: a jackknife deleting one seed index at a time
     from every point of a draw, summed over draws."""
     G = len(draws)
-    total = np.zeros(4)
+    total = np.zeros(len(FULL))
     for g, d in enumerate(draws):
         if d.R < 3:
-            return np.full(4, np.nan)
+            return np.full(len(FULL), np.nan)
         picks = [None] * G
         deleted = []
         for k in range(d.R):
             picks[g] = np.delete(np.arange(d.R), k)
-            deleted.append(solve(draws, des, list(range(G)), picks, memo=memo))
+            deleted.append(solve_all(draws, des, list(range(G)), picks, memo=memo))
         deleted = np.array(deleted)
         with np.errstate(all="ignore"):
             total += (d.R - 1) / d.R * np.nansum((deleted - np.nanmean(deleted, axis=0)) ** 2, axis=0)
@@ -331,18 +400,49 @@ def within_variance(draws: list[Draw], des: Design, theta: np.ndarray, memo: dic
 
 @dataclass
 class Decomposed:
-    """Estimates (log c1, a, log c2, b), their interval sd, quantile and the replicates."""
+    """Estimates (``FULL``: log c1, a, log c2, b, then the D exponents' law and g - b), their
+    interval sd, quantile and the replicates."""
 
     theta: np.ndarray
     sd: np.ndarray
     quantile: float
-    samples: np.ndarray  # (B, 4) replicates rescaled to the interval's sd, fit parametrization
+    samples: np.ndarray  # (B, len(FULL)) replicates rescaled to the interval's sd, fit parametrization
     method: str
     design: Design
     dof: int = 0  # degrees of freedom of the t quantile
 
     def interval(self) -> tuple[np.ndarray, np.ndarray]:
         return self.theta - self.quantile * self.sd, self.theta + self.quantile * self.sd
+
+
+def replicate_spread(theta: np.ndarray, inner: np.ndarray, outer: np.ndarray | None, v_within: np.ndarray,
+                     G: int, R: int) -> tuple[np.ndarray, float, int, np.ndarray, str]:
+    """The interval rule of the module docstring, for any estimates resampled this way: (sd,
+    t quantile, its degrees of freedom, the replicates rescaled to the sd, what was resampled).
+
+    Args:
+        theta: (p,) estimates. inner: (B, p) replicates with the draws as observed and seed
+            indices resampled. outer: (B, p) replicates with the draws resampled too (None: one
+            draw). v_within: (p,) the seeds' part of the variance (the jackknife). G: draws. R: seeds
+            of a draw.
+    """
+    if G > 1:
+        with np.errstate(all="ignore"):
+            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
+        var = np.where(between > 0, between, v_within)
+        dof = G - 1
+        replicates, method = outer, "draws, then seed indices shared by a draw's points"
+    else:
+        dof = max(R - 1, 1)
+        var, replicates, method = v_within, inner, "seed indices shared by the draw's points"
+    quantile = float(stats.t.ppf(0.975, dof))
+    sd = np.where(np.isfinite(theta), np.sqrt(var), np.nan)  # a term not measured has no spread either
+    with np.errstate(all="ignore"):
+        spread = np.nanstd(replicates, axis=0, ddof=1)
+        scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
+    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
+    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
+    return sd, quantile, dof, scaled, method
 
 
 def estimate(draws: list[Draw], n_boot: int = 200, seed: int = 0, floor: str = "quadrature") -> Decomposed:
@@ -358,43 +458,28 @@ def _estimate(draws: list[Draw], n_boot: int, seed: int, floor: str) -> Decompos
     des = design(draws, floor)
     G = len(draws)
     everything = list(range(G))
-    theta = solve(draws, des, everything, [None] * G)
+    theta = solve_all(draws, des, everything, [None] * G)
     if n_boot <= 0:
-        return Decomposed(theta, np.full(4, np.nan), math.nan, np.empty((0, 4)), "none", des, 0)
+        return Decomposed(theta, np.full(len(FULL), np.nan), math.nan, np.empty((0, len(FULL))), "none", des, 0)
     rng = np.random.default_rng(seed)
 
     def seeds_of(g):
         return rng.integers(0, draws[g].R, draws[g].R)
 
     memo: dict = {}  # a draw's terms per seed resample, shared by every replicate below
-    inner = np.array([solve(draws, des, everything, [seeds_of(g) for g in everything], memo=memo)
+    inner = np.array([solve_all(draws, des, everything, [seeds_of(g) for g in everything], memo=memo)
                       for _ in range(n_boot)])
     v_within = within_variance(draws, des, theta, memo)
+    outer = None
     if G > 1:
         outer = []
         for _ in range(n_boot):
             chosen = rng.integers(0, G, G)
-            outer.append(solve(draws, des, list(chosen), [seeds_of(g) for g in chosen], memo=memo))
+            outer.append(solve_all(draws, des, list(chosen), [seeds_of(g) for g in chosen], memo=memo))
         outer = np.array(outer)
-        with np.errstate(all="ignore"):
-            between = G / (G - 1) * (np.nanvar(outer, axis=0, ddof=1) - np.nanvar(inner, axis=0, ddof=1))
-        var = np.where(between > 0, between, v_within)
-        dof = G - 1
-        quantile = float(stats.t.ppf(0.975, dof))
-        replicates, method = outer, "draws, then seed indices shared by a draw's points"
-    else:
-        R = draws[0].R
-        dof = max(R - 1, 1)
-        var, quantile = v_within, float(stats.t.ppf(0.975, dof))
-        replicates, method = inner, "seed indices shared by the draw's points"
-    sd = np.sqrt(var)
-    with np.errstate(all="ignore"):
-        spread = np.nanstd(replicates, axis=0, ddof=1)
-        scaled = theta + (replicates - np.nanmean(replicates, axis=0)) * np.where(spread > 0, sd / spread, 0.0)
-    measured = np.isfinite(theta)  # a term the grid does not measure is NaN in every replicate
-    scaled = scaled[np.all(np.isfinite(scaled[:, measured]), axis=1)]
+    sd, quantile, dof, scaled, method = replicate_spread(theta, inner, outer, v_within, G, draws[0].R)
     return Decomposed(theta, sd, quantile, scaled, method, des, dof)
 
 
-__all__ = ["Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate", "gram_spread",
-           "one_seed_reason", "solve", "standard_errors"]
+__all__ = ["FULL", "Decomposed", "Design", "Draw", "NAMES", "RESOLVED_SE", "WEIGHT_FLOOR", "design", "draws_of", "effective_entries", "estimate", "gram_spread",
+           "log_terms", "one_seed_reason", "replicate_spread", "solve", "solve_all", "standard_errors", "within_fit"]

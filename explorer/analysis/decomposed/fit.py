@@ -17,10 +17,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from .estimator import NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
+from .estimator import FULL, NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
+from .d_axis import d_slope_warnings
 from ...errors import FitError
-from ..laws import parse_expression, resolve_form
-from ..fitting import FitResult, data_hash, fit_warnings
+from ..laws import FORMS, parse_expression, resolve_form
+from ..fitting import FitResult, TieTest, data_hash, fit_warnings
 from ...formatting import fmt
 from ..data import DRAW_COLUMN, FLOOR_FACTOR
 
@@ -28,10 +29,30 @@ GUARD_SIGMAS = 2.0  # "beyond noise": this many standard errors
 GUARD_RESAMPLES = 50  # bootstrap resamples of the refit without the smallest points
 
 
-def _values(theta: np.ndarray) -> dict:
-    """(log c1, a, log c2, b) -> {c1, a, c2, b}."""
-    return {"c1": math.exp(theta[0]) if np.isfinite(theta[0]) else math.nan, "a": float(theta[1]),
-            "c2": math.exp(theta[2]) if np.isfinite(theta[2]) else math.nan, "b": float(theta[3])}
+# Where each reported parameter sits in ``estimator.FULL`` (constants through their log): the
+# tied law's four, and the law with a D exponent in each term where the slice varies D.
+TIED_AT = {"c1": "log_c1", "a": "a", "c2": "log_c2", "b": "b"}
+UNTIED_AT = {"c1": "log_c1_d", "a": "a", "c2": "log_c2_d", "b": "b_d", "g": "g", "h": "h"}
+UNTIED_LAW = FORMS["decomposed"].untied  # sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)
+
+
+def _at(fit_or_theta, varies_d: bool) -> dict:
+    """Reported parameter -> its index in ``FULL`` (the untied law's when the slice varies D and
+    its fluctuation's D exponent is measured; c1 is the tied level where h is not)."""
+    theta = getattr(fit_or_theta, "theta", fit_or_theta)
+    if not varies_d or not np.isfinite(theta[FULL.index("g")]):  # no D, or D and L*M move together
+        return {n: FULL.index(k) for n, k in TIED_AT.items()}
+    at = {n: FULL.index(k) for n, k in UNTIED_AT.items()}
+    if not np.isfinite(theta[at["h"]]):
+        at["c1"] = FULL.index("log_c1")
+    return at
+
+
+def _values(theta: np.ndarray, at: dict | None = None) -> dict:
+    """The fit's parametrization (``FULL``) -> the reported parameters {c1, a, c2, b[, g, h]}."""
+    at = at or {n: FULL.index(k) for n, k in TIED_AT.items()}
+    return {n: (math.exp(theta[i]) if np.isfinite(theta[i]) else math.nan) if n in ("c1", "c2") else float(theta[i])
+            for n, i in at.items()}
 
 
 def _subset(draws: list[Draw], keep) -> list[Draw]:
@@ -57,7 +78,7 @@ def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int
             decomposition); too few points for either term.
     """
     label, expr = resolve_form(form)
-    if sorted(expr.parameters) != sorted(NAMES):
+    if sorted(expr.parameters) not in (sorted(NAMES), sorted(UNTIED_AT)):
         raise FitError(f"the decomposed fit measures c1, a (the bias) and c2, b (the fluctuation); law {label!r} "
                        f"has {', '.join(expr.parameters)}")
     if frame is None or len(frame) == 0:
@@ -70,16 +91,21 @@ def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int
     frame = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
     draws = draws_of(frame)
     fit = estimate(draws, n_boot=n_boot, seed=seed, floor=floor)
+    # each term gets its D exponent (g, h) where the slice varies D apart from L*M: the law as
+    # fitted, the tied one beside it
+    varies_d = fit.design.varies_d and bool(np.isfinite(fit.theta[FULL.index("g")]))
+    if varies_d:
+        expr = parse_expression(UNTIED_LAW)
+    at = _at(fit, varies_d)
     lo, hi = fit.interval()
-    est, low, high = _values(fit.theta), _values(lo), _values(hi)
-    unidentified = _unmeasured(fit, draws)
+    est, low, high = _values(fit.theta, at), _values(lo, at), _values(hi, at)
+    unidentified = _unmeasured(fit, varies_d)
     for name in unidentified:
         est[name] = low[name] = high[name] = math.nan
-    fitted_law = _measured_law(unidentified)
+    fitted_law = _measured_law(unidentified, varies_d)
     grid = _grid(frame, draws, fit, est, floor)
     law = fitted_law or expr
-    by_name = {"c1": np.exp(fit.samples[:, 0]), "a": fit.samples[:, 1], "c2": np.exp(fit.samples[:, 2]),
-               "b": fit.samples[:, 3]}
+    by_name = {n: (np.exp(fit.samples[:, i]) if n in ("c1", "c2") else fit.samples[:, i]) for n, i in at.items()}
     samples = np.column_stack([by_name[n] for n in law.parameters]) if len(fit.samples) \
         else np.empty((0, len(law.parameters)))  # in the law's parameter order
     samples = samples[np.all(np.isfinite(samples), axis=1)]
@@ -100,30 +126,51 @@ def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int
         metric=one("metric"), step=None if step is None else int(step), where=where, seed=seed, n_draws=len(draws),
         unidentified=unidentified, floor=floor, fitted_expression=fitted_law, data_hash=trials_read,
         n_boot_asked=n_boot)
-    result.sd = dict(zip(NAMES, fit.sd))
+    result.sd = {n: float(fit.sd[i]) for n, i in at.items()}
     if per_draw and len(draws) > 1:
         result.per_draw = _per_draw(draws, n_boot, seed, floor)
     if range_check:
         result.pre_asymptotic = guard(draws, fit, floor)
-    result.surfaces = surfaces(est)
+    result.surfaces = surfaces(est, _values(fit.theta))
     result.notes = list(frame.attrs.get("notes", ())) + _notes(fit, frame)
     result.ci_quantile, result.ci_sd = _interval_rule(fit, draws, n_boot)
     result.warnings = fit_warnings(result, True, None)
+    if fit.design.varies_d and not varies_d:
+        result.notes.append("D varies but not apart from L*M on this slice: the fluctuation is fitted with the "
+                            "theory's tie, c2*(D/(L*M))**b, untested")
+    if varies_d and "b" not in unidentified:
+        result.tie = _tie(fit, label)
+        result.warnings += result.tie.warnings()
+    if varies_d and range_check:
+        result.warnings += d_slope_warnings(draws, fit, est)
     return result
 
 
-def _measured_law(unidentified: dict):
-    """The law without the term the grid does not measure (None: both are measured)."""
+def _tie(fit: Decomposed, label: str) -> TieTest:
+    """g - b of the untied law with its interval from the same resamples, and the tied law."""
+    lo, hi = fit.interval()
+    i = FULL.index("g-b")
+    tied = {n: (v, _values(lo)[n], _values(hi)[n]) for n, v in _values(fit.theta).items() if n in ("c2", "b")}
+    return TieTest("g", "b", "sqrt(D/(L*M)), c2*(D/(L*M))**b", float(fit.theta[i]), float(lo[i]), float(hi[i]),
+                   f"{label}_tied", tied)
+
+
+def _measured_law(unidentified: dict, varies_d: bool = False):
+    """The law without what the grid does not measure (None: all of it is measured)."""
     if "a" in unidentified and "b" in unidentified:
         raise FitError(f"neither term of the decomposed law is measured on this grid: {unidentified['a']}")
+    fluct = "c2*D**g*(L*M)**(-b)" if varies_d else "c2*(D/(L*M))**b"
+    bias = "c1*D**h*L**(-a)" if varies_d and "h" not in unidentified else "c1*L**(-a)"
     if "a" in unidentified:
-        return parse_expression("c2*(D/(L*M))**b")
+        return parse_expression(fluct)
     if "b" in unidentified:
-        return parse_expression("c1*L**(-a)")
+        return parse_expression(bias)
+    if varies_d and "h" in unidentified:
+        return parse_expression(f"sqrt(({bias})**2 + ({fluct})**2)")
     return None
 
 
-def _unmeasured(fit: Decomposed, draws: list[Draw]) -> dict:
+def _unmeasured(fit: Decomposed, varies_d: bool) -> dict:
     out = {}
     if not np.isfinite(fit.theta[1]):
         why = ("not measured on this grid: the bias is resolved (above its noise and the reference's floor) at "
@@ -132,6 +179,13 @@ def _unmeasured(fit: Decomposed, draws: list[Draw]) -> dict:
     if not np.isfinite(fit.theta[3]):
         why = "not measured on this grid: the fluctuation varies with fewer than 2 values of D/(L*M)"
         out.update(c2=why, b=why)
+    if varies_d and "a" in out:
+        out["h"] = out["a"]
+    elif varies_d and not np.isfinite(fit.theta[FULL.index("h")]):
+        out.setdefault("h", "not fitted: no M holds a resolved bias at two values of D, so the bias's D dependence "
+                            "cannot be told from its level; c1 is the bias level at the D of its column")
+    if varies_d and "b" in out:
+        out["g"] = out["b"]
     return out
 
 
@@ -157,8 +211,8 @@ def _grid(frame, draws, fit: Decomposed, est: dict, floor: str) -> pd.DataFrame:
     ref0 = np.where(np.isfinite(ref), ref, 0.0) if floor == "quadrature" else 0.0
     grid["err_fit"] = np.sqrt(np.maximum(grid["err"].to_numpy(float) ** 2 - ref0**2, 0.0))
     with np.errstate(all="ignore"):
-        grid["bias_fitted"] = est["c1"] * L ** (-est["a"])
-        grid["fluct_fitted"] = est["c2"] * (D / (L * M)) ** est["b"]
+        grid["bias_fitted"] = bias_law(est, L, D)
+        grid["fluct_fitted"] = fluct_law(est, L, M, D)
         grid["fitted"] = np.sqrt(np.nan_to_num(grid["bias_fitted"]) ** 2 + np.nan_to_num(grid["fluct_fitted"]) ** 2)
         used = ~grid["floor_limited"].to_numpy(bool) & (grid["err_fit"].to_numpy(float) > 0)
         grid["residual_log"] = np.where(used, np.log(grid["err_fit"]) - np.log(grid["fitted"]), np.nan)
@@ -166,16 +220,45 @@ def _grid(frame, draws, fit: Decomposed, est: dict, floor: str) -> pd.DataFrame:
     return grid
 
 
-def surfaces(est: dict) -> list[str]:
-    """The two surfaces with the fitted constants: the theorem's additive bound and the RSS."""
+def _exponent(est: dict, name: str) -> float:
+    """A D exponent of the law, 0 where the law has none (a single D, or not fitted)."""
+    value = est.get(name, math.nan)
+    return value if np.isfinite(value) else 0.0
+
+
+def bias_law(est: dict, L, D):
+    """c1 D^h L^-a (h = 0 where the law has no D exponent in its bias)."""
+    return est["c1"] * np.asarray(D, float) ** _exponent(est, "h") * np.asarray(L, float) ** (-est["a"])
+
+
+def fluct_law(est: dict, L, M, D):
+    """c2 D^g (LM)^-b, or c2 (D/(LM))^b where the law ties them (no g)."""
+    L, M, D = (np.asarray(v, float) for v in (L, M, D))
+    if np.isfinite(est.get("g", math.nan)):
+        return est["c2"] * D ** est["g"] * (L * M) ** (-est["b"])
+    return est["c2"] * (D / (L * M)) ** est["b"]
+
+
+def surfaces(est: dict, tied: dict | None = None) -> list[str]:
+    """The two surfaces with the fitted constants: the theorem's additive bound (the tied law's
+    constants, ``tied``, where the slice varies D) and the RSS of the law as fitted."""
+    tied = tied or est
     missing = [term for term, names in (("bias", ("c1", "a")), ("fluctuation", ("c2", "b")))
                if not all(np.isfinite(est[n]) for n in names)]
     if missing:
         return [f"surfaces: not stated, the {' and '.join(missing)} term is not measured on this grid"]
     c1, a, c2, b = (fmt(est[n], ".3g", missing="nan") for n in ("c1", "a", "c2", "b"))
-    return [f"additive surface (the theorem's bound): err <= c1/L + c2*sqrt(D/(L*M)) = {c1}/L + {c2}*sqrt(D/(L*M))",
-            f"RSS surface (the expected RMS over seeds): err ~ sqrt((c1*L^-a)^2 + (c2*(D/(L*M))^b)^2) "
-            f"= sqrt(({c1}*L^-{a})^2 + ({c2}*(D/(L*M))^{b})^2)"]
+    additive = (f"additive surface (the theorem's bound): err <= c1/L + c2*sqrt(D/(L*M)) = "
+                f"{fmt(tied['c1'], '.3g', missing='nan')}/L + {fmt(tied['c2'], '.3g', missing='nan')}*sqrt(D/(L*M))")
+    if not np.isfinite(est.get("g", math.nan)):
+        return [additive, f"RSS surface (the expected RMS over seeds): err ~ sqrt((c1*L^-a)^2 + (c2*(D/(L*M))^b)^2) "
+                          f"= sqrt(({c1}*L^-{a})^2 + ({c2}*(D/(L*M))^{b})^2)"]
+    g = fmt(est["g"], ".3g", missing="nan")
+    h = np.isfinite(est.get("h", math.nan))
+    bias = f"{c1}*D^{fmt(est['h'], '.3g')}*L^-{a}" if h else f"{c1}*L^-{a}"
+    return [additive + " (the tied law's constants)",
+            f"RSS surface (the expected RMS over seeds): err ~ sqrt((c1*{'D^h*' if h else ''}L^-a)^2 + "
+            f"(c2*D^g*(L*M)^-b)^2) = sqrt(({bias})^2 + ({c2}*D^{g}*(L*M)^-{b})^2)"]
 
 
 def _notes(fit: Decomposed, frame) -> list[str]:
@@ -209,9 +292,10 @@ def _per_draw(draws: list[Draw], n_boot: int, seed: int, floor: str) -> pd.DataF
         except FitError:
             continue
         lo, hi = one.interval()
-        for vals, key in ((_values(one.theta), "estimate"),):
-            low, high = _values(lo), _values(hi)
-            for name in NAMES:
+        at = _at(one, one.design.varies_d)
+        for vals, key in ((_values(one.theta, at), "estimate"),):
+            low, high = _values(lo, at), _values(hi, at)
+            for name in at:
                 rows.append({DRAW_COLUMN: d.label, "parameter": name, key: vals[name], "ci_low": low[name],
                              "ci_high": high[name]})
     return pd.DataFrame(rows, columns=[DRAW_COLUMN, "parameter", "estimate", "ci_low", "ci_high"])
@@ -220,13 +304,15 @@ def _per_draw(draws: list[Draw], n_boot: int, seed: int, floor: str) -> pd.DataF
 def guard(draws: list[Draw], fit: Decomposed, floor: str) -> list[str]:
     """The pre-asymptotic points (module docstring), each with the ``--where`` that drops them."""
     found = _steep_slopes(draws, fit)
-    for index, name, axis in ((1, "a", "L"), (3, "b", "L*M")):
+    at = _at(fit, fit.design.varies_d)
+    axes = [(at["a"], "a", "L"), (at["b"], "b", "L*M")] + [(at[n], n, "D") for n in ("g", "h") if n in at]
+    for index, name, axis in axes:
         sd = fit.sd[index]
-        values = np.unique(np.concatenate([d.L if axis == "L" else d.L * d.M for d in draws]))
+        values = np.unique(np.concatenate([{"L": d.L, "L*M": d.L * d.M, "D": d.D}[axis] for d in draws]))
         if not np.isfinite(fit.theta[index]) or len(values) < 3:
             continue
         low = values[0]
-        sub = _subset(draws, lambda d: (d.L if axis == "L" else d.L * d.M) > low)
+        sub = _subset(draws, lambda d: {"L": d.L, "L*M": d.L * d.M, "D": d.D}[axis] > low)
         try:
             smaller = estimate(sub, n_boot=GUARD_RESAMPLES, floor=floor)
         except FitError:
@@ -291,4 +377,4 @@ def _err_point(p, R, n_eff):
     return (math.sqrt(e2) if e2 > 0 else math.nan), (math.sqrt(var) / (2 * e2) if e2 > 0 else math.inf)
 
 
-__all__ = ["GUARD_SIGMAS", "fit_decomposed", "guard", "surfaces"]
+__all__ = ["GUARD_SIGMAS", "bias_law", "fit_decomposed", "fluct_law", "guard", "surfaces"]

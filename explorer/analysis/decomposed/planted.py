@@ -6,6 +6,8 @@ RMS) and a log effect on each term (sd ``draw_sd``). Seed s at point (L, M, D) h
 
     e_s = c1 exp(eps_b,g) L^-a u_g + ref_err v_g + c2 exp(eps_f,g) (D/(LM))^b xi_s
 
+(a regime over several D, ``Ds``, plants c1 D^h L^-a and c2 D^g (LM)^-b, g = b unless it says)
+
 with xi_s standard Gaussian; with ``shared`` = rho > 0 the seed's noise is a common random
 number across the grid, xi_s = rho z_{g,s} + sqrt(1 - rho^2) w_{g,s,point} (the engine's unit
 streams depend on the seed index only). The RMS over seeds then estimates bias^2 + fluct^2 with
@@ -40,16 +42,38 @@ class Regime:
     draw_sd: float = 0.2
     shared: float = 0.0
     ref_err: float = 1e-5
+    Ds: tuple = ()  # several D: each term's D exponent is planted (g, h) and fitted
+    g: float | None = None  # D exponent of the fluctuation (None: b, the theory's tie)
+    h: float = 0.0  # D exponent of the bias
+
+    @property
+    def widths(self) -> tuple:
+        return self.Ds or (self.D,)
 
     @property
     def truth(self) -> dict:
-        return {"c1": self.c1, "a": self.a, "c2": self.c2, "b": self.b}
+        out = {"c1": self.c1, "a": self.a, "c2": self.c2, "b": self.b}
+        if len(self.widths) > 1:
+            out.update(g=self.b if self.g is None else self.g, h=self.h)
+        return out
+
+    def fluct(self, L, M, D) -> float:
+        if self.g is None:  # the theory's tie, written as the single-D regimes always were
+            return self.c2 * (D / (L * M)) ** self.b
+        return self.c2 * D**self.g * (L * M) ** (-self.b)
+
+    def bias(self, L, D) -> float:
+        return self.c1 * D**self.h * L ** (-self.a)
 
 
 REGIMES = {
     "easy": Regime("easy", c1=0.8, c2=0.3, Ls=(2, 4, 8, 16, 32, 64), Ms=(1, 4, 16, 64), seeds=5, draw_sd=0.0),
     "rates": Regime("rates", c1=0.065, c2=0.205),
     "shared": Regime("shared", c1=0.065, c2=0.205, shared=0.8),
+    # issue 34's D sweep: L 4..64 x M 16..256 x D 4..32, 5 draws x 8 seeds; the fluctuation's D
+    # exponent planted apart from its L*M one (g = 0.15, b = 0.5: what err_out measured)
+    "dexp": Regime("dexp", c1=0.065, c2=0.205, g=0.15, Ls=(4, 16, 64), Ms=(16, 64, 256), Ds=(4, 8, 16, 32),
+                   draws=5, seeds=8),
 }
 
 
@@ -73,12 +97,11 @@ def planted_sweeps(regime: Regime, rng, c1_scales: tuple[float, ...] = (1.0,)) -
         v /= np.sqrt(np.mean(v**2))
         eff_b, eff_f = np.exp(regime.draw_sd * rng.standard_normal(2))
         common = rng.standard_normal((R, n))
-        for L, M in itertools.product(regime.Ls, regime.Ms):
-            D = regime.D
-            fluct = regime.c2 * eff_f * (D / (L * M)) ** regime.b
+        for L, M, D in itertools.product(regime.Ls, regime.Ms, regime.widths):
+            fluct = eff_f * regime.fluct(L, M, D)
             xi = regime.shared * common + np.sqrt(1 - regime.shared**2) * rng.standard_normal((R, n))
             for sweep_rows, scale in zip(rows, c1_scales):
-                bias = regime.c1 * scale * eff_b * L ** (-regime.a)
+                bias = scale * eff_b * regime.bias(L, D)
                 gram = gram_of(bias * u + regime.ref_err * v + fluct * xi)
                 sweep_rows.append({"problem_seed": g + 1, "L": L, "M": M, "D": D, "ref_err": regime.ref_err,
                                    "n_seeds": R, "seeds": tuple(range(R)), "gram": gram,

@@ -7,7 +7,7 @@ in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` i
 with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
 (cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
 over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
-adaptive sweep's targets from a fit.
+adaptive sweep's targets from a fit; ``tie`` tests the theory's tie of two exponents (g = b).
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -21,16 +21,23 @@ _LAZY = {
     "data_and_fitter": "dispatch",
     "fit_sweep": "dispatch",
     "fit": "rms_fit",
+    "spread": "bootstrap",
     "FITS_COLUMNS": "result",
     "R2_WARNING": "result",
     "Z95": "result",
     "FitResult": "result",
     "data_hash": "result",
     "fit_warnings": "result",
+    "spread": "bootstrap",
+    "TIE_HALF_WIDTH": "tie",
+    "TieTest": "tie",
+    "tie_verdict": "tie",
     "flag_summary": "text",
     "format_table": "text",
     "interval_description": "text",
     "check_single_slice": "solver",
+    "Problem": "solver",
+    "solve_batch": "solver",
     "additive_warning": "diagnostics",
     "compare_laws": "diagnostics",
     "fittable_forms": "diagnostics",
@@ -47,6 +54,11 @@ _LAZY = {
     "targets_of": "targets",
     "unmeasured": "targets",
     "unmeasured_in": "targets",
+    "judge": "measured",
+    "measured_law": "measured",
+    "stated_law": "measured",
+    "CONSTANT_FACTOR": "measured",
+    "EXPONENT_WIDTH": "measured",
 }
 
 __all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)

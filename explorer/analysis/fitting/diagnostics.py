@@ -4,7 +4,8 @@ judges laws and grids).
 
 - ``fittable_forms``: each registered law -> the parameters a grid cannot identify.
 - ``range_check``: the asymptotic range check of ``fit`` (``FitResult.pre_asymptotic``).
-- ``compare_laws`` / ``format_comparison``: laws ranked by cross-validated log error.
+- ``compare_laws`` / ``format_comparison``: laws ranked by cross-validated log error, one row per
+  law however many names it has on the grid (``same_law``), only the laws fitted.
 - ``local_slopes``: log-log slopes between neighbouring grid values, per axis (L and L*M).
 
 Built on ``solver`` (the fits' least-squares problem and data preparation);
@@ -25,6 +26,7 @@ from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, l
 from ...formatting import fmt
 
 CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by fewer parameters
+SAME_LAW_LOG = 1e-3  # same_law: two fitted laws this close in log at every point are one law
 
 
 ADDITIVE_FORMS = ("theory", "free")  # their terms add; the RMS over seeds adds them in quadrature
@@ -33,9 +35,9 @@ RSS_FORMS = ("theory_rss", "free_rss")
 
 def additive_warning(table: pd.DataFrame, form: str) -> list[str]:
     """A warning when ``form`` adds its terms and the comparison ranks a quadrature law ahead of it."""
-    if form not in ADDITIVE_FORMS or form not in set(table["law"]):
+    rank = {name: r for law, r in zip(table["law"], table["rank"]) for name in str(law).split(" = ")}
+    if form not in ADDITIVE_FORMS or form not in rank:
         return []
-    rank = dict(zip(table["law"], table["rank"]))
     ahead = [f for f in RSS_FORMS if f in rank and rank[f] < rank[form]]
     if not ahead:
         return []
@@ -63,15 +65,15 @@ def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
 
 
 def range_check(problem: Problem, data: FitData, theta: np.ndarray, result: FitResult) -> list[str]:
-    """Refit without the smallest L, then without the smallest L*M; name the points whose removal
-    moves an exponent (a parameter that is not a positive constant) by more than its CI
-    half-width."""
+    """Refit without the smallest L, then without the smallest L*M, then without the smallest D
+    (where D varies); name the points whose removal moves an exponent (a parameter that is not a
+    positive constant) by more than its CI half-width."""
     exponents = [i for i, n in enumerate(problem.expr.parameters) if n not in problem.expr.positive]
     if not exponents:
         return []
     found = []
     LM = data.L * data.M
-    for axis, values, shown in (("L", data.L, "L"), ("L*M", LM, "L*M")):
+    for axis, values, shown in (("L", data.L, "L"), ("L*M", LM, "L*M"), ("D", data.D, "D")):
         low = values == values.min()
         if low.all() or (~low).sum() < len(theta) + 1 or len(np.unique(values[~low])) < 2:
             continue
@@ -106,8 +108,11 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
         DataFrame with columns law, n_params (parameters fitted), cv_loo, cv_extrap, rank (1 =
         best; laws within ``CV_TOLERANCE`` of the best cv_loo rank first by fewer parameters,
         the rest by cv_loo; among those, a law fitted without terms the grid cannot measure after
-        the whole ones, its ``note`` naming the terms), sorted by rank. A law that cannot be
-        fitted on the grid has NaN errors, the last ranks and its reason in column ``note``.
+        the whole ones, its ``note`` naming the terms), sorted by rank. Laws that are one law on
+        this grid under several names (``theory`` and ``joint`` without its c3 term: the same
+        fitted function, ``same_law``) are one row, ``law`` naming them all (``theory = joint``),
+        the whole law first. Only laws that were fitted are ranked: the others are in
+        ``attrs["not_fitted"]`` (law -> why).
     Raises:
         FitError: several slices, no points. ExpressionError: an invalid expression.
     """
@@ -118,31 +123,73 @@ def compare_laws(grid: pd.DataFrame, forms=None, *, loss_scale: float = LOSS_SCA
     grid, used, ref = prepare(grid, floor)
     data = fit_data(grid[used].reset_index(drop=True), ref[used])
     rng = np.random.default_rng(seed)
-    rows = []
+    rows, fitted, not_fitted = [], [], {}
     for form in forms:
         label, asked = resolve_form(form)
         try:
             expr, dropped = unidentified_terms(asked, data.frame)
             # A law reduced to another (joint without its D term on a single-D grid) says so.
             note = f"fitted without {', '.join(sorted(dropped))} (not measurable on this grid)" if dropped else ""
-            rows.append({"law": label, "n_params": len(expr.parameters), **_cross_validate(expr, label, data, loss_scale,
-                                                                                           n_starts, rng), "note": note})
+            scores, theta = _cross_validate(expr, label, data, loss_scale, n_starts, rng)
         except FitError as exc:
-            rows.append({"law": label, "n_params": len(asked.parameters), "cv_loo": math.nan, "cv_extrap": math.nan,
-                         "note": str(exc)})
-    table = pd.DataFrame(rows, columns=["law", "n_params", "cv_loo", "cv_extrap", "note"])
+            not_fitted[label] = str(exc)
+            continue
+        rows.append({"law": label, "n_params": len(expr.parameters), **scores, "note": note})
+        fitted.append((expr, theta))
+    table = _ranked(_merged(rows, fitted, data))
+    table.attrs["not_fitted"] = not_fitted
+    return table
+
+
+def same_law(first: tuple[Expression, np.ndarray], second: tuple[Expression, np.ndarray], data: FitData) -> bool:
+    """Whether two fitted laws ((law, theta in its fit's parametrization)) are one law under two
+    names: as many parameters, and the same fitted function (log values within ``SAME_LAW_LOG``)
+    at the grid's points and at points off the grid in L, M and D (two laws that only agree on
+    the grid, as c2*D/(L*M) and c2/(L*M) on a single-D sweep, are two laws)."""
+    if len(first[0].parameters) != len(second[0].parameters):
+        return False
+    L, M, D = (np.concatenate([v, v * k]) for v, k in ((data.L, 1.37), (data.M, 0.71), (data.D, 1.23)))
+    values = [Problem(expr, L, M, D, LOSS_SCALE).log_model(theta) for expr, theta in (first, second)]
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(values[0])) and np.all(np.abs(values[0] - values[1]) <= SAME_LAW_LOG))
+
+
+def _merged(rows: list[dict], fitted: list, data: FitData) -> pd.DataFrame:
+    """One row per law of ``rows`` (``same_law`` ones together, the whole law's numbers, every name)."""
+    groups: list[list[int]] = []
+    for i in range(len(rows)):
+        home = next((g for g in groups if same_law(fitted[g[0]], fitted[i], data)), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    merged = []
+    for group in groups:
+        members = sorted(group, key=lambda i: rows[i]["note"] != "")  # the whole law first (stable)
+        row = dict(rows[members[0]], reduced=rows[members[0]]["note"] != "")
+        if len(members) > 1:
+            row["law"] = " = ".join(rows[i]["law"] for i in members)
+            row["note"] = "; ".join(f"{rows[i]['law']} {rows[i]['note']}" for i in members if rows[i]["note"])
+        merged.append(row)
+    return pd.DataFrame(merged, columns=["law", "n_params", "cv_loo", "cv_extrap", "note", "reduced"])
+
+
+def _ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` sorted and ranked (``compare_laws``' Returns)."""
     finite = np.isfinite(table["cv_loo"])
     best = table.loc[finite, "cv_loo"].min() if finite.any() else math.nan
     near = finite & (table["cv_loo"] <= best * (1 + CV_TOLERANCE))
     order = table.assign(_far=~near, _finite=~finite, _p=np.where(near, table["n_params"], 0),
-                         _reduced=near & (table["note"] != ""))  # a whole law before a reduced twin
+                         _reduced=near & table["reduced"].astype(bool))  # a whole law before a reduced one
     order = order.sort_values(["_finite", "_far", "_p", "_reduced", "cv_loo"], kind="stable")
     table = table.loc[order.index].reset_index(drop=True)
     table["rank"] = np.arange(1, len(table) + 1)
     return table[["law", "n_params", "cv_loo", "cv_extrap", "rank", "note"]]
 
 
-def _cross_validate(expr: Expression, label: str, data: FitData, loss_scale: float, n_starts: int, rng) -> dict:
+def _cross_validate(expr: Expression, label: str, data: FitData, loss_scale: float, n_starts: int,
+                    rng) -> tuple[dict, np.ndarray]:
+    """({cv_loo, cv_extrap}, the fit on every point: theta in its parametrization)."""
     n_params = len(expr.parameters)
     problem = Problem(expr, data.L, data.M, data.D, loss_scale)
     if len(data.log_err) < n_params + 1:
@@ -167,16 +214,19 @@ def _cross_validate(expr: Expression, label: str, data: FitData, loss_scale: flo
     with np.errstate(all="ignore"):
         return {"cv_loo": float(np.sqrt(np.mean(np.where(np.isfinite(loo), loo, 30.0) ** 2))),
                 "cv_extrap": float(np.sqrt(np.mean(np.where(np.isfinite(extrap), extrap, 30.0) ** 2)))
-                if np.isfinite(extrap).any() else math.nan}
+                if np.isfinite(extrap).any() else math.nan}, theta
 
 
 def format_comparison(table: pd.DataFrame) -> str:
     """The ``compare_laws`` table as text lines."""
-    lines = [f"{'rank':>4} {'law':<18} {'params':>6} {'CV log err (LOO)':>17} {'CV log err (largest L*M)':>25}"]
+    width = max([18, *(len(str(law)) for law in table["law"])])
+    lines = [f"{'rank':>4} {'law':<{width}} {'params':>6} {'CV log err (LOO)':>17} {'CV log err (largest L*M)':>25}"]
     for row in table.itertuples():
-        lines.append(f"{row.rank:>4} {row.law:<18} {row.n_params:>6} {fmt(row.cv_loo, missing='nan'):>17} {fmt(row.cv_extrap, missing='nan'):>25}"
+        lines.append(f"{row.rank:>4} {row.law:<{width}} {row.n_params:>6} {fmt(row.cv_loo, missing='nan'):>17} {fmt(row.cv_extrap, missing='nan'):>25}"
                      + (f"  ({row.note})" if row.note else ""))
-    lines.append(f"lower is better; laws within {100 * CV_TOLERANCE:g}% of the best LOO error rank by fewer parameters")
+    lines.append(f"lower is better; laws within {100 * CV_TOLERANCE:g}% of the best LOO error rank by fewer parameters; "
+                 "a = b: one law under two names on this grid")
+    lines.extend(f"not fitted: {law} ({why})" for law, why in table.attrs.get("not_fitted", {}).items())
     return "\n".join(lines)
 
 
@@ -214,4 +264,5 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["axis", "L", "M", "D", "x_low", "x_high", "x", "slope", "theory"])
 
 
-__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check"]
+__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check",
+           "same_law"]

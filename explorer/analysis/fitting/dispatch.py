@@ -9,6 +9,7 @@ fitter must do is declared below (``SweepReader``, ``Fitter``).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Protocol
@@ -18,7 +19,7 @@ import pandas as pd
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
 from ..data import held_axes, held_where
-from ..laws import DEFAULT_FORM, method_of, resolve_form
+from ..laws import DEFAULT_FORM, TERM_METHOD, method_of, parse_expression, resolve_form
 from .result import FitResult
 from .solver import check_single_slice
 
@@ -52,10 +53,11 @@ class Fitter(Protocol):
                  range_check: bool = ...) -> FitResult: ...
 
 
-def data_and_fitter(form: str) -> tuple[SweepReader, Fitter]:
-    """The reader and the fitter of the method that fits ``form`` (``explorer.analysis.laws.method_of``),
-    imported on this first use (the fitting stack: scipy)."""
-    method = method_of(form)
+def data_and_fitter(form: str, metric: str | None = None, terms: bool = False) -> tuple[SweepReader, Fitter]:
+    """The reader and the fitter of the method that fits ``form`` on ``metric`` (``terms``: the
+    user's laws of both terms; ``explorer.analysis.laws.method_of``), imported on this first use
+    (the fitting stack: scipy)."""
+    method = method_of(form, metric, terms)
     return _imported(method.data), _imported(method.fitter)
 
 
@@ -68,7 +70,8 @@ def _imported(target: str):
 def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_out", step: int | None = None,
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
               floor: str = "quadrature", per_draw: bool = True, range_check: bool = True,
-              select: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> FitResult:
+              select: Callable[[pd.DataFrame], pd.DataFrame] | None = None, bias: str | None = None,
+              fluct: str | None = None) -> FitResult:
     """A law fitted to one slice of a sweep: its method's reader, then its fitter (``data_and_fitter``).
 
     Args:
@@ -82,6 +85,10 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
         n_boot, seed, floor, per_draw, range_check: as the ``Fitter``'s.
         select: a function of the frame read, before the fit (the adaptive loop keeps the trials
             of its rounds so far).
+        bias, fluct: with the decomposed law, the user's laws of its two terms (expressions),
+            fitted together from the seeds' Gram rows (``explorer.analysis.decomposed.fit_terms``).
+        A term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone
+        (``explorer.analysis.decomposed.fit_term``).
     Returns:
         The method's ``FitResult``.
     Raises:
@@ -92,7 +99,12 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     label, _ = resolve_form(form)  # a bad form fails before any query
     if not 0 <= n_boot <= MAX_RESAMPLES:
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
-    read, fitter = data_and_fitter(label)
+    terms = bias is not None or fluct is not None
+    if terms:
+        _check_term_laws(label, metric, bias, fluct)
+    read, fitter = data_and_fitter(label, metric, terms)
+    if terms:
+        fitter = functools.partial(fitter, bias=bias, fluct=fluct)
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
     if hold:
         where = held_where(held, where)
@@ -104,6 +116,19 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
                     range_check=range_check)
     result.held = held
     return result
+
+
+def _check_term_laws(label: str, metric: str, bias: str | None, fluct: str | None) -> None:
+    """User laws of the two terms go with the decomposed law and an error metric; each must parse."""
+    if method_of(label).name != "decomposed":
+        raise FitError(f"--bias and --fluct are the user's laws of the decomposed law's two terms: use them with "
+                       f"--form {DEFAULT_FORM}, not {label!r}")
+    if method_of(label, metric).name == TERM_METHOD:
+        raise FitError(f"--bias and --fluct fit both terms of an error; {metric!r} is one term: fit it with "
+                       "--form EXPR alone")
+    for text in (bias, fluct):
+        if text is not None:
+            parse_expression(text)  # a bad law fails before any query
 
 
 __all__ = ["Fitter", "SweepReader", "data_and_fitter", "fit_sweep"]

@@ -110,6 +110,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
         FitError: as ``rms_fit.fit``; or fewer than ``MIN_DRAWS`` draws.
     """
     from ...errors import FitError
+    from .result import fit_warnings
 
     if residuals not in RESIDUALS:
         raise FitError(f"residuals {residuals!r}: expected one of {', '.join(RESIDUALS)}")
@@ -144,10 +145,12 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     if residuals == "err":
         tool = ", ".join(f"{p} = {result.estimate[p]:.3g}" for p in names)
         note += f"; the tool's log-residual fit of the same means gives {tool}"
-    return dataclasses.replace(result, estimate=estimate, ci_low=ci_low, ci_high=ci_high, samples=samples,
-                               n_boot=len(samples),
-                               bootstrap="draws (pooled means refitted)", n_draws=len(draws),
-                               notes=[*result.notes, note])
+    pooled = dataclasses.replace(result, estimate=estimate, ci_low=ci_low, ci_high=ci_high, samples=samples,
+                                 n_boot=len(samples), bootstrap="draws (pooled means refitted)", n_draws=len(draws),
+                                 notes=[*result.notes, note], unmeasured=dict(result.unmeasured))
+    # the intervals are new: the rule of what is measured reads them (the Jacobian's verdict is kept)
+    pooled.warnings = fit_warnings(pooled, pooled.converged, None)
+    return pooled
 
 
 __all__ = ["MIN_DRAWS", "RESAMPLE_STARTS", "RESIDUALS", "fit_pooled", "least_squares_on_err", "pooled_mean"]

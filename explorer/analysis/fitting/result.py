@@ -1,5 +1,6 @@
 """A fitted law (``FitResult``): its estimates and intervals, its rows in the store (``fits``),
-and the guard rails (``fit_warnings``) that say what its numbers cannot."""
+and the guard rails (``fit_warnings``) that say what its numbers cannot, the rule of what a fit
+measured (``measured.judge``) first."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -12,11 +13,11 @@ import pandas as pd
 
 from ...formatting import fmt
 from ..laws import FORMS, Expression
+from .measured import ZERO_WIDTH, judge
 
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 
 Z95 = 1.959963984540054  # the normal quantile of a 95% interval (scipy.stats.norm.ppf(0.975))
-ZERO_WIDTH = 1e-9  # a CI narrower than this (relative to the estimate) has width zero
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
     "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at", "fit_key", "data_hash",
@@ -34,6 +35,11 @@ class FitResult:
         estimate, ci_low, ci_high: parameter -> value (95% interval, see the module docstring);
             every parameter of ``expression``, NaN for those in ``unidentified``.
         unidentified: parameter -> why it was not fitted (e.g. a D term on a single-D sweep).
+        unmeasured: parameter -> why the fit does not measure it although it was fitted (at a
+            search bound, an interval too wide, not identified by the Jacobian:
+            ``measured.judge``, which every fitter's ``fit_warnings`` applies). Its estimate
+            stays in ``estimate`` (``predict`` uses it) but is no result: ``table``, ``rows``
+            and the printed fit say "not measured" with the reason instead.
         r2_log: R^2 of log(err) over the fitted points. n_points: (draw, point) rows fitted;
         n_excluded: floor-limited (or non-positive) rows left out; n_flagged: seeds left out
             for a stability flag, ``flag_counts`` by flag name (a seed with two flags counts under
@@ -79,6 +85,7 @@ class FitResult:
         columns=["problem_seed", "parameter", "estimate", "ci_low", "ci_high"]))
     n_draws: int = 1
     unidentified: dict = field(default_factory=dict)
+    unmeasured: dict = field(default_factory=dict)  # fitted but not measured: parameter -> why (measured.judge)
     n_flagged: int = 0
     flag_counts: dict = field(default_factory=dict)  # flag name -> seeds left out carrying it
     n_flagged_points: int = 0  # (draw, point) rows whose every seed was flagged: not fitted
@@ -94,6 +101,7 @@ class FitResult:
     # e.g. "1.96" or "t(2)", and where the sd comes from. Set by the fitter that made them.
     ci_quantile: str = "1.96"
     ci_sd: str = ""
+    tie: object = None  # a ``tie.TieTest`` where the slice varies D and the law's theory ties g = b
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -108,13 +116,52 @@ class FitResult:
         """The fitted law at (L, M, D) (broadcast arrays), float64."""
         return self.law({p: self.estimate[p] for p in self.law.parameters}, L, M, D)
 
+    def band(self, L, M, D, law: Expression | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The 95% band of the fitted law (or of ``law``, a term over some of its parameters) at
+        (L, M, D) (1-d arrays of one length), from the bootstrap samples: the curve at the
+        estimate times exp(+- q sd), sd the spread of the log curve over the samples and q the
+        intervals' own quantile (``ci_quantile``: 1.96 or Student's t), as the parameters'
+        intervals are made. None without samples."""
+        law = law or self.law
+        names = self.law.parameters
+        if len(self.samples) < 2 or self.samples.shape[1] != len(names) or not set(law.parameters) <= set(names):
+            return None
+        values = self.samples[:, [names.index(n) for n in law.parameters]]
+        with np.errstate(all="ignore"):
+            logs = np.log(law.batch(values, L, M, D))
+            center = np.log(law({n: self.estimate[n] for n in law.parameters}, L, M, D))
+            sd = np.nanstd(np.where(np.isfinite(logs), logs, np.nan), axis=0, ddof=1)
+        q = self.interval_quantile()
+        return np.exp(center - q * sd), np.exp(center + q * sd)
+
+    def interval_quantile(self) -> float:
+        """The quantile of the 95% intervals (``ci_quantile``: "1.96", or "t(k)" for Student's t
+        with k degrees of freedom)."""
+        if self.ci_quantile.startswith("t("):
+            from scipy import stats
+
+            return float(stats.t.ppf(0.975, int(self.ci_quantile[2:-1])))
+        return Z95 if self.ci_quantile == "1.96" else float(self.ci_quantile)
+
+    @property
+    def not_measured(self) -> dict:
+        """Every parameter stated as no result, with why: not fitted (``unidentified``) or fitted
+        but not measured (``unmeasured``)."""
+        return {**self.unidentified, **self.unmeasured}
+
+    def is_measured(self, name: str) -> bool:
+        """Whether ``name`` was fitted and measured (its estimate and interval are a result)."""
+        return name in self.law.parameters and name not in self.not_measured
+
     def table(self) -> pd.DataFrame:
-        """parameter, estimate, ci_low, ci_high: one row per parameter (NaN: not fitted)."""
+        """parameter, estimate, ci_low, ci_high: one row per parameter; NaN for a parameter that
+        was not fitted or not measured (``not_measured`` says why)."""
+        shown = [p for p in self.parameters if p not in self.not_measured]
         return pd.DataFrame({
             "parameter": list(self.parameters),
-            "estimate": [self.estimate[p] for p in self.parameters],
-            "ci_low": [self.ci_low[p] for p in self.parameters],
-            "ci_high": [self.ci_high[p] for p in self.parameters],
+            "estimate": [self.estimate[p] if p in shown else np.nan for p in self.parameters],
+            "ci_low": [self.ci_low[p] if p in shown else np.nan for p in self.parameters],
+            "ci_high": [self.ci_high[p] if p in shown else np.nan for p in self.parameters],
         })
 
     @property
@@ -166,52 +213,31 @@ def data_hash(frame: pd.DataFrame) -> str | None:
 
 
 def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
-    """The guard rails (docs/analysis.md, "Reading the warnings")."""
+    """The guard rails (docs/analysis.md, "Reading the warnings"), after the rule of what the fit
+    measured (``measured.judge``: ``result.unmeasured``, with ``jac`` the Jacobian of the fit at
+    its estimate, one column per parameter of ``result.law``; None when the fitter has none)."""
+    judge(result, jac)
     out = []
     by_reason: dict = {}  # parameters left unmeasured for one reason (c1 and a with the bias) share one line
-    for name, reason in result.unidentified.items():
+    for name, reason in result.not_measured.items():
         by_reason.setdefault(reason, []).append(name)
     for reason, names in by_reason.items():
         out.append(f"{', '.join(names)} {reason}")
     if np.isfinite(result.r2_log) and result.r2_log < R2_WARNING:
         out.append(f"R^2 (log) = {result.r2_log:.3f} is below {R2_WARNING}: the law does not explain this grid; "
                    "read its estimates and CIs as descriptive at best")
-    for name in result.law.parameters:
+    for name in (n for n in result.law.parameters if result.is_measured(n)):
         est, lo, hi = result.estimate[name], result.ci_low[name], result.ci_high[name]
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            continue
-        if not lo <= est <= hi:
+        if np.isfinite(lo) and np.isfinite(hi) and not lo <= est <= hi:
             out.append(f"{name} = {fmt(est, missing='nan')} lies outside its own CI [{fmt(lo, missing='nan')}, {fmt(hi, missing='nan')}]: the bootstrap "
                        "does not describe this estimate")
-        elif hi - lo <= ZERO_WIDTH * max(abs(est), 1e-300):
-            out.append(f"{name}'s CI has width zero ([{fmt(lo, missing='nan')}, {fmt(hi, missing='nan')}]): every resample gave the same value "
-                       "(a parameter at its bound or fixed by the law's form), not a measurement")
     if result.n_draws == 1 and result.n_boot:
         out.append("one problem draw: the CIs cover seed noise only, not the draw of data and embeddings, which "
                    "moves exponents more (docs/model.md section 4); pool several problem_seed values")
     if not converged:
         out.append("the starts disagreed on the best fit; treat the estimates with care")
-    if jac is not None:
-        out.extend(_identifiability(result.law, jac))
     out.extend(f"pre-asymptotic points: {p}" for p in result.pre_asymptotic)
     return out
-
-
-def _identifiability(expr: Expression, jac) -> list[str]:
-    """A note when the Jacobian at the fit is (nearly) rank deficient: some combination of
-    parameters leaves the fitted law unchanged, so their separate values are not determined."""
-    jac = np.asarray(jac.toarray() if hasattr(jac, "toarray") else jac, dtype=float)
-    if jac.size == 0 or not np.all(np.isfinite(jac)):
-        return []
-    scale = np.linalg.norm(jac, axis=0)
-    if np.any(scale == 0):
-        return [f"{', '.join(n for n, s in zip(expr.parameters, scale) if s == 0)} do not change the fit: not determined"]
-    _, sv, vt = np.linalg.svd(jac / scale, full_matrices=False)
-    if sv[-1] > 1e-6 * sv[0]:
-        return []
-    direction = np.abs(vt[-1])
-    involved = [n for n, w in zip(expr.parameters, direction) if w > 0.2]
-    return [f"{', '.join(involved)} are not separately determined by this grid (one combination of them fits equally well)"]
 
 
 __all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]

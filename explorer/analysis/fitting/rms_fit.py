@@ -10,7 +10,8 @@ removed in quadrature (err_corr = sqrt(max(err^2 - ref_err^2, 0)), switchable); 
 ``FLOOR_FACTOR`` times the reference error, and seeds with a stability flag, are left out and
 counted; summands the grid cannot measure (a D term on a single-D sweep) are not fitted; the law
 is fitted to log errors with a soft-L1 loss from several starts, constants positive through
-their logarithm, the draws pooled. The bootstrap resamples draws, then seeds within each draw
+their logarithm, the draws pooled (where the points vary D, ``free`` and ``free_rss`` fit their ``untied`` law, a
+D exponent in each term, and test the theory's tie g = b: ``tie``). The bootstrap resamples draws, then seeds within each draw
 (points when there is one seed) and refits; CIs are estimate +- q sd in the fit's
 parametrization (log for constants): with one draw q = 1.96 and sd the refits' spread; with G
 draws q is Student's t with G - 1 degrees of freedom and sd the draws' part of the spread
@@ -25,12 +26,13 @@ import pandas as pd
 
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
-from ..laws import FORMS, LAW_METHOD, Expression, method_of, resolve_form, unidentified_terms
+from ..laws import FORMS, LAW_METHOD, Expression, method_of, parse_expression, resolve_form, unidentified_terms
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
 from .result import FitResult, data_hash, fit_warnings
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
                      prepare, start_points)
 from .text import flag_summary
+from .tie import TieTest
 
 
 def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts: int = 8, seed: int = 0,
@@ -65,14 +67,18 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     _check_request(label, n_boot, grid)
     trials_read = data_hash(grid)
     counts = _flag_counts(grid)
+    source = grid
     grid, used, ref = prepare(grid, floor)
+    untied = _untied(label, grid[used])
+    asked = untied or asked
     expr, unidentified = _law_to_fit(asked, grid, used, label)
     n_params = len(expr.parameters)
     data = fit_data(grid[used].reset_index(drop=True), ref[used])
     problem = Problem(expr, data.L, data.M, data.D, loss_scale)
     rng = np.random.default_rng(seed)
     theta, converged, jac, r2 = _point_fit(problem, data, label, n_starts, rng)
-    thetas, method, lo_t, hi_t = _intervals(problem, data, theta, n_boot, rng)
+    pair = [expr.parameters.index(n) for n in ("g", "b")] if untied and {"g", "b"} <= set(expr.parameters) else None
+    thetas, method, lo_t, hi_t, tie = _intervals(problem, data, theta, n_boot, rng, pair)
     names = expr.parameters
     estimate = {n: math.nan for n in asked.parameters}
     ci_low, ci_high = dict(estimate), dict(estimate)
@@ -105,7 +111,28 @@ def fit(grid: pd.DataFrame, form: str = "theory", *, n_boot: int = 200, n_starts
     result.notes = notes + _notes(expr, estimate, float(np.exp(data.log_err.max())))
     result.ci_quantile, result.ci_sd = _interval_rule(data, result.n_boot, method)
     result.warnings = fit_warnings(result, converged, jac)
+    if pair is not None:
+        result.tie = _tie_test(source, label, tie, n_boot=n_boot, n_starts=n_starts, seed=seed, loss_scale=loss_scale,
+                               floor=floor)
+        result.warnings += result.tie.warnings()
     return result
+
+
+def _untied(label: str, used: pd.DataFrame) -> Expression | None:
+    """The registry law's ``untied`` form (an exponent per varied axis in each term) where the
+    points fitted vary D, else None (the law as written)."""
+    form = FORMS.get(label)
+    if form is None or form.untied is None or used["D"].nunique() < 2:
+        return None
+    return parse_expression(form.untied, form.positive)
+
+
+def _tie_test(grid: pd.DataFrame, label: str, tie: tuple, **options) -> TieTest:
+    """g - b of the untied law with its interval from the same resamples, and the tied law (the
+    registry's expression, as fitted where D does not vary) fitted beside it."""
+    tied = fit(grid, FORMS[label].expression, per_draw=False, range_check=False, **options)
+    return TieTest("g", "b", "sqrt(D/(L*M)), c2*(D/(L*M))**b", *tie, f"{label}_tied",
+                   {n: (tied.estimate[n], tied.ci_low[n], tied.ci_high[n]) for n in ("c2", "b")})
 
 
 def _interval_rule(data: FitData, n_boot: int, method: str) -> tuple[str, str]:
@@ -177,19 +204,28 @@ def _point_fit(problem: Problem, data: FitData, label: str, n_starts: int, rng) 
     return theta, converged, best.jac, r2
 
 
-def _intervals(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng):
-    """The bootstrap: (replicates, what was resampled, CI low, CI high), in the fit's
+def _intervals(problem: Problem, data: FitData, theta: np.ndarray, n_boot: int, rng, pair=None):
+    """The bootstrap: (replicates, what was resampled, CI low, CI high, the tie), in the fit's
     parametrization. With several draws the replicates are rescaled to carry the interval's
-    spread (the adaptive loop reads their covariance)."""
+    spread (the adaptive loop reads their covariance). ``pair``: the indices (i, j) of two
+    exponents whose difference theta_i - theta_j gets its interval from the same replicates
+    (the tie: (difference, low, high); None without a pair)."""
     thetas, method = bootstrap(problem, data, theta, n_boot, rng)
     inner = bootstrap(problem, data, theta, n_boot, rng, resample_draws=False)[0] if len(data.draws) > 1 else None
     lo_t, hi_t = interval(thetas, theta, problem.bounds, inner, len(data.draws))
+    tie = None
+    if pair is not None:
+        i, j = pair
+        diff = (thetas[:, i] - thetas[:, j])[:, None] if len(thetas) else np.empty((0, 1))
+        inner_diff = None if inner is None else (inner[:, i] - inner[:, j])[:, None]
+        lo, hi = interval(diff, np.array([theta[i] - theta[j]]), (-np.inf, np.inf), inner_diff, len(data.draws))
+        tie = (float(theta[i] - theta[j]), float(lo[0]), float(hi[0]))
     if inner is not None and len(thetas) > 1:  # the samples carry the interval's spread (adaptive covariance)
         sd, _ = spread(thetas, inner, len(data.draws))
         width = thetas.std(axis=0, ddof=1)
         thetas = np.clip(theta + (thetas - thetas.mean(axis=0)) * np.where(width > 0, sd / np.where(width > 0, width, 1), 0),
                          *problem.bounds)
-    return thetas, method, lo_t, hi_t
+    return thetas, method, lo_t, hi_t, tie
 
 
 def _add_fitted_columns(grid: pd.DataFrame, expr: Expression, estimate: dict, used: np.ndarray) -> None:

@@ -24,6 +24,7 @@ from ..laws import Expression
 from ..data import DRAW_COLUMN, GRID_COLUMNS, column_is, plain_value, sql_literal
 
 FREE_BOUND = 10.0  # free (non-constant) parameters are searched in [-10, 10]
+LOG_BOUND = 50.0  # positive constants are searched with log c in [-50, 50]
 LOSS_SCALE = 0.1  # soft-L1 scale in log units: residuals beyond ~10% relative count linearly
 
 
@@ -49,7 +50,7 @@ class Problem:
     def __init__(self, expr: Expression, L, M, D, loss_scale: float):
         self.expr, self.L, self.M, self.D, self.loss_scale = expr, L, M, D, loss_scale
         self.is_log = np.array([p in expr.positive for p in expr.parameters])
-        bound = np.where(self.is_log, 50.0, FREE_BOUND)
+        bound = np.where(self.is_log, LOG_BOUND, FREE_BOUND)
         self.bounds = (-bound, bound)
 
     def values(self, theta: np.ndarray) -> np.ndarray:
@@ -245,6 +246,6 @@ def largest_lm(data: FitData) -> np.ndarray:
 
 
 __all__ = [
-    "FREE_BOUND", "FitData", "Problem", "best_fit", "check_single_slice", "fit_data", "largest_lm", "prepare",
+    "FREE_BOUND", "LOG_BOUND", "FitData", "Problem", "best_fit", "check_single_slice", "fit_data", "largest_lm", "prepare",
     "solve_batch", "start_points", "subset",
 ]

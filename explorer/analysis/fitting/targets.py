@@ -60,16 +60,16 @@ def unmeasured(est: float, lo: float, hi: float) -> str | None:
     """Why a target's CI measures nothing although it may be narrow, else None: no CI, a CI of
     width zero (every resample gave the same value: a parameter collapsed to its bound or to ~0),
     or a CI cut at the fit's search bound (``solver``: +-FREE_BOUND for exponents, exp(+-50)
-    for constants), whose true width is unknown. Such a target is never "reached"."""
-    from .solver import FREE_BOUND
-    from .result import ZERO_WIDTH
+    for constants), whose true width is unknown. Such a target is never "reached". (A logged
+    target has no law to say whether it is a constant: both bounds are tried; a fit's own
+    parameters go through the whole rule, ``unmeasured_in``.)"""
+    from .measured import at_search_bound, zero_width
 
     if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(est)):
         return "no CI (the bootstrap gave none)"
-    if hi - lo <= ZERO_WIDTH * max(abs(est), 1e-300):
+    if zero_width(est, lo, hi):
         return "its CI has width zero (every resample gave the same value), not a measurement"
-    tiny, huge = np.exp(-50.0) * (1 + 1e-6), np.exp(50.0) * (1 - 1e-6)
-    if any(abs(abs(v) - FREE_BOUND) < 1e-6 for v in (est, lo, hi)) or 0 < lo <= tiny or hi >= huge:
+    if any(at_search_bound(v, False) or at_search_bound(v, True) for v in (est, lo, hi)):
         return "its CI reaches the fit's search bound, so its true width is unknown"
     return None
 
@@ -81,11 +81,19 @@ def halfwidth_of(result, name: str) -> float:
 
 
 def unmeasured_in(result, name: str) -> str | None:
-    """``unmeasured`` of a fit's parameter (a parameter the fit left out: its reason)."""
+    """Why a fit's parameter can reach no target, else None: not fitted, or not measured by the
+    fit's rule (``FitResult.unmeasured``) for a reason other than its interval's width (the
+    target's half-width judges that), or ``unmeasured`` of its interval (no CI)."""
+    from .measured import interval_reason
+
     if name not in result.law.parameters:
         return result.unidentified.get(name, "not fitted")
-    return unmeasured(float(result.estimate[name]), float(result.ci_low.get(name, np.nan)),
-                      float(result.ci_high.get(name, np.nan)))
+    est, lo, hi = (float(v.get(name, np.nan)) for v in (result.estimate, result.ci_low, result.ci_high))
+    why = result.unmeasured.get(name)
+    positive = name in result.law.positive
+    if why is not None and why == interval_reason(est, lo, hi, positive):  # not the Jacobian's verdict
+        why = interval_reason(est, lo, hi, positive, width=False)
+    return why or unmeasured(est, lo, hi)
 
 
 def targets_of(result, names) -> dict:

@@ -9,19 +9,22 @@ import numpy as np
 
 from ...formatting import fmt
 from ..data import DRAW_COLUMN
+from .measured import stated_law
 from .result import FitResult
 
 
 def format_table(result: FitResult) -> str:
-    """Plain text: the law, each parameter with its 95% CI, the quality numbers, per-draw
-    estimates, then the warnings and notes."""
+    """Plain text: the law, each measured parameter with its 95% CI ("not measured" or "not
+    fitted" for the others, the reason among the warnings), the quality numbers, the law stated
+    with its measured terms, per-draw estimates of the measured parameters, then the warnings and
+    notes."""
     held = ", ".join(f"{k} = {v}" for k, v in result.held.items())
     lines = [f"form {result.form}: err ~ {result.expression.text}"
              + (f"  (slice {held}: the sweep varies these too; choose with --where)" if held else ""),
              f"{'parameter':<10} {'estimate':>12} {'95% CI':>27}"]
     for row in result.table().itertuples():
-        if row.parameter in result.unidentified:
-            shown = "not measured" if result.unidentified[row.parameter].startswith("not measured") else "not fitted"
+        if row.parameter in result.not_measured:  # its reason is a warning: no estimate, no interval
+            shown = "not measured" if result.not_measured[row.parameter].startswith("not measured") else "not fitted"
             lines.append(f"{row.parameter:<10} {shown:>12}")
             continue
         lines.append(f"{row.parameter:<10} {fmt(row.estimate, missing='nan'):>12} [{fmt(row.ci_low, missing='nan'):>11}, {fmt(row.ci_high, missing='nan'):>11}]")
@@ -33,10 +36,12 @@ def format_table(result: FitResult) -> str:
     lines.append(f"R^2 (log) {result.r2_log:.3f}; {result.n_points} points fitted ({draws}), {result.n_excluded} "
                  f"floor-limited left out{flagged}; extrapolation error at the largest L*M: {extra}")
     lines.append(interval_description(result))
-    lines.extend(result.surfaces)
+    lines.extend(stated_law(result))
+    if result.tie is not None:
+        lines.extend(result.tie.lines())
     if len(result.per_draw):
         wide = result.per_draw.pivot(index=DRAW_COLUMN, columns="parameter", values="estimate")
-        names = [p for p in result.law.parameters if p in wide.columns]
+        names = [p for p in result.law.parameters if p in wide.columns and result.is_measured(p)]
         lines.append("per draw (each draw fitted alone): " + " ".join(f"{n:>10}" for n in names))
         for label, row in wide.iterrows():
             lines.append(f"  problem_seed {str(label):<6} " + " ".join(f"{fmt(row[n], missing='nan'):>10}" for n in names))
@@ -52,7 +57,7 @@ def interval_description(result: FitResult) -> str:
         return "no intervals (no resamples: --bootstrap 0)"
     if not any(np.isfinite(result.ci_low[p]) for p in result.law.parameters):
         return f"no intervals: {result.ci_sd} measured no spread (too few seeds or draws)"
-    positive = [p for p in result.law.parameters if p in result.law.positive]
+    positive = [p for p in result.law.parameters if p in result.law.positive and result.is_measured(p)]
     scale = f" (on a log scale for {', '.join(positive)})" if positive else ""
     covers = ("the draw of data and embeddings and the seeds' noise" if result.n_draws > 1
               else "the seeds' noise only, not the draw of data and embeddings")

@@ -20,6 +20,11 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``expression``
 - ``decomposed`` (the default of ``fit_sweep``): the free_rss law fitted term by term, c1 and a on
   each point's bias, c2 and b on its fluctuation, from the seeds' Gram rows
   (``explorer.analysis.decomposed``).
+- Where a slice varies D, ``free``, ``free_rss`` and ``decomposed`` fit their ``untied`` law, an
+  exponent per varied axis in each term: c1 D^h L^-a and c2 D^g (LM)^-b; the theory's tie g = b
+  is tested (``explorer.analysis.fitting.tie``) and the tied law fitted beside it.
+- Any law may be fitted to one term (``TERM_METHOD``, a metric of ``TERM_METRICS``), and the
+  user's laws to both terms together (``TERMS_METHOD``).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -36,7 +41,7 @@ import pandas as pd
 
 from ...errors import FitError
 from ...formatting import fmt
-from ..data import ERROR_METRICS, FIT_METRICS
+from ..data import ERROR_METRICS, FIT_METRICS, TERM_METRICS
 from .expression import Expression, constant_terms, parse_expression
 
 DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
@@ -44,6 +49,10 @@ DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
 RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
 
 LAW_METHOD = "law"  # the method of a user expression and of every law that names no other
+
+TERM_METHOD = "term"  # any law fitted to one term of the decomposition (a term metric)
+
+TERMS_METHOD = "terms"  # the user's laws of both terms (``--form decomposed --bias EXPR --fluct EXPR``)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,20 @@ METHODS: dict[str, Method] = {
 }
 
 
+# The methods a metric or an option chooses rather than a law (any law may be fitted with them).
+TERM_METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(TERM_METHOD, "explorer.analysis.data:term_grams", "explorer.analysis.decomposed:fit_term",
+               "none: each seed's Gram rows, one term of the decomposition", "weighted least squares on the log term",
+               metrics=tuple(TERM_METRICS)),
+        Method(TERMS_METHOD, "explorer.analysis.data:seed_grams", "explorer.analysis.decomposed:fit_terms",
+               "none: each seed's Gram rows (the user's law of each term)", "weighted least squares on each log term",
+               metrics=tuple(m.name for m in ERROR_METRICS.values() if m.gram)),
+    )
+}
+
+
 @dataclass(frozen=True)
 class Form:
     """A named scaling law of the registry."""
@@ -87,6 +110,9 @@ class Form:
     theory: dict = field(default_factory=dict)  # exponents the theory predicts
     positive: tuple = ()  # parameters besides c1, c2, ... constrained positive
     method: str = LAW_METHOD  # the name of its ``Method`` (how it is fitted)
+    # the law with an exponent per varied axis in each term, fitted where the slice varies D: the
+    # theory ties the fluctuation's D and L*M exponents (g = b), which the fit then tests
+    untied: str | None = None
 
     @property
     def summary(self) -> str:
@@ -100,15 +126,18 @@ FORMS: dict[str, Form] = {
     for f in (
         Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound"),
         Form("free", "c1*L**(-a) + c2*(D/(L*M))**b", "theory's two terms with free exponents",
-             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+             start={"a": 1.0, "b": 0.5, "g": 0.5, "h": 0.0}, theory={"a": 1.0, "b": 0.5},
+             untied="c1*D**h*L**(-a) + c2*D**g*(L*M)**(-b)"),
         Form("theory_rss", "sqrt((c1/L)**2 + c2**2*D/(L*M))",
              "theory's two terms as the RMS over seeds combines them (bias and fluctuation in quadrature)"),
         Form("free_rss", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
              "free's two terms in quadrature, as the RMS over seeds combines them",
-             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}),
+             start={"a": 1.0, "b": 0.5, "g": 0.5, "h": 0.0}, theory={"a": 1.0, "b": 0.5},
+             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)"),
         Form("decomposed", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
              "each term on its own: c1, a on the seeds' bias, c2, b on their fluctuation (docs/analysis.md)",
-             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed"),
+             start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed",
+             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)"),
         Form("joint", "c1/L + c2*sqrt(D/(L*M)) + c3/sqrt(D)",
              "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D"),
         Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)"),
@@ -120,8 +149,14 @@ FORMS: dict[str, Form] = {
 }
 
 
-def method_of(form: str) -> Method:
-    """The method that fits ``form``: a registry law's own, ``LAW_METHOD`` for an expression."""
+def method_of(form: str, metric: str | None = None, terms: bool = False) -> Method:
+    """The method that fits ``form``: ``TERM_METHOD`` for any law on a term metric, ``TERMS_METHOD``
+    for user laws of both terms (``terms``), else a registry law's own, ``LAW_METHOD`` for an
+    expression."""
+    if metric in TERM_METRICS:
+        return TERM_METHODS[TERM_METHOD]
+    if terms:
+        return TERM_METHODS[TERMS_METHOD]
     return METHODS[FORMS[form].method] if form in FORMS else METHODS[LAW_METHOD]
 
 
@@ -181,5 +216,5 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
     return parse_expression(reduced, positive), reasons
 
 
-__all__ = ["DEFAULT_FORM", "FORMS", "LAW_METHOD", "METHODS", "RSS_FALLBACK", "Form", "Method", "law_forms", "method_of",
+__all__ = ["DEFAULT_FORM", "FORMS", "LAW_METHOD", "METHODS", "TERM_METHOD", "TERM_METHODS", "TERMS_METHOD", "RSS_FALLBACK", "Form", "Method", "law_forms", "method_of",
            "resolve_form", "unidentified_terms"]

@@ -1,0 +1,147 @@
+"""A sweep's runs along one hyperparameter axis, read from the store's ``metrics`` view: each
+(slice, problem draw, seed, grid value)'s metric at the step asked, a run that diverged as +inf.
+
+A seed that diverges at step k has rows up to k (the last with status ``diverged``) and none after
+(docs/store.md), so at a later step it has no row: it is read as diverged (+inf, worse than every
+finite value), never as missing. A failed trial (rows with status ``failed``) is missing (NaN).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...errors import FitError, SweepDataError
+from ...formatting import fmt
+from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query_frame, require_sweep_rows,
+                    sweep_is, table_columns, where_clause)
+from .resample import Runs
+
+SHAPE_AXES = ("L", "M", "D")
+AXIS_COLUMNS = SHAPE_AXES + GRID_COLUMNS
+
+
+def numeric_metrics(con) -> list[str]:
+    """The floating-point columns of ``metrics`` that are not configuration (the metrics a run measured)."""
+    described = query_frame(con, 'DESCRIBE "metrics"')
+    return [str(n) for n, t in zip(described["column_name"], described["column_type"])
+            if str(t) in ("DOUBLE", "FLOAT") and str(n) not in AXIS_COLUMNS and str(n) != "wall_s"]
+
+
+def varying_axes(con, sweep: str, where: str | None) -> dict:
+    """Every grid column (L, M, D included) that takes more than one value: column -> its values."""
+    columns = table_columns(con)
+    wanted = [c for c in AXIS_COLUMNS if c in columns]
+    found = column_values(con, wanted, f"{sweep_is(sweep)}{where_clause(where)}")
+    return {c: [plain_value(v) for v in frame["v"]] for c, frame in found.items() if len(frame) > 1}
+
+
+def check_axis(axis: str, varying: dict, sweep: str, con, where: str | None) -> None:
+    """Refuse an axis the sweep does not vary, or that is not numeric and positive (a log axis).
+
+    Raises:
+        FitError: one line naming the axis and what the sweep varies.
+    """
+    if axis in varying:
+        values = varying[axis]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values):
+            raise FitError(f"--axis {axis}: its values ({', '.join(fmt(v, 'g') for v in values)}) are not all "
+                           "positive numbers; the optimum is located on a log axis")
+        return
+    if axis not in AXIS_COLUMNS or axis not in table_columns(con):
+        raise FitError(f"--axis {axis}: not a grid axis; the sweep varies {', '.join(varying) or 'nothing'}")
+    held = column_values(con, [axis], f"{sweep_is(sweep)}{where_clause(where)}")[axis]["v"]
+    raise FitError(f"sweep {sweep!r} has no {axis} axis ({axis} is {', '.join(fmt(plain_value(v), 'g') for v in held)}"
+                   f" throughout); it varies {', '.join(varying) or 'nothing'}")
+
+
+def slice_columns(axis: str, varying: dict, by) -> list[str]:
+    """The columns that define a slice: ``by`` when given (every other varying column must be held
+    with ``--where``), else every varying column but ``axis``.
+
+    Raises:
+        FitError: a ``by`` column the sweep does not vary, or a varying column left out of ``by``.
+    """
+    others = [c for c in varying if c != axis]
+    if by is None:
+        return others
+    by = [b for b in by if b]
+    unknown = [b for b in by if b not in others]
+    if unknown:
+        raise FitError(f"--by {unknown[0]}: the sweep does not vary it besides {axis} (it varies "
+                       f"{', '.join(others) or 'nothing else'})")
+    left = [c for c in others if c not in by]
+    if left:
+        detail = "; ".join(f"{c}: {', '.join(fmt(v, 'g') for v in varying[c])}" for c in left)
+        raise FitError(f"the sweep also varies {', '.join(left)} ({detail}): add it to --by, or hold one value "
+                       f"with --where, e.g. --where \"{left[0]} = {fmt(varying[left[0]][0], 'g')}\"")
+    return by
+
+
+def _check_step(frame: pd.DataFrame, step: int | None) -> None:
+    """Refuse a step past every trial's last (SweepDataError)."""
+    if step is not None and step > int(frame["steps"].max()):
+        raise SweepDataError(f"--step {step}: the sweep's trials run {int(frame['steps'].max())} steps")
+
+
+def run_values(frame: pd.DataFrame) -> np.ndarray:
+    """Each run's value: its metric where its row at the step is ok and finite, +inf where it
+    diverged at or before the step, NaN where it failed or has no row there."""
+    ok = (frame["status_k"] == "ok").to_numpy()
+    value = frame["value"].astype(float).to_numpy()
+    diverged = ((frame["status_k"] == "diverged") | (frame["status_k"].isna() & (frame["last_status"] == "diverged")
+                                                    & (frame["last_step"] < frame["at_step"]))).to_numpy()
+    out = np.where(ok & np.isfinite(value), value, np.nan)
+    out = np.where(ok & np.isposinf(value), np.inf, out)
+    return np.where(diverged, np.inf, out)
+
+
+def axis_runs(con, sweep: str, axis: str, metric: str = "loss", step: int | None = None, by=None,
+              where: str | None = None) -> Runs:
+    """The runs of ``sweep`` along ``axis``, sliced by the other varying axes (or ``by``).
+
+    Raises:
+        FitError: an axis the sweep does not vary (or not a positive number), a bad ``by``, an unknown
+            metric. SweepDataError: an unknown sweep, a step past the trials' last. QueryError: a bad ``where``.
+    """
+    require_sweep_rows(con, sweep)
+    metrics = numeric_metrics(con)
+    if metric not in metrics:
+        raise FitError(f"--metric {metric}: not a stored metric; use one of {', '.join(metrics)}")
+    varying = varying_axes(con, sweep, where)
+    check_axis(axis, varying, sweep, con, where)
+    columns = slice_columns(axis, varying, by)
+    draw = DRAW_COLUMN if DRAW_COLUMN in table_columns(con) else None
+    keys = [f'"{c}"' for c in columns] + [f'"{axis}"'] + ([f'"{draw}"'] if draw else []) + ['"seed"', "trial_key"]
+    at = "steps" if step is None else str(int(step)) if isinstance(step, (int, np.integer)) and step >= 0 else None
+    if at is None:
+        raise SweepDataError(f"--step must be a non-negative integer, got {step!r}")
+    frame = query_frame(con, f"""
+        SELECT {', '.join(keys)}, max(step) AS last_step, arg_max(status, step) AS last_status,
+               any_value("{metric}") FILTER (WHERE step = {at}) AS value,
+               any_value(status) FILTER (WHERE step = {at}) AS status_k, max(steps) AS steps, max({at}) AS at_step
+        FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY ALL""")
+    _check_step(frame, step)
+    frame["run_value"] = run_values(frame)
+    frame["draw"] = frame[draw].map(plain_value) if draw else 0
+    slices = frame[columns].drop_duplicates().sort_values(columns).reset_index(drop=True) if columns \
+        else pd.DataFrame(index=[0])
+    slice_of = {tuple(plain_value(v) for v in row): j for j, row in enumerate(slices.itertuples(index=False))}
+    grid = np.array(sorted({float(v) for v in frame[axis]}))
+    draws = sorted(set(frame["draw"]), key=str)
+    seeds = {d: sorted(set(frame.loc[frame["draw"] == d, "seed"])) for d in draws}
+    values = np.full((len(slices), len(draws), max(len(s) for s in seeds.values()), len(grid)), np.nan)
+    for row, value in zip(frame.itertuples(index=False), frame["run_value"]):
+        record = row._asdict()
+        j = slice_of[tuple(plain_value(record[c]) for c in columns)] if columns else 0
+        g = draws.index(record["draw"])
+        values[j, g, seeds[record["draw"]].index(record["seed"]), np.searchsorted(grid, float(record[axis]))] = value
+    notes = []
+    failed = int((frame["last_status"] == "failed").sum())
+    if failed:
+        notes.append(f"{failed} run(s) of failed trials left out (missing, not diverged)")
+    return Runs(axis, metric, step, grid, slices[columns] if columns else slices.iloc[:, :0], values,
+                tuple(draws), notes)
+
+
+__all__ = ["AXIS_COLUMNS", "axis_runs", "check_axis", "numeric_metrics", "run_values", "slice_columns",
+           "varying_axes"]

@@ -1,0 +1,79 @@
+"""Hyperparameters: ``explorer optimum`` and ``transfer`` (their twins: ``explorer.api.optimum``,
+``transfer``)."""
+from __future__ import annotations
+
+import click
+
+from ..bounds import MAX_RESAMPLES
+from .options import step_option, store_option, sweep_required_option, where_option
+
+_axis_option = click.option("--axis", default="lr", show_default=True, metavar="AXIS",
+                            help="The numeric grid axis minimised over, e.g. lr, alpha or sigma_u.")
+_metric_option = click.option("--metric", default="loss", show_default=True, metavar="NAME",
+                              help="Any stored metric, e.g. loss or err_out.")
+_boot_option = click.option("--bootstrap", "n_boot", type=click.IntRange(min=2, max=MAX_RESAMPLES), default=200,
+                            show_default=True, metavar="N", help="Resamples of draws, then seeds.")
+_seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+_save_option = click.option("--save/--no-save", default=True, show_default=True,
+                            help="Write the rows to the store (kind optima).")
+
+
+@click.command("optimum")
+@sweep_required_option
+@store_option
+@_axis_option
+@_metric_option
+@click.option("--by", default=None, metavar="COLS",
+              help="Comma-separated columns defining a slice, e.g. L,M,preset (default: every other varying axis).")
+@step_option
+@where_option
+@_boot_option
+@_seed_option
+@_save_option
+def optimum_command(sweep: str, store_uri: str, axis: str, metric: str, by: str | None, step: int | None,
+                    where: str | None, n_boot: int, seed: int, save: bool) -> None:
+    """The best value of an axis per slice, with a 95% interval.
+
+    The minimum of the metric along the axis at the step, located on the log axis by the parabola
+    through the lowest grid value and its neighbours (it can fall between grid values). A diverged
+    run counts as worse than every finite one. A minimum at the grid's edge is reported as
+    "below 0.125" or "above 32", never as a value. Example: explorer optimum --sweep lrxfer --axis lr
+    """
+    from .. import api
+
+    found = api.optimum(sweep, axis, store=store_uri, metric=metric, by=by.split(",") if by else None, step=step,
+                        where=where, n_boot=n_boot, seed=seed, save=save)
+    click.echo("\n".join(found.lines()))
+    if save:
+        click.echo(f"wrote {len(found.table)} rows (kind optima)")
+
+
+@click.command("transfer")
+@sweep_required_option
+@store_option
+@_axis_option
+@click.option("--across", "across", multiple=True, metavar="AXIS", default=("L",), show_default=True,
+              help="L, or L and M (repeat): log axis* = c + gamma log L (+ delta log M).")
+@_metric_option
+@step_option
+@where_option
+@click.option("--drop-edges", is_flag=True,
+              help="Fit a preset without its slices whose optimum sits at a grid edge (named either way).")
+@_boot_option
+@_seed_option
+@_save_option
+def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, ...], metric: str, step: int | None,
+                     where: str | None, drop_edges: bool, n_boot: int, seed: int, save: bool) -> None:
+    """Whether the optimum of an axis transfers across depth and width.
+
+    Fits log axis* = c + gamma log L (+ delta log M) per preset to the optima, with 95% intervals
+    from the same bootstrap: "transfers across L" when gamma's interval lies inside +-0.1,
+    "drifts as L^gamma" when it excludes 0, else "not measured"; presets read on the same draws
+    and seeds get the paired difference of their exponents. Example: explorer transfer --sweep
+    lrxfer --axis lr --across L
+    """
+    from .. import api
+
+    result = api.transfer(sweep, axis, across, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
+                          seed=seed, drop_edges=drop_edges, save=save)
+    click.echo("\n".join(result.lines()))

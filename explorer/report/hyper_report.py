@@ -1,0 +1,113 @@
+"""The report's hyperparameter section (a sweep with an lr or alpha axis): the metric against the
+axis, one line per L (or M) and a panel per preset, with each slice's located optimum and its
+interval; and the optimum against L with the fitted transfer law and its band
+(``explorer.analysis.hyper``). Tables in, Altair charts out, no I/O."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .charts import HEIGHT, WIDTH
+from ..analysis.hyper import Runs, levels, optima, transfer
+from ..errors import UsageError
+
+HYPER_AXES = ("lr", "alpha")
+_LOG = alt.Scale(type="log", nice=False, padding=12)
+TITLES = {
+    "hyper_curves": "Hyperparameters: the metric (geometric mean over runs) against the axis, one line per slice "
+                    "(a diverged run removes its point); the black marks are each slice's located optimum with its "
+                    "95% interval",
+    "hyper_transfer": "Hyperparameters: the optimum against depth L per group, with the fitted transfer law "
+                      "log axis* = c + gamma log L and its 95% band (edge slices are left out)",
+}
+
+
+def _label(runs: Runs, row) -> str:
+    return ", ".join(f"{c}={row[c]}" for c in runs.slices.columns if c not in ("L", "M")) or "all"
+
+
+def curves_chart(found) -> alt.Chart:
+    """The metric against the axis per slice, and the optima with their intervals."""
+    runs = found.runs
+    flat = runs.values.reshape(runs.values.shape[0], -1, runs.values.shape[-1])
+    level = np.exp(levels(flat, log_scale=True))
+    rows, marks = [], []
+    for j, row in runs.slices.reset_index(drop=True).iterrows():
+        line = ", ".join(f"{c}={row[c]}" for c in ("L", "M") if c in runs.slices.columns) or "all"
+        for x, y in zip(runs.grid, level[j]):
+            if np.isfinite(y):
+                rows.append({"axis": x, "metric": y, "slice": line, "group": _label(runs, row)})
+        t = found.table.iloc[j]
+        if np.isfinite(float(t["optimum"])):
+            at = float(np.nanmin(np.where(np.isfinite(level[j]), level[j], np.nan)))
+            marks.append({"axis": float(t["optimum"]), "low": float(t["ci_low"]), "high": float(t["ci_high"]),
+                          "metric": at, "slice": line, "group": _label(runs, row)})
+    data, opt = pd.DataFrame(rows), pd.DataFrame(marks, columns=["axis", "low", "high", "metric", "slice", "group"])
+    x = alt.X("axis:Q", scale=_LOG, title=runs.axis)
+    base = alt.Chart(data).mark_line(point=True).encode(x, alt.Y("metric:Q", scale=_LOG, title=runs.metric),
+                                                         color=alt.Color("slice:N"), tooltip=list(data.columns))
+    bars = alt.Chart(opt).mark_errorbar().encode(alt.X("low:Q", scale=_LOG), alt.X2("high:Q"), alt.Y("metric:Q"))
+    dots = alt.Chart(opt).mark_point(color="black", shape="diamond", size=80).encode(
+        alt.X("axis:Q", scale=_LOG), alt.Y("metric:Q"), tooltip=list(opt.columns))
+    return alt.layer(base, bars, dots, data=data).properties(width=WIDTH // 2, height=HEIGHT).facet(
+        column=alt.Column("group:N", title=None)) if len(data) else base
+
+
+def transfer_chart(law) -> alt.Chart | None:
+    """The optima against L per group, the fitted law and its band (quantiles of the resamples)."""
+    table, runs = law.optima.table, law.optima.runs
+    points, lines = [], []
+    for fit in law.fits:
+        for j in fit.slices:
+            t = table.iloc[j]
+            points.append({"L": float(t["L"]), "optimum": float(t["optimum"]), "low": float(t["ci_low"]),
+                           "high": float(t["ci_high"]), "group": fit.label})
+        if not fit.measured:
+            continue
+        Ls = np.geomspace(table["L"].min(), table["L"].max(), 30)
+        design = np.column_stack([np.ones_like(Ls), np.log(Ls)])
+        reps = fit.outer[np.isfinite(fit.outer).all(axis=1)] @ design.T
+        low, high = (np.quantile(reps, q, axis=0) if len(reps) > 1 else design @ fit.estimate for q in (0.025, 0.975))
+        for L, mid, lo, hi in zip(Ls, design @ fit.estimate, low, high):
+            lines.append({"L": L, "law": np.exp(mid), "low": np.exp(lo), "high": np.exp(hi), "group": fit.label})
+    if not points:
+        return None
+    pts, law_frame = pd.DataFrame(points), pd.DataFrame(lines, columns=["L", "law", "low", "high", "group"])
+    x = alt.X("L:Q", scale=_LOG, title="depth L")
+    y = alt.Y("optimum:Q", scale=_LOG, title=f"{runs.axis}*")
+    layers = [alt.Chart(pts).mark_point(filled=True).encode(x, y, color="group:N", tooltip=list(pts.columns)),
+              alt.Chart(pts).mark_errorbar().encode(x, alt.Y("low:Q", scale=_LOG), alt.Y2("high:Q"), color="group:N")]
+    if len(law_frame):
+        layers += [alt.Chart(law_frame).mark_area(opacity=0.2).encode(x, alt.Y("low:Q", scale=_LOG), alt.Y2("high:Q"),
+                                                                      color="group:N"),
+                   alt.Chart(law_frame).mark_line().encode(x, alt.Y("law:Q", scale=_LOG), color="group:N")]
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)
+
+
+def hyper_charts(con, sweep: str, varying, where: str | None = None, n_boot: int = 200, seed: int = 0) -> dict:
+    """name -> chart for each of lr and alpha the sweep varies (none otherwise, or when the axis
+    cannot be read: a report shows what it can)."""
+    from ..analysis.hyper import axis_runs
+
+    out = {}
+    for axis in (a for a in HYPER_AXES if a in varying):
+        try:
+            found = optima(axis_runs(con, sweep, axis, metric="loss", where=where), n_boot=n_boot, seed=seed)
+        except UsageError:
+            continue
+        out[f"hyper_curves_{axis}"] = curves_chart(found)
+        if "L" in found.slice_columns:
+            chart = transfer_chart(transfer(found, ("L",), drop_edges=True))
+            if chart is not None:
+                out[f"hyper_transfer_{axis}"] = chart
+    return out
+
+
+def chart_title(name: str) -> str:
+    """The title of a chart of this section (``hyper_curves_lr`` -> the curves' title, for lr)."""
+    key = "_".join(name.split("_")[:2])
+    return TITLES.get(key, name) + f" ({name.split('_', 2)[-1]})"
+
+
+__all__ = ["HYPER_AXES", "TITLES", "chart_title", "curves_chart", "hyper_charts", "transfer_chart"]
