@@ -4,6 +4,9 @@ A configuration is a frozen dataclass: every default is commented, every field i
 ``__post_init__`` (one ``ConfigError``: a ``ValueError`` whose ``.field`` names the field and
 whose message says what it got and what is allowed), and
 ``key()`` hashes exactly the fields that define the numbers.
+
+Size: one concept, the configurations (trial, problem, mean_ode and joint_limit references) with
+their checks and keys, kept together and free of torch so that reading a spec imports none.
 """
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_the_summary_states_no_unmeasured_constant(tmp_path, monkeypatch):
     monkeypatch.setattr(report_module, "compare_laws", lambda grid, forms=None: pd.DataFrame())  # not under test
     monkeypatch.setattr(report_module, "vega_bundle", lambda: "")
     rows = law_rows(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), Ls=(2, 4, 8, 16), Ms=(1, 4, 16), seeds=3, sweep="s")
-    report = report_module.build_report(connect(rows), "s", tmp_path, n_boot=30, formats=())
+    report = report_module.build_report(connect(rows), "s", tmp_path, n_boot=30)  # no export: the default
     theory = report.fits["theory"]
     assert "c1" in theory.unmeasured
     sentence = next(str(line) for line in report.summary if str(line).startswith("Theory fit"))
