@@ -7,9 +7,10 @@ Altair's row limit. Axes are logarithmic wherever the theory is a power law, and
 lines show the slopes the theory predicts (docs/model.md section 6):
 
 - ``bias_vs_depth``: the seeds' bias (the seed-mean's distance from the reference) vs L, one
-  colour per M, the decomposed fit's c1 L^-a (when measured), a slope -1 guide.
+  colour per M, the decomposed fit's c1 L^-a, or c1 D^h L^-a where it fitted h (when measured),
+  a slope -1 guide.
 - ``fluct_vs_units``: the seeds' fluctuation vs L*M, one colour per M, the decomposed fit's
-  c2 (D/(LM))^b (when measured), a slope -1/2 guide.
+  c2 (D/(LM))^b, or c2 D^g (LM)^-b where it fitted g (when measured), a slope -1/2 guide.
 - ``error_vs_depth``: err vs L, one line per M, the fitted law, a slope -1 guide.
 
 Every fitted line carries its 95% band (``FitResult.band``: from the fit's bootstrap samples,
@@ -39,6 +40,10 @@ LOG_SCALE = alt.Scale(type="log", nice=False, padding=12)
 # colour. A point filled by the colour field makes Vega draw a symbol legend (one entry per tick of
 # the log scale, cut off after 25 as "...N entries") instead of the gradient.
 HOLLOW_POINTS = alt.OverlayMarkDef(filled=False, fill="white")
+# The decomposed fit's terms as it fits them: tied to D/(LM) on one D, with a D exponent per term
+# (g, h) where the slice varies D (explorer.analysis.decomposed); h only where the bias's is measured.
+BIAS_TERM, BIAS_TERM_WITH_D = "c1*L**(-a)", "c1*D**h*L**(-a)"
+FLUCT_TERM, FLUCT_TERM_WITH_D = "c2*(D/(L*M))**b", "c2*D**g*(L*M)**(-b)"
 
 
 def _guide(x_values: np.ndarray, anchor_x: float, anchor_y: float, slope: float) -> pd.DataFrame:
@@ -112,8 +117,8 @@ def band_layer(fit: FitResult, curve: pd.DataFrame, x: str, L, M, D, law=None) -
 
 
 def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
-    """The seeds' bias vs L (log-log), one colour per M, the fitted c1 L^-a and a slope -1 guide
-    (a decomposed fit's grid: columns bias, bias_used)."""
+    """The seeds' bias vs L (log-log), one colour per M, the fitted c1 L^-a (c1 D^h L^-a where the
+    fit has h) and a slope -1 guide (a decomposed fit's grid: columns bias, bias_used)."""
     grid = fit.grid
     panels = []
     for D in _d_values(grid):
@@ -127,8 +132,8 @@ def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
             tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("bias:Q", format=".3g"), "point:N"])]
         Ls = np.geomspace(points["L"].min(), points["L"].max(), 20)
         if fit.is_measured("a") and fit.is_measured("c1"):
-            term = parse_expression("c1*L**(-a)")
-            law = pd.DataFrame({"L": Ls, "fitted": fit.estimate["c1"] * Ls ** (-fit.estimate["a"])})
+            term = parse_expression(BIAS_TERM_WITH_D if fit.is_measured("h") else BIAS_TERM)
+            law = pd.DataFrame({"L": Ls, "fitted": term(fit.estimate, Ls, np.ones_like(Ls), np.full_like(Ls, D))})
             layers[1:1] = band_layer(fit, law, "L", Ls, np.ones_like(Ls), np.full_like(Ls, D), term)
             layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="L:Q", y="fitted:Q"))
         anchor = points.sort_values(["M", "L"], ascending=[False, True]).iloc[0]
@@ -138,8 +143,9 @@ def bias_vs_depth(fit: FitResult, title: str = "bias vs depth L"):
 
 
 def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
-    """The seeds' fluctuation vs L*M (log-log), one colour per M, the fitted c2 (D/(LM))^b and a
-    slope -1/2 guide (a decomposed fit's grid: columns fluct, fluct_used)."""
+    """The seeds' fluctuation vs L*M (log-log), one colour per M, the fitted c2 (D/(LM))^b (c2 D^g
+    (LM)^-b where the fit has g) and a slope -1/2 guide (a decomposed fit's grid: columns fluct,
+    fluct_used)."""
     grid = fit.grid
     panels = []
     for D in _d_values(grid):
@@ -152,8 +158,8 @@ def fluct_vs_units(fit: FitResult, title: str = "fluctuation vs L*M"):
             color=color, tooltip=["L:Q", "M:Q", "D:Q", alt.Tooltip("fluct:Q", format=".3g"), "point:N"])]
         LM = np.geomspace(points["LM"].min(), points["LM"].max(), 20)
         if fit.is_measured("b") and fit.is_measured("c2"):
-            term = parse_expression("c2*(D/(L*M))**b")
-            law = pd.DataFrame({"LM": LM, "fitted": fit.estimate["c2"] * (D / LM) ** fit.estimate["b"]})
+            term = parse_expression(FLUCT_TERM_WITH_D if fit.is_measured("g") else FLUCT_TERM)
+            law = pd.DataFrame({"LM": LM, "fitted": term(fit.estimate, LM, np.ones_like(LM), np.full_like(LM, D))})
             layers[1:1] = band_layer(fit, law, "LM", LM, np.ones_like(LM), np.full_like(LM, D), term)
             layers.append(alt.Chart(law).mark_line(color="#d95f02").encode(x="LM:Q", y="fitted:Q"))
         anchor = points.sort_values("LM").iloc[0]
