@@ -161,9 +161,9 @@ def _fit_block(result: FitResult) -> dict:
 
 CHART_TITLES = {
     "bias_vs_depth": "Bias (the seed-mean's distance from the reference) vs depth L, one colour per M, with the "
-                     "decomposed fit's c1 L^-a and a slope -1 guide",
+                     "decomposed fit's c1 L^-a (c1 D^h L^-a where D varies) and a slope -1 guide",
     "fluct_vs_units": "Fluctuation (the seeds' spread around their mean) vs L*M, with the decomposed fit's "
-                      "c2 (D/(LM))^b and a slope -1/2 guide",
+                      "c2 (D/(LM))^b (c2 D^g (LM)^-b where D varies) and a slope -1/2 guide",
     "error_vs_depth": "Error vs depth L (fitted law, slope -1 guide)",
     "error_vs_units": "Error vs L*M: the hidden width (slope -1/2 guide)",
     "error_heatmap": "Error over (L, M) with the fitted surface's contours",
