@@ -112,3 +112,28 @@ def test_the_report_adds_the_coordinate_check_charts_when_the_columns_exist():
     for column in COORD_COLUMNS:
         old[column] = np.nan
     assert hyper_charts(connect(old), "coords", ["L", "M", "preset"], n_boot=10) == {}
+
+
+@pytest.mark.slow
+def test_a_real_sweep_measures_theta_one_feature_updates_for_mlu_and_falling_ones_for_lazy():
+    # M = 16, 64 x L = 4, 16, mlu (alpha 1) and lazy (alpha 16), 1 draw x 2 seeds, 5 steps: about 10 s
+    from trials import TrialConfig
+
+    from .analysis_data import grid_configs, run_trials
+
+    base = TrialConfig(L=4, M=16, D=8, steps=5, seeds=(0, 1), device="cpu")
+    configs = [c for preset, alpha in (("mlu", 1.0), ("lazy", 16.0))
+               for c in grid_configs(base.replace(preset=preset, alpha=alpha), M=(16, 64), L=(4, 16))]
+    frame = run_trials(configs, sweep="coords", ref_depth=8, ref_width=4)
+    result = coord_exponents(coord_sizes(connect(frame), "coords"), n_boot=200)
+    fits = result.fits.set_index(["preset", "quantity", "axis"])
+    assert result.sizes.groups == ["preset", "alpha"]
+    for preset in ("mlu", "lazy"):
+        for q in result.sizes.quantities:
+            independent = lstsq_exponents(frame, preset, q)
+            assert fits.loc[(preset, q, "M"), "estimate"] == pytest.approx(independent[0], abs=1e-9)
+            assert fits.loc[(preset, q, "L"), "estimate"] == pytest.approx(independent[1], abs=1e-9)
+    # mlu: Theta(1) feature updates in M and L; lazy (alpha = 16): they fall with L (docs/hyperparameters.md)
+    assert abs(fits.loc[("mlu", "feature_update", "M"), "estimate"]) < 0.1
+    assert abs(fits.loc[("mlu", "feature_update", "L"), "estimate"]) < 0.1
+    assert fits.loc[("lazy", "feature_update", "L"), "ci_high"] < -0.5
