@@ -88,7 +88,7 @@ def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, .
 @_seed_option
 def coordcheck_command(sweep: str, store_uri: str, step: int | None, where: str | None, n_boot: int,
                        seed: int) -> None:
-    """The coordinate check: update and branch sizes against M and L, and their exponents.
+    """Update and branch sizes against M and L, with exponents.
 
     Per preset (and lr_scaling, alpha when they vary) a table of the sizes at the step, one row per
     (M, L), one column per quarter of depth: the RMS of h_l(k) - h_l(0) (update) and of the residual
