@@ -614,6 +614,33 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
     return result
 
 
+def coordcheck(sweep: str, *, store: Store | str = "results", step: int | None = None, where: str | None = None,
+               n_boot: int = 200, seed: int = 0):
+    """The coordinate check (docs/hyperparameters.md): per preset (and every other varying column
+    but L and M), the sizes of the hidden-state update and of the residual branch's output per
+    quarter of depth, and ``feature_update``, against M and L at ``step`` (None: the last), and
+    each one's exponent in M and in L with 95% seed-and-draw intervals.
+
+        explorer.api.coordcheck("coords", store="results").lines()
+
+    Returns:
+        A ``CoordCheck`` (``sizes.table()``, ``fits``, ``lines()``).
+
+    Raises:
+        SweepDataError: an unknown sweep, a bad step, rows without the coordinate-check columns.
+        FitError: a sweep varying neither M nor L. QueryError: a bad ``where``.
+    """
+    from .analysis.hyper import coord_exponents, coord_sizes
+
+    with store_errors():
+        _, con = open_sweep(store, sweep)
+        try:
+            sizes = coord_sizes(con, sweep, step=step, where=where)
+        finally:
+            con.close()
+    return coord_exponents(sizes, n_boot=n_boot, seed=seed)
+
+
 # --- the papers: explorer reproduce ----------------------------------------------------------
 
 

@@ -72,7 +72,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, where: str | None,
                   out: str | None, force: bool, n_boot: int, seed: int) -> None:
-    """Classify each (x, y) cell by regime and locate the lazy boundary.
+    """Classify each (x, y) cell by regime; locate the lazy boundary.
 
     The regimes are mlu, lazy, trivial, diverged (or failed). The rule (docs/analysis.md) reads the final-step medians over seeds of feature_update,
     lin_ratio and output_change. When one axis is alpha, the mlu/lazy crossover alpha* of each slice

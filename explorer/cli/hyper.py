@@ -1,5 +1,5 @@
-"""Hyperparameters: ``explorer optimum`` and ``transfer`` (their twins: ``explorer.api.optimum``,
-``transfer``)."""
+"""Hyperparameters: ``explorer optimum``, ``transfer`` and ``coordcheck`` (their twins:
+``explorer.api.optimum``, ``transfer``, ``coordcheck``)."""
 from __future__ import annotations
 
 import click
@@ -77,3 +77,26 @@ def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, .
     result = api.transfer(sweep, axis, across, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
                           seed=seed, drop_edges=drop_edges, save=save)
     click.echo("\n".join(result.lines()))
+
+
+@click.command("coordcheck")
+@sweep_required_option
+@store_option
+@step_option
+@where_option
+@_boot_option
+@_seed_option
+def coordcheck_command(sweep: str, store_uri: str, step: int | None, where: str | None, n_boot: int,
+                       seed: int) -> None:
+    """Update and branch sizes against M and L, with exponents.
+
+    Per preset (and lr_scaling, alpha when they vary) a table of the sizes at the step, one row per
+    (M, L), one column per quarter of depth: the RMS of h_l(k) - h_l(0) (update) and of the residual
+    branch's output (branch), and feature_update. Each is fitted as log size = c_draw + a log M +
+    b log L, with 95% intervals from the seed-and-draw bootstrap. Example: explorer coordcheck
+    --sweep coords
+    """
+    from .. import api
+
+    click.echo("\n".join(api.coordcheck(sweep, store=store_uri, step=step, where=where, n_boot=n_boot,
+                                         seed=seed).lines()))

@@ -1,6 +1,7 @@
 """The report's hyperparameter section (a sweep with an lr or alpha axis): the metric against the
 axis, one line per L (or M) and a panel per preset, with each slice's located optimum and its
-interval; and the optimum against L with the fitted transfer law and its band
+interval; the optimum against L with the fitted transfer law and its band; and, where the rows hold
+it and the sweep varies M or L, the coordinate check's sizes against M (or L) per depth bin
 (``explorer.analysis.hyper``). Tables in, Altair charts out, no I/O."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .charts import HEIGHT, WIDTH
-from ..analysis.hyper import Runs, levels, optima, transfer
+from ..analysis.hyper import COORD_COLUMNS, Runs, levels, optima, transfer
 from ..errors import UsageError
 
 HYPER_AXES = ("lr", "alpha")
@@ -20,6 +21,9 @@ TITLES = {
                     "95% interval",
     "hyper_transfer": "Hyperparameters: the optimum against depth L per group, with the fitted transfer law "
                       "log axis* = c + gamma log L and its 95% band (edge slices are left out)",
+    "hyper_coordcheck": "Coordinate check at each trial's last step: the geometric mean over runs of the RMS per "
+                        "quarter of depth (b0..b3) against width M (or depth L), one line per L (or M), a row per "
+                        "preset; flat in M is muP's Theta(1), `explorer coordcheck` fits the exponents",
 }
 
 
@@ -85,9 +89,39 @@ def transfer_chart(law) -> alt.Chart | None:
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)
 
 
+def coordcheck_charts(con, sweep: str, varying, where: str | None = None) -> dict:
+    """name -> chart per kind (update, branch): the sizes against M (or L when M is fixed) per
+    depth bin; none when the sweep varies neither or its rows hold no coordinate check."""
+    from ..analysis.hyper import coord_sizes
+
+    if "M" not in varying and "L" not in varying:
+        return {}
+    try:
+        sizes = coord_sizes(con, sweep, where=where)
+    except UsageError:
+        return {}
+    table = sizes.table()
+    x, line = ("M", "L") if "M" in sizes.axes else ("L", "M")
+    table["group"] = [", ".join(f"{c}={r[c]}" for c in sizes.groups) or "all" for _, r in table.iterrows()]
+    out = {}
+    for kind in ("update", "branch"):
+        columns = [c for c in COORD_COLUMNS if c.startswith(f"coord_{kind}_") and c in table]
+        data = table.melt(id_vars=["group", "M", "L"], value_vars=columns, var_name="bin", value_name="size")
+        data["bin"] = data["bin"].str.rsplit("_", n=1).str[-1]
+        data = data[np.isfinite(data["size"].astype(float))]
+        if not len(data):
+            continue
+        out[f"hyper_coordcheck_{kind}"] = alt.Chart(data).mark_line(point=True).encode(
+            alt.X(f"{x}:Q", scale=_LOG, title=x), alt.Y("size:Q", scale=_LOG, title=f"{kind} RMS"),
+            color=alt.Color(f"{line}:N"), tooltip=list(data.columns)).properties(
+            width=WIDTH // 4, height=HEIGHT // 2).facet(column=alt.Column("bin:N", title=None),
+                                                        row=alt.Row("group:N", title=None))
+    return out
+
+
 def hyper_charts(con, sweep: str, varying, where: str | None = None, n_boot: int = 200, seed: int = 0) -> dict:
     """name -> chart for each of lr and alpha the sweep varies (none otherwise, or when the axis
-    cannot be read: a report shows what it can)."""
+    cannot be read: a report shows what it can), and the coordinate check's charts."""
     from ..analysis.hyper import axis_runs
 
     out = {}
@@ -101,6 +135,7 @@ def hyper_charts(con, sweep: str, varying, where: str | None = None, n_boot: int
             chart = transfer_chart(transfer(found, ("L",), drop_edges=True))
             if chart is not None:
                 out[f"hyper_transfer_{axis}"] = chart
+    out.update(coordcheck_charts(con, sweep, varying, where))
     return out
 
 
@@ -110,4 +145,5 @@ def chart_title(name: str) -> str:
     return TITLES.get(key, name) + f" ({name.split('_', 2)[-1]})"
 
 
-__all__ = ["HYPER_AXES", "TITLES", "chart_title", "curves_chart", "hyper_charts", "transfer_chart"]
+__all__ = ["HYPER_AXES", "TITLES", "chart_title", "coordcheck_charts", "curves_chart", "hyper_charts",
+           "transfer_chart"]

@@ -5,7 +5,8 @@ seed-and-draw interval, and whether that optimum transfers across depth and widt
 bootstrap of the minima (``Runs``: a sweep's runs along the axis); ``runs`` reads them from the
 store; ``optimum`` gives each slice's optimum or its grid edge (``explorer optimum``); ``transfer_law``
 fits log axis* = c + gamma log L (+ delta log M) per preset with verdicts and paired differences
-(``explorer transfer``); ``planted`` makes surfaces with a known optimum for the benchmark and tests.
+(``explorer transfer``); ``coordcheck`` reads the coordinate check's sizes against M and L and fits
+their exponents with the same bootstrap (``explorer coordcheck``); ``planted`` makes surfaces with a known optimum for the benchmark and tests.
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -29,6 +30,10 @@ _LAZY = {
     "TRANSFER_BAND": "transfer_law",
     "Transfer": "transfer_law",
     "transfer": "transfer_law",
+    "COORD_COLUMNS": "coordcheck",
+    "CoordCheck": "coordcheck",
+    "coord_sizes": "coordcheck",
+    "coord_exponents": "coordcheck",
     "LR_GRID": "planted",
     "planted_runs": "planted",
 }
