@@ -51,10 +51,14 @@ def curves_chart(found) -> alt.Chart:
     x = alt.X("axis:Q", scale=_LOG, title=runs.axis)
     base = alt.Chart(data).mark_line(point=True).encode(x, alt.Y("metric:Q", scale=_LOG, title=runs.metric),
                                                          color=alt.Color("slice:N"), tooltip=list(data.columns))
-    bars = alt.Chart(opt).mark_errorbar().encode(alt.X("low:Q", scale=_LOG), alt.X2("high:Q"), alt.Y("metric:Q"))
+    # plain rules, not errorbar marks: an errorbar aggregates per facet, and a facet without a
+    # located optimum would give its aggregate an infinite extent (a console warning in the page)
+    bars = alt.Chart(opt).mark_rule(color="black").encode(alt.X("low:Q", scale=_LOG), alt.X2("high:Q"),
+                                                          alt.Y("metric:Q"))
     dots = alt.Chart(opt).mark_point(color="black", shape="diamond", size=80).encode(
         alt.X("axis:Q", scale=_LOG), alt.Y("metric:Q"), tooltip=list(opt.columns))
-    return alt.layer(base, bars, dots, data=data).properties(width=WIDTH // 2, height=HEIGHT).facet(
+    layers = (base, bars, dots) if len(opt) else (base,)
+    return alt.layer(*layers, data=data).properties(width=WIDTH // 2, height=HEIGHT).facet(
         column=alt.Column("group:N", title=None)) if len(data) else base
 
 
@@ -80,8 +84,11 @@ def transfer_chart(law) -> alt.Chart | None:
     pts, law_frame = pd.DataFrame(points), pd.DataFrame(lines, columns=["L", "law", "low", "high", "group"])
     x = alt.X("L:Q", scale=_LOG, title="depth L")
     y = alt.Y("optimum:Q", scale=_LOG, title=f"{runs.axis}*")
-    layers = [alt.Chart(pts).mark_point(filled=True).encode(x, y, color="group:N", tooltip=list(pts.columns)),
-              alt.Chart(pts).mark_errorbar().encode(x, alt.Y("low:Q", scale=_LOG), alt.Y2("high:Q"), color="group:N")]
+    located = pts[np.isfinite(pts["optimum"]) & np.isfinite(pts["low"]) & np.isfinite(pts["high"])]
+    layers = [alt.Chart(pts).mark_point(filled=True).encode(x, y, color="group:N", tooltip=list(pts.columns))]
+    if len(located):  # an optimum at a grid edge has no interval to draw
+        layers.append(alt.Chart(located).mark_rule().encode(x, alt.Y("low:Q", scale=_LOG), alt.Y2("high:Q"),
+                                                            color="group:N"))
     if len(law_frame):
         layers += [alt.Chart(law_frame).mark_area(opacity=0.2).encode(x, alt.Y("low:Q", scale=_LOG), alt.Y2("high:Q"),
                                                                       color="group:N"),

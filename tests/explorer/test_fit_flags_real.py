@@ -66,7 +66,11 @@ def test_explorer_fit_leaves_the_flagged_point_out_and_counts_it(store_uri):
     assert result.flag_counts == {"init_noise": 1} and result.n_flagged_points == 1
 
 
-def test_the_phase_diagram_marks_the_same_point(store_uri):
+def test_the_phase_diagram_marks_the_flagged_point_and_those_at_its_own_criterion(store_uri):
+    # the diagram marks a cell the trials flagged, or whose initial hidden noise alpha_eff sqrt(D/(LM))
+    # is >= 1: exactly 1 at L M = 2^17 with D = 2 (256 * 2^-8), so those two cells are marked too
     _, con = open_sweep(store_uri, "flags")
     cells = phase_diagram(con, "flags", "L", "M").cells.set_index(["L", "M"])["init_noise_flag"]
-    assert cells.to_dict() == {(64, 64): True, (256, 512): False, (256, 1024): False, (512, 256): False}
+    expected = {(L, M): (L, M) == (64, 64) or 256.0 * (2 / (L * M)) ** 0.5 >= 1 for L, M in POINTS}
+    assert expected == {(64, 64): True, (256, 512): True, (256, 1024): False, (512, 256): True}
+    assert cells.to_dict() == expected

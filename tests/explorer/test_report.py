@@ -18,7 +18,7 @@ from .analysis_data import connect, law_rows, mark_trial, rerun_with_new_referen
 
 LAW = lambda L, M, D: 0.5 / L + 0.2 * math.sqrt(D / (L * M)) + 0.3 / math.sqrt(D)  # noqa: E731
 CHARTS = ("error_vs_depth", "error_vs_units", "error_heatmap", "parity", "residuals", "local_slopes",
-          "error_vs_step", "error_vs_params", "error_vs_D", "error_vs_alpha", "phase")
+          "error_vs_step", "error_vs_params", "error_vs_D", "error_vs_alpha", "phase", "hyper_curves_alpha")
 
 
 @pytest.fixture(scope="module")
