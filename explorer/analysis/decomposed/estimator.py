@@ -63,6 +63,19 @@ def one_seed_reason(n_seeds: int) -> str:
             f"this grid has {n_seeds}")
 
 
+def checked_draws(frame: pd.DataFrame | None, floor: str) -> tuple[pd.DataFrame, list[Draw]]:
+    """The points of a ``seed_grams`` frame with at least two seeds, and their draws, after the
+    checks every fit of the decomposition makes (rows, the floor treatment, two seeds)."""
+    if frame is None or len(frame) == 0:
+        raise FitError("no grid points to fit")
+    if floor not in ("quadrature", "none"):
+        raise FitError(f"unknown floor treatment {floor!r}; expected one of: quadrature, none")
+    if int(frame["n_seeds"].max()) < 2:
+        raise FitError(one_seed_reason(int(frame["n_seeds"].max())))
+    kept = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
+    return kept, draws_of(kept)
+
+
 @dataclass
 class Draw:
     """One problem draw's points: (P, R, R) Gram rows sharing one seed list, and the point data."""

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .estimator import FULL, NAMES, Decomposed, Draw, design, draws_of, estimate, one_seed_reason, terms
+from .estimator import FULL, NAMES, Decomposed, Draw, checked_draws, design, estimate, terms
 from .d_axis import d_slope_warnings
 from ...errors import FitError
 from ..laws import FORMS, parse_expression, resolve_form
@@ -81,15 +81,9 @@ def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int
     if sorted(expr.parameters) not in (sorted(NAMES), sorted(UNTIED_AT)):
         raise FitError(f"the decomposed fit measures c1, a (the bias) and c2, b (the fluctuation); law {label!r} "
                        f"has {', '.join(expr.parameters)}")
-    if frame is None or len(frame) == 0:
-        raise FitError("no grid points to fit")
-    if floor not in ("quadrature", "none"):
-        raise FitError(f"unknown floor treatment {floor!r}; expected one of: quadrature, none")
-    if int(frame["n_seeds"].max()) < 2:
-        raise FitError(one_seed_reason(int(frame["n_seeds"].max())))
+    kept, draws = checked_draws(frame, floor)
     trials_read = data_hash(frame)
-    frame = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
-    draws = draws_of(frame)
+    frame = kept
     fit = estimate(draws, n_boot=n_boot, seed=seed, floor=floor)
     # each term gets its D exponent (g, h) where the slice varies D apart from L*M: the law as
     # fitted, the tied one beside it

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from .estimator import Design, Draw, design, draws_of, log_terms, one_seed_reason, replicate_spread, terms
+from .estimator import Design, Draw, checked_draws, design, log_terms, replicate_spread, terms
 from ...errors import FitError
 from ...formatting import fmt
 from ..data import FLOOR_FACTOR, TERM_METRICS
@@ -182,15 +182,8 @@ def resample_plan(draws: list[Draw], n_boot: int, seed: int) -> dict:
 
 
 def _prepared(frame: pd.DataFrame, floor: str) -> tuple[list[Draw], Design, str | None]:
-    if frame is None or len(frame) == 0:
-        raise FitError("no grid points to fit")
-    if floor not in ("quadrature", "none"):
-        raise FitError(f"unknown floor treatment {floor!r}; expected one of: quadrature, none")
-    if int(frame["n_seeds"].max()) < 2:
-        raise FitError(one_seed_reason(int(frame["n_seeds"].max())))
-    trials_read = data_hash(frame)
-    draws = draws_of(frame[frame["n_seeds"] >= 2].reset_index(drop=True))
-    return draws, design(draws, floor), trials_read
+    _, draws = checked_draws(frame, floor)
+    return draws, design(draws, floor), data_hash(frame)
 
 
 def _term_law(form: str, term: str) -> tuple[str, Expression]:
