@@ -207,10 +207,14 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
     claimed: set[str] = set()
     with stop_when_store_lost(bar):
         try:
+            # a signal while Ray's modules were imported or the estimate printed: stop before
+            # Ray starts, whose start cannot be interrupted
+            guard.check()
             # Ray and the resource check first: a trial no node can run is refused before
             # anything (a claim included) is written.
             with ray_session(launch.address, num_cpus=launch.num_cpus) as kind:
                 guard.arm()
+                guard.check()  # a signal during Ray's start: stop now, before the resource check
                 if kind == "session":
                     bar.message("Ray: joined the session Ray (`explorer ray status`; `explorer ray stop` ends it)")
                 slots = check_resources(spec)
