@@ -126,7 +126,6 @@ def run_sweep(
     return result
 
 
-
 class TuneRunner:
     """The adaptive loop's ``TrialRunner`` on Ray Tune: ``runner(spec, keys)`` is a ``run_sweep``
     of those keys (``only_keys``), with its own Ray session, leases and cleanup each call.
