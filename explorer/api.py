@@ -93,7 +93,6 @@ def ray_status() -> list[str]:
     return status_lines()
 
 
-
 def adaptive_sweep(
     spec_or_path: SweepSpec | Mapping | str | os.PathLike,
     store: Store | str | os.PathLike = "results",

@@ -250,7 +250,6 @@ def run(con: duckdb.DuckDBPyConnection, sql: str, timeout_s: float | None = None
         raise StoreQueryError(_message(exc)) from None
 
 
-
 # -- the SQL sandbox of read-only connections --------------------------------------------------
 _READ_PRAGMAS = frozenset({
     "table_info", "show", "show_tables", "show_tables_expanded", "database_list", "version",

@@ -15,7 +15,6 @@ from .sections import SweepSpec
 from .spec_values import closest, unknown_key
 
 
-
 def given_data(spec: SweepSpec) -> dict:
     """A spec back as TOML data, with only the keys the user gave (so defaults stay defaults)."""
     raw = spec.to_dict()

@@ -18,7 +18,6 @@ from explorer.analysis.laws import law_forms
 from .analysis_data import connect, law_grid, law_rows
 
 
-
 def _no_depth_grid():
     return law_grid(lambda L, M, D: 0.2 * math.sqrt(D / (L * M)), rng=np.random.default_rng(1))
 

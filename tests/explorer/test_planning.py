@@ -94,8 +94,6 @@ def test_grid_axis_replaces_scalar_setting():
     assert len(p.trials) == 24
 
 
-
-
 def test_each_problem_seed_has_its_own_reference_and_trials():
     raw = with_changes(problem={"seed": DROP}, grid={"problem_seeds": [1, 2]})
     spec = parse_spec(raw)

@@ -88,8 +88,6 @@ def test_a_sweep_without_an_address_joins_a_running_session_ray(private_dir, mon
         assert started[-1] is None
 
 
-
-
 def ours(folder: str) -> list[int]:
     """The processes whose command line names ``folder`` (Ray's name the session folder in theirs)."""
     found = []
