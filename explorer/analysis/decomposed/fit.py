@@ -19,6 +19,7 @@ import pandas as pd
 
 from .estimator import FULL, NAMES, Decomposed, Draw, checked_draws, design, estimate, terms
 from .d_axis import d_slope_warnings
+from .term_fit import term_grid
 from ...errors import FitError
 from ..laws import FORMS, parse_expression, resolve_form
 from ..fitting import FitResult, TieTest, data_hash, fit_warnings
@@ -185,22 +186,16 @@ def _unmeasured(fit: Decomposed, varies_d: bool) -> dict:
 
 def _grid(frame, draws, fit: Decomposed, est: dict, floor: str) -> pd.DataFrame:
     """One row per (draw, point): err, bias, fluct, what each term used, the RSS surface."""
-    grid = frame.drop(columns=["gram"]).copy()
+    # the terms as the fits of one term read them (``term_grid``), after the point's error and floor
+    grid = term_grid(frame, draws, fit.design, floor)
+    term_columns = ["bias", "fluct", "bias_used", "fluct_used"]
+    per_term = grid[term_columns]
+    grid = grid.drop(columns=term_columns)
     grid["err"] = frame["gram"].map(lambda g: float(np.sqrt(max(np.trace(g) / len(g), 0.0))))
     grid["seed_errs"] = frame["gram"].map(lambda g: np.sqrt(np.clip(np.diag(g), 0, None)))
     ref = grid["ref_err"].to_numpy(float) if "ref_err" in grid else np.full(len(grid), np.nan)
     grid["floor_limited"] = grid["err"].to_numpy(float) < FLOOR_FACTOR * np.where(np.isfinite(ref), ref, 0.0)
-    for column in ("bias", "fluct"):
-        grid[column] = np.nan
-    grid["bias_used"], grid["fluct_used"] = False, False
-    for g, d in enumerate(draws):
-        b2, f2 = terms(d.grams)
-        ref2 = d.ref2 if floor == "quadrature" else 0.0
-        with np.errstate(invalid="ignore"):
-            grid.loc[d.rows, "bias"] = np.sqrt(np.where(b2 - ref2 > 0, b2 - ref2, np.nan))
-            grid.loc[d.rows, "fluct"] = np.sqrt(np.where(f2 > 0, f2, np.nan))
-        grid.loc[d.rows, "bias_used"] = fit.design.bias_used[g]
-        grid.loc[d.rows, "fluct_used"] = fit.design.fluct_used[g]
+    grid[term_columns] = per_term
     L, M, D = (grid[c].to_numpy(float) for c in ("L", "M", "D"))
     ref0 = np.where(np.isfinite(ref), ref, 0.0) if floor == "quadrature" else 0.0
     grid["err_fit"] = np.sqrt(np.maximum(grid["err"].to_numpy(float) ** 2 - ref0**2, 0.0))
