@@ -109,10 +109,9 @@ def constant_verdict(paper: float, estimate, ci_low, ci_high, *, factor: float |
     return Verdict(DISAGREES, where + (f"; outside the stated factor {factor:g}" if factor else ""))
 
 
-def exponent_verdict(paper: float, estimate, ci_low, ci_high, *, tolerance: float | None = None,
-                     unexplained: str | None = None) -> Verdict:
-    """An exponent against the paper's: informative when the half-width is <= 0.15; close when
-    |ours - paper| <= ``tolerance`` but outside the interval."""
+def _exponent_not_measured(estimate, ci_low, ci_high, unexplained: str | None) -> Verdict | None:
+    """NOT_MEASURED with its reason when an exponent's interval cannot grade it (no interval, an
+    unexplained point, a half-width above ``INFORMATIVE_HALFWIDTH``), else None."""
     problem = _interval_problem(estimate, ci_low, ci_high)
     if problem:
         return Verdict(NOT_MEASURED, problem)
@@ -122,6 +121,17 @@ def exponent_verdict(paper: float, estimate, ci_low, ci_high, *, tolerance: floa
     if half > INFORMATIVE_HALFWIDTH:
         return Verdict(NOT_MEASURED, f"the 95 % interval [{ci_low:.3g}, {ci_high:.3g}] has half-width {half:.3g} "
                                      f"(informative: <= {INFORMATIVE_HALFWIDTH:g}): this grid does not determine the exponent")
+    return None
+
+
+def exponent_verdict(paper: float, estimate, ci_low, ci_high, *, tolerance: float | None = None,
+                     unexplained: str | None = None) -> Verdict:
+    """An exponent against the paper's: informative when the half-width is <= 0.15; close when
+    |ours - paper| <= ``tolerance`` but outside the interval."""
+    unmeasured = _exponent_not_measured(estimate, ci_low, ci_high, unexplained)
+    if unmeasured:
+        return unmeasured
+    half = (ci_high - ci_low) / 2
     if ci_low <= paper <= ci_high:
         return Verdict(CONSISTENT, f"the paper's {paper:.3g} lies in [{ci_low:.3g}, {ci_high:.3g}]")
     n_se = abs(estimate - paper) / (half / Z95)
@@ -135,16 +145,11 @@ def bound_verdict(bound: float, estimate, ci_low, ci_high, *, margin: float = TI
                   unexplained: str | None = None) -> Verdict:
     """An exponent against a theorem's upper bound on it (``bound``): tight, consistent with the
     bound, exceeds the bound, or not measured (an uninformative interval), with the reason."""
-    problem = _interval_problem(estimate, ci_low, ci_high)
-    if problem:
-        return Verdict(NOT_MEASURED, problem)
-    if unexplained:
-        return Verdict(NOT_MEASURED, unexplained)
+    unmeasured = _exponent_not_measured(estimate, ci_low, ci_high, unexplained)
+    if unmeasured:
+        return unmeasured
     half = (ci_high - ci_low) / 2
     interval = f"[{ci_low:.3g}, {ci_high:.3g}]"
-    if half > INFORMATIVE_HALFWIDTH:
-        return Verdict(NOT_MEASURED, f"the 95 % interval {interval} has half-width {half:.3g} (informative: "
-                                     f"<= {INFORMATIVE_HALFWIDTH:g}): this grid does not determine the exponent")
     if ci_low > bound:
         n_se = (estimate - bound) / (half / Z95)
         return Verdict(EXCEEDS_BOUND, f"the interval {interval} lies above the bound's {bound:.3g} "
