@@ -6,7 +6,7 @@ from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, Sche
                      StoreUnreachable, UnreadableFileError)
 from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
-from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, validate_filter
+from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, register_kind, validate_filter
 from .compaction import CompactionReport
 from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
@@ -38,6 +38,7 @@ __all__ = [
     "StoreUnreachable",
     "UnreadableFileError",
     "VIEW_NAMES",
+    "register_kind",
     "check_read_only",
     "check_sweep",
     "owner_dead_here",

@@ -17,7 +17,7 @@ from .catalog import Source, list_kind
 from .errors import SchemaError, StoreError
 from .files import Files
 from .layout import check_sweep
-from .query import kind_dataset
+from .query import kind_dataset, with_read_defaults
 from .schema import COLUMNS, KEY_COLUMN
 from .screen import servable, unreadable_error
 
@@ -97,8 +97,8 @@ def read_tables(files: Files, sweep: str, kind: str, keys, columns: list[str] | 
     if not sources:
         return []
     try:
-        return [part.to_table(columns=columns) if isinstance(part, ds.Dataset)
-                else (part if columns is None else part.select(columns))
+        return [with_read_defaults(kind, part.to_table(columns=columns) if isinstance(part, ds.Dataset)
+                                   else (part if columns is None else part.select(columns)))
                 for part in kind_dataset(files, kind, sources, served.fragments)]
     except FileNotFoundError:
         raise

@@ -29,7 +29,7 @@ from .layout import DATA_KINDS, check_sweep
 from .latest_fits import LATEST_FITS_VIEW, create_latest_fits_view
 from .points import POINTS_VIEW, create_points_view
 from .printable import printable
-from .schema import KEY_COLUMN, schema
+from .schema import KEY_COLUMN, read_defaults, schema
 from .screen import QUARANTINE_HINT, Verdict, parquet_format, servable, unreadable_error
 
 VIEWS = DATA_KINDS + ("references",)
@@ -100,6 +100,32 @@ def kind_dataset(files: Files, kind: str, sources: list[Source], fragments: dict
     return parts or [target.empty_table()]
 
 
+def with_read_defaults(kind: str, table: pa.Table) -> pa.Table:
+    """``table`` (rows of ``kind``) as the views give it: a column's nulls as its ``read_null_as``."""
+    for column, value in read_defaults(kind).items():
+        i = table.schema.get_field_index(column)
+        if i >= 0 and table.column(i).null_count:
+            table = table.set_column(i, table.field(i), pc.fill_null(table.column(i), value))
+    return table
+
+
+def register_kind(con: duckdb.DuckDBPyConnection, kind: str, parts: list[ds.Dataset | pa.Table]) -> None:
+    """The view ``kind`` on ``con`` over ``parts`` (datasets or tables of the kind's schema), a
+    column's nulls read as its ``read_null_as`` (lr_scaling's mean_field)."""
+    defaults = read_defaults(kind)
+    if len(parts) == 1 and not defaults:
+        con.register(kind, parts[0])
+        return
+    names = []
+    for i, part in enumerate(parts):
+        names.append(f"_{kind}_{i}")
+        con.register(names[-1], part)
+    star = "*"
+    if defaults:
+        star += " REPLACE (" + ", ".join(f"coalesce(\"{c}\", '{v}') AS \"{c}\"" for c, v in defaults.items()) + ")"
+    con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT {star} FROM {n}" for n in names))
+
+
 class LeftOutFilesWarning(UserWarning):
     """The views left out files that match no schema version of their kind (see ``explorer check``)."""
 
@@ -139,15 +165,7 @@ def connect(
     for kind in VIEWS if views is None else [v for v in VIEWS if v in views]:
         fragments: dict = {}
         sources = kind_sources(files, kind, sweep, exclude, left_out, unreadable, fragments)
-        parts = kind_dataset(files, kind, sources, fragments)
-        if len(parts) == 1:
-            con.register(kind, parts[0])
-            continue
-        names = []
-        for i, part in enumerate(parts):
-            names.append(f"_{kind}_{i}")
-            con.register(names[-1], part)
-        con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT * FROM {n}" for n in names))
+        register_kind(con, kind, kind_dataset(files, kind, sources, fragments))
     con.execute(f"SET memory_limit = '{limit // 2**20}MiB'")
     con.execute("SET enable_progress_bar = false")  # DuckDB's bar on stderr would break one-line output
     if views is None or POINTS_VIEW in views:

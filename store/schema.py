@@ -59,6 +59,9 @@ class Column:
     # A file of any version may lack it (read as null): information added without a version bump
     # because no existing number changes (module docstring). Always nullable.
     optional: bool = False
+    # What the views show for a null (the default a writer leaves unwritten so that older rows and
+    # keys stay as they were): a query, a --where and a slice label read the value, never a null.
+    read_null_as: str | None = None
 
 
 _INT, _FLOAT, _STR, _BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
@@ -92,9 +95,10 @@ CONFIG_COLUMNS = (
     Column("dtype", _STR, "float32 | float64"),
     Column("antithetic", _BOOL, "units drawn in antithetic pairs"),
     Column("residual_scale", _FLOAT, "c = alpha * L^-a * M^-b * D^-g of the preset"),
-    Column("lr_scaling", _STR, "what lr multiplies: null = mean_field, the default (each unit steps by lr D / (2 c^2 L M) "
-           "dl/dtheta; also every older row) | raw (plain SGD on W1 = u / D, W2 = c v)", nullable=True, optional=True,
-           allowed=("mean_field", "raw")),
+    Column("lr_scaling", _STR, "what lr multiplies: mean_field, the default (each unit steps by lr D / (2 c^2 L M) "
+           "dl/dtheta; stored as null, also in every older row, and read as mean_field) | raw (plain SGD on "
+           "W1 = u / D, W2 = c v)", nullable=True, optional=True, allowed=("mean_field", "raw"),
+           read_null_as="mean_field"),
 )
 _PROVENANCE = (
     Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
@@ -388,6 +392,11 @@ def schema(kind: str) -> pa.Schema:
 def _schema(kind: str) -> pa.Schema:
     fields = [pa.field(c.name, c.type, nullable=c.nullable) for c in COLUMNS[kind]]
     return pa.schema(fields, metadata={"explorer.schema_version": str(SCHEMA_VERSION), "explorer.kind": kind})
+
+
+def read_defaults(kind: str) -> dict[str, str]:
+    """column -> the value the views show for its nulls (``Column.read_null_as``)."""
+    return {c.name: c.read_null_as for c in COLUMNS[check_kind(kind)] if c.read_null_as is not None}
 
 
 def check_kind(kind: str, allowed: tuple[str, ...] = KINDS) -> str:

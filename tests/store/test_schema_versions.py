@@ -81,10 +81,11 @@ def test_files_written_before_the_depth_errors_read_them_as_null(tmp_path):
     assert store.query(query).to_pylist() == expected
 
 
-def test_files_written_before_lr_scaling_and_the_coordinate_check_read_them_as_null(tmp_path):
+def test_files_written_before_lr_scaling_and_the_coordinate_check_read_them_as_defaults(tmp_path):
     """lr_scaling (metrics and trials) and coord_update_b*, coord_branch_b* (metrics) came as
-    optional columns: files without them serve their rows with nulls beside files that hold them,
-    before and after compaction."""
+    optional columns: files without them serve their rows beside files that hold them, before and
+    after compaction; the coordinate sizes as nulls, lr_scaling as mean_field (what those rows were
+    trained with), so that a --where or a slice label reads the value, never a null."""
     coords = [f"coord_{kind}_b{b}" for kind in ("update", "branch") for b in range(4)]
     store = Store(str(tmp_path))
     keys = []
@@ -101,11 +102,11 @@ def test_files_written_before_lr_scaling_and_the_coordinate_check_read_them_as_n
         pq.write_table(pq.read_table(old).drop(dropped), old)
     query = ("SELECT L, any_value(lr_scaling) AS s, count(coord_update_b0) AS u, max(coord_branch_b3) AS b "
              "FROM metrics GROUP BY L ORDER BY L")
-    expected = [{"L": 4, "s": "raw", "u": 8, "b": 0.5}, {"L": 8, "s": None, "u": 0, "b": None}]
+    expected = [{"L": 4, "s": "raw", "u": 8, "b": 0.5}, {"L": 8, "s": "mean_field", "u": 0, "b": None}]
     trials = "SELECT L, lr_scaling FROM trials ORDER BY L"
     assert store.query(query).to_pylist() == expected
-    assert store.query(trials).to_pylist() == [{"L": 4, "lr_scaling": "raw"}, {"L": 8, "lr_scaling": None}]
+    assert store.query(trials).to_pylist() == [{"L": 4, "lr_scaling": "raw"}, {"L": 8, "lr_scaling": "mean_field"}]
     assert store.check().ok
     store.compact("sw")
     assert store.query(query).to_pylist() == expected
-    assert store.query(trials).to_pylist() == [{"L": 4, "lr_scaling": "raw"}, {"L": 8, "lr_scaling": None}]
+    assert store.query(trials).to_pylist() == [{"L": 4, "lr_scaling": "raw"}, {"L": 8, "lr_scaling": "mean_field"}]

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
+from store import register_kind
+
 from ...analysis.data import sql_literal, sweep_is
 
 BATCH = 500  # trial keys per IN list of one read
@@ -109,7 +111,7 @@ class SweepRows:
         if table is None:
             return self.store.connect(sweep=self.sweep, views=("metrics",))
         con = duckdb.connect()
-        con.register("metrics", table)
+        register_kind(con, "metrics", [table])
         con.execute("SET enable_progress_bar = false")  # as the store's connections
         return con
 
