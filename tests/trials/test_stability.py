@@ -62,8 +62,13 @@ def test_output_far_beyond_the_targets_is_diverged():
     assert blown_up(cfg, out[1:2], 10.5 * loss[:1], loss[:1], y_rms=1.0).tolist() == [True]
 
 
+# Studies of an optimum along lr or alpha cross the divergence edge by design (their divergences
+# are their data, and their grids vary what this test holds at the spec's defaults).
+OPTIMUM_STUDIES = ("lr_transfer", "alpha_transfer")
+
+
 def _example_grids():
-    for path in sorted(EXAMPLES.glob("*.toml")):
+    for path in sorted(p for p in EXAMPLES.glob("*.toml") if p.stem not in OPTIMUM_STUDIES):
         spec = tomllib.loads(path.read_text())
         problem = {k: v for k, v in spec.get("problem", {}).items() if k in ("d_in", "d_out", "samples", "seed")}
         grid, model, train = spec["grid"], spec.get("model", {}), spec.get("train", {})
