@@ -180,6 +180,32 @@ def test_same_content_is_bitwise():
     assert not same_content(pa.table({"x": [0.0]}), pa.table({"x": [-0.0]}))
 
 
+def test_same_content_compares_lists_of_floats_bitwise_nan_included():
+    nan = float("nan")
+    a = pa.table({"g": pa.array([[1.0, nan], None, [nan]], pa.list_(pa.float64()))})
+    assert same_content(a, pa.table({"g": pa.array([[1.0, nan], None, [nan]], pa.list_(pa.float64()))}))
+    assert not same_content(a, pa.table({"g": pa.array([[1.0, -nan], None, [nan]], pa.list_(pa.float64()))}))
+    assert not same_content(a, pa.table({"g": pa.array([[1.0], [nan], [nan]], pa.list_(pa.float64()))}))
+    assert not same_content(a, pa.table({"g": pa.array([[1.0, nan], [], [nan]], pa.list_(pa.float64()))}))
+    assert not same_content(a, pa.table({"g": pa.array([[-0.0, nan], None, [nan]], pa.list_(pa.float64()))}))
+
+
+def test_a_trial_whose_gram_rows_hold_nan_compacts_and_reads_back_bit_for_bit(local_store):
+    """A diverged seed's Gram rows hold NaN: compaction's read-back check called them changed
+    (NaN != NaN), so a sweep with a diverged trial could never be compacted."""
+    key, rows, trial = kit.trial(L=8, diverge_at=2)
+    for row in rows:
+        row["gram_out"] = [0.5, float("nan")] if row["status"] == "diverged" else [0.5, 0.25]
+    local_store.write_trial("s", key, rows, trial)
+    _fill(local_store)
+    before = _everything(local_store)
+    local_store.compact("s")
+    assert _names(local_store, "metrics")[0] == []
+    _assert_same(before, _everything(local_store))
+    grams = local_store.query("SELECT gram_out FROM metrics WHERE status = 'diverged' AND gram_out IS NOT NULL").to_pylist()
+    assert len(grams) == 1 and grams[0]["gram_out"][0] == 0.5 and math.isnan(grams[0]["gram_out"][1])
+
+
 def test_a_trial_rewritten_between_compactions_stat_and_delete_keeps_its_newest_rows(local_store, monkeypatch):
     """The race of the issue, made deterministic: a second driver rewrites a trial just as
     compaction is about to remove that trial's small (input) file."""
