@@ -21,6 +21,7 @@ import math
 import os
 from collections.abc import Callable
 
+from .report.fit_cache import FitCache
 from .report.page import write_report
 from .store_access import open_store
 from .sweeps.launch import sweep
@@ -97,16 +98,17 @@ def exponent_lines(result) -> list[str]:
     return lines
 
 
-def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200) -> list[str]:
+def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200, cache=None) -> list[str]:
     """The fit of ``form`` to the sweep's final err_out: the theory's exponents a and b first
     (``exponent_lines``), then the fit as ``explorer fit`` prints it (law, constants with 95% CIs,
-    warnings); or one line saying why there is none."""
+    warnings); or one line saying why there is none. ``cache``: a ``FitCache`` (the report's, whose
+    fit of the same rows is then read back, not fitted a second time)."""
     from .errors import UsageError
     from .analysis.fitting import fit_sweep, format_table
 
     con = store.connect(sweep=sweep, read_only=True)
     try:
-        result = fit_sweep(con, sweep, form, n_boot=n_boot)
+        result = fit_sweep(con, sweep, form, n_boot=n_boot, cache=cache)
     except UsageError as exc:
         return [f"fit: none ({exc})"]
     finally:
@@ -129,8 +131,9 @@ def run_demo(store="results", out: str | os.PathLike = "report", address: str | 
         return result.exit_code
     for line in error_table(st, DEMO_SPEC["name"]):
         echo(line)
-    where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out)
-    for line in fit_lines(st, DEMO_SPEC["name"]):
+    cache = FitCache()  # the report's fits, read back for the lines printed
+    where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out, cache=cache)
+    for line in fit_lines(st, DEMO_SPEC["name"], cache=cache):
         echo(line)
     echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
     return result.exit_code

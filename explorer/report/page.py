@@ -208,7 +208,7 @@ def _chart_title(name: str) -> str:
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
                  where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
-                 store=None, exports=(), force: bool = False, comparison=None) -> Report:
+                 store=None, exports=(), force: bool = False, comparison=None, cache=None) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -226,6 +226,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             without it such a file is refused before any work; no file is written through a link).
         comparison: an ``explorer.analysis.compare.Comparison`` of this sweep with another: adds
             its table and charts (``explorer.report.compare_report``).
+        cache: a ``explorer.report.fit_cache.FitCache``: the fits and the model comparison of rows
+            and options it has seen are read back from it (the same numbers), not computed again.
     Returns:
         A :class:`Report`.
     Raises:
@@ -247,11 +249,12 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         fit_where = held_where(report.fixed, where)
         grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
 
-        _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
+        _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
+                   cache=cache)
         if report.fits:
             try:
                 # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
-                report.comparison = compare_laws(grid, [f for f in law_forms() if f not in report.skipped])
+                report.comparison = _compare_laws(grid, [f for f in law_forms() if f not in report.skipped], cache)
             except (FitError, ValueError) as exc:
                 report.fit_errors["model comparison"] = str(exc)
         main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
@@ -285,7 +288,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
 
 
 def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
-               where: str | None, n_boot: int, seed: int) -> None:
+               where: str | None, n_boot: int, seed: int, cache=None) -> None:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
     not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
     forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
@@ -296,9 +299,17 @@ def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step:
             continue
         try:  # each law with its own method (the decomposed law from the seeds' Gram rows)
             report.fits[name] = fit_sweep(con, sweep, name, metric=metric, step=step, where=where, n_boot=n_boot,
-                                          seed=seed, hold=False)
+                                          seed=seed, hold=False, cache=cache)
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
+
+
+def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
+    """``compare_laws`` of the report's laws on ``grid``, read back from ``cache`` when it has ranked
+    the same grid before."""
+    if cache is None:
+        return compare_laws(grid, forms)
+    return cache.computed("compare_laws", {"grid": grid, "forms": forms}, lambda: compare_laws(grid, forms))
 
 
 def save_fits(store, results) -> str | None:
@@ -388,8 +399,12 @@ def write_report(sweep: str, store="results", out: str | Path = "report", save: 
     Args:
         sweep: the sweep name. store: a ``store.Store`` or a URI. out: the report folder.
         save: write the fits to the store (``explorer report --no-save``: False).
-        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force).
+        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force, cache:
+            by default the user's ``FitCache``).
     """
+    from .fit_cache import FitCache
+
+    options.setdefault("cache", FitCache())
     st, con = open_sweep(store, sweep)
     build_report(con, sweep, out, store=st if save else None, **options)
     return Path(out)
