@@ -9,8 +9,9 @@ everything it is a function of:
 - the rows read from the store, whole (the pickled frame: its every value, column and dtype),
   so a sweep that gained, lost or changed a row is a new key and is fitted again;
 - the options of the fit (law, metric, step, filter, resamples, seed, floor, ...);
-- the code that computes it: the sources of the ``explorer`` package and the versions of Python,
-  NumPy, SciPy, pandas and PyArrow (a change of any is a new key, not a stale answer).
+- the code that computes it: the sources of the ``explorer`` package and the versions of Python
+  and of the libraries that compute or write it (NumPy, SciPy, pandas, PyArrow, DuckDB, Altair,
+  vl-convert, Jinja2: a change of any is a new key, not a stale answer).
 
 A result read back is the pickle of the one computed, so every number is bit-identical. The
 results are kept as files in ``$XDG_CACHE_HOME`` (default ``~/.cache``)
@@ -32,7 +33,7 @@ from pathlib import Path
 
 MAX_ENTRIES = 512  # files kept; a demo report writes about ten
 
-_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow")
+_PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "duckdb", "altair", "vl-convert-python", "jinja2", "markupsafe")
 
 
 def cache_folder() -> Path:
@@ -47,7 +48,7 @@ def code_fingerprint() -> str:
     computed by other code is never served."""
     digest = hashlib.sha256(f"{sys.version}|{platform.machine()}".encode())
     for name in _PACKAGES:
-        module = sys.modules.get(name)
+        module = sys.modules.get(name.replace("-python", "").replace("-", "_"))
         version = getattr(module, "__version__", None) if module is not None else None
         if version is None:
             from importlib import metadata
@@ -85,20 +86,33 @@ class FitCache:
     def computed(self, kind: str, inputs: dict, compute: Callable[[], object]):
         """The result of ``compute()`` for ``inputs``: read back when it was computed before (a
         fresh copy each time, so a caller may change it), else computed and kept."""
+        found, result = self.read(kind, inputs)
+        if found:
+            return result
+        result = compute()
+        self.keep(kind, inputs, result)
+        return result
+
+    def read(self, kind: str, inputs: dict) -> tuple[bool, object]:
+        """(True, a fresh copy of the value kept for ``inputs``), or (False, None); counted in
+        ``hits`` and ``misses``."""
         key = self.key(kind, inputs)
         stored = self._memory.get(key) or self._read(key)
         if stored is not None:
-            with contextlib.suppress(Exception):  # a file of another version or truncated: compute again
-                result = pickle.loads(stored)
+            with contextlib.suppress(Exception):  # a file of another version or truncated: a miss
+                value = pickle.loads(stored)
                 self._memory[key] = stored
                 self.hits += 1
-                return result
+                return True, value
         self.misses += 1
-        result = compute()
-        stored = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        return False, None
+
+    def keep(self, kind: str, inputs: dict, value) -> None:
+        """Keep ``value`` as the result of ``kind`` for ``inputs``."""
+        key = self.key(kind, inputs)
+        stored = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         self._memory[key] = stored
         self._write(key, stored)
-        return result
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.pickle"

@@ -64,6 +64,13 @@ def query_cache(con) -> Iterator[None]:
         del _CACHES[id(con)]
 
 
+def cached_queries(con) -> dict[str, pa.Table]:
+    """The queries run on ``con`` in its open ``query_cache`` block so far, in the order first run:
+    SQL -> result (empty outside a block). What a block read is all it read from the store (the
+    report cache keys a report by it: ``explorer.report.report_cache``)."""
+    return dict(_CACHES.get(id(con), {}))
+
+
 def cached(function):
     """Run ``function(con, ...)`` inside ``query_cache(con)``: its repeated queries run once."""
     @functools.wraps(function)
@@ -263,7 +270,7 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
 
 __all__ = [
     "DRAW_COLUMN", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "NO_DECOMPOSITION",
-    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "column_is", "column_values",
+    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "cached_queries", "column_is", "column_values",
     "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
     "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
