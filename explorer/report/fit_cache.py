@@ -47,14 +47,12 @@ def code_fingerprint() -> str:
     """sha256 of the ``explorer`` package's sources and the numeric libraries' versions: a result
     computed by other code is never served."""
     digest = hashlib.sha256(f"{sys.version}|{platform.machine()}".encode())
-    for name in _PACKAGES:
-        module = sys.modules.get(name.replace("-python", "").replace("-", "_"))
-        version = getattr(module, "__version__", None) if module is not None else None
-        if version is None:
-            from importlib import metadata
+    from importlib import metadata
 
-            with contextlib.suppress(metadata.PackageNotFoundError):
-                version = metadata.version(name)
+    for name in _PACKAGES:
+        version = None
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            version = metadata.version(name)
         digest.update(f"|{name}={version}".encode())
     package = Path(__file__).resolve().parents[1]
     for source in sorted(package.rglob("*.py")):
