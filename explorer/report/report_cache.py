@@ -5,7 +5,8 @@
 was given, the code (``fit_cache.code_fingerprint``) and the results of those queries. So a build
 keeps, in the ``FitCache``'s folder:
 
-- per options: the SQL of every query it ran (``queries``), in the order first run;
+- per options: the SQL of every query it ran (``queries``), those that failed (a view the store
+  does not have) too;
 - per options and the digest of those queries' results: what it made (``Built``).
 
 A later build with the same options runs the same queries again (a second or less on a compacted
@@ -15,7 +16,8 @@ same inputs, so a report the build would make from them: it is written from what
 fits not fitted again and the charts not drawn again. Any other digest (a trial added or
 changed, a fit saved in between that a query reads, another code) is a miss and the report is
 built in full, its queries' results already in hand. Not cached: a report with a comparison
-(its own reads) or with exports.
+(its own reads) or with exports. A query's error is part of the digest: the same error is the
+same input (the build caught it), a query that now succeeds is a miss.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis.data import cached_queries, query_table
-from ..errors import QueryError, SweepDataError
+from ..errors import QueryError
 from .contents import Report
 
 
@@ -40,15 +42,17 @@ class Built:
     page: str
 
 
-def results_digest(con, queries: list[str]) -> str | None:
-    """sha256 of ``queries`` and their results on ``con`` (run inside its ``query_cache`` block,
-    so a full build after a miss reads them from memory); None when one fails now."""
+def results_digest(con, queries: list[str]) -> str:
+    """sha256 of ``queries`` and their results on ``con``, or the error of one that fails (a
+    missing view, the build caught it): run inside its ``query_cache`` block, so a full build after
+    a miss reads them from memory."""
     digest = hashlib.sha256()
     for sql in queries:
         try:
             table = query_table(con, sql)
-        except (QueryError, SweepDataError):
-            return None
+        except QueryError as exc:
+            digest.update(sql.encode() + b"\0error\0" + str(exc).encode() + b"\0")
+            continue
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(_in_order(table))
@@ -74,18 +78,14 @@ def replayed(cache, con, options: dict) -> Built | None:
     if not found:
         return None
     digest = results_digest(con, queries)
-    if digest is None:
-        return None
     found, built = cache.read("report", {**options, "results": digest})
     return built if found else None
 
 
 def record(cache, con, options: dict, built: Built) -> None:
     """Keep ``built`` under ``options`` and the digest of every query run on ``con`` so far."""
-    queries = list(cached_queries(con))
+    queries = list(cached_queries(con))  # those that failed too: the same error is the same input
     digest = results_digest(con, queries)
-    if digest is None:
-        return
     report = built.report
     kept = Report(**{**report.__dict__, "charts": dict(built.specs)})  # specs, not Altair objects
     cache.keep("report", {**options, "results": digest}, Built(kept, built.specs, built.page))

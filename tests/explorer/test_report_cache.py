@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 
 from explorer import api
-from explorer.analysis.data import query_cache
+from explorer.analysis.data import cached_queries, query_cache, query_table
 from explorer.analysis.fitting import T95, fit_sweep
 from explorer.analysis.laws import parse_expression
+from explorer.errors import QueryError
 from explorer.report import page
 from explorer.report.fit_cache import FitCache
 from explorer.report.report_cache import results_digest
@@ -155,7 +156,18 @@ def test_the_results_digest_is_one_set_of_rows_in_any_order_and_nothing_else():
     assert _digest(_table_of(rows)) != _digest(_table_of([(1, 2.0000001, ["x"])] + rows[1:]))  # a value
     assert _digest(_table_of(rows)) != _digest(_table_of([(1, 2.0, ["w"])] + rows[1:]))  # a list's value
     assert _digest(_table_of(rows)) != _digest(_table_of(rows), "SELECT a, b, keys FROM t")  # another query
-    assert _digest(_table_of(rows), "SELECT nope FROM t") is None  # a query that fails now: a miss
+    failing = _digest(_table_of(rows), "SELECT nope FROM t")  # an error is an input too
+    assert failing == _digest(_table_of(rows[:1]), "SELECT nope FROM t") and failing != _digest(_table_of(rows))
+
+
+def test_a_query_that_failed_in_a_block_is_among_its_queries_with_its_error():
+    con = _table_of([(1, 2.0, ["x"])])
+    with query_cache(con):
+        with pytest.raises(QueryError):
+            query_table(con, "SELECT nope FROM t")
+        query_table(con, "SELECT a FROM t")
+        queries = cached_queries(con)
+    assert list(queries) == ["SELECT nope FROM t", "SELECT a FROM t"] and "nope" in queries["SELECT nope FROM t"]
 
 
 def test_every_chart_of_a_report_is_a_valid_vega_lite_spec(tmp_path, user_cache):

@@ -40,6 +40,7 @@ REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D
 
 
 _CACHES: dict[int, dict[str, pa.Table]] = {}  # id(con) -> SQL -> result, while a query_cache block is open
+_FAILED: dict[int, dict[str, str]] = {}  # id(con) -> SQL -> its error, while a query_cache block is open
 
 
 @contextlib.contextmanager
@@ -58,17 +59,20 @@ def query_cache(con) -> Iterator[None]:
         yield
         return
     _CACHES[id(con)] = {}
+    _FAILED[id(con)] = {}
     try:
         yield
     finally:
-        del _CACHES[id(con)]
+        del _CACHES[id(con)], _FAILED[id(con)]
 
 
-def cached_queries(con) -> dict[str, pa.Table]:
-    """The queries run on ``con`` in its open ``query_cache`` block so far, in the order first run:
-    SQL -> result (empty outside a block). What a block read is all it read from the store (the
-    report cache keys a report by it: ``explorer.report.report_cache``)."""
-    return dict(_CACHES.get(id(con), {}))
+def cached_queries(con) -> dict[str, pa.Table | str]:
+    """The queries run on ``con`` in its open ``query_cache`` block so far: SQL -> its error message
+    for those that failed (first), then SQL -> result in the order first run (empty outside a
+    block). What a block
+    read is all it read from the store (the report cache keys a report by it:
+    ``explorer.report.report_cache``)."""
+    return {**_FAILED.get(id(con), {}), **_CACHES.get(id(con), {})}
 
 
 def cached(function):
@@ -85,8 +89,13 @@ def query_table(con, sql: str) -> pa.Table:
     cache = _CACHES.get(id(con))
     if cache is not None and sql in cache:
         return cache[sql]
-    with store_errors():
-        table = run_query(con, sql)
+    try:
+        with store_errors():
+            table = run_query(con, sql)
+    except QueryError as exc:
+        if id(con) in _FAILED:
+            _FAILED[id(con)][sql] = str(exc)
+        raise
     if cache is not None:
         cache[sql] = table
     return table
