@@ -303,8 +303,7 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     report.charts.update(_comparison_charts(comparison))
     report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
     report.summary = summary_sentences(report, grid, metric)
-    # Not validated against Vega-Lite's schema here (a second of a report): every chart this code
-    # builds is validated by the tests (tests/explorer/test_charts.py, test_report_speed.py)
+    # not validated against Vega-Lite's schema here (a second of a report): the tests validate every chart
     specs = {name: chart.to_dict(validate=False) for name, chart in report.charts.items()}
     page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison, formats)
     return Built(report, specs, page)
@@ -328,11 +327,10 @@ def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step:
 
 
 def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
-    """``compare_laws`` of the report's laws on ``grid``, read back from ``cache`` when it has ranked
-    the same grid before."""
-    if cache is None:
-        return compare_laws(grid, forms)
-    return cache.computed("compare_laws", {"grid": grid, "forms": forms}, lambda: compare_laws(grid, forms))
+    """``compare_laws`` of the report's laws on ``grid``, read back from ``cache`` (if any) when it
+    has ranked the same grid before."""
+    compute = functools.partial(compare_laws, grid, forms)
+    return compute() if cache is None else cache.computed("compare_laws", {"grid": grid, "forms": forms}, compute)
 
 
 def save_fits(store, results) -> str | None:
