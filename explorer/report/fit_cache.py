@@ -16,8 +16,9 @@ everything it is a function of:
 A result read back is the pickle of the one computed, so every number is bit-identical. The
 results are kept as files in ``$XDG_CACHE_HOME`` (default ``~/.cache``)
 ``/resnet-scaling-explorer/fits/`` (the user's own cache, beside the Vega bundle), at most
-``MAX_ENTRIES`` of them (the oldest go first), and in memory for the process (the demo's fit
-lines reuse its report's fit). A cache that cannot be read or written is only slower.
+``MAX_ENTRIES`` of them and ``MAX_BYTES`` in all (the oldest go first), and in memory for the
+process (the demo's fit lines reuse its report's fit). The folder is the user's, like their home:
+its pickles are read as trusted. A cache that cannot be read or written is only slower.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 MAX_ENTRIES = 512  # files kept; a demo report writes about ten
+MAX_BYTES = 256 * 2**20  # and at most this much (a kept report, its page inline, is a few MB)
 
 _PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "duckdb", "altair", "vl-convert-python", "jinja2", "markupsafe")
 
@@ -125,7 +127,7 @@ class FitCache:
 
     def _write(self, key: str, stored: bytes) -> None:
         """Write whole or not at all (a temporary file, then a rename), then drop the oldest files
-        past ``MAX_ENTRIES``."""
+        past ``MAX_ENTRIES`` or ``MAX_BYTES`` (never the one just written)."""
         if not self.keep_files:
             return
         path = self._path(key)
@@ -134,12 +136,16 @@ class FitCache:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             temporary.write_bytes(stored)
             os.replace(temporary, path)
-            entries = sorted(self.folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
-            for old in entries[:max(0, len(entries) - MAX_ENTRIES)]:
+            entries = sorted(((p.stat(), p) for p in self.folder.glob("*.pickle")), key=lambda e: e[0].st_mtime)
+            total = sum(stat.st_size for stat, _ in entries)
+            for count, (stat, old) in enumerate(entries):
+                if len(entries) - count <= MAX_ENTRIES and total <= MAX_BYTES or old == path:
+                    break
                 old.unlink(missing_ok=True)
+                total -= stat.st_size
         except OSError:
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
 
 
-__all__ = ["FitCache", "MAX_ENTRIES", "cache_folder", "code_fingerprint"]
+__all__ = ["FitCache", "MAX_BYTES", "MAX_ENTRIES", "cache_folder", "code_fingerprint"]

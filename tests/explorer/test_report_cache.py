@@ -187,3 +187,23 @@ def test_a_law_pickles_as_its_text_and_evaluates_the_same():
     params = {"c1": 0.5, "a": 1.1, "c2": 0.2, "k": 0.01}
     L, M, D = np.array([2.0, 8.0]), np.array([4.0, 16.0]), np.array([8.0, 8.0])
     assert np.array_equal(back(params, L, M, D), law(params, L, M, D))
+
+
+def test_the_cache_keeps_at_most_its_entries_and_bytes_the_oldest_going_first(tmp_path, monkeypatch):
+    from explorer.report import fit_cache
+
+    import os
+
+    cache = FitCache(tmp_path / "fits")
+    for n in range(3):
+        cache.keep("value", {"n": n}, n)
+        os.utime(tmp_path / "fits" / f"{cache.key('value', {'n': n})}.pickle", (1e9 + n, 1e9 + n))  # n older first
+    monkeypatch.setattr(fit_cache, "MAX_ENTRIES", 2)
+    cache.keep("value", {"n": 3}, 3)
+    files = sorted(p.name for p in (tmp_path / "fits").glob("*.pickle"))
+    assert files == sorted(f"{cache.key('value', {'n': n})}.pickle" for n in (2, 3))
+    monkeypatch.setattr(fit_cache, "MAX_BYTES", 1)  # less than one file: the one just written stays
+    cache.keep("value", {"n": 4}, 4)
+    assert [p.name for p in (tmp_path / "fits").glob("*.pickle")] == [f"{cache.key('value', {'n': 4})}.pickle"]
+    assert FitCache(tmp_path / "fits").read("value", {"n": 4}) == (True, 4)
+    assert FitCache(tmp_path / "fits").read("value", {"n": 2}) == (False, None)
