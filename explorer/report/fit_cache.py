@@ -9,9 +9,10 @@ everything it is a function of:
 - the rows read from the store, whole (the pickled frame: its every value, column and dtype),
   so a sweep that gained, lost or changed a row is a new key and is fitted again;
 - the options of the fit (law, metric, step, filter, resamples, seed, floor, ...);
-- the code that computes it: the sources of the ``explorer`` package and the versions of Python
-  and of the libraries that compute or write it (NumPy, SciPy, pandas, PyArrow, DuckDB, Altair,
-  vl-convert, Jinja2: a change of any is a new key, not a stale answer).
+- the code that computes it: the ``explorer`` package's files (its sources and the page's
+  template) and the versions of Python and of the libraries that compute or write it (NumPy,
+  SciPy, pandas, PyArrow, DuckDB, Altair, vl-convert, Jinja2: a change of any is a new key, not a
+  stale answer).
 
 A result read back is the pickle of the one computed, so every number is bit-identical. The
 results are kept as files in ``$XDG_CACHE_HOME`` (default ``~/.cache``)
@@ -57,8 +58,8 @@ def code_fingerprint() -> str:
             version = metadata.version(name)
         digest.update(f"|{name}={version}".encode())
     package = Path(__file__).resolve().parents[1]
-    for source in sorted(package.rglob("*.py")):
-        digest.update(str(source.relative_to(package)).encode())
+    for source in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(source.relative_to(package)).encode())  # the page's template too
         digest.update(source.read_bytes())
     return digest.hexdigest()
 
