@@ -3,7 +3,7 @@ joins the session Ray (``explorer ray start``), and, against another checkout (`
 main exported with ``git archive``), ``explorer demo`` rerun on a complete store and ``explorer
 report`` of the demo sweep.
 
-    python benchmarks/ray_session_bench.py [--runs 3] [--base DIR] [--demo-store DIR]
+    python benchmarks/ray_session_bench.py [--runs 3] [--base DIR] [--demo-store DIR] [--base-demo-store DIR]
 
 Start-up is from the command's start to its first trial's ``started_at`` (the store's clock),
 each run a fresh store and a one-trial spec; the session runs share one ``explorer ray start``,
@@ -12,8 +12,12 @@ explorer on the machine joins it, and it is stopped at the end.
 
 With ``--base`` and ``--demo-store`` (a store the demo completed): each command is run
 alternately with this checkout and the base (``PYTHONPATH=BASE``), ``--runs`` times, and its
-wall and CPU seconds printed with the ratio of the medians. The machine's load average is
-printed with each table: on a shared machine the wall times move with it.
+wall and CPU seconds printed with the ratio of the medians. ``--base-demo-store``: the store the
+base's own demo completed, which the base's commands read (the base's demo is another sweep, and
+its views may not read this checkout's files); without it both read ``--demo-store``. Each command
+runs once on each side before the timed runs (``--warm-up``): a rerun is what is timed (the
+operating system's file cache warm, and this checkout's fit cache filled by that first run). The
+machine's load average is printed with each table: on a shared machine the wall times move with it.
 """
 from __future__ import annotations
 
@@ -83,25 +87,28 @@ def session_table(runs: int) -> list[str]:
     return lines
 
 
-def base_table(runs: int, base: Path, demo_store: Path) -> list[str]:
+def base_table(runs: int, base: Path, demo_store: Path, base_store: Path | None = None, warm_up: int = 1) -> list[str]:
     env = dict(os.environ, RAY_AUTH_MODE=os.environ.get("RAY_AUTH_MODE", "disabled"), RAY_USAGE_STATS_ENABLED="0")
     work = Path(tempfile.mkdtemp(prefix="rsb-base"))
     commands = {
-        "`explorer demo` rerun on a complete store": ["demo", "--store", str(demo_store), "--out", "{out}"],
-        "`explorer report --sweep demo` (no exports)": ["report", "--sweep", "demo", "--store", str(demo_store),
+        "`explorer demo` rerun on a complete store": ["demo", "--store", "{store}", "--out", "{out}"],
+        "`explorer report --sweep demo` (no exports)": ["report", "--sweep", "demo", "--store", "{store}",
                                                        "--out", "{out}", "--no-save"],
     }
+    stores = {"base": str(base_store or demo_store), "new": str(demo_store)}
     lines = ["| command | main: wall s (CPU s), median | this branch: wall s (CPU s), median | ratio of wall (of CPU) |",
              "| --- | --- | --- | --- |"]
     for name, args in commands.items():
         measured: dict[str, list[tuple[float, float]]] = {"base": [], "new": []}
-        for i in range(runs):
+        for i in range(-warm_up, runs):
             for side in ("base", "new"):  # alternately: both see the same load
                 side_env = dict(env, PYTHONPATH=str(base)) if side == "base" else env
                 out = work / f"{side}{i}"
                 wall, cpu, _ = run([sys.executable, "-m", "explorer.cli",
-                                    *[a.replace("{out}", str(out)) for a in args]], side_env, work)
-                measured[side].append((wall, cpu))
+                                    *[a.replace("{out}", str(out)).replace("{store}", stores[side]) for a in args]],
+                                   side_env, work)
+                if i >= 0:
+                    measured[side].append((wall, cpu))
         med = {side: (statistics.median(w for w, _ in m), statistics.median(c for _, c in m)) for side, m in measured.items()}
         lines.append(f"| {name} | {med['base'][0]:.1f} ({med['base'][1]:.1f}) | {med['new'][0]:.1f} ({med['new'][1]:.1f}) "
                      f"| {med['new'][0] / med['base'][0]:.2f} ({med['new'][1] / med['base'][1]:.2f}) |")
@@ -114,13 +121,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--base", type=Path, help="a checkout to compare with (PYTHONPATH), e.g. main from git archive")
     parser.add_argument("--demo-store", type=Path, help="a store the demo completed (with --base)")
+    parser.add_argument("--base-demo-store", type=Path, help="a store the base's demo completed (default: --demo-store)")
+    parser.add_argument("--warm-up", type=int, default=1, help="untimed runs of each command on each side first")
     parser.add_argument("--skip-session", action="store_true", help="only the comparison with --base")
     args = parser.parse_args()
     print(f"{dt.date.today()} on {platform.node()} ({os.cpu_count()} CPUs), load average {os.getloadavg()[0]:.1f}")
     if not args.skip_session:
         print("\n".join(session_table(args.runs)))
     if args.base is not None and args.demo_store is not None:
-        print("\n".join(base_table(args.runs, args.base.resolve(), args.demo_store.resolve())))
+        base_store = args.base_demo_store.resolve() if args.base_demo_store else None
+        print("\n".join(base_table(args.runs, args.base.resolve(), args.demo_store.resolve(), base_store, args.warm_up)))
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -388,7 +388,10 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
     also written to the store unless ``save`` is False (or the store is read-only:
     ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
     ``compare`` makes it; ``export``: also render every chart as these files (``"png,svg"``,
-    ``["png"]``; vl-convert, most of a report's time: none by default)."""
+    ``["png"]``; vl-convert, most of a report's time: none by default). Fits and the model
+    comparison of rows and options seen before are read back from the user's fit cache
+    (``explorer.report.fit_cache``: the same numbers)."""
+    from .report.fit_cache import FitCache
     from .report.page import build_report
 
     with store_errors():
@@ -398,7 +401,8 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
                                  n_boot=max(n_boot, 2), save=save)
         return build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
-                            form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export)
+                            form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
+                            cache=FitCache())
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",

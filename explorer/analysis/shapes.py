@@ -59,7 +59,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import FitError
 from .fitting import FitResult
@@ -333,6 +332,8 @@ def frontier_exponent(grid: pd.DataFrame, level: float = 0.95) -> FrontierExpone
         return FrontierExponent(float(values.mean()) if len(values) else pooled, math.nan, math.nan, per_draw,
                                 pooled, pooled_edge, problem)
     mean = float(values.mean())
+    from scipy import stats  # on first use: a report that reads its fits back needs no scipy
+
     half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
     return FrontierExponent(mean, mean - half, mean + half, per_draw, pooled, pooled_edge)
 

@@ -23,7 +23,8 @@ class Report:
         path: the index.html. fits: form -> FitResult (forms that could be fitted).
         fit_errors: form -> why its fit failed. skipped: form -> the axes it uses that the sweep
         does not vary (so it was not tried). phase: the PhaseDiagram (or None).
-        advice: shape advice of the joint fit (or None). charts: name -> Altair chart.
+        advice: shape advice of the joint fit (or None). charts: name -> Altair chart (its Vega-Lite
+        spec, a dict, in a report written from the report cache).
         summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
         fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
         table (or None). slopes: ``diagnostic_charts.local_slopes`` table.

@@ -43,6 +43,7 @@ from ..formatting import fmt
 
 from ..store_access import open_sweep
 from .contents import Report
+from .report_cache import Built, record, replayed
 from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
@@ -208,7 +209,7 @@ def _chart_title(name: str) -> str:
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
                  where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
-                 store=None, exports=(), force: bool = False, comparison=None) -> Report:
+                 store=None, exports=(), force: bool = False, comparison=None, cache=None) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
     Args:
@@ -226,6 +227,10 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
             without it such a file is refused before any work; no file is written through a link).
         comparison: an ``explorer.analysis.compare.Comparison`` of this sweep with another: adds
             its table and charts (``explorer.report.compare_report``).
+        cache: a ``explorer.report.fit_cache.FitCache``: the fits and the model comparison of rows
+            and options it has seen are read back from it (the same numbers), not computed again,
+            and a report whose every query gives the results of a report kept there is written
+            from it (``explorer.report.report_cache``; not with a comparison or exports).
     Returns:
         A :class:`Report`.
     Raises:
@@ -241,51 +246,71 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
         require_sweep_rows(con, sweep)
-        report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
-        report.varying = varying_axes(con, sweep, where)
-        report.fixed = held_axes(con, sweep, SCALE_AXES, where)
-        fit_where = held_where(report.fixed, where)
-        grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
-
-        _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed)
-        if report.fits:
-            try:
-                # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
-                report.comparison = compare_laws(grid, [f for f in law_forms() if f not in report.skipped])
-            except (FitError, ValueError) as exc:
-                report.fit_errors["model comparison"] = str(exc)
-        main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
-        if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
-            main = report.fits.get(RSS_FALLBACK)
-        if "joint" in report.fits:
-            report.advice = shape_advice(report.fits["joint"])
-
-        axes = _phase_axes(report.varying)
-        if axes is not None:
-            try:
-                report.phase = phase_diagram(con, sweep, *axes, where=where)
-            except SweepDataError as exc:
-                report.fit_errors["phase diagram"] = str(exc)
-
-        points = main.grid if main is not None else grid
-        report.slopes = diagnostic_charts.local_slopes(points)
-        _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
-        report.charts.update(_comparison_charts(comparison))
-        report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
-        report.summary = summary_sentences(report, grid, metric)
-        specs = {name: chart.to_dict() for name, chart in report.charts.items()}  # validated once
+        # the report cache: not with a comparison (its own reads) nor exports (rendered from charts)
+        options = None if cache is None or comparison is not None or len(formats) > len(PAGE_FORMATS) else {
+            "sweep": sweep, "metric": metric, "step": step, "where": where, "form": form, "n_boot": n_boot,
+            "seed": seed, "formats": formats}
+        built = replayed(cache, con, options) if options is not None else None
+        if built is None:
+            built = _build(con, sweep, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
+                           seed=seed, comparison=comparison, cache=cache, formats=formats)
+            if options is not None:
+                record(cache, con, options, built)
+        report = built.report
+        report.path = out / "index.html"
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))
         if store is not None:
             report.fits_not_saved = save_fits(store, report.fits.values())
-        page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison, formats)
-        folder.write("index.html", page)  # the page first: the exports, when asked, come after it
+        folder.write("index.html", built.page)  # the page first: the exports, when asked, come after it
         for name, chart in report.charts.items():
-            save_chart(chart, out, name, formats=formats, spec=specs[name], output=folder)
+            save_chart(chart, out, name, formats=formats, spec=built.specs[name], output=folder)
         return report
 
 
+def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: str | None, form: str, n_boot: int,
+           seed: int, comparison, cache, formats) -> Built:
+    """The report's fits, charts, their specs and its page (``build_report`` writes them)."""
+    report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
+    report.varying = varying_axes(con, sweep, where)
+    report.fixed = held_axes(con, sweep, SCALE_AXES, where)
+    fit_where = held_where(report.fixed, where)
+    grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
+
+    _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
+               cache=cache)
+    if report.fits:
+        try:
+            # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
+            report.comparison = _compare_laws(grid, [f for f in law_forms() if f not in report.skipped], cache)
+        except (FitError, ValueError) as exc:
+            report.fit_errors["model comparison"] = str(exc)
+    main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
+    if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
+        main = report.fits.get(RSS_FALLBACK)
+    if "joint" in report.fits:
+        report.advice = shape_advice(report.fits["joint"])
+
+    axes = _phase_axes(report.varying)
+    if axes is not None:
+        try:
+            report.phase = phase_diagram(con, sweep, *axes, where=where)
+        except SweepDataError as exc:
+            report.fit_errors["phase diagram"] = str(exc)
+
+    points = main.grid if main is not None else grid
+    report.slopes = diagnostic_charts.local_slopes(points)
+    _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+    report.charts.update(_comparison_charts(comparison))
+    report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
+    report.summary = summary_sentences(report, grid, metric)
+    # not validated against Vega-Lite's schema here (a second of a report): the tests validate every chart
+    specs = {name: chart.to_dict(validate=False) for name, chart in report.charts.items()}
+    page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison, formats)
+    return Built(report, specs, page)
+
+
 def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
-               where: str | None, n_boot: int, seed: int) -> None:
+               where: str | None, n_boot: int, seed: int, cache=None) -> None:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
     not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
     forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
@@ -296,9 +321,16 @@ def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step:
             continue
         try:  # each law with its own method (the decomposed law from the seeds' Gram rows)
             report.fits[name] = fit_sweep(con, sweep, name, metric=metric, step=step, where=where, n_boot=n_boot,
-                                          seed=seed, hold=False)
+                                          seed=seed, hold=False, cache=cache)
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
+
+
+def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
+    """``compare_laws`` of the report's laws on ``grid``, read back from ``cache`` (if any) when it
+    has ranked the same grid before."""
+    compute = functools.partial(compare_laws, grid, forms)
+    return compute() if cache is None else cache.computed("compare_laws", {"grid": grid, "forms": forms}, compute)
 
 
 def save_fits(store, results) -> str | None:
@@ -388,8 +420,12 @@ def write_report(sweep: str, store="results", out: str | Path = "report", save: 
     Args:
         sweep: the sweep name. store: a ``store.Store`` or a URI. out: the report folder.
         save: write the fits to the store (``explorer report --no-save``: False).
-        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force).
+        options: passed to ``build_report`` (metric, step, where, form, n_boot, seed, force, cache:
+            by default the user's ``FitCache``).
     """
+    from .fit_cache import FitCache
+
+    options.setdefault("cache", FitCache())
     st, con = open_sweep(store, sweep)
     build_report(con, sweep, out, store=st if save else None, **options)
     return Path(out)

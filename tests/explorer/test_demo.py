@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1",
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
     store_dir, out_dir = tmp_path / "results", tmp_path / "report"
     cmd = [sys.executable, "-m", "explorer.cli", "demo", "--store", str(store_dir), "--out", str(out_dir)]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
@@ -65,3 +66,9 @@ def test_demo_runs_a_sweep_and_writes_a_report(tmp_path):
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0
     assert f"{n_trials} already complete" in again.stdout + again.stderr
+    # its metric files were compacted into one, and it prints the same table and fit, read back
+    # from the fit and report caches
+    assert len(list((store_dir / "sweep=demo" / "kind=metrics").glob("*.parquet"))) == 1
+    assert len(list((tmp_path / "cache" / "resnet-scaling-explorer" / "fits").glob("*.pickle"))) > 2
+    table_at = "err_out at the last step"
+    assert again.stdout[again.stdout.index(table_at):] == done.stdout[done.stdout.index(table_at):]

@@ -40,6 +40,7 @@ REQUIRED_COLUMNS = ("sweep", "trial_key", "seed", "step", "status", "L", "M", "D
 
 
 _CACHES: dict[int, dict[str, pa.Table]] = {}  # id(con) -> SQL -> result, while a query_cache block is open
+_FAILED: dict[int, dict[str, str]] = {}  # id(con) -> SQL -> its error, while a query_cache block is open
 
 
 @contextlib.contextmanager
@@ -58,10 +59,20 @@ def query_cache(con) -> Iterator[None]:
         yield
         return
     _CACHES[id(con)] = {}
+    _FAILED[id(con)] = {}
     try:
         yield
     finally:
-        del _CACHES[id(con)]
+        del _CACHES[id(con)], _FAILED[id(con)]
+
+
+def cached_queries(con) -> dict[str, pa.Table | str]:
+    """The queries run on ``con`` in its open ``query_cache`` block so far: SQL -> its error message
+    for those that failed (first), then SQL -> result in the order first run (empty outside a
+    block). What a block
+    read is all it read from the store (the report cache keys a report by it:
+    ``explorer.report.report_cache``)."""
+    return {**_FAILED.get(id(con), {}), **_CACHES.get(id(con), {})}
 
 
 def cached(function):
@@ -78,8 +89,13 @@ def query_table(con, sql: str) -> pa.Table:
     cache = _CACHES.get(id(con))
     if cache is not None and sql in cache:
         return cache[sql]
-    with store_errors():
-        table = run_query(con, sql)
+    try:
+        with store_errors():
+            table = run_query(con, sql)
+    except QueryError as exc:
+        if id(con) in _FAILED:
+            _FAILED[id(con)][sql] = str(exc)
+        raise
     if cache is not None:
         cache[sql] = table
     return table
@@ -263,7 +279,7 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
 
 __all__ = [
     "DRAW_COLUMN", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "NO_DECOMPOSITION",
-    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "column_is", "column_values",
+    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "cached_queries", "column_is", "column_values",
     "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
     "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",

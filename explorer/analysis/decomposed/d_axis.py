@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from .estimator import WEIGHT_FLOOR, Decomposed, Draw, terms
 from ...formatting import fmt
@@ -65,6 +64,8 @@ def d_slope_warnings(draws: list[Draw], fit: Decomposed, est: dict) -> list[str]
     w = 1.0 / se**2
     common = float(np.sum(w * s) / np.sum(w))
     chi2 = float(np.sum(w * (s - common) ** 2))
+    from scipy import stats  # on first use: a fit read back from the cache needs no scipy
+
     p = float(stats.chi2.sf(chi2, len(s) - 1))
     if p >= LEVEL:
         return []

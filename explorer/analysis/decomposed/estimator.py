@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .gram_terms import terms
 from ...errors import FitError
@@ -448,6 +447,8 @@ def replicate_spread(theta: np.ndarray, inner: np.ndarray, outer: np.ndarray | N
     else:
         dof = max(R - 1, 1)
         var, replicates, method = v_within, inner, "seed indices shared by the draw's points"
+    from scipy import stats  # on first use: a fit read back from the cache needs no scipy
+
     quantile = float(stats.t.ppf(0.975, dof))
     sd = np.where(np.isfinite(theta), np.sqrt(var), np.nan)  # a term not measured has no spread either
     with np.errstate(all="ignore"):

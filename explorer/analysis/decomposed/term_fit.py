@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from .estimator import Design, Draw, checked_draws, design, log_terms, replicate_spread, terms
 from ...errors import FitError
@@ -109,6 +108,8 @@ class _Law:
                           for n, lg in zip(self.expr.parameters, self.is_log)])
         starts = [first] + [np.where(self.is_log, level + rng.uniform(-3.0, 2.0, len(first)),
                                      rng.uniform(-0.5, 2.0, len(first))) for _ in range(N_STARTS - 1)]
+        from scipy.optimize import least_squares  # on first use: a fit read back from the cache needs no scipy
+
         results = []
         for start in starts:
             start = np.clip(start, self.bounds[0] + 1e-9, self.bounds[1] - 1e-9)

@@ -25,6 +25,7 @@ _LAZY = {
     "FITS_COLUMNS": "result",
     "R2_WARNING": "result",
     "Z95": "result",
+    "T95": "result",
     "FitResult": "result",
     "data_hash": "result",
     "fit_warnings": "result",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .result import Z95
 from .solver import FitData, Problem, solve_batch, subset
@@ -38,6 +37,8 @@ def spread(thetas: np.ndarray, inner: np.ndarray | None, n_draws: int) -> tuple[
     v_inner = inner.var(axis=0, ddof=1)
     between = G / (G - 1) * (thetas.var(axis=0, ddof=1) - v_inner)
     # the inner part stands in only where the draws' part came out non-positive (sampling noise)
+    from scipy import stats  # on first use: a fit read back from the cache needs no scipy
+
     return np.sqrt(np.where(between > 0, between, v_inner)), float(stats.t.ppf(0.975, G - 1))
 
 

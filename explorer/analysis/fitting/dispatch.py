@@ -71,7 +71,7 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
               floor: str = "quadrature", per_draw: bool = True, range_check: bool = True,
               select: Callable[[pd.DataFrame], pd.DataFrame] | None = None, bias: str | None = None,
-              fluct: str | None = None) -> FitResult:
+              fluct: str | None = None, cache=None) -> FitResult:
     """A law fitted to one slice of a sweep: its method's reader, then its fitter (``data_and_fitter``).
 
     Args:
@@ -87,6 +87,8 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
             of its rounds so far).
         bias, fluct: with the decomposed law, the user's laws of its two terms (expressions),
             fitted together from the seeds' Gram rows (``explorer.analysis.decomposed.fit_terms``).
+        cache: an ``explorer.report.fit_cache.FitCache`` (its ``computed(kind, inputs, compute)``):
+            a fit of the same rows and options is read back from it, not fitted again (not with ``select``).
         A term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone
         (``explorer.analysis.decomposed.fit_term``).
     Returns:
@@ -112,8 +114,17 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     if select is not None:
         frame = select(frame)
     check_single_slice(frame)
-    result = fitter(frame, form, n_boot=n_boot, seed=seed, where=where, floor=floor, per_draw=per_draw,
-                    range_check=range_check)
+    def fit() -> FitResult:
+        return fitter(frame, form, n_boot=n_boot, seed=seed, where=where, floor=floor, per_draw=per_draw,
+                      range_check=range_check)
+
+    if cache is None or select is not None:
+        result = fit()
+    else:  # keyed by the rows read and every option the fitter is given
+        result = cache.computed("fit", {"frame": frame, "form": form, "method": label, "metric": metric, "step": step,
+                                        "n_boot": n_boot, "seed": seed, "where": where, "floor": floor,
+                                        "per_draw": per_draw, "range_check": range_check, "bias": bias,
+                                        "fluct": fluct}, fit)
     result.held = held
     return result
 

@@ -18,6 +18,20 @@ from .measured import ZERO_WIDTH, judge
 R2_WARNING = 0.8  # R^2 (log) below this: the law does not explain the grid
 
 Z95 = 1.959963984540054  # the normal quantile of a 95% interval (scipy.stats.norm.ppf(0.975))
+
+# Student's t quantiles of a 95% interval, scipy.stats.t.ppf(0.975, k) for k = 1..30 to the last bit
+# (a test checks each against scipy): a fit read back from the fit cache draws its band without
+# importing scipy (most of a cached report's start).
+T95 = (
+    12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934,
+    2.5705818356363146, 2.4469118511449786, 2.364624251592784, 2.306004135204166,
+    2.262157162798205, 2.228138851986274, 2.200985160091639, 2.1788128296672284,
+    2.1603686564627913, 2.144786687917804, 2.131449545559776, 2.1199052992212546,
+    2.1098155778333156, 2.1009220402410382, 2.0930240544083087, 2.085963447265864,
+    2.0796138447276795, 2.0738730679040254, 2.0686576104190486, 2.0638985616280245,
+    2.0595385527532972, 2.0555294386428735, 2.0518305164802846, 2.0484071417952454,
+    2.045229642132703, 2.0422724563012378,
+)
 FITS_COLUMNS = (
     "sweep", "fit_id", "form", "metric", "step", "parameter", "estimate", "ci_low", "ci_high",
     "r2_log", "n_points", "n_excluded", "extrapolation_error", "warnings", "created_at", "fit_key", "data_hash",
@@ -138,9 +152,12 @@ class FitResult:
         """The quantile of the 95% intervals (``ci_quantile``: "1.96", or "t(k)" for Student's t
         with k degrees of freedom)."""
         if self.ci_quantile.startswith("t("):
+            dof = int(self.ci_quantile[2:-1])
+            if 1 <= dof <= len(T95):
+                return T95[dof - 1]
             from scipy import stats
 
-            return float(stats.t.ppf(0.975, int(self.ci_quantile[2:-1])))
+            return float(stats.t.ppf(0.975, dof))
         return Z95 if self.ci_quantile == "1.96" else float(self.ci_quantile)
 
     @property
@@ -240,4 +257,4 @@ def fit_warnings(result: FitResult, converged: bool, jac) -> list[str]:
     return out
 
 
-__all__ = ["FITS_COLUMNS", "R2_WARNING", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]
+__all__ = ["FITS_COLUMNS", "R2_WARNING", "T95", "Z95", "ZERO_WIDTH", "FitResult", "data_hash", "fit_warnings"]

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from ...errors import FitError
 from ..laws import Expression
@@ -71,6 +70,8 @@ class Problem:
             r = self.log_model(theta) - log_err
             # An undefined law (negative, NaN) is a large, finite penalty so the search can leave it.
             return np.where(np.isfinite(r), r, 30.0)
+
+        from scipy.optimize import least_squares  # on first use: a fit read back from the cache needs no scipy
 
         theta0 = np.clip(theta0, self.bounds[0] + 1e-9, self.bounds[1] - 1e-9)
         return least_squares(residuals, theta0, loss="soft_l1", f_scale=self.loss_scale,

@@ -64,6 +64,11 @@ class Expression:
     variables: frozenset[str]
     _compiled: _Node = field(repr=False, compare=False)
 
+    def __reduce__(self):
+        """Pickled as its text and positive names, parsed again when read (its compiled function
+        is made of closures; the fit cache keeps fits with their laws)."""
+        return parse_expression, (self.text, tuple(sorted(self.positive)))
+
     def __call__(self, params: Mapping[str, float] | np.ndarray, L, M, D) -> np.ndarray:
         """Evaluate the law.
 
