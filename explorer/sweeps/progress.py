@@ -85,6 +85,10 @@ class Progress:
         self._last_text = ""
         self._width = 0
         self.expected_end: tuple[float, float] | None = None  # (low, high) monotonic times: the first estimate
+        # Seconds from ``started`` to the first running trial: the workers' start before it (seconds
+        # to tens of seconds) is no trial's compute, and a rate that counted it would price every
+        # remaining trial with it (an ETA of 43 minutes for a sweep of 30 seconds).
+        self.work_began: float | None = None
 
     def __getstate__(self):  # a stream does not pickle (Ray client ships Tune callbacks to the cluster)
         elapsed = time.monotonic() - self.started  # monotonic clocks differ between machines
@@ -105,6 +109,7 @@ class Progress:
     def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
         """The trials start now: elapsed time and ETA count from here (not from the references)."""
         self.started = time.monotonic()
+        self.work_began = None
         self.counts.total_cost, self.counts.slots = total_cost, max(1, slots)
 
     def line(self, now: float | None = None) -> str:
@@ -113,7 +118,8 @@ class Progress:
         now = time.monotonic() if now is None else now
         elapsed = now - self.started
         rate = c.done / elapsed if elapsed > 0 else 0.0
-        eta = eta_seconds(elapsed, c.done, c.total, c.done_cost, c.total_cost, c.slots)
+        working = elapsed - (self.work_began or 0.0)
+        eta = eta_seconds(working, c.done, c.total, c.done_cost, c.total_cost, c.slots)
         rate_text = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{rate * 60:.1f}/min"
         parts = [f"trials {c.done}/{c.total}", f"running {c.running}", f"failed {c.failed}", rate_text,
                  f"elapsed {_duration(elapsed)}"]
@@ -132,6 +138,8 @@ class Progress:
         """Set counts (``done=``, ``running=``, ``failed=``) and redraw if it is time to."""
         for name, value in changes.items():
             setattr(self.counts, name, value)
+        if self.work_began is None and (self.counts.running > 0 or self.counts.done > 0):
+            self.work_began = time.monotonic() - self.started
         if not self.enabled:
             return
         now = time.monotonic()

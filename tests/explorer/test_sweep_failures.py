@@ -114,9 +114,25 @@ def test_progress_line_uses_the_calibrated_eta():
     out = io.StringIO()
     bar = Progress(total=10, stream=out, interactive=False)
     bar.begin(total_cost=109.0, slots=1)
+    bar.update(running=1)
     bar.started -= 200.0
     bar.update(force=True, done=1, done_cost=100.0)
     assert "ETA 18." in out.getvalue()
+
+
+def test_the_workers_start_is_not_priced_into_the_remaining_trials():
+    # 288 points of one estimated second each on 2 slots: the workers take 10 s to start (no
+    # point runs), then the first two points end 1 s after they began. Counting the start as
+    # work priced the 286 left at 11 s a pair (26 min); the work since the first point began
+    # prices them at 0.5 s each.
+    out = io.StringIO()
+    bar = Progress(total=288, stream=out, interactive=False)
+    bar.begin(total_cost=288.0, slots=2)
+    bar.started -= 10.0
+    bar.update(running=2)
+    bar.started -= 1.0
+    bar.update(force=True, done=2, done_cost=2.0)
+    assert out.getvalue().strip().endswith("ETA 2m23s"), out.getvalue()
 
 
 def test_reference_locks_of_dead_local_workers_are_released(tmp_path):
