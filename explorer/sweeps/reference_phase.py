@@ -48,7 +48,7 @@ def found_in_store(store, refs, check: Callable[[], None]) -> list:
         check()
         try:
             cached = store.read_reference(r.ref_key)
-        except StoreError:  # a foreign or unreadable file: the task's worker says what is wrong
+        except (OSError, StoreError):  # a foreign or unreadable file: the task's worker says what is wrong
             continue
         if cached is not None and reference_problem(r.ref_key, *cached) is None:
             found.append(r)

@@ -77,3 +77,12 @@ def test_only_missing_unsound_or_foreign_copies_go_to_tasks(setting):
 
     shutil.rmtree(store.uri + "/references")  # none cached: every one is a task
     assert run()[0] == [r.ref_key for r in the_plan.references]
+
+
+def test_a_store_that_cannot_be_read_leaves_every_reference_to_a_task(setting):
+    store, the_plan, run = setting
+    with open(store.uri + "/references", "w") as handle:  # a file where the folder goes: reads fail
+        handle.write("not a folder")
+    sent, _, log = run()
+    assert sent == [r.ref_key for r in the_plan.references]  # the tasks' workers say what is wrong
+    assert "references: 3 to compute" in log
