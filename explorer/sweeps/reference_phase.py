@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from store import StoreError, StoreUnreachable
 
@@ -22,6 +23,7 @@ from .reference_cache import reference_task
 from .reference_screen import reference_problem
 
 REFERENCE_TASK_RETRIES = 3  # Ray reruns a reference task whose worker died this many times
+READ_THREADS = 8  # driver threads reading cached references (each read mostly waits on the store)
 
 
 def _submit(spec: SweepSpec, store, refs) -> dict:
@@ -38,21 +40,36 @@ def _submit(spec: SweepSpec, store, refs) -> dict:
     return futures
 
 
+def _sound_copy(store, planned) -> bool:
+    """Whether the store holds the reference of ``planned``, readable and sound. A store that
+    stopped answering is raised (every group would stop on it); any other failure to read is
+    left to the reference's task, whose worker says what is wrong."""
+    try:
+        cached = store.read_reference(planned.ref_key)
+    except StoreUnreachable:
+        raise
+    except (OSError, StoreError):  # a foreign or unreadable file
+        return False
+    return cached is not None and reference_problem(planned.ref_key, *cached) is None
+
+
 def found_in_store(store, refs, check: Callable[[], None]) -> list:
     """The references of ``refs`` that the store holds and that can serve as they are: read on
-    the driver and screened as a worker would (``reference_screen``). One that is missing,
-    unreadable or not sound is left to a Ray task, whose worker quarantines it and computes it
-    again, or says why it cannot; ``check`` (a signal) is called between reads."""
-    found = []
-    for r in refs:
-        check()
-        try:
-            cached = store.read_reference(r.ref_key)
-        except (OSError, StoreError):  # a foreign or unreadable file: the task's worker says what is wrong
-            continue
-        if cached is not None and reference_problem(r.ref_key, *cached) is None:
-            found.append(r)
-    return found
+    the driver (``READ_THREADS`` at a time: on object storage each read waits on the network)
+    and screened as a worker would (``reference_screen``). One that is missing, unreadable or
+    not sound is left to a Ray task, whose worker quarantines it and computes it again, or says
+    why it cannot; ``check`` (a signal) is called while the reads run."""
+    pool = ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(refs))),
+                              thread_name_prefix="explorer-reference-read")
+    futures = {pool.submit(_sound_copy, store, r): r for r in refs}
+    pending = set(futures)
+    try:
+        while pending:
+            check()
+            _, pending = wait(pending, timeout=SIGNAL_POLL_S)
+    finally:  # after a signal, the reads not started are dropped and those running not waited for
+        pool.shutdown(wait=not pending, cancel_futures=True)
+    return [r for future, r in futures.items() if future.result()]
 
 
 def _summary(n_refs: int, diverged: dict[str, str], broken: dict[str, str], seconds: float) -> str:

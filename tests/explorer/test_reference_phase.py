@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import shutil
+import signal as signal_module
+import time
 
 import numpy as np
 import pytest
@@ -12,8 +14,9 @@ import pytest
 from explorer.config.planning import plan
 from explorer.config.spec import parse_spec
 from explorer.sweeps import reference_cache, reference_phase
+from explorer.sweeps.interrupts import SweepInterrupted
 from explorer.sweeps.progress import Progress
-from store import SCHEMA_VERSION, Store
+from store import SCHEMA_VERSION, Store, StoreUnreachable
 from store.layout import reference_file
 
 SPEC = {
@@ -86,3 +89,24 @@ def test_a_store_that_cannot_be_read_leaves_every_reference_to_a_task(setting):
     sent, _, log = run()
     assert sent == [r.ref_key for r in the_plan.references]  # the tasks' workers say what is wrong
     assert "references: 3 to compute" in log
+
+
+def test_a_store_that_stops_answering_stops_the_phase_and_a_signal_stops_the_reads(setting, monkeypatch):
+    store, the_plan, run = setting
+
+    def gone(ref_key):
+        raise StoreUnreachable(f"store {store.uri} did not answer")
+
+    monkeypatch.setattr(store, "read_reference", gone)
+    with pytest.raises(StoreUnreachable):  # as from a task: every group would stop on it
+        run()
+
+    def signal():
+        raise SweepInterrupted(signal_module.SIGINT)
+
+    monkeypatch.setattr(store, "read_reference", lambda ref_key: time.sleep(0.5))
+    bar = Progress(total=1, stream=io.StringIO(), interactive=False)
+    started = time.monotonic()
+    with pytest.raises(SweepInterrupted):
+        reference_phase.run_references(the_plan.spec, store, the_plan, list(the_plan.trials), bar, signal)
+    assert time.monotonic() - started < 0.4  # the reads running were not waited for
