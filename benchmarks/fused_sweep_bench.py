@@ -1,7 +1,8 @@
-"""Sweep wall time with fused points against the same sweep without (``[resources] fuse``).
+"""Sweep wall time with fused points against the same sweep without (``[resources] fuse``), or
+this tree's sweeps against another tree's (``--base``: today's main, say).
 
     python benchmarks/fused_sweep_bench.py [--only alpha_phase|lr_study] [--repeats 2] [--num-cpus 2]
-        [--json out.json]
+        [--json out.json] [--base DIR]
 
 Two sweeps, each from an empty store with its references already cached (the issue's setting):
 
@@ -21,6 +22,15 @@ wall time (``explorer.sweep``, plan to compaction), when its first and its last 
 start; after the last, that point, the writes and the compaction), the trials' compute (the sum
 of the trials' own ``wall_s``: a fused group's time is shared by its points), and how many Tune
 trials and fused groups ran; then a table of medians and the ratios fused / unfused.
+
+``--base DIR`` (a source tree of the project, e.g. ``git archive 2210c07 | tar -x -C DIR``)
+compares instead this tree's sweeps, as shipped (fusion on), with DIR's, as a user running
+``explorer sweep`` meets them: each run is a fresh process (its code from its tree through
+PYTHONPATH) that starts an embedded Ray (timed apart: "Ray's start"), copies the cached
+references into an empty store and runs the sweep ("sweep wall time", the acceptance figure of
+issue 36: plan to compaction, Ray's start excluded). Both trees' references are computed once
+first, into the folder every run copies. The runs alternate (base, this tree, then this tree,
+base, ...), ``--repeats`` of each; the table gives medians and the ratio this tree / base.
 """
 from __future__ import annotations
 
@@ -29,7 +39,10 @@ import datetime as dt
 import json
 import os
 import platform
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import tomllib
@@ -39,14 +52,7 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # the embedded Ray on loopback only (Ray is imported here first)
 
-import explorer  # noqa: E402
-import ray  # noqa: E402
-from explorer.sweeps import packing  # noqa: E402
-from explorer.config.planning import plan  # noqa: E402
-from explorer.config.spec import parse_spec  # noqa: E402
-from store import SCHEMA_VERSION, Store  # noqa: E402
-from explorer.sweeps.ray_session import ray_session  # noqa: E402
-
+# The project's modules are imported in the functions: with --base, a run imports another tree's.
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -79,6 +85,12 @@ def with_mode(raw: dict, name: str, fuse: bool) -> dict:
 
 def run_once(raw: dict, store_root: str, slots: int) -> dict:
     """One sweep into the store (its references there already); its wall time and its trials' compute."""
+    import explorer
+    from explorer.config.planning import plan
+    from explorer.config.spec import parse_spec
+    from explorer.sweeps import packing
+    from store import SCHEMA_VERSION, Store
+
     spec = parse_spec(raw)
     trials = list(plan(spec, SCHEMA_VERSION).trials)
     packs = packing.packs_of_groups(trials, slots, spec.resources.points_per_trial, spec.resources.fuse)
@@ -127,22 +139,128 @@ def table(results: dict[str, list[dict]]) -> str:
     return "\n".join(lines + [""] + ratios)
 
 
+def fresh_process_run(name: str, sweep: str, references: str, num_cpus: int | None) -> dict:
+    """(``--child``, in a fresh process) Ray's start, then one sweep from an empty store holding
+    only the cached ``references``: as ``explorer sweep`` meets it."""
+    import explorer
+    from explorer.sweeps.ray_session import ray_session
+    from store import Store
+
+    with tempfile.TemporaryDirectory(prefix="sweep-start-bench-") as root:
+        shutil.copytree(references, os.path.join(root, "references"))
+        raw = dict(SPECS[name](), name=sweep)
+        started = time.perf_counter()
+        with ray_session(None, num_cpus=num_cpus):
+            ray_start = time.perf_counter() - started
+            started_at = dt.datetime.now(dt.timezone.utc)
+            started = time.perf_counter()
+            result = explorer.sweep(raw, store=root, progress=False)
+            wall = time.perf_counter() - started
+        if result.failed or result.missing:
+            raise SystemExit(f"{sweep}: {result.summary()}")
+        got = Store(root).query("SELECT sum(wall_s) AS s, min(started_at) AS first, count(*) AS n FROM trials",
+                                sweep=sweep).to_pylist()[0]
+    return {"sweep": name, "ray_start_s": round(ray_start, 2), "wall_s": round(wall, 2), "trials": got["n"],
+            "first_point_started_s": round((got["first"] - started_at).total_seconds(), 2),
+            "trial_compute_s": round(got["s"], 2)}
+
+
+def run_in_tree(tree: Path, name: str, sweep: str, references: str, num_cpus: int | None) -> dict:
+    """``fresh_process_run`` in a new process that imports the project from ``tree``."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--sweep-name", sweep,
+               "--references", references] + (["--num-cpus", str(num_cpus)] if num_cpus else [])
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {sweep} failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return dict(out, process_s=round(time.perf_counter() - started, 2))
+
+
+def compare_trees(base: Path, names: list[str], repeats: int, num_cpus: int | None) -> dict[str, list[dict]]:
+    """Alternated fresh-process runs of each sweep with ``base``'s code and this tree's."""
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="sweep-start-refs-") as refs_root:
+        for name in names:
+            references = os.path.join(refs_root, name)
+            for label, tree in (("base", base), ("this tree", ROOT)):  # compute and cache both trees' references
+                warm = os.path.join(refs_root, f"{name}-warm")
+                if os.path.isdir(references):
+                    shutil.copytree(references, os.path.join(warm, "references"))
+                command = [sys.executable, "-c", "import explorer, sys; sys.exit(explorer.sweep(dict(SPEC), "
+                           f"store={warm!r}, progress=False).exit_code)".replace("SPEC", repr(SPECS[name]()))]
+                subprocess.run(command, env=dict(os.environ, PYTHONPATH=str(tree)), check=True,
+                               cwd=tempfile.gettempdir(), capture_output=True)
+                shutil.rmtree(references, ignore_errors=True)
+                shutil.copytree(os.path.join(warm, "references"), references)
+                shutil.rmtree(warm)
+            runs = []
+            for r in range(repeats):
+                order = (("base", base), ("this tree", ROOT))
+                for label, tree in (order if r % 2 == 0 else order[::-1]):
+                    out = dict(run_in_tree(tree, name, f"{name}_{r}", references, num_cpus), tree=label,
+                               load=round(os.getloadavg()[0], 1))
+                    print(json.dumps(out), flush=True)
+                    runs.append(out)
+            results[name] = runs
+    return results
+
+
+def compare_table(results: dict[str, list[dict]]) -> str:
+    """Medians per sweep and tree, and the ratio this tree / base of the sweep's wall time."""
+    lines = ["| sweep | trials | code | Ray's start | sweep wall time | first point started | trials' compute | "
+             "whole process |", "|---|---|---|---|---|---|---|---|"]
+    ratios = []
+    columns = ("ray_start_s", "wall_s", "first_point_started_s", "trial_compute_s", "process_s")
+    for name, runs in results.items():
+        med = {}
+        for label in ("base", "this tree"):
+            mine = [r for r in runs if r["tree"] == label]
+            med[label] = [statistics.median(r[c] for r in mine) for c in columns]
+            lines.append(f"| {name} | {mine[0]['trials']} | {label} | "
+                         + " | ".join(f"{v:.1f} s" for v in med[label]) + " |")
+        ratios.append(f"{name}: sweep wall time this tree / base {med['this tree'][1] / med['base'][1]:.2f} "
+                      f"(whole process {med['this tree'][4] / med['base'][4]:.2f})")
+    return "\n".join(lines + [""] + ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(SPECS), help="run one of the sweeps")
-    parser.add_argument("--repeats", type=int, default=2, help="pairs of runs (off and on) per sweep")
+    parser.add_argument("--repeats", type=int, default=2, help="pairs of runs (off and on, or base and this tree) per sweep")
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the embedded Ray (default: all)")
     parser.add_argument("--json", help="also write the runs to this file")
+    parser.add_argument("--base", type=Path, help="compare this tree's sweeps with this source tree's (fresh processes)")
+    parser.add_argument("--child", choices=sorted(SPECS), help=argparse.SUPPRESS)
+    parser.add_argument("--sweep-name", help=argparse.SUPPRESS)
+    parser.add_argument("--references", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(f"# fused sweeps, {platform.machine()}, {os.cpu_count()} CPUs, ray {ray.__version__}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}", flush=True)
+    if args.child:
+        print(json.dumps(fresh_process_run(args.child, args.sweep_name, args.references, args.num_cpus)))
+        return
+    import ray
+
+    print(f"# {'sweeps against ' + str(args.base) if args.base else 'fused sweeps'}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, ray {ray.__version__}, {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    names = [args.only] if args.only else list(SPECS)
+    if args.base:
+        results = compare_trees(args.base.resolve(), names, args.repeats, args.num_cpus)
+        print(f"load at the end {os.getloadavg()[0]:.1f}")
+        print(compare_table(results))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return
+    from explorer.sweeps.ray_session import ray_session
+
     results = {}
     with tempfile.TemporaryDirectory(prefix="fused-sweep-bench-") as root:
         started = time.perf_counter()
         with ray_session(None, num_cpus=args.num_cpus):
             print(f"embedded Ray started in {time.perf_counter() - started:.1f} s (once, for every sweep)", flush=True)
             slots = int(ray.cluster_resources().get("CPU", 1))
-            for name in [args.only] if args.only else list(SPECS):
+            for name in names:
                 results[name] = bench(name, root, slots, args.repeats)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
     print(table(results))

@@ -12,7 +12,8 @@ trials. The steps live in their own modules of this package; this one puts them 
 3. Claim the remaining trials (``leases``); trials a live driver of the same sweep holds are left
    to it and waited for, then picked up if still incomplete (its claims lapse after the TTL when
    it died).
-4. References: one Ray task per reference key still needed (``reference_phase``).
+4. References (``reference_phase``): those the store holds are read on the driver; one Ray task
+   per reference key still to compute.
 5. Trials: the remaining grid points, packed into Tune trials and run by the workers
    (``trial_phase``, ``worker``): each worker writes its own rows and reports only keys and
    statuses.

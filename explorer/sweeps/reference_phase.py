@@ -1,12 +1,16 @@
-"""The reference phase: one Ray task per reference key the remaining trials need; each worker
-computes it or finds it through ``Store.get_or_compute_reference`` (the store caches it for every
-later trial). A reference that raises stops its group (its trials are not scheduled)."""
+"""The reference phase: the references the remaining trials need, each ready before its trials
+are scheduled. A reference the store already holds, whole and sound, is read on the driver
+(a store read: no Ray task, no worker start, no torch); each other one is one Ray task, whose
+worker computes it (or finds it, after all) through ``Store.get_or_compute_reference``, which
+caches it for every later trial and quarantines a cached copy that is not sound. A reference
+that raises stops its group (its trials are not scheduled)."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 
-from store import StoreUnreachable
+from store import StoreError, StoreUnreachable
 
 from ..config.planning import Plan, PlannedTrial
 from ..config.sections import SweepSpec
@@ -16,8 +20,10 @@ from .interrupts import SIGNAL_POLL_S
 from .progress import Progress
 from .ray_import import ray
 from .reference_cache import reference_task
+from .reference_screen import reference_problem
 
 REFERENCE_TASK_RETRIES = 3  # Ray reruns a reference task whose worker died this many times
+READ_THREADS = 8  # driver threads reading cached references (each read mostly waits on the store)
 
 
 def _submit(spec: SweepSpec, store, refs) -> dict:
@@ -34,6 +40,38 @@ def _submit(spec: SweepSpec, store, refs) -> dict:
     return futures
 
 
+def _sound_copy(store, planned) -> bool:
+    """Whether the store holds the reference of ``planned``, readable and sound. A store that
+    stopped answering is raised (every group would stop on it); any other failure to read is
+    left to the reference's task, whose worker says what is wrong."""
+    try:
+        cached = store.read_reference(planned.ref_key)
+    except StoreUnreachable:
+        raise
+    except (OSError, StoreError):  # a foreign or unreadable file
+        return False
+    return cached is not None and reference_problem(planned.ref_key, *cached) is None
+
+
+def found_in_store(store, refs, check: Callable[[], None]) -> list:
+    """The references of ``refs`` that the store holds and that can serve as they are: read on
+    the driver (``READ_THREADS`` at a time: on object storage each read waits on the network)
+    and screened as a worker would (``reference_screen``). One that is missing, unreadable or
+    not sound is left to a Ray task, whose worker quarantines it and computes it again, or says
+    why it cannot; ``check`` (a signal) is called while the reads run."""
+    pool = ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(refs))),
+                              thread_name_prefix="explorer-reference-read")
+    futures = {pool.submit(_sound_copy, store, r): r for r in refs}
+    pending = set(futures)
+    try:
+        while pending:
+            check()
+            _, pending = wait(pending, timeout=SIGNAL_POLL_S)
+    finally:  # after a signal, the reads not started are dropped and those running not waited for
+        pool.shutdown(wait=not pending, cancel_futures=True)
+    return [r for future, r in futures.items() if future.result()]
+
+
 def _summary(n_refs: int, diverged: dict[str, str], broken: dict[str, str], seconds: float) -> str:
     ready_n = n_refs - len(diverged) - len(broken)
     text = f"references: {ready_n}/{n_refs} ready in {seconds:.1f}s"
@@ -47,8 +85,9 @@ def _summary(n_refs: int, diverged: dict[str, str], broken: dict[str, str], seco
 
 def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTrial],
                    bar: Progress, check: Callable[[], None]) -> tuple[dict[str, str], dict[str, str]]:
-    """Compute the references the remaining trials need, one Ray task each, a line per reference
-    as it is ready; ``check`` (a signal) is called between polls of ``ray.wait``.
+    """Find the references the remaining trials need in the store (on the driver), and compute
+    the others, one Ray task each, a line per reference as it is ready; ``check`` (a signal) is
+    called between reads and between polls of ``ray.wait``. Nothing to compute: no Ray task.
 
     Returns:
         ``(diverged, broken)``: ref_key -> why. The trials of a diverged reference are recorded
@@ -60,10 +99,16 @@ def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTri
     if not refs:
         return {}, {}
     t0 = time.monotonic()
-    bar.message(f"references: {len(refs)} to compute or find in the store")
-    futures = _submit(spec, store, refs)
+    found = {r.ref_key for r in found_in_store(store, refs, check)}
+    to_compute = [r for r in refs if r.ref_key not in found]
     diverged: dict[str, str] = {}
     broken: dict[str, str] = {}
+    if not to_compute:
+        bar.message(f"references: {len(refs)}/{len(refs)} found in the store in {time.monotonic() - t0:.1f}s")
+        return diverged, broken
+    bar.message(f"references: {len(to_compute)} to compute"
+                + (f" ({len(found)} found in the store)" if found else ""))
+    futures = _submit(spec, store, to_compute)
     pending = list(futures)
     done = 0
     while pending:
@@ -79,12 +124,12 @@ def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTri
             if isinstance(root_cause(exc), StoreUnreachable):  # ... unless the store is gone: every group stops
                 raise StoreUnreachable(error_text(exc)) from None
             broken[ref.ref_key] = error_text(exc)
-            bar.message(f"reference {done}/{len(refs)} {ref.ref_key} failed: {broken[ref.ref_key]}")
+            bar.message(f"reference {done}/{len(to_compute)} {ref.ref_key} failed: {broken[ref.ref_key]}")
             continue
         if message is not None:
             diverged[ref.ref_key] = message
         state = "diverged" if message is not None else "ready"
-        bar.message(f"reference {done}/{len(refs)} {ref.ref_key} {state} in {seconds:.1f}s "
+        bar.message(f"reference {done}/{len(to_compute)} {ref.ref_key} {state} in {seconds:.1f}s "
                     f"(elapsed {time.monotonic() - t0:.1f}s)")
     bar.message(_summary(len(refs), diverged, broken, time.monotonic() - t0))
     return diverged, broken
