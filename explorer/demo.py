@@ -10,8 +10,8 @@ only; four give t(3)); the width exponent b comes from the seeds' spread at ever
 at 4: at L = 2 with one unit per layer a network is far outside the ODE picture (its error grows
 along training). It takes about a minute on a 2-core CPU with an embedded Ray (the README gives the
 measured times); rerunning reuses the trials already in the store.
-When trials ran, their metric files are compacted into one (rows unchanged), so that the report
-and every rerun read one file. After the sweep it prints the final err_out per (L, M) from the
+The sweep's end compacts its metric files into one (rows unchanged), so that the report and every
+rerun read one file. After the sweep it prints the final err_out per (L, M) from the
 store, writes the report (its fits kept in the user's fit cache: a rerun reads them back), and
 ends with the decomposed fit, led by a and b against the theory's 1 and 1/2 (each with its 95%
 CI, or why the grid does not measure it), then the law, its constants and warnings, and the path
@@ -118,18 +118,6 @@ def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int 
     return exponent_lines(result) + format_table(result).rstrip("\n").splitlines()
 
 
-def compact_metrics(store, sweep: str) -> None:
-    """Merge the sweep's metric files (one per trial) into one, rows unchanged (``explorer
-    compact``): every later read of the demo (its report, a rerun) scans one file, not 96. A store
-    that cannot be compacted (read-only) is only slower."""
-    from store import StoreError
-
-    try:
-        store.compact(sweep, kinds=("metrics",))
-    except StoreError:
-        pass
-
-
 def run_demo(store="results", out: str | os.PathLike = "report", address: str | None = None,
              echo: Callable[[str], object] = print) -> int:
     """Run the demo sweep, print its summary and error table, write its report, then print the
@@ -143,8 +131,6 @@ def run_demo(store="results", out: str | os.PathLike = "report", address: str | 
     echo(result.summary())
     if result.interrupted is not None:
         return result.exit_code
-    if result.ran:
-        compact_metrics(st, DEMO_SPEC["name"])
     for line in error_table(st, DEMO_SPEC["name"]):
         echo(line)
     cache = FitCache()  # the report's fits, read back for the lines printed

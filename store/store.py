@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
-from .catalog import completed_keys, list_sweeps
+from .catalog import completed_keys, list_kind, list_sweeps
 from .control import MalformedControl, read_control
 from .errors import StoreQueryError
 from .files import Files, open_root
@@ -295,6 +295,12 @@ class Store:
                 what a sweep does when it ends: its next start then reads one trials file.
         """
         return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds)
+
+    def small_files_bytes(self, sweep: str, kind: str) -> int:
+        """Bytes in the sweep's small (one key each, not yet compacted) files of ``kind``: what a
+        compaction of that kind would read into memory, compressed."""
+        listing = list_kind(self._files, check_sweep(sweep), kind, stat=True)
+        return sum(entry.size or 0 for entry in listing.singles.values())
 
     def remove_temporaries(self, sweep: str, before: _dt.datetime | None = None, *, references: bool = False) -> int:
         """Delete the temporary files (``.tmp.*``) of the sweep's writes last touched before

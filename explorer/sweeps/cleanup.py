@@ -1,7 +1,7 @@
 """After a run: the claims released, the reference locks of dead workers removed, temporaries of
 lost workers removed, half-written trials of this driver's dead workers dropped, and the sweep's
 ``trials`` rows compacted into one file (so that the next start's status lookup reads one file
-instead of one per trial; metrics stay as they are: ``explorer compact`` merges those)."""
+instead of one per trial), and its metric rows too while they are small enough to merge in memory."""
 from __future__ import annotations
 
 import datetime as dt
@@ -65,13 +65,21 @@ def release_after_run(store: Store, sweep: str, the_plan: Plan, leases: Leases, 
     store.remove_unfinished(sweep, claimed - set(leases.others(claimed)))
 
 
+# The most bytes of small metric files a sweep's end compacts (compressed on disk; compaction holds
+# them in memory, several times larger): past it the files stay, and `explorer compact` merges them.
+METRICS_COMPACT_BYTES = 256 * 2**20
+
+
 def compact_trials(store: Store, sweep: str, bar: Progress) -> None:
-    """Merge the sweep's trials rows into one file, so that the next start reads one file.
+    """Merge the sweep's trials rows into one file, so that the next start reads one file, and its
+    metric rows when their small files hold at most ``METRICS_COMPACT_BYTES``: every later query
+    scans one file instead of one per trial (a report of 2592 trials: 37 s against 4.6 s).
 
     Never fails the sweep (its trials are all written): a problem is noted and the next run, or
     ``explorer compact``, tries again.
     """
     try:
-        store.compact(sweep, kinds=("trials",))
+        metrics = 0 < store.small_files_bytes(sweep, "metrics") <= METRICS_COMPACT_BYTES
+        store.compact(sweep, kinds=("trials", "metrics") if metrics else ("trials",))
     except StoreError as exc:
-        bar.message(f"note: the trials of sweep {sweep} were not compacted ({exc}); run `explorer compact`")
+        bar.message(f"note: the rows of sweep {sweep} were not compacted ({exc}); run `explorer compact`")
