@@ -43,11 +43,13 @@ def test_a_resume_on_a_hostile_store_breaks_what_never_lapses_and_recomputes_the
     keys = sorted(st.completed_trial_keys("tiny"))
     (ref_key,) = {row["ref_key"] for row in st.query("SELECT DISTINCT ref_key FROM metrics").to_pylist()}
     root = st.files.root
-    for key in keys[:2]:  # two trials to run again, each with a lease that never lapses by its age
-        os.remove(key_file(root, "tiny", "metrics", key))
-    for entry in list_kind(st.files, "tiny", "trials").compacted:  # the sweep's end compacted its trials
-        table = pq.read_table(entry.path)
-        pq.write_table(table.filter(pc.invert(pc.is_in(table.column("trial_key"), pa.array(keys[:2])))), entry.path)
+    # two trials to run again, each with a lease that never lapses by its age: their rows taken out of
+    # the files the sweep's end compacted its metrics and trials into
+    for kind in ("metrics", "trials"):
+        for entry in list_kind(st.files, "tiny", kind).compacted:
+            table = pq.read_table(entry.path)
+            pq.write_table(table.filter(pc.invert(pc.is_in(table.column("trial_key"), pa.array(keys[:2])))),
+                           entry.path)
     os.makedirs(os.path.dirname(lease_path(st.files, "tiny", keys[0])), exist_ok=True)
     with open(lease_path(st.files, "tiny", keys[0]), "w") as f:
         f.write("null")
