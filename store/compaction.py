@@ -250,8 +250,9 @@ def compact(files: Files, sweep: str, rows_per_file: int = 4_000_000, kinds=DATA
 
     Args:
         rows_per_file: target size of a compacted file; one trial is never split.
-        kinds: the kinds to compact (default all; a sweep's end compacts ``("trials",)`` alone,
-            which makes the next start's status lookup read one file). Each kind keeps every
+        kinds: the kinds to compact (default all; a sweep's end compacts ``("trials",)``, which
+            makes the next start's status lookup read one file, and ``metrics`` while its small
+            files are few enough to merge in memory). Each kind keeps every
             guarantee above on its own: metrics inputs are chosen by the trials rows, which
             compacting trials never loses.
 

@@ -291,8 +291,9 @@ class Store:
         before any original is removed; an interrupted compaction loses nothing).
 
         Args:
-            kinds: which of metrics, trials, fits to compact (default all). ``("trials",)`` is
-                what a sweep does when it ends: its next start then reads one trials file.
+            kinds: which of metrics, trials, fits to compact (default all). A sweep's end
+                compacts ``trials`` (its next start then reads one trials file), and ``metrics``
+                while ``small_files_bytes`` says they fit in memory.
         """
         return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds)
 
