@@ -233,7 +233,7 @@ def _header(result: DesignResult) -> list[str]:
 
 
 def _notes(result: DesignResult) -> dict:
-    c, p = result.found.best.candidate, result.found.best.prediction
+    p = result.found.best.prediction
     return {
         "reference": [f"the cheapest resolution whose predicted error ({p.ref_err:.3g}) leaves the smallest error "
                       "the fit uses 3x above it; one per problem draw"],

@@ -12,7 +12,6 @@ loop's chosen points and CIs. A table in, a chart out, no I/O.
 """
 from __future__ import annotations
 
-import math
 
 import altair as alt
 import numpy as np

@@ -37,7 +37,7 @@ from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
 from ..errors import FitError, QueryError, SweepDataError
-from ..analysis.fitting import FITS_COLUMNS, FitResult, compare_laws, fit_sweep, flag_summary, interval_description
+from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt
 

@@ -266,7 +266,6 @@ def test_the_cli_refuses_a_bad_adaptive_section_in_one_line(tmp_path):
     from click.testing import CliRunner
 
     from explorer.cli import main
-    from explorer.config.spec import load_spec
 
     spec = tmp_path / "spec.toml"
     spec.write_text('name = "ad"\n[grid]\nL = [4, 8]\nM = [1, 4]\nD = [8]\n[adaptive]\nbudget = 2\n')
@@ -333,7 +332,6 @@ def test_a_target_with_a_zero_width_ci_is_not_reached(tmp_path):
 
 def test_a_target_the_grid_cannot_measure_is_one_spec_error_before_anything_runs(tmp_path):
     from explorer.cli import main
-    from explorer.config.spec import load_spec
     from click.testing import CliRunner
 
     st = Store(tmp_path / "s")
@@ -352,7 +350,6 @@ def test_a_fit_that_drops_a_target_spreads_the_design_instead_of_crashing(tmp_pa
     # A first design that holds L fixed (a cap that admits only L = 4): the fit cannot measure a
     # yet, although the grid can; the loop must choose points at other L, not fail.
     from explorer.sweeps.adaptive import AdaptiveLoop
-    from explorer.analysis.fitting import fit as fit_law
 
     st = Store(tmp_path / "s")
     spec = adaptive_spec(grid={"L": [4, 8, 16], "M": [1, 4, 16, 64, 256], "D": [8], "problem_seeds": [1, 2]}, batch=3)
@@ -421,7 +418,6 @@ def test_an_adaptive_dry_run_describes_the_adaptive_run_and_writes_nothing(tmp_p
     text = out.output
     assert text.startswith("adaptive sweep ad: the [grid] is a candidate set of 32 trials")
     assert "form theory, targets c1, c2" in text and "<= 0.2" in text and "relative" in text
-    from explorer.config.spec import load_spec
 
     loop = AdaptiveLoop(load_spec(str(spec)), None, None, lambda line: None)
     assert (f"at most {format_seconds(loop.budget)} of the full grid's {format_seconds(loop.full)} of predicted "

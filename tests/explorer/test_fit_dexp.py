@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from explorer.analysis.data import TERM_METRICS
 from explorer.analysis.decomposed import (REGIMES, Regime, draws_of, fit_decomposed, fit_term, fit_terms,
                                           local_d_slopes, estimate, planted_grams, as_grid)
-from explorer.analysis.decomposed.gram_terms import terms
 from explorer.analysis.fitting import TIE_HALF_WIDTH, fit, format_table, tie_verdict
 from explorer.cli import main
 from explorer.config.planning import plan

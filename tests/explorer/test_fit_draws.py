@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from explorer.analysis.fitting import compare_laws, fit, fittable_forms, format_table, local_slopes
-from explorer.analysis.laws import FORMS, law_forms, resolve_form
+from explorer.analysis.laws import law_forms, resolve_form
 from explorer.analysis.data import grid_errors
 
 from .analysis_data import connect, draws_grid, law_grid, law_rows, random_effect_laws

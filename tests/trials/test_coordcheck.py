@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from store.schema import COORD_BINS as STORE_BINS, column_names

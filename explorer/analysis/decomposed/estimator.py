@@ -204,7 +204,6 @@ def design(draws: list[Draw], floor: str = "quadrature") -> Design:
 
         p = [pooled[(d.L[i], d.M[i], d.D[i])] for i in range(len(d.L))]
         mean_b2 = np.array([q[0] for q in p])
-        se_mean = np.array([q[1] for q in p])
         se_row_b = np.array([q[2] for q in p])
         mean_f2 = np.array([q[3] for q in p])
         se_row_f = np.array([q[4] for q in p])

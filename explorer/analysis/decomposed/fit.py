@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .estimator import FULL, NAMES, Decomposed, Draw, checked_draws, design, estimate, terms
+from .estimator import FULL, NAMES, Decomposed, Draw, checked_draws, estimate, terms
 from .d_axis import d_slope_warnings
 from .term_fit import term_grid
 from ...errors import FitError
