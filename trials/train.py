@@ -4,15 +4,18 @@
 Pure: validated configs and their references in, metric rows (plain dicts) out. No I/O, no Ray.
 
 A pack (``train_fused``) draws the units of a seed index once for all its points, and then
-either (batched, the default on CUDA) trains its points' seeds side by side on one batch axis
+either (the default, on every device) trains its points one after another, each from its share
+of the draw, or (``batched=True``) trains its points' seeds side by side on one batch axis
 (``ResNet.fused``): each layer's products run once for the pack (once per run of points sharing
-a residual scale or step size); or (the default on CPUs) trains its points one after another,
-each from its share of the draw. On a CPU the batch brings nothing but extra copies: one
-thread's step costs the same per seed with 4 or 32 seeds in the batch (bound by memory traffic,
-not by per-layer costs), while measuring a point's part of a batch copies its blocks
-(docs/benchmarks.md, "Fused points"). Either way each point is measured as it would be alone
-(``PointMeter``): its part of the pass goes through the same metric code, so its rows are those
-of ``train_trial`` bit for bit (a test), and ``train_trial`` is a pack of one. A point whose
+a residual scale or step size). Each point is measured as it would be alone (``PointMeter``):
+its part of the pass goes through the same metric code. One after another, a point's rows are
+those of ``train_trial`` bit for bit on a CPU and on CUDA (a test), and ``train_trial`` is a pack
+of one. Batched, they are bit for bit on a CPU only: on CUDA cuBLAS chooses other kernels for a
+batch than for one matrix, and the rows differ (docs/numerics.md), so a
+trial's numbers would depend on the pack it fell in. On a CPU the batch brings nothing but extra
+copies anyway: one thread's step costs the same per seed with 4 or 32 seeds in the batch (bound
+by memory traffic), while measuring a point's part of a batch copies its blocks
+(docs/benchmarks.md, "Fused points"). A point whose
 seeds have all diverged is no longer measured and its rows end as alone; the pack runs on while
 any point has a seed alive.
 
@@ -148,7 +151,7 @@ def train_trial(config: TrialConfig, reference: Reference) -> list[dict]:
     return train_fused([config], [reference])[0]
 
 
-def train_fused(configs: list[TrialConfig], references: list[Reference], batched: bool | None = None) -> list[list[dict]]:
+def train_fused(configs: list[TrialConfig], references: list[Reference], batched: bool = False) -> list[list[dict]]:
     """Train the points of one shape as one program and measure each as ``train_trial``.
 
     Args:
@@ -157,8 +160,9 @@ def train_fused(configs: list[TrialConfig], references: list[Reference], batched
             lr, sigma_u, sigma_v, problem, seeds and their number, antithetic, chaos_check, the
             divergence and flag limits) may differ from point to point.
         references: each point's reference, in the same order.
-        batched: train the points as one batch (True) or one after another from one draw
-            (False); None: batched on CUDA, one after another on a CPU (module docstring).
+        batched: train the points as one batch (True: rows bit for bit those alone on a CPU only)
+            or one after another from one draw (False, the default: bit for bit everywhere;
+            module docstring).
 
     Returns:
         Per point, in the same order, its rows exactly as ``train_trial(config, reference)``
@@ -171,8 +175,6 @@ def train_fused(configs: list[TrialConfig], references: list[Reference], batched
     """
     configs, references = list(configs), list(references)
     check_pack(configs, references)
-    if batched is None:
-        batched = resolve_device(configs[0].device).type == "cuda"
     started = time.perf_counter()
     scratch = Scratch(take_spares())
     try:

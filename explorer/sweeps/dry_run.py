@@ -17,7 +17,7 @@ from ..config.estimate import (compute_wall_seconds, reference_memory_bytes, ref
 from ..config.planning import Plan, plan
 from ..config.sections import SweepSpec
 from ..formatting import format_percent, format_seconds
-from .packing import batched_groups, estimated_seconds, fused_packs, fusion_groups, group_seconds, memory_share
+from .packing import estimated_seconds, fused_packs, fusion_groups, group_seconds, memory_share
 from .ray_records import start_estimate
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def fused_group_lines(the_plan: Plan, memory: int | None, cpus: int | None) -> l
     slots = max(1, int(cpus // max(res.cpus_per_trial, 1e-9))) if cpus else 1
     slots = min(slots, res.max_concurrent or slots)
     bound = memory_share(memory, slots) if memory else None
-    packs = fused_packs(the_plan.trials, slots, res.points_per_trial, bound, batched_groups(the_plan.spec))
+    packs = fused_packs(the_plan.trials, slots, res.points_per_trial, bound)
     groups = [g for p in packs for g in p]
     fused = Counter(len(g) for g in groups if len(g) > 1)
     if not fused:

@@ -22,12 +22,6 @@ PACKS_PER_SLOT = 4  # at least this many Tune trials per concurrent slot, for ba
 Group = tuple[PlannedTrial, ...]  # points a worker trains as one program (one point: alone)
 
 
-def batched_groups(spec) -> bool:
-    """Whether the workers train a fused group batched (``trials.train_fused``'s default: on a
-    GPU), which the group's memory estimate counts."""
-    return spec.train.device == "cuda" or (spec.train.device == "auto" and spec.resources.gpus_per_trial > 0)
-
-
 def memory_share(node_bytes: float, at_once: int) -> int:
     """The most estimated bytes one fused group may hold on a node of ``node_bytes`` that runs
     ``at_once`` Tune trials: its share, less a worker process."""
@@ -140,7 +134,8 @@ def fused_packs(trials: Sequence[PlannedTrial], slots: int, points_per_trial: in
             cut into runs of about one pack's share of the estimated compute (fused), which are
             dealt longest first; an integer: fixed-size packs of the points ordered by shape.
         memory_bound: the most estimated bytes one fused group may hold (None: no bound).
-        batched: whether the workers train a group batched (on a GPU), which its memory counts.
+        batched: whether a group is trained batched (``trials.train_fused(batched=True)``), which
+            its memory counts; a sweep's workers train one point after another.
 
     Returns:
         Packs, each a list of fused groups, largest estimated cost first.

@@ -11,7 +11,7 @@ from store import StoreUnreachable
 
 from . import resources
 from .failures import LOST_ACTOR_RETRIES, error_text
-from .packing import Group, batched_groups, group_memory, group_seconds, memory_share, packs_of_groups
+from .packing import Group, group_memory, group_seconds, memory_share, packs_of_groups
 from .ray_import import NodeAffinitySchedulingStrategy, environment, ray, tune
 from .runtime_env import no_secrets_in_runtime_env
 from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal, StopWhenStoreLost,
@@ -63,8 +63,8 @@ def _trainable(spec, store, the_plan, packs: list[list[Group]], reference_errors
               references={r.ref_key: r for r in the_plan.references}, reference_errors=reference_errors,
               rerun=rerun, retries=spec.resources.retries, ledger=ledger)
     cpus, gpus = spec.resources.cpus_per_trial, spec.resources.gpus_per_trial
-    batched = batched_groups(spec)
-    memory = [resources.memory_request(max(group_memory(g, batched) for g in p), node_memory) for p in packs]
+    # workers train a group one point after another (``trials.train_fused``'s default)
+    memory = [resources.memory_request(max(group_memory(g, batched=False) for g in p), node_memory) for p in packs]
 
     def pack_resources(config: dict) -> tune.PlacementGroupFactory:
         """What one Tune trial (one pack) asks of Ray: CPUs, GPUs and, for large points, memory."""
@@ -82,7 +82,7 @@ def run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limi
     (a signal) is called at every step of Tune's loop (``StopOnSignal``)."""
     node_memory = resources.largest_node_memory()
     packs = packs_of_groups(todo, slots, spec.resources.points_per_trial, spec.resources.fuse,
-                            fused_memory_bound(spec, slots, node_memory), batched_groups(spec))
+                            fused_memory_bound(spec, slots, node_memory))
     trainable = _trainable(spec, store, the_plan, packs, reference_errors, rerun, node_memory)
     # each point's share of its group's estimate (a group of one: the point's own)
     costs = {t.trial_key: group_seconds(g) / len(g) for p in packs for g in p for t in g}
