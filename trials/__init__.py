@@ -44,7 +44,7 @@ _LAZY = {
     "JointLimitConfig": "config",
     "compute_joint_limit": "joint_limit",
     "NoReferenceConfig": "no_reference",
-    "no_reference": "no_reference",
+    "empty_reference": "no_reference",
 }
 
 __all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))

@@ -44,7 +44,7 @@ class NoReferenceConfig:
         return stable_hash({"kind": NO_REFERENCE_KIND, "steps": steps, "samples": samples, "d_out": d_out, "D": width})
 
 
-def no_reference(config: NoReferenceConfig) -> "Reference":
+def empty_reference(config: NoReferenceConfig) -> "Reference":
     """The empty reference: NaN outputs, hidden states, loss and errors, measuring nothing."""
     from .reference import Reference  # imports torch: only a worker that trains pays for it
 

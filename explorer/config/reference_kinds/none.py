@@ -1,6 +1,6 @@
 """``none``: no reference, for a study that reads the loss alone (an optimum of the learning rate,
 its transfer across width or depth). Nothing is planned, priced, computed or stored: each worker
-makes the empty reference of its trial's shape (``trials.no_reference``), and the rows' errors
+makes the empty reference of its trial's shape (``trials.empty_reference``), and the rows' errors
 (``err_out``, ``err_hidden``, their Gram rows, the reference's own columns) are null. An analysis
 that needs an error refuses such a sweep in one line naming the kind. It serves every preset and
 scaling. The example of a kind: this module and one entry of ``registry.KINDS``."""
@@ -52,6 +52,6 @@ class NoReference:
         return "references: 0 (kind none: nothing computed; the rows measure the loss, their errors are null)"
 
     def compute(self, config: NoReferenceConfig):
-        from trials import no_reference
+        from trials import empty_reference
 
-        return no_reference(config)
+        return empty_reference(config)
