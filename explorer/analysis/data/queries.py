@@ -153,7 +153,7 @@ def require_measured(con, sweep: str, metric: str) -> None:
     measured, rows, kinds = found.iloc[0]
     if rows and not measured:
         raise SweepDataError(f"sweep {sweep!r} was run with reference kind {kinds}, which measures no {metric} "
-                             "(its rows hold the loss): fit needs a reference kind that measures it; "
+                             "(its rows hold the loss): reading it needs a sweep run with another [reference] kind; "
                              "`optimum` and `transfer` read the loss")
 
 
