@@ -209,3 +209,13 @@ def test_the_optimum_of_the_loss_of_a_sweep_of_kind_none(none_store):
     refused = CliRunner().invoke(main, ["optimum", "--sweep", sweep, "--store", store.uri, "--axis", "lr",
                                         "--metric", "err_out"])
     assert refused.exit_code != 0 and "reference kind none" in refused.output, refused.output
+
+
+def test_an_adaptive_sweep_refuses_kind_none_in_one_line():
+    from explorer.errors import SpecError
+    from explorer.sweeps.adaptive import AdaptiveLoop
+
+    spec = parse_spec({**NONE_SPEC, "grid": {"L": [4, 8], "M": [2, 4], "D": [4], "seeds": 2},
+                       "train": {"steps": 5, "lr": 0.5}})
+    with pytest.raises(SpecError, match=r"\[reference\] kind: none measures no error, and an adaptive sweep fits"):
+        AdaptiveLoop(spec, None, None, lambda line: None)

@@ -29,6 +29,7 @@ class JointLimit:
     name = "joint_limit"
     description = "the exact joint limit (identity activation, mlu or lazy, mean-field steps), RK4 over depth"
     unused_keys = ("depth", "width", "replicas")
+    measures_error = True
     stored = True
     couples_embeddings = False
     scales_with_particles = False

@@ -23,6 +23,8 @@ class ReferenceKind(Protocol):
         name: what ``[reference] kind`` says, and the rows' ``ref_kind``.
         description: one line: what a trial of this kind is compared with (spec help, docs).
         unused_keys: the ``[reference]`` keys this kind ignores: a spec that sets one is refused.
+        measures_error: whether a trial's rows hold its errors against the reference (False: the
+            loss alone; an adaptive sweep, which fits an error's law, refuses the kind).
         stored: whether a reference is computed once per key and cached in the store (False: a
             worker makes it itself, at no cost: nothing is planned, priced or computed).
         couples_embeddings: the default of ``[problem] coupled_embeddings`` under this kind.
@@ -34,6 +36,7 @@ class ReferenceKind(Protocol):
     name: str
     description: str
     unused_keys: tuple[str, ...]
+    measures_error: bool
     stored: bool
     couples_embeddings: bool
     scales_with_particles: bool

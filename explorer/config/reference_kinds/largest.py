@@ -20,6 +20,7 @@ class Largest:
     name = "largest"
     description = "the largest grid point of the trial's group, run with seeds no trial uses"
     unused_keys = ("depth", "width", "replicas", "grid")
+    measures_error = True
     stored = True
     couples_embeddings = True
     scales_with_particles = False

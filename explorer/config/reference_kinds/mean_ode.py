@@ -25,6 +25,7 @@ class MeanOde:
     name = "mean_ode"
     description = "a particle solution of the Mean ODE (depth x width particles, replicas for its error)"
     unused_keys = ("grid",)
+    measures_error = True
     stored = True
     couples_embeddings = False
     scales_with_particles = True

@@ -13,6 +13,7 @@ class NoReference:
     name = "none"
     description = "no reference: the loss alone is measured (errors are null), for optima and transfer"
     unused_keys = ("depth", "width", "replicas", "grid")
+    measures_error = False
     stored = False
     couples_embeddings = False
     scales_with_particles = False
