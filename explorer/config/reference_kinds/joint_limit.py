@@ -65,7 +65,8 @@ class JointLimit:
         return COST["fixed_s"] + COST["per_step_pair_grid"] * steps**2 * grid
 
     def what(self, config: JointLimitConfig) -> str:
-        return f"joint limit at D={config.limit.D}, {config.grid} RK4 steps over depth, {config.limit.steps} training steps"
+        return (f"joint limit at D={config.limit.D}, {config.grid} RK4 steps over depth, "
+                f"{config.limit.steps} training steps")
 
     def dry_run_line(self, spec, count: int) -> str:
         return (f"references: {count} joint_limit (the exact limit, {spec.reference.grid} RK4 steps over depth, "

@@ -41,10 +41,12 @@ class Largest:
         return largest_reference_key(config)
 
     def check_spec(self, spec, problems) -> None:
-        if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1 and not spec.problem.independent_embeddings:
-            problems.add(spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
-                                    "coordinates, so it needs coupled embeddings; set it to true (or set "
-                                    "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)"))
+        p = spec.problem
+        if p.coupled_embeddings is False and len(spec.grid.D) > 1 and not p.independent_embeddings:
+            problems.add(spec_error("[problem] coupled_embeddings",
+                                    'kind = "largest" over several D compares the first D coordinates, so it needs '
+                                    "coupled embeddings; set it to true (or set independent_embeddings = true to "
+                                    "compare outputs only: err_hidden is then not meaningful)"))
 
     def bounding_config(self, spec, trial: TrialConfig) -> TrialConfig:
         return trial  # the spec's largest point: its reference's run is its own, without metrics
