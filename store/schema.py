@@ -73,7 +73,7 @@ _IDENTITY = (
     Column("sweep", _STR, "sweep name (the partition directory sweep=<name>)"),
     Column("trial_key", _STR, "16-hex hash of everything that defines the trial's numbers"),
     Column("ref_key", _STR, "key of the reference the trial is compared with"),
-    Column("ref_kind", _STR, "reference kind: mean_ode | largest"),
+    Column("ref_kind", _STR, "reference kind: mean_ode | largest | joint_limit | none"),
 )
 CONFIG_COLUMNS = (
     Column("L", _INT, "depth: number of residual blocks"),
@@ -108,12 +108,13 @@ _PROVENANCE = (
 _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("seed", _INT, "seed of the unit parameters (one repetition)"),
     Column("step", _INT, "gradient step k; 0 is before the first update"),
-    Column("err_out", _FLOAT, "RMS over outputs and samples of f_k - f_k^ref"),
-    Column("err_hidden", _FLOAT, "RMS over coordinates and samples of h_L - h^ref(1)"),
+    Column("err_out", _FLOAT, "RMS over outputs and samples of f_k - f_k^ref (null: reference kind none)", nullable=True),
+    Column("err_hidden", _FLOAT, "RMS over coordinates and samples of h_L - h^ref(1) (null: kind none)", nullable=True),
     Column("loss", _FLOAT, "training loss of the trial"),
-    Column("ref_loss", _FLOAT, "training loss of the reference"),
-    Column("ref_err_out", _FLOAT, "the reference's own error estimate for err_out"),
-    Column("ref_err_hidden", _FLOAT, "the reference's own error estimate for err_hidden"),
+    Column("ref_loss", _FLOAT, "training loss of the reference (null: kind none)", nullable=True),
+    Column("ref_err_out", _FLOAT, "the reference's own error estimate for err_out (null: kind none)", nullable=True),
+    Column("ref_err_hidden", _FLOAT, "the reference's own error estimate for err_hidden (null: kind none)",
+           nullable=True),
     Column("feature_update", _FLOAT, "RMS local feature update of the units"),
     Column("lin_ratio", _FLOAT, "local linearization error ratio of the units"),
     Column("output_change", _FLOAT, "RMS change of the output since step 0"),

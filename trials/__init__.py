@@ -43,6 +43,8 @@ _LAZY = {
     "reference_from_trial": "reference",
     "JointLimitConfig": "config",
     "compute_joint_limit": "joint_limit",
+    "NoReferenceConfig": "no_reference",
+    "empty_reference": "no_reference",
 }
 
 __all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))

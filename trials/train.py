@@ -46,6 +46,7 @@ from .coordcheck import COORD_COLUMNS, CoordCheck
 from .joint_limit import KIND as JOINT_LIMIT, JointLimitConfig, backward_along_depth, hidden_along_depth
 from .metrics import DEPTH_METRICS, GRAMS, METRICS, Baseline, DepthSnapshot, Snapshot
 from .model import Forward, ResNet
+from .no_reference import MEASURES_ERROR, REFERENCE_COLUMNS
 from .units import Scratch, Units
 from .reference import Reference
 
@@ -369,6 +370,7 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
     base = dict(config.columns(), ref_key=reference.key, ref_kind=reference.kind,
                 device=resolve_device(config.device).type)
     seeds = config.seeds
+    measures_error = reference.meta.get(MEASURES_ERROR, True)
     gram_rows = [[masked_gram_rows(g, [a and not b for a, b in zip(alive, blown)], seeds) for g in grams]
                  for grams, alive, blown in zip(steps.grams, steps.alive, steps.blown)]
     metrics = [m.tolist() for m in steps.metrics]
@@ -386,6 +388,8 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
             row["status"] = STATUS_DIVERGED if steps.blown[i][r] else STATUS_OK
             row["wall_s"] = wall_s
             row["flags"] = steps.flags[r]
+            if not measures_error:  # the none kind: no reference, so no error (null, never NaN)
+                row.update(dict.fromkeys(REFERENCE_COLUMNS))
             rows.append(row)
     return rows
 

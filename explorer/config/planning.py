@@ -7,27 +7,25 @@ the one each trial's own configuration defines. ``mean_ode`` and ``joint_limit``
 the trial's limit-defining fields (``ReferenceConfig.limit_fields``; completep's effective alpha
 grows with sqrt(M), so each M has its own); ``largest``: the trial's config at the grid's largest
 L, M and D (same seeds, embeddings coupled across D, as in the companion paper,
-arXiv:2603.18168). A reference is defined by the problem draw too, so each of
-``[grid] problem_seeds`` gets its own.
+arXiv:2603.18168); ``none``: an empty reference of the trial's shape, made by its worker, not
+computed or stored. The spec's kind (``reference_kinds``) says which. A reference is defined by
+the problem draw too, so each of ``[grid] problem_seeds`` gets its own.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from store import SCHEMA_VERSION
-from trials import (ConfigError, LimitReferenceConfig, TrialConfig, largest_reference_config, largest_reference_key,
-                    stable_hash)
+from trials import ConfigError, LimitReferenceConfig, NoReferenceConfig, TrialConfig, stable_hash
 
 from ..errors import spec_error
+from .reference_kinds import kind_named
 from .sections import SweepSpec
 
 
 CHECK_EVERY = 1000  # trials planned between two calls of plan's ``check`` (a few ms)
-# The fields of a trial config that its largest reference keeps (L, M and D become the grid's maxima).
-_ALL_BUT_SHAPE = tuple(f.name for f in dataclasses.fields(TrialConfig) if f.name not in ("L", "M", "D"))
 
 
 @dataclass(frozen=True)
@@ -35,8 +33,8 @@ class PlannedReference:
     """One reference: computed once, cached in the store under ``ref_key``, shared by its group."""
 
     ref_key: str
-    kind: str  # mean_ode | largest | joint_limit
-    config: LimitReferenceConfig | TrialConfig  # the largest kind: the largest grid point's config
+    kind: str  # a name of ``reference_kinds.KINDS``
+    config: LimitReferenceConfig | TrialConfig | NoReferenceConfig  # the largest kind: the largest grid point's config
 
 
 @dataclass(frozen=True)
@@ -50,15 +48,23 @@ class PlannedTrial:
 
 @dataclass(frozen=True)
 class Plan:
-    """A spec expanded: references first, then the trials that use them."""
+    """A spec expanded: references first, then the trials that use them. ``references`` are those
+    to compute and store (priced, counted, computed by the reference phase); ``made_by_workers``
+    those of a kind that stores none (``ReferenceKind.stored``: kind none), which a worker makes
+    itself at no cost."""
 
     spec: SweepSpec
     references: tuple[PlannedReference, ...]
     trials: tuple[PlannedTrial, ...]
+    made_by_workers: tuple[PlannedReference, ...] = ()
+
+    def reference_map(self) -> dict[str, PlannedReference]:
+        """ref_key -> every reference a trial of the plan is compared with (what a worker looks up)."""
+        return {r.ref_key: r for r in (*self.references, *self.made_by_workers)}
 
     def trials_by_reference(self) -> dict[str, list[PlannedTrial]]:
         """ref_key -> the trials compared with it, in plan order."""
-        groups: dict[str, list[PlannedTrial]] = {r.ref_key: [] for r in self.references}
+        groups: dict[str, list[PlannedTrial]] = {r.ref_key: [] for r in (*self.references, *self.made_by_workers)}
         for t in self.trials:
             groups[t.ref_key].append(t)
         return groups
@@ -108,7 +114,9 @@ def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION, check: Callable[
     unique = list(references.values())
     order = {r.ref_key: i for i, r in enumerate(unique)}
     trials.sort(key=lambda t: order[t.ref_key])  # stable: grid order within a group
-    return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))
+    if kind_named(spec.reference.kind).stored:
+        return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))
+    return Plan(spec=spec, references=(), trials=tuple(trials), made_by_workers=tuple(unique))
 
 
 def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReference]:
@@ -117,33 +125,20 @@ def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReferen
     A trial is compared with the reference its config defines, never with a group's: mean_ode and
     joint_limit with the limit of its ``limit_fields`` (completep's effective alpha depends on M,
     so each M has its own), largest with the largest grid point made from its config (L, M and D
-    at the grid's maxima, seeds no trial uses, everything else its own). Hashing a key costs a JSON dump and a SHA-256,
-    so the references are cached by the (hashable) values their key is made of: planning 10^5 trials
-    computes one key per distinct reference.
+    at the grid's maxima, seeds no trial uses, everything else its own); its kind says which
+    (``ReferenceKind.reference_config``). Hashing a key costs a JSON dump and a SHA-256, so the
+    references are cached by the kind's ``identity`` of a trial (hashable values the key is made
+    of): planning 10^5 trials computes one key per distinct reference.
     """
     cache: dict[object, PlannedReference] = {}
-    kind = spec.reference.kind
-    if kind == "largest":
-        largest = {"L": max(spec.grid.L), "M": max(spec.grid.M), "D": max(spec.grid.D)}
+    kind = kind_named(spec.reference.kind)
 
-        def largest_of(cfg: TrialConfig) -> PlannedReference:
-            # the largest point is the trial's config with L, M and D replaced: every other field
-            # (the values of a frozen dataclass, typed alike within a spec) identifies it
-            identity = tuple(getattr(cfg, name) for name in _ALL_BUT_SHAPE)
-            found = cache.get(identity)
-            if found is None:
-                top = largest_reference_config(cfg, **largest)
-                found = cache[identity] = PlannedReference(largest_reference_key(top), kind, top)
-            return found
-
-        return largest_of
-
-    def limit_of(cfg: TrialConfig) -> PlannedReference:
-        rc = spec.reference_config(cfg)
-        identity = rc.limit_identity()  # the resolution (depth, width, ...) is the spec's: the same for all
+    def reference_of(cfg: TrialConfig) -> PlannedReference:
+        identity = kind.identity(spec, cfg)
         found = cache.get(identity)
         if found is None:
-            found = cache[identity] = PlannedReference(rc.key(), kind, rc)
+            config = kind.reference_config(spec, cfg)
+            found = cache[identity] = PlannedReference(kind.key(config), kind.name, config)
         return found
 
-    return limit_of
+    return reference_of

@@ -15,10 +15,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SCALINGS, PRESETS, REFERENCE_KINDS,
-                    LimitReferenceConfig, ProblemConfig, ReferenceConfig, TrialConfig)
+from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SCALINGS, PRESETS, ProblemConfig,
+                    TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_REPLICAS, MAX_SEEDS
+from .reference_kinds import DEFAULT_KIND, KINDS, kind_named
 from .spec_values import (at_most, boolean, budget_fraction, choice, law_name, list_of, nonnegative_int,
                           nonnegative_number, points_per_trial, positive_int, positive_number, resample_count,
                           spec_field)
@@ -79,7 +80,7 @@ class TrainSpec:
     lr_scaling: str = spec_field(
         "mean_field", choice(*LR_SCALINGS),
         "mean_field: each unit steps by lr D / (2 c^2 L M) dl/dtheta; raw: plain SGD on the weights W1 = u / D, W2 = c v "
-        "(no Mean ODE limit: needs [reference] kind = \"largest\")")
+        "(no Mean ODE limit: needs [reference] kind = \"largest\" or \"none\")")
     dtype: str = spec_field("float64", choice(*DTYPES), "floating-point precision")
     device: str = spec_field("auto", choice(*DEVICES), "auto = cuda when the trial holds a GPU, else cpu")
     divergence_factor: float = spec_field(10.0, positive_number,
@@ -96,8 +97,9 @@ class TrainSpec:
 class ReferenceSpec:
     """[reference]: what each trial is compared with (docs/model.md section 3)."""
 
-    kind: str = spec_field("mean_ode", choice(*REFERENCE_KINDS),
-                            "mean_ode particle solution, the largest grid point, or joint_limit (exact, identity activation)")
+    kind: str = spec_field(DEFAULT_KIND, choice(*KINDS),
+                            "mean_ode particle solution, the largest grid point, joint_limit (exact, identity "
+                            "activation), or none (the loss alone, no reference)")
     depth: int = spec_field(1024, positive_int, "L_ref of the mean_ode reference (even)")
     width: int = spec_field(512, positive_int, "M_ref of the mean_ode reference (even)")
     replicas: int = spec_field(2, at_most(MAX_REPLICAS, "replicas"), "R_ref >= 2 independent particle systems")
@@ -197,7 +199,7 @@ class SweepSpec:
     def coupled_embeddings(self) -> bool:
         """Resolved: explicit value, else true exactly for the ``largest`` reference kind."""
         if self.problem.coupled_embeddings is None:
-            return self.reference.kind == "largest"
+            return kind_named(self.reference.kind).couples_embeddings
         return self.problem.coupled_embeddings
 
     def grid_points(self) -> int:
@@ -242,15 +244,10 @@ class SweepSpec:
             init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **fields,
         )
 
-    def reference_config(self, limit: TrialConfig) -> LimitReferenceConfig:
-        """The mean_ode (or joint_limit) reference of the group ``limit`` (any of its trials) belongs to."""
-        ref = self.reference
-        if ref.kind == "joint_limit":
-            from trials import JointLimitConfig  # imports torch: only specs of this kind pay for it
-
-            return JointLimitConfig(limit=limit, grid=ref.grid)
-        return ReferenceConfig(limit=limit, depth=ref.depth, width=ref.width, replicas=ref.replicas,
-                               device=self.train.device)
+    def reference_config(self, limit: TrialConfig):
+        """The configuration of the reference the trial ``limit`` is compared with, as the spec's
+        kind makes it (``reference_kinds``)."""
+        return kind_named(self.reference.kind).reference_config(self, limit)
 
     def to_dict(self) -> dict:
         """The resolved spec as plain TOML-like data (tuples as lists), for records and display."""

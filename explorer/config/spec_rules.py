@@ -9,6 +9,7 @@ from trials import ConfigError
 
 from ..errors import SpecProblems, spec_error
 from ..formatting import spec_value
+from .reference_kinds import kind_named
 from .sections import AXIS_SCALAR, AdaptiveSpec, SweepSpec
 
 
@@ -20,19 +21,14 @@ def check_consistency(spec: SweepSpec, problems: SpecProblems) -> None:
             problems.add(spec_error(f"[grid] {axis}", f"also set as [{section}] {key}; keep one (the grid list sweeps it; "
                                     f"on the command line, {section}.{key}= removes the file's)"))
     ref = spec.reference
-    unused = {"largest": ("depth", "width", "replicas", "grid"), "joint_limit": ("depth", "width", "replicas"),
-              "mean_ode": ("grid",)}[ref.kind]
-    for key in unused:
+    kind = kind_named(ref.kind)
+    for key in kind.unused_keys:
         if f"reference.{key}" in spec.given:
             problems.add(spec_error(f"[reference] {key}", f'not used with kind = "{ref.kind}"; remove it'))
     if spec.problem.independent_embeddings and spec.coupled_embeddings:
         problems.add(spec_error("[problem] independent_embeddings",
                                 "true needs coupled_embeddings = false (each D draws its own W_E, W_U)"))
-    if ref.kind == "largest":
-        if spec.problem.coupled_embeddings is False and len(spec.grid.D) > 1 and not spec.problem.independent_embeddings:
-            problems.add(spec_error("[problem] coupled_embeddings", 'kind = "largest" over several D compares the first D '
-                                    "coordinates, so it needs coupled embeddings; set it to true (or set "
-                                    "independent_embeddings = true to compare outputs only: err_hidden is then not meaningful)"))
+    kind.check_spec(spec, problems)
     if not problems.lines:  # the trials' rules judge a spec whose own rules hold (else they repeat them)
         check_trial_rules(spec, problems)
     if any(key.startswith("adaptive.") for key in spec.given):
@@ -149,8 +145,9 @@ def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
 def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
     """Build the trials configurations the spec implies, so that the trials package's own rules
     judge it: the first grid point, each other value of each axis (the rest held at the first
-    point: every rule involves at most one axis), and their references (mean_ode and joint_limit:
-    a preset or learning-rate scaling with no limit is refused, ``TrialConfig.no_limit_reason``).
+    point: every rule involves at most one axis), and whether the reference kind serves each (its
+    ``check_serves``: mean_ode and joint_limit refuse a preset or learning-rate scaling with no
+    limit, ``TrialConfig.no_limit_reason``).
 
     Adds to ``problems`` each refusal, naming the key (an axis value that breaks a rule names its
     [grid] axis; one line per axis); a first point that is refused is the only line (every other
@@ -166,13 +163,12 @@ def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
         where = ", ".join(f"{k}={v}" for k, v in first.items())
         problems.add(spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)))
         return
-    with_limit = spec.reference.kind in ("mean_ode", "joint_limit")
-    if with_limit:
-        try:
-            spec.reference_config(limit)
-        except ConfigError as exc:
-            problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))
-            return
+    kind = kind_named(spec.reference.kind)
+    try:
+        kind.check_serves(spec, limit)
+    except ConfigError as exc:
+        problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))
+        return
     for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
             try:
@@ -180,8 +176,7 @@ def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
                     spec.problem_config(value)
                     continue
                 config = spec.trial_config(problem, {**first, axis: value})
-                if with_limit:
-                    spec.reference_config(config)
+                kind.check_serves(spec, config)
             except ConfigError as exc:
                 problems.add(spec_error(f"[grid] {axis}", str(exc)))
                 break  # the axis is named: its first bad value says what to change

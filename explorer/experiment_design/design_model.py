@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..analysis.decomposed import draws_of, effective_entries, gram_spread, standard_errors, terms
+from ..config.reference_kinds import DEFAULT_KIND, KINDS
 from ..errors import FitError
 
 MIN_POINTS = 6  # fewer grid points than this cannot measure two exponents
@@ -248,7 +249,8 @@ def _reference_of(store, frame, model: PilotModel) -> None:
         if not found:
             continue
         arrays, meta = found
-        if meta.get("kind", "mean_ode") != "mean_ode" or "err_out_sampling" not in arrays:
+        kind = KINDS.get(str(meta.get("kind", DEFAULT_KIND)))
+        if kind is None or not kind.scales_with_particles or "err_out_sampling" not in arrays:
             raise PilotError("the pilot's reference is not a mean_ode particle solution: a design needs one to "
                              "scale the reference's error with its particles")
         model.ref_depth, model.ref_width = int(meta["depth"]), int(meta["width"])

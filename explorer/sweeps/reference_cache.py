@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from store import Store, StoreError
 
 from ..config.planning import PlannedReference
+from ..config.reference_kinds import kind_named
 from .reference_screen import validator
 from .store_lost import unreachable
 from .threads import apply_torch_threads
@@ -24,22 +25,20 @@ REFERENCE_CACHE_SIZE = 64
 
 def compute(planned: PlannedReference) -> Reference:
     """Compute one reference (no cache)."""
-    from trials import compute_reference, reference_from_trial, release_spares
+    from trials import release_spares
 
     # A worker keeps its last trial's tensors for the next trial of that shape (trials.train);
     # a reference is not one, and its memory estimate does not count them.
     release_spares()
-    if planned.kind == "joint_limit":  # trials/joint_limit.py: exact, identity activation
-        from trials import compute_joint_limit
-        return compute_joint_limit(planned.config)
-    if planned.kind == "mean_ode":
-        return compute_reference(planned.config)
-    return reference_from_trial(planned.config)
+    return kind_named(planned.kind).compute(planned.config)
 
 
 def load_reference(store: Store, planned: PlannedReference) -> Reference:
-    """The reference from this process's cache, else the store's (computed there once per key)."""
+    """The reference from this process's cache, else the store's (computed there once per key); a
+    kind that stores none (``ReferenceKind.stored``) makes it here."""
     ref = REFERENCE_CACHE.get(planned.ref_key)
+    if ref is None and not kind_named(planned.kind).stored:
+        return kind_named(planned.kind).compute(planned.config)
     if ref is None:
         from trials import Reference
 

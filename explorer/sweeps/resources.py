@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..config.estimate import check_fits_memory, reference_memory_bytes
+from ..config.estimate import check_fits_memory
 from ..config.planning import PlannedReference
+from ..config.reference_kinds import kind_named
 from ..config.sections import SweepSpec
 from ..errors import spec_error
 from .ray_import import ray
@@ -32,10 +33,8 @@ def largest_node_memory() -> float:
 
 
 def reference_need(planned: PlannedReference) -> int:
-    """Estimated bytes of computing one reference."""
-    if planned.kind == "joint_limit":  # a deterministic low-dimensional solve: small
-        return 0
-    return reference_memory_bytes(planned.config)
+    """Estimated bytes of computing one reference, as its kind asks them of Ray (0: none)."""
+    return kind_named(planned.kind).request_bytes(planned.config)
 
 
 def check_resources(spec: SweepSpec) -> int:

@@ -60,7 +60,7 @@ def _trainable(spec, store, the_plan, packs: list[list[Group]], reference_errors
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
     ledger = ray.remote(num_cpus=0, scheduling_strategy=here)(Ledger).remote()
     job = Job(sweep=spec.name, store=store, packs=tuple(tuple(p) for p in packs),
-              references={r.ref_key: r for r in the_plan.references}, reference_errors=reference_errors,
+              references=the_plan.reference_map(), reference_errors=reference_errors,
               rerun=rerun, retries=spec.resources.retries, ledger=ledger)
     cpus, gpus = spec.resources.cpus_per_trial, spec.resources.gpus_per_trial
     # workers train a group one point after another (``trials.train_fused``'s default)

@@ -310,9 +310,9 @@ def test_the_memory_model_holds_within_2x_of_measured_peaks_data_included(what, 
 
 
 def test_the_metrics_block_mirrors_the_one_trials_uses():
-    """estimate.py cannot import trials.metrics (torch) to size the metrics' scratch: its copy of the
+    """The cost model cannot import trials.metrics (torch) to size the metrics' scratch: its copy of the
     block size must follow the real one."""
-    from explorer.config import estimate
+    from explorer.config import cost_model
     from trials import metrics
 
-    assert estimate.METRICS_BLOCK == metrics.BLOCK
+    assert cost_model.METRICS_BLOCK == metrics.BLOCK

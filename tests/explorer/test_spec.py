@@ -224,12 +224,12 @@ def test_the_trials_rules_judge_the_spec_with_the_key_named():
     ("activation", "[model] activation"), ("seeds", "[grid] seeds"), ("L", "[grid] L"), ("lr", "[train] lr"),
 ])
 def test_a_trials_refusal_names_the_key_of_its_field_whatever_its_message(monkeypatch, field, key):
-    from explorer.config import sections as spec_module
+    from explorer.config.reference_kinds import mean_ode as kind_module  # the kind that builds a ReferenceConfig
 
     def refuse(*args, **kwargs):
         raise ConfigError(field, "reworded: no field name in here")
 
-    monkeypatch.setattr(spec_module, "ReferenceConfig", refuse)
+    monkeypatch.setattr(kind_module, "ReferenceConfig", refuse)
     with pytest.raises(SpecError) as info:
         parse_spec(BASE)
     assert str(info.value) == f"spec error: {key}: reworded: no field name in here"

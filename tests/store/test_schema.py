@@ -75,7 +75,8 @@ def _write_refused(store, match, mutate=None, mutate_trial=None):
         (lambda rows: rows[3].update(L=4.0), r"'L' \(int64\) got 4.0 \(float\) in row 3; expected an integer"),
         (lambda rows: rows[0].update(L=True), r"'L' .* got True \(bool\)"),
         (lambda rows: rows[2].update(err_out="0.1"), r"'err_out' .* got '0.1' \(str\)"),
-        (lambda rows: rows[1].update(err_out=None), r"'err_out' is null in row 1"),
+        # a non-nullable float (the errors are nullable: reference kind none measures none)
+        (lambda rows: rows[1].update(loss=None), r"'loss' is null in row 1"),
         (lambda rows: rows[0].update(antithetic=0), r"'antithetic' .* expected a bool"),
         (lambda rows: rows[0].update(status="exploded"), r"got 'exploded'; expected one of: ok, diverged, failed"),
         (lambda rows: [r.pop("lin_ratio") for r in rows], r"missing column\(s\) lin_ratio"),

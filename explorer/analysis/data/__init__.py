@@ -33,6 +33,7 @@ _LAZY = {
     "cached_queries": "queries",
     "query_frame": "queries",
     "query_table": "queries",
+    "require_measured": "queries",
     "require_sweep_rows": "queries",
     "sql_literal": "queries",
     "sweep_is": "queries",

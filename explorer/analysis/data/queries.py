@@ -140,6 +140,23 @@ def require_sweep_rows(con, sweep: str) -> None:
         raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
 
 
+def require_measured(con, sweep: str, metric: str) -> None:
+    """Raise SweepDataError, in one line naming the reference kind, when no row of ``sweep``
+    holds a value of ``metric`` but it has rows: a sweep run with a kind that measures no error
+    (kind none: its errors are null) cannot be fitted on one. A sweep with some values passes
+    (which of them are usable is each query's business)."""
+    if metric not in table_columns(con):
+        return
+    found = query_frame(con, f"""SELECT count("{metric}") AS measured, count(*) AS rows,
+                                        string_agg(DISTINCT ref_kind, ', ' ORDER BY ref_kind) AS kinds
+                                 FROM metrics WHERE {sweep_is(sweep)} AND status <> 'failed'""")
+    measured, rows, kinds = found.iloc[0]
+    if rows and not measured:
+        raise SweepDataError(f"sweep {sweep!r} was run with reference kind {kinds}, which measures no {metric} "
+                             "(its rows hold the loss): reading it needs a sweep run with another [reference] kind; "
+                             "`optimum` and `transfer` read the loss")
+
+
 def final_step_clause(columns: list[str], sweep: str, step: int | None) -> str:
     """The SQL condition selecting one GD step: ``step`` or, when None, each trial's final step
     (its ``steps`` column when present, else the sweep's last step)."""
@@ -282,5 +299,5 @@ __all__ = [
     "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "cached_queries", "column_is", "column_values",
     "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
-    "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
+    "require_measured", "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
 ]

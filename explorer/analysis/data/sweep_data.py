@@ -30,8 +30,8 @@ import pandas as pd
 from ...errors import FitError, NoDecompositionError, SweepDataError
 from .metrics import ERROR_METRICS, TERM_METRICS, check_metric
 from .queries import (FLOOR_FACTOR, GRID_COLUMNS, NO_DECOMPOSITION, REQUIRED_COLUMNS, cached, column_values, count_flags, final_step_clause, flag_names_expr, flagged_expr,
-                      plain_value, point_columns, query_frame, quoted, require_sweep_rows, sweep_is, table_columns,
-                      where_clause)
+                      plain_value, point_columns, query_frame, quoted, require_measured, require_sweep_rows, sweep_is,
+                      table_columns, where_clause)
 from .reference_choice import choose_references, mixed_references_error, shown_keys
 
 
@@ -72,6 +72,7 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     if missing:
         raise SweepDataError(f"the metrics table lacks columns: {', '.join(missing)}")
     require_sweep_rows(con, sweep)
+    require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
     sql = _point_errors_sql(columns, point, sweep, metric, step, choice.where)
@@ -180,6 +181,7 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     if gram not in columns:
         raise NoDecompositionError(NO_DECOMPOSITION.format(column=gram, where=cond))
     require_sweep_rows(con, sweep)
+    require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
     keys = quoted(point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["trial_key", "L", "M", "D"])
@@ -290,6 +292,7 @@ def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = No
     check_metric(metric)
     columns = table_columns(con)
     require_sweep_rows(con, sweep)
+    require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
     keys = quoted(point[:-3] + (["ref_key"] if "ref_key" in columns else []) + ["L", "M", "D"])

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ...errors import FitError, SweepDataError
 from ...formatting import fmt
-from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query_frame, require_sweep_rows,
-                    sweep_is, table_columns, where_clause)
+from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query_frame, require_measured,
+                    require_sweep_rows, sweep_is, table_columns, where_clause)
 from .resample import Runs
 
 SHAPE_AXES = ("L", "M", "D")
@@ -107,6 +107,7 @@ def axis_runs(con, sweep: str, axis: str, metric: str = "loss", step: int | None
     metrics = numeric_metrics(con)
     if metric not in metrics:
         raise FitError(f"--metric {metric}: not a stored metric; use one of {', '.join(metrics)}")
+    require_measured(con, sweep, metric)
     varying = varying_axes(con, sweep, where)
     check_axis(axis, varying, sweep, con, where)
     columns = slice_columns(axis, varying, by)

@@ -44,6 +44,7 @@ from store import SCHEMA_VERSION, Store
 
 from ...analysis.fitting import positive_parameters
 from ...config.planning import plan
+from ...config.reference_kinds import kind_named
 from ...config.sections import SweepSpec
 from ...config.spec_rules import adaptive_targets
 from ...errors import FitError, SweepDataError, spec_error
@@ -75,6 +76,9 @@ class AdaptiveLoop:
         self.fitted_keys: Collection[str] | None = None  # the trials of the last fit
         # the sweep's metrics rows, read once per trial (None: every refit reads the store afresh)
         self.rows: SweepRows | None = SweepRows(store, spec.name)
+        if not kind_named(spec.reference.kind).measures_error:
+            raise spec_error("[reference] kind", f"{spec.reference.kind} measures no error, and an adaptive sweep "
+                             "fits the error's law; choose a kind with a reference")
         varying = [axis for axis, values in spec.axes().items() if axis not in ("L", "M", "D") and len(values) > 1]
         if varying:
             raise spec_error(f"[grid] {varying[0]}", "an adaptive sweep fits one slice; it may vary only L, M, D "

@@ -120,7 +120,7 @@ class PointPool:
     FEED_POLL_S = 0.05  # the longest a point just queued waits for a free actor the thread has not seen
 
     def __init__(self, spec: SweepSpec, store, the_plan: Plan, slots: int, diverged: dict[str, str] | None = None):
-        job = Job(sweep=spec.name, store=store, packs=(), references={r.ref_key: r for r in the_plan.references},
+        job = Job(sweep=spec.name, store=store, packs=(), references=the_plan.reference_map(),
                   reference_errors=dict(diverged or {}), rerun=frozenset(), retries=spec.resources.retries,
                   ledger=None)
         self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
