@@ -49,6 +49,7 @@ from .cleanup import compact_trials, release_after_run, remove_dead_writers_temp
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
+from .ray_probe import SESSION_ADDRESS
 from .results import SweepResult, count_started_since, count_statuses
 from .store_lost import stop_when_store_lost
 
@@ -187,7 +188,7 @@ def _first_estimate(the_plan: Plan, todo: list[PlannedTrial], store: Store, laun
     not known yet)."""
     left = {t.trial_key for t in todo}
     cached = {ref for ref in {t.ref_key for t in todo} if reference_cached(store, ref)}
-    cpus = (launch.num_cpus or os.cpu_count()) if launch.address is None else None
+    cpus = (launch.num_cpus or os.cpu_count()) if launch.address in (None, SESSION_ADDRESS) else None
     priced = left_to_run(the_plan, {t.trial_key for t in the_plan.trials} - left, cached, cpus)
     for line in priced.lines:
         bar.message(line)
@@ -212,7 +213,7 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
             guard.check()
             # Ray and the resource check first: a trial no node can run is refused before
             # anything (a claim included) is written.
-            with ray_session(launch.address, num_cpus=launch.num_cpus) as kind:
+            with ray_session(launch.address, num_cpus=launch.num_cpus, say=bar.message) as kind:
                 guard.arm()
                 guard.check()  # a signal during Ray's start: stop now, before the resource check
                 if kind == "session":

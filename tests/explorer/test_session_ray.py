@@ -2,19 +2,26 @@
 its processes and nothing else, and a record whose holder is gone is not joined."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from explorer.cli import main
-from explorer.sweeps import ray_records, ray_session, session_ray
+from explorer.errors import ClusterError
+from explorer.sweeps import processes, ray_probe, ray_records, ray_session, session_ray
+from store import code_fingerprint
 
 from .test_cli_sweep import GOOD
 
@@ -24,6 +31,10 @@ def test_start_ticks_and_descendants_read_proc():
     try:
         assert child.pid in session_ray.descendants(os.getpid())
         assert session_ray.start_ticks(child.pid) >= session_ray.start_ticks(os.getpid())
+        assert processes.same_process(child.pid, processes.start_ticks(child.pid), processes.boot_id())
+        assert not processes.same_process(child.pid, processes.start_ticks(child.pid) + 1, processes.boot_id())
+        assert not processes.same_process(child.pid, processes.start_ticks(child.pid), "another-boot")
+        assert not processes.same_process(child.pid, None, processes.boot_id())  # not recorded: not verified
     finally:
         child.kill()
         child.wait()
@@ -32,28 +43,68 @@ def test_start_ticks_and_descendants_read_proc():
 
 @pytest.fixture
 def private_dir(tmp_path, monkeypatch):
-    """This test's own private Ray folder (the record lives there), not the machine's."""
+    """This test's own runtime folder (the session record lives there) and private Ray folder."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setattr(ray_records, "private_temp_dir", lambda: str(tmp_path))
-    monkeypatch.setattr(session_ray, "private_temp_dir", lambda: str(tmp_path))
-    return tmp_path
+    folder = Path(ray_records.session_dir())
+    assert folder.parent.parent == runtime
+    return folder
+
+
+def write_record(folder: Path, holder_pid: int, address: str = "127.0.0.1:1", processes=(), **identity) -> Path:
+    """A session record as the holder writes it (``identity``: holder_started, boot_id, fingerprint...)."""
+    record = {"address": address, "holder_pid": holder_pid, "processes": [list(p) for p in processes], "num_cpus": 2,
+              "started_at": 0.0, "start_seconds": 9.0, **identity}
+    path = folder / ray_records.RECORD
+    path.write_text(json.dumps(record))
+    return path
+
+
+def own_identity(**changes) -> dict:
+    """This test process as a session's holder: its start time, this boot, this code."""
+    return {"holder_started": processes.start_ticks(os.getpid()), "boot_id": processes.boot_id(),
+            "fingerprint": code_fingerprint(), "environment": ray_records.environment_label(), **changes}
 
 
 def test_without_a_session_ray_status_says_sweeps_start_their_own_and_stop_has_nothing_to_do(private_dir):
     done = CliRunner().invoke(main, ["ray", "status"])
-    assert done.exit_code == 0 and done.output.startswith("no session Ray: each sweep starts its own embedded Ray")
+    assert done.exit_code == 0 and done.output.startswith("no session Ray for this environment (code ")
+    assert f"python {sys.prefix}" in done.output  # the environment is named
     done = CliRunner().invoke(main, ["ray", "stop"])
     assert done.exit_code == 0 and done.output.startswith("no session Ray to stop"), done.output
 
 
-def test_a_record_whose_holder_is_gone_is_removed_and_not_joined(private_dir):
+def test_a_record_whose_holder_is_gone_is_removed_with_one_note_and_not_joined(private_dir):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    record = {"address": "127.0.0.1:1", "holder_pid": dead.pid, "processes": [], "num_cpus": 2,
-              "started_at": 0.0, "start_seconds": 9.0}
-    (private_dir / ray_records.RECORD).write_text(json.dumps(record))
+    path = write_record(private_dir, dead.pid, **own_identity(holder_started=1.0))
     assert ray_records.read_record().holder_pid == dead.pid
-    assert ray_records.running_session() is None
-    assert not (private_dir / ray_records.RECORD).exists()
+    check = ray_records.check_session()
+    assert check.session is None and ray_records.running_session() is None
+    assert check.note == (f"removed a stale session Ray record: its holder process {dead.pid} has ended; "
+                          "nothing was signalled")
+    assert not path.exists()
+
+
+def test_the_session_folder_is_private_to_the_user_and_keyed_by_the_environment(tmp_path, monkeypatch):
+    # hole 7: not under a shared TMPDIR, and another checkout or virtualenv has a folder of its own
+    runtime, cache, tmp = tmp_path / "run", tmp_path / "cache", tmp_path / "tmp"
+    for folder in (runtime, cache, tmp):
+        folder.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    here = ray_records.record_path()
+    assert here.parent.parent == runtime / f"explorer-ray-{os.getuid()}" and here.name == "session.json"
+    assert stat.S_IMODE(here.parent.stat().st_mode) == 0o700 == stat.S_IMODE(here.parent.parent.stat().st_mode)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-venv"))
+    other = ray_records.record_path()
+    assert other != here and other.parent.parent == here.parent.parent
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert ray_records.record_path().parent.parent == cache / f"explorer-ray-{os.getuid()}"
+    assert not any(tmp.iterdir())
 
 
 def test_ray_starts_measured_here_price_the_next_start_and_a_session_ray_prices_none(private_dir, monkeypatch):
@@ -73,19 +124,156 @@ def test_ray_starts_measured_here_price_the_next_start_and_a_session_ray_prices_
     assert ray_records.start_estimate()[:2] == (0.0, 2.0) and "joins the session Ray at 127.0.0.1:6379" in ray_records.start_estimate()[2]
 
 
-def test_a_sweep_without_an_address_joins_a_running_session_ray(private_dir, monkeypatch):
+def test_a_sweep_without_an_address_joins_a_running_session_ray_of_its_own_code(private_dir, monkeypatch):
     running = ray_records.SessionRay(address="127.0.0.1:6379", holder_pid=os.getpid(), processes=(), num_cpus=2,
-                                     started_at=0.0, start_seconds=9.0)
-    monkeypatch.setattr(ray_session, "running_session", lambda: running)
+                                     started_at=0.0, start_seconds=9.0, fingerprint=code_fingerprint())
+    monkeypatch.setattr(ray_session, "check_session", lambda: ray_records.SessionCheck(running))
     started = []
-    monkeypatch.setattr(ray_session, "_start", lambda address, num_cpus: started.append(address) or "joined")
+    monkeypatch.setattr(ray_session, "_start",
+                        lambda address, num_cpus, session=None: started.append(address) or ("session" if session else "x"))
     monkeypatch.setattr(ray_session.ray, "shutdown", lambda: None)
     with ray_session.ray_session(None) as kind:
         assert kind == "session" and started == ["127.0.0.1:6379"]
     with ray_session.ray_session("auto") as kind:  # an address given: that cluster, not the session Ray
-        assert kind == "joined" and started[-1] == "auto"
+        assert kind == "x" and started[-1] == "auto"
     with ray_session.ray_session(None, join_session=False) as kind:  # the holder starts its own
         assert started[-1] is None
+    with ray_session.ray_session("session") as kind:
+        assert kind == "session" and started[-1] == "127.0.0.1:6379"
+
+
+def test_a_session_ray_of_other_code_is_not_joined_and_address_session_refuses(private_dir, monkeypatch):
+    # hole 2: code edited since `explorer ray start` (or another checkout's session) is not run
+    other = ray_records.SessionRay(address="127.0.0.1:6379", holder_pid=os.getpid(), processes=(), num_cpus=2,
+                                   started_at=0.0, start_seconds=9.0, fingerprint="0.1.0+000000000000")
+    monkeypatch.setattr(ray_session, "check_session", lambda: ray_records.SessionCheck(other))
+    said, started = [], []
+    monkeypatch.setattr(ray_session, "_start", lambda address, num_cpus, session=None: started.append(address) or "embedded")
+    monkeypatch.setattr(ray_session.ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray_session, "warn_if_not_loopback", lambda: None)
+    with ray_session.ray_session(None, say=said.append) as kind:
+        assert kind == "embedded" and started == [None]
+    assert said == [f"the session Ray at 127.0.0.1:6379 runs other code (0.1.0+000000000000; this is "
+                    f"{code_fingerprint()}): this sweep starts its own embedded Ray; `explorer ray stop` then "
+                    "`explorer ray start` runs this code"]
+    with pytest.raises(ClusterError, match=r"^--address session: the session Ray at 127.0.0.1:6379 runs other code"):
+        with ray_session.ray_session("session"):
+            pass
+
+
+@pytest.fixture
+def listener():
+    """A port that accepts TCP connections and never says a word (not a Ray)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted = []
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+def test_the_probe_tells_a_ray_from_a_port_that_is_not_one(listener):
+    # hole 3: an address that accepts TCP but is not Ray
+    said = ray_probe.probe(listener, 1.0)
+    assert said == "it accepts connections but sends nothing back within 1 s (a Ray answers at once): not a Ray"
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert ray_probe.probe(f"127.0.0.1:{port}", 1.0).startswith("nothing listens there (")
+    assert ray_probe.probe("auto") is None and ray_probe.host_port("ray://example.org:10001") == ("example.org", 10001)
+    with socket.socket() as web:
+        web.bind(("127.0.0.1", 0))
+        web.listen(1)
+        answer = threading.Thread(target=lambda: web.accept()[0].sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n"), daemon=True)
+        answer.start()
+        assert ray_probe.probe(f"127.0.0.1:{web.getsockname()[1]}", 2.0) == \
+            "it answers, but not as a Ray does ('HTTP/1.1 400 Bad Request')"
+        answer.join()
+
+
+def test_a_session_whose_address_is_not_ray_is_not_running_and_a_sweep_does_not_join_it(private_dir, listener, monkeypatch):
+    # holes 3 and 6: the holder lives (this process), but its address is a plain TCP listener
+    write_record(private_dir, os.getpid(), address=listener, **own_identity())
+    monkeypatch.setattr(ray_probe, "PROBE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(ray_records, "PROBE_TIMEOUT_S", 1.0)
+    done = CliRunner().invoke(main, ["ray", "status"])
+    assert done.exit_code == 0 and done.output.startswith(f"session Ray: not answering at {listener} "), done.output
+    assert "not a Ray" in done.output and "`explorer ray stop` ends it" in done.output
+    said = []
+    monkeypatch.setattr(ray_records, "check_session", functools.partial(ray_records.check_session, 1.0))
+    assert ray_session.session_to_join(None, True, said.append) is None
+    assert len(said) == 1 and said[0].startswith(f"the session Ray at {listener} does not answer (")
+    with pytest.raises(ClusterError, match="^cannot join the session Ray at"):
+        ray_session.session_to_join("session", True, said.append)
+
+
+def test_a_session_whose_raylet_ended_is_not_running(private_dir, listener):
+    # hole 6: the holder lives and the address answers, but the raylet recorded is gone
+    gone = (os.getpid(), processes.start_ticks(os.getpid()) + 1, "raylet")  # this number, another start time
+    write_record(private_dir, os.getpid(), address=listener, processes=[gone], **own_identity())
+    check = ray_records.check_session()
+    assert check.session is not None and check.running is None
+    assert check.problem == f"its raylet (process {os.getpid()}) has ended"
+    assert "not answering" in CliRunner().invoke(main, ["ray", "status"]).output
+
+
+def test_a_join_is_bounded_in_time(monkeypatch):
+    monkeypatch.setenv(ray_probe.JOIN_TIMEOUT_ENV, "0.3")
+    assert ray_probe.join_timeout_s() == 0.3
+    started = time.monotonic()
+    with pytest.raises(ray_probe.JoinTimedOut):
+        with ray_probe.time_bound(ray_probe.join_timeout_s()):
+            while True:
+                try:
+                    time.sleep(0.05)
+                except Exception:  # noqa: BLE001 - as Ray's retry loops do: the bound still ends it
+                    pass
+    assert time.monotonic() - started < 2.0
+    for bad in ("", "x", "-1", "nan", "0"):
+        monkeypatch.setenv(ray_probe.JOIN_TIMEOUT_ENV, bad)
+        assert ray_probe.join_timeout_s() == ray_probe.DEFAULT_JOIN_TIMEOUT_S
+
+
+@pytest.mark.slow
+def test_stop_never_signals_a_process_whose_number_a_stale_record_names(private_dir):
+    # hole 1: the holder died and its number went to a process of someone else (here the test's own)
+    sleeper = subprocess.Popen(["setsid", "sleep", "3000"])
+    try:
+        time.sleep(0.2)
+        assert processes.start_ticks(sleeper.pid) is not None
+        records = [{},  # an older explorer's record: no identity
+                   own_identity(holder_started=processes.start_ticks(sleeper.pid) - 5),  # the number reused
+                   own_identity(holder_started=processes.start_ticks(sleeper.pid), boot_id="an-earlier-boot")]
+        for identity in records:
+            write_record(private_dir, sleeper.pid, processes=[(sleeper.pid, processes.start_ticks(sleeper.pid) - 5, "raylet")],
+                         **identity)
+            done = CliRunner().invoke(main, ["ray", "stop"])
+            assert done.exit_code == 0, done.output
+            lines = done.output.splitlines()
+            assert lines[0].startswith(f"removed a stale session Ray record: its holder process {sleeper.pid} ")
+            assert lines[0].endswith("; nothing was signalled") and lines[1].startswith("no session Ray to stop")
+            time.sleep(0.3)
+            assert sleeper.poll() is None and processes.start_ticks(sleeper.pid) is not None  # still alive
+            assert not (private_dir / ray_records.RECORD).exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def ours(folder: str) -> list[int]:
