@@ -20,6 +20,7 @@ from store import package_root
 from ..formatting import format_seconds
 from .processes import boot_id, start_ticks
 from .ray_probe import PROBE_TIMEOUT_S, probe
+from .session_drivers import is_stopping
 
 RECORD = "session.json"  # the session Ray's record (``session_ray``), in ``private_temp_dir()``
 STARTS = "ray_starts.json"  # the last embedded Ray starts' durations, in seconds
@@ -175,6 +176,8 @@ def check_session(probe_timeout_s: float = PROBE_TIMEOUT_S) -> SessionCheck:
             record_path().unlink()
         return SessionCheck(None, note=f"removed a stale session Ray record: its holder process {session.holder_pid} "
                                        f"{why}; nothing was signalled")
+    if is_stopping(record_path().parent):
+        return SessionCheck(session, problem="it is being stopped (`explorer ray stop`)")
     for pid, started, name in session.processes:
         if name in RAY_CORE and start_ticks(pid) != started:
             return SessionCheck(session, problem=f"its {name} (process {pid}) has ended")

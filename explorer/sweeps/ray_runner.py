@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 import sys
 import time
 from collections.abc import Collection
@@ -206,6 +207,12 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
 
     leases = Leases(store, spec.name, driver_ttl_s(launch.lease_ttl_s))
     claimed: set[str] = set()
+    session_stopping: list[bool] = []
+
+    def session_stops() -> None:  # `explorer ray stop` began: stop as on SIGTERM (session_drivers)
+        session_stopping.append(True)
+        if not guard.fired:
+            guard.fired.append(signal.SIGTERM)
     with stop_when_store_lost(bar):
         try:
             # a signal while Ray's modules were imported or the estimate printed: stop before
@@ -213,7 +220,8 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
             guard.check()
             # Ray and the resource check first: a trial no node can run is refused before
             # anything (a claim included) is written.
-            with ray_session(launch.address, num_cpus=launch.num_cpus, say=bar.message) as kind:
+            with ray_session(launch.address, num_cpus=launch.num_cpus, say=bar.message,
+                             on_session_stop=session_stops) as kind:
                 guard.arm()
                 guard.check()  # a signal during Ray's start: stop now, before the resource check
                 if kind == "session":
@@ -225,7 +233,8 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
                 guard.check()  # a signal in the last wait of a Ray call
         except SweepInterrupted as exc:
             result.interrupted = exc.signum
-            bar.message(f"{exc}: stopping (its Ray, claims and locks are released)")
+            bar.message("the session Ray is being stopped (`explorer ray stop`): this sweep stops, its claims "
+                        "released" if session_stopping else f"{exc}: stopping (its Ray, claims and locks are released)")
         finally:
             guard.arm()  # Ray's shutdown may leave its own SIGTERM handler: the cleanup and compaction are ours
             release_after_run(store, spec.name, the_plan, leases, claimed, result.interrupted is not None)

@@ -19,7 +19,9 @@ from ..errors import ClusterError
 from ..formatting import format_seconds
 from .ray_import import RAY_IMPORTED_BEFORE, SINGLE_MACHINE, environment, ray, single_machine_switch
 from .ray_probe import JOIN_TIMEOUT_ENV, PROBE_TIMEOUT_S, SESSION_ADDRESS as SESSION, JoinTimedOut, join_timeout_s, probe, time_bound
-from .ray_records import SessionRay, check_session, environment_label, private_temp_dir, record_start_seconds
+from .ray_records import (SessionRay, check_session, environment_label, private_temp_dir, record_start_seconds,
+                          session_dir)
+from .session_drivers import joined
 
 # Ray 2.60's ray.init() turns token authentication on for a new local cluster when RAY_AUTH_MODE
 # is unset (it generates ~/.ray/auth_token) and logs a WARNING saying so from this logger, on
@@ -181,7 +183,7 @@ def _say(line: str) -> None:
 
 @contextlib.contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None, join_session: bool = True,
-                say: Callable[[str], None] = _say) -> Iterator[str]:
+                say: Callable[[str], None] = _say, on_session_stop: Callable[[], None] | None = None) -> Iterator[str]:
     """Use the Ray this process already has, or start/join one for the duration.
 
     Args:
@@ -193,6 +195,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None, join_se
         num_cpus: CPUs of the embedded Ray (default: all of this machine's; a session Ray has its own).
         join_session: False: never the session Ray (the holder that starts it).
         say: where a note goes (a stale session record removed, a session Ray not joined).
+        on_session_stop: on the session Ray, called once (from another thread) when
+            ``explorer ray stop`` begins, which waits for this run to stop (``session_drivers``).
 
     Yields:
         ``"existing"``, ``"session"``, ``"embedded"`` or ``"joined"``.
@@ -212,7 +216,11 @@ def ray_session(address: str | None = None, num_cpus: int | None = None, join_se
     try:
         if kind == "embedded":
             warn_if_not_loopback()
-        yield kind
+        if kind == "session" and on_session_stop is not None:
+            with joined(session_dir(), on_session_stop):
+                yield kind
+        else:
+            yield kind
     finally:
         ray.shutdown()
 

@@ -15,6 +15,7 @@ its own embedded Ray otherwise (a stale record is removed). ``stop_session`` sto
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -33,8 +34,10 @@ from .processes import boot_id, descendants, end_process, process_name, same_pro
 from .ray_import import ray
 from .ray_records import RECORD, SessionRay, check_session, environment_label, read_record, record_path, session_dir
 from .ray_session import ray_session
+from .session_drivers import clear_stopping, let_drivers_stop
 
 LOG = "session.log"
+START_LOCK = "start.lock"
 START_TIMEOUT_S = 300.0  # Ray's start took 8 to 40 s on a busy 2-core machine
 STOP_TIMEOUT_S = 60.0
 
@@ -54,6 +57,13 @@ def start_session(num_cpus: int | None = None, timeout_s: float = START_TIMEOUT_
         ClusterError: Ray could not start (the holder's last line of error), or not in time; or
             a session Ray of this environment is recorded but does not answer.
     """
+    folder = Path(session_dir())
+    with open(folder / START_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two starts at once: the second finds the first's session
+        return _start_locked(folder, num_cpus, timeout_s)
+
+
+def _start_locked(folder: Path, num_cpus: int | None, timeout_s: float) -> tuple[SessionRay, bool, list[str]]:
     check = check_session()
     notes = [check.note] if check.note else []
     if check.session is not None and check.problem is None:
@@ -61,7 +71,7 @@ def start_session(num_cpus: int | None = None, timeout_s: float = START_TIMEOUT_
     if check.session is not None:
         raise ClusterError(f"the session Ray at {check.session.address} does not answer ({check.problem}); "
                            "`explorer ray stop` ends it, then `explorer ray start` starts a new one")
-    folder = Path(session_dir())
+    clear_stopping(folder)  # left by a stop that was itself stopped
     log = open(folder / LOG, "wb")  # noqa: SIM115 - the holder writes to it after this process moves on
     try:
         holder = subprocess.Popen([sys.executable, "-m", "explorer.sweeps.session_ray", str(num_cpus or 0)],
@@ -105,12 +115,21 @@ def stop_session(timeout_s: float = STOP_TIMEOUT_S) -> tuple[SessionRay | None, 
     session = check.session
     if session is None:
         return None, check.note
+    folder = record_path().parent
+    waited, left = let_drivers_stop(folder)
     end_process(session.holder_pid, session.holder_started, session.boot_id, timeout_s)
     _end_processes(session)
     with contextlib.suppress(OSError):
         if read_record() == session:
             record_path().unlink()
-    return session, None
+    clear_stopping(folder)
+    if not waited:
+        return session, None
+    note = f"{waited} sweep(s) running on it stopped first (each printed the command that resumes it)"
+    if left:
+        note = f"{waited - len(left)} of {waited} sweeps running on it stopped first; process(es) " \
+               f"{', '.join(map(str, left))} did not stop in time and end with it"
+    return session, note
 
 
 def _end_processes(session: SessionRay, timeout_s: float = 10.0) -> None:
@@ -170,8 +189,8 @@ def stop_lines() -> list[str]:
     session, note = stop_session()
     if session is None:
         return [*([note] if note else []), "no session Ray to stop (sweeps start their own embedded Ray)"]
-    return [f"stopped the session Ray at {session.address} (holder process {session.holder_pid}); "
-            "sweeps start their own embedded Ray again"]
+    return [*([note] if note else []), f"stopped the session Ray at {session.address} (holder process "
+            f"{session.holder_pid}); sweeps start their own embedded Ray again"]
 
 
 def status_lines() -> list[str]:
