@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from explorer.cli import main
 from explorer.errors import ClusterError
 from explorer.sweeps import processes, ray_probe, ray_records, ray_session, session_ray
-from store import code_fingerprint
+from store import Store, code_fingerprint
 
 from .test_cli_sweep import GOOD
 
@@ -288,34 +289,151 @@ def ours(folder: str) -> list[int]:
     return found
 
 
+def private_env(tmp: str) -> dict:
+    """A short private TMPDIR (Ray's socket paths must stay short) and runtime and cache folders."""
+    for name in ("run", "cache"):
+        os.makedirs(os.path.join(tmp, name), mode=0o700, exist_ok=True)
+    return dict(os.environ, TMPDIR=tmp, XDG_RUNTIME_DIR=os.path.join(tmp, "run"), XDG_CACHE_HOME=os.path.join(tmp, "cache"),
+                RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+
+
+def runner(cwd, env, code: Path | None = None):
+    """``explorer ARGS`` in a subprocess (of the code at ``code``: a second checkout)."""
+    if code is not None:
+        env = dict(env, PYTHONPATH=str(code))
+
+    def explorer(*args, timeout=600):
+        return subprocess.run([sys.executable, "-m", "explorer.cli", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    return explorer
+
+
+def session_record(tmp: str) -> dict:
+    return json.loads(next(Path(tmp, "run").glob("explorer-ray-*/*/session.json")).read_text())
+
+
 @pytest.mark.slow
-def test_start_a_session_ray_a_sweep_joins_it_stop_leaves_no_process(tmp_path):
-    # A short private TMPDIR: the session folder is this test's own (Ray's socket paths must stay short).
+def test_start_a_session_ray_a_sweep_joins_it_a_dead_raylet_is_not_running_stop_leaves_no_process(tmp_path):
     tmp = tempfile.mkdtemp(prefix="sr", dir="/tmp")
-    env = dict(os.environ, TMPDIR=tmp, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
-
-    def explorer(*args):
-        return subprocess.run([sys.executable, "-m", "explorer.cli", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
-
+    explorer = runner(tmp_path, private_env(tmp))
     (tmp_path / "tiny.toml").write_text(GOOD)  # two trials
     try:
         started = explorer("ray", "start", "--num-cpus", "2")
         assert started.returncode == 0 and started.stdout.startswith("started:"), started.stdout + started.stderr
-        record = json.loads(next(Path(tmp).glob("explorer-ray-*/session.json")).read_text())
-        assert session_ray.start_ticks(record["holder_pid"]) is not None and record["address"].startswith("127.0.0.1:")
+        record = session_record(tmp)
+        assert not list(Path(tmp).glob("explorer-ray-*/session.json"))  # not in the shared TMPDIR (hole 7)
+        assert session_ray.start_ticks(record["holder_pid"]) == record["holder_started"]
+        assert record["address"].startswith("127.0.0.1:") and record["fingerprint"] == code_fingerprint()
+        assert {"raylet", "gcs_server"} <= {name for _, _, name in record["processes"]}
         assert record["processes"] and ours(tmp)  # Ray's processes, recorded, running in its folder
         assert explorer("ray", "start").stdout.startswith("already running:")
         swept = explorer("sweep", "tiny.toml", "--store", "results")
         assert swept.returncode == 0 and "2 ok" in swept.stdout, swept.stdout + swept.stderr
         assert "joined the session Ray" in swept.stderr
-        assert "running at " + record["address"] in explorer("ray", "status").stdout  # the sweep left it running
+        status = explorer("ray", "status").stdout
+        assert "running at " + record["address"] in status  # the sweep left it running
+        assert f"its environment: code {Path(__file__).parents[2]}, python {sys.prefix}" in status
+        # hole 6: its raylet dies; the holder lives on, and the session is not "running"
+        raylet = next(pid for pid, _, name in record["processes"] if name == "raylet")
+        os.kill(raylet, signal.SIGKILL)
+        time.sleep(1)
+        status = explorer("ray", "status")
+        assert status.stdout.startswith(f"session Ray: not answering at {record['address']}"), status.stdout
+        assert f"its raylet (process {raylet}) has ended" in status.stdout
         stopped = explorer("ray", "stop")
         assert stopped.returncode == 0 and stopped.stdout.startswith("stopped the session Ray at "), stopped.stdout
         assert session_ray.start_ticks(record["holder_pid"]) is None
+        time.sleep(1)
         assert ours(tmp) == []  # no Ray process of that session is left
-        assert all(session_ray.start_ticks(pid) != started for pid, started in record["processes"])
+        assert all(session_ray.start_ticks(pid) != started for pid, started, _ in record["processes"])
         assert explorer("ray", "status").stdout.startswith("no session Ray")
     finally:
         explorer("ray", "stop")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_sweep_against_a_port_that_is_not_ray_ends_within_45_s_with_one_line(tmp_path, listener):
+    # hole 3: the port accepts TCP and says nothing
+    tmp = tempfile.mkdtemp(prefix="sr", dir="/tmp")
+    explorer = runner(tmp_path, private_env(tmp))
+    (tmp_path / "tiny.toml").write_text(GOOD)
+    try:
+        started = time.monotonic()
+        done = explorer("sweep", "tiny.toml", "--store", "results", "--address", listener, timeout=120)
+        assert time.monotonic() - started < 45
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert lines[-1] == (f"error: cannot join the Ray cluster at {listener!r}: it accepts connections but sends "
+                             "nothing back within 5 s (a Ray answers at once): not a Ray; check the address and that "
+                             "the cluster is up (`ray status` on its head node), or run without --address (an embedded "
+                             "Ray)"), done.stderr
+        assert "Traceback" not in done.stderr and "GCS" not in done.stderr
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def second_checkout(root: Path) -> Path:
+    """A copy of the three packages whose trials report wall_s = 777.0 (its own code's value)."""
+    here = Path(__file__).parents[2]
+    for package in ("trials", "store", "explorer"):
+        shutil.copytree(here / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    train = root / "trials" / "train.py"
+    text = train.read_text()
+    assert "    wall_s = (time.perf_counter() - started) / len(configs)\n" in text
+    train.write_text(text.replace("    wall_s = (time.perf_counter() - started) / len(configs)\n", "    wall_s = 777.0\n"))
+    return root
+
+
+LONG = GOOD.replace("steps = 5", "steps = 400").replace("L = [2, 4]", "L = [2, 4, 8, 16]").replace("M = [1]", "M = [1, 2, 4, 8]")
+
+
+@pytest.mark.slow
+def test_a_second_checkout_runs_its_own_code_and_a_stop_under_a_sweep_ends_it_in_one_line(tmp_path):
+    # hole 2: a second checkout's rows carry its own fingerprint and values; hole 5: a sweep whose
+    # session Ray is stopped under it stops in one explorer line with the resume command, no claim left
+    tmp = tempfile.mkdtemp(prefix="sr", dir="/tmp")
+    env = private_env(tmp)
+    first = runner(tmp_path, env)
+    copy = second_checkout(tmp_path / "copy")
+    second = runner(tmp_path, env, code=copy)
+    (tmp_path / "tiny.toml").write_text(GOOD)
+    (tmp_path / "long.toml").write_text(LONG)
+    try:
+        assert first("ray", "start", "--num-cpus", "2").returncode == 0
+        address = session_record(tmp)["address"]
+        theirs = subprocess.run([sys.executable, "-c", "from store import code_fingerprint; print(code_fingerprint())"],
+                                cwd=tmp_path, env=dict(env, PYTHONPATH=str(copy)), capture_output=True, text=True).stdout.strip()
+        assert theirs != code_fingerprint() and theirs.startswith("0.")
+        assert second("ray", "status").stdout.startswith("no session Ray for this environment (code " + str(copy))
+        joined = second("sweep", "tiny.toml", "--store", "results", "--address", address)  # the first's session
+        assert joined.returncode == 2, joined.stdout + joined.stderr
+        assert f"its workers run other code ({code_fingerprint()}; this is {theirs})" in joined.stderr.splitlines()[-1]
+        own = second("sweep", "tiny.toml", "--store", "results")  # not joined: its own embedded Ray
+        assert own.returncode == 0 and "2 ok" in own.stdout, own.stdout + own.stderr
+        assert "joined the session Ray" not in own.stderr
+        stored = Store(str(tmp_path / "results"))
+        trials = stored.query("SELECT wall_s, code_fingerprint FROM trials").to_pylist()
+        metrics = stored.query("SELECT DISTINCT wall_s, code_fingerprint FROM metrics").to_pylist()
+        assert trials == [{"wall_s": 777.0, "code_fingerprint": theirs}] * 2
+        assert metrics == [{"wall_s": 777.0, "code_fingerprint": theirs}]
+
+        # hole 5: `explorer ray stop` while a sweep runs on the session Ray
+        sweep = subprocess.Popen([sys.executable, "-m", "explorer.cli", "sweep", "long.toml", "--store", "long"],
+                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        leases = tmp_path / "long" / "sweep=cli" / ".leases"
+        deadline = time.monotonic() + 300
+        while not (leases.is_dir() and any(leases.iterdir())) and time.monotonic() < deadline and sweep.poll() is None:
+            time.sleep(0.5)
+        assert leases.is_dir() and any(leases.iterdir()), "the sweep never claimed a trial"
+        stopped = first("ray", "stop")
+        assert stopped.returncode == 0 and stopped.stdout.startswith("1 sweep(s) running on it stopped first"), stopped.stdout
+        out, err = sweep.communicate(timeout=120)
+        assert sweep.returncode == 143, out + err
+        assert "the session Ray is being stopped (`explorer ray stop`): this sweep stops, its claims released" in err
+        assert "core_worker" not in err and "Traceback" not in err, err
+        assert "to resume, run the same command again: python -m explorer.cli sweep long.toml --store long" in out
+        assert not any(leases.iterdir())  # no claim left for the rerun to stumble on
+    finally:
+        first("ray", "stop")
         shutil.rmtree(tmp, ignore_errors=True)
