@@ -57,7 +57,11 @@ def start_session(num_cpus: int | None = None, timeout_s: float = START_TIMEOUT_
         ClusterError: Ray could not start (the holder's last line of error), or not in time; or
             a session Ray of this environment is recorded but does not answer.
     """
-    folder = Path(session_dir())
+    try:
+        folder = Path(session_dir())
+    except OSError as exc:
+        raise ClusterError(f"cannot start a session Ray: its folder: {exc}; run sweeps on their own embedded Ray "
+                           "(the default)") from None
     with open(folder / START_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two starts at once: the second finds the first's session
         return _start_locked(folder, num_cpus, timeout_s)
