@@ -1,7 +1,8 @@
-"""What this user's private Ray folder records, read without importing Ray (a dry run reads it):
-the folder itself (``private_temp_dir``), the session Ray's record (``session.json``: what a sweep
-joins; ``session_ray`` starts and stops it) and how long Ray's starts took here
-(``ray_starts.json``: the dry run and the progress line price Ray's start with them)."""
+"""What this user's Ray folders record, read without importing Ray (a dry run reads them): the
+private folder of the embedded Ray's files (``private_temp_dir``), the session Ray's folder, one
+per user and environment (``session_dir``), its record (``session.json``: what a sweep joins,
+checked by ``check_session``; ``session_ray`` starts and stops it) and how long Ray's starts took
+here (``ray_starts.json``: the dry run and the progress line price Ray's start with them)."""
 from __future__ import annotations
 
 import contextlib

@@ -1,16 +1,19 @@
 """A session Ray: one local Ray kept running between commands (``explorer ray start``), which
-every later sweep on this machine joins instead of starting its own, so a user running many small
-sweeps pays Ray's start once (``explorer ray stop`` ends it; the embedded Ray stays the default).
+every later sweep of this environment joins instead of starting its own, so a user running many
+small sweeps pays Ray's start once (``explorer ray stop`` ends it; the embedded Ray stays the default).
 
-It is the embedded Ray itself (``ray_session``: dashboard off, loopback only, session files in
+It is the embedded Ray itself (``ray_session``: dashboard off, loopback only, Ray's files in
 ``private_temp_dir()``, the same environment), started by a small holder process of its own
 (``python -m explorer.sweeps.session_ray``, in a session of its own so that closing the terminal
-does not end it) that keeps it until told to stop. Its record, ``session.json`` in that private
-folder, says where it listens, the holder's process and the processes Ray started; a sweep with
-no ``--address`` joins it when the record's holder is alive and its address answers, and starts
-its own embedded Ray otherwise (a stale record is removed). ``stop_session`` stops the holder
-(which shuts its Ray down) and then any process of that Ray still there, and nothing else: never
-``ray stop``, which stops every Ray on the machine.
+does not end it) that keeps it until told to stop. Its record, ``session.json`` in this user's
+and this environment's folder (``ray_records.session_dir``), says where it listens, the holder's
+identity (process id, start time, boot), the processes Ray started (the same), and the code that
+started it (``store.code_fingerprint``). A sweep with no ``--address`` joins it when its holder
+is that process, Ray answers and its code is the sweep's own, and starts its own embedded Ray
+otherwise. ``stop_session`` lets the joined sweeps stop first (``session_drivers``), then stops
+the holder (which shuts its Ray down) and any process of that Ray still there, each signalled
+only while it is still the process recorded, and nothing else: never ``ray stop``, which stops
+every Ray on the machine. A stale record is removed with one note, and nothing is signalled.
 """
 from __future__ import annotations
 
