@@ -96,7 +96,9 @@ def _start(address: str | None, num_cpus: int | None, session: SessionRay | None
             # Ray's own wait for a GCS is bounded too, in case this is not the main thread.
             with environment({"RAY_gcs_server_port_wait_time_s": str(max(1, int(limit)))}), time_bound(limit):
                 ray.init(address=address, **quiet)
-                theirs = ray.get(worker_code.remote(), timeout=limit)
+                # a cluster's workers are asked (a worker's start: seconds); the session Ray's code
+                # is its record's, checked before (``session_to_join``)
+                theirs = code_fingerprint() if session is not None else ray.get(worker_code.remote(), timeout=limit)
             if theirs != code_fingerprint():
                 ray.shutdown()
                 raise ClusterError(_join_failed(address, session, f"its workers run other code ({theirs}; this is "
