@@ -4,6 +4,7 @@ against the real `explorer` CLI, with the figures docs/security.md quotes ("The 
     nice -n 10 python benchmarks/hostile_probe.py --quick                    # 5 kills, 60 inputs
     nice -n 10 python benchmarks/hostile_probe.py --kills 30 --s3 --seed 0   # the kill campaign
     nice -n 10 python benchmarks/hostile_probe.py --inputs                   # every hostile input
+    nice -n 10 python benchmarks/hostile_probe.py --session-ray              # the session Ray's cases
 
 - Kills (benchmarks/kill_campaign.py): a tiny 12-trial spec's clean run gives the fingerprint of
   what the views serve; then each kill SIGKILLs a sweep (fresh or resumed), a `compact` during a
@@ -99,6 +100,23 @@ def run_inputs(args, work: Path, budget: Budget, kills) -> bool:
     return bool(campaign.violations)
 
 
+# --- the session Ray (issue 43, holes 1, 2, 3, 5, 6, 7: benchmarks/session_ray_campaign.py) -------
+
+def run_session_ray(args, work: Path) -> bool:
+    """The session Ray's cases (``--session-ray``; ``--quick`` leaves out those that start Ray)."""
+    import session_ray_campaign
+
+    cases = session_ray_campaign.run_cases(work / "session-ray", full=not args.quick)
+    print(f"\n## Session Ray ({len(cases)} cases)\n")
+    print("\n".join(session_ray_campaign.table(cases)))
+    broken = [c for c in cases if not c.ok]
+    print(f"\n{len(broken)} violations" + "".join(f"\n- hole {c.hole}, {c.name}: {c.seen}" for c in broken))
+    return bool(broken)
+
+
+# --- end of the session Ray's block ---------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The adversarial campaign: random SIGKILLs and hostile inputs "
                                      "against the real explorer CLI (see the module docstring).")
@@ -108,15 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--category", action="append", help="only the inputs of this category (repeatable), "
                         "e.g. 'tampered stores'")
     parser.add_argument("--s3", action="store_true", help="add the S3 kills and the lost server (moto, 127.0.0.1)")
+    parser.add_argument("--session-ray", action="store_true", help="the session Ray's cases (with --quick: "
+                        "those that start no Ray)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
     parser.add_argument("--budget-s", type=float, default=3600.0, help="wall-clock budget of the whole campaign")
     parser.add_argument("--dir", help="work folder (default: a temporary one, removed unless --keep)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
-    if args.quick:
+    session_only = args.session_ray and not (args.kills or args.inputs)  # --quick then means the quick session cases
+    if args.quick and not session_only:
         args.kills = args.kills or QUICK_KILLS
-    if not (args.kills or args.inputs or args.quick):
-        parser.error("nothing to run: give --kills N, --inputs or --quick")
+    if not (args.kills or args.inputs or args.quick or args.session_ray):
+        parser.error("nothing to run: give --kills N, --inputs, --session-ray or --quick")
     work = Path(args.dir or tempfile.mkdtemp(prefix="hostile-probe-"))
     work.mkdir(parents=True, exist_ok=True)
     budget, started = Budget(args.budget_s), time.monotonic()
@@ -126,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.kills:
             kills, bad = run_kills(args, work, budget)
-        if args.inputs or args.quick:
+        if args.inputs or args.quick and not session_only:
             bad |= run_inputs(args, work, budget, kills)
+        if args.session_ray:
+            bad |= run_session_ray(args, work)
     finally:
         if not (args.keep or args.dir):
             shutil.rmtree(work, ignore_errors=True)

@@ -391,6 +391,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
     ``["png"]``; vl-convert, most of a report's time: none by default). Fits and the model
     comparison of rows and options seen before are read back from the user's fit cache
     (``explorer.report.fit_cache``: the same numbers)."""
+    from .analysis.data import code_mix_line
     from .report.fit_cache import FitCache
     from .report.page import build_report
 
@@ -400,9 +401,11 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
         if compare_with is not None:
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
                                  n_boot=max(n_boot, 2), save=save)
-        return build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
-                            form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
-                            cache=FitCache())
+        built = build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
+                             form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
+                             cache=FitCache())
+        built.code_note = code_mix_line(con, sweep)
+        return built
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
@@ -459,6 +462,7 @@ class SweepFit:
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
     targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
+    code_note: str | None = None  # the sweep's trials come from several versions of the code
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
@@ -473,6 +477,8 @@ class SweepFit:
         if self.advice is not None:
             out += format_advice(self.advice).split("\n")
         out += design_target_lines(self.targets, self.result)
+        if self.code_note is not None:
+            out.append(f"warning: {self.code_note}")
         if self.written_to is not None:
             out.append(f"wrote fit {self.result.fit_id} ({len(self.result.parameters)} rows, kind fits) to {self.written_to}")
         return out
@@ -508,6 +514,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
             its Gram rows names the law that fits the RMS errors instead). SweepDataError: an
             unknown sweep. QueryError: a bad ``where``. ExpressionError: an invalid expression.
     """
+    from .analysis.data import code_mix_line
     from .analysis.fitting import compare_laws, fit_sweep
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
@@ -522,6 +529,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                                floor=floor, bias=bias, fluct=fluct)
             targets = read_targets(con, sweep)
+            code_note = code_mix_line(con, sweep)
         except (NoDecompositionError, FitError) as exc:
             method = method_of(label, metric)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
@@ -530,7 +538,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None, targets=targets)
+                        shape_advice(result, budgets) if budgets else None, targets=targets, code_note=code_note)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri

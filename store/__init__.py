@@ -8,6 +8,7 @@ from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
 from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, register_kind, validate_filter
 from .compaction import CompactionReport
+from .fingerprint import code_fingerprint, package_root
 from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
 from .printable import printable
@@ -41,8 +42,10 @@ __all__ = [
     "register_kind",
     "check_read_only",
     "check_sweep",
+    "code_fingerprint",
     "owner_dead_here",
     "owner_identity",
+    "package_root",
     "printable",
     "redact_uri",
     "run_query",

@@ -104,6 +104,12 @@ _PROVENANCE = (
     Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
     Column("package_version", _STR, "version of resnet-scaling-explorer that wrote the row"),
 )
+# The rows a sweep produces also name the code that produced them (store.fingerprint).
+_PRODUCED_BY = (
+    Column("code_fingerprint", _STR, "<version>+<12 hex of the sha256 of the trials, store and explorer packages' "
+           "files> of the code that computed the row (a second checkout or edited code differs). Null: rows "
+           "written before it was stored", nullable=True, optional=True),
+)
 
 _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("seed", _INT, "seed of the unit parameters (one repetition)"),
@@ -169,7 +175,7 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("device", _STR, "device the trial ran on: cpu | cuda"),
     Column("node_id", _STR, "node (host or Ray node id) that ran the trial"),
     Column("wall_s", _FLOAT, "wall-clock seconds of the whole trial"),
-) + _PROVENANCE
+) + _PROVENANCE + _PRODUCED_BY
 
 _TRIALS = _IDENTITY + CONFIG_COLUMNS + (
     Column("seeds", pa.list_(_INT), "seeds of the trial's repetitions"),
@@ -183,7 +189,7 @@ _TRIALS = _IDENTITY + CONFIG_COLUMNS + (
     Column("final_err_out", _FLOAT, "RMS of err_out at the last step over the seeds that ended ok"),
     Column("final_err_hidden", _FLOAT, "RMS of err_hidden at the last step over the seeds that ended ok"),
     Column("config_json", _STR, "the resolved trial config as JSON"),
-) + _PROVENANCE
+) + _PROVENANCE + _PRODUCED_BY
 
 _FITS = (
     Column("sweep", _STR, "sweep name"),
@@ -360,9 +366,9 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
                 **{name: (lambda: None) for name in ("gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean",
-                                                     "err_backward", "lr_scaling")},
+                                                     "err_backward", "lr_scaling", "code_fingerprint")},
                 **{f"coord_{what}_b{b}": (lambda: None) for what in ("update", "branch") for b in range(COORD_BINS)}},
-    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None},
+    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None, "code_fingerprint": lambda: None},
     "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},

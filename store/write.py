@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from .errors import SchemaError
 from .files import Files
 from .layout import check_key, check_sweep, key_file
+from .fingerprint import code_fingerprint
 from .schema import CONFIG_COLUMNS, SCHEMA_VERSION, STATUSES, package_version, to_table
 
 ROW_GROUP_ROWS = 256 * 1024
@@ -39,7 +40,10 @@ def parquet_bytes(table: pa.Table, metadata: Mapping[str, str] | None = None, co
 
 def provenance(sweep: str, key_column: str, key: str) -> dict:
     """The columns the store sets itself on every row it writes."""
-    return {"sweep": sweep, key_column: key, "schema_version": SCHEMA_VERSION, "package_version": package_version()}
+    fill = {"sweep": sweep, key_column: key, "schema_version": SCHEMA_VERSION, "package_version": package_version()}
+    if key_column == "trial_key":  # metrics and trials rows: the code that computed them
+        fill["code_fingerprint"] = code_fingerprint()
+    return fill
 
 
 def write_trial(files: Files, sweep: str, trial_key: str, metric_rows: Sequence[Mapping], trial_row: Mapping) -> None:

@@ -119,4 +119,6 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
                         save=not no_save, force=force, compare_with=compare_with, export=export)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+    if report.code_note:
+        click.echo(f"warning: {report.code_note}", err=True)
     click.echo(f"report: {report.path}")

@@ -20,8 +20,9 @@ from .signals import begin_work, import_held
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
 @store_option
 @click.option("--address", default=None, metavar="ADDR",
-              help="Join a Ray cluster: 'auto' (this machine is part of one) or ray://host:port. "
-              "Default: start an embedded local Ray for this run.")
+              help="Join a Ray cluster: 'auto' (this machine is part of one), ray://host:port, or 'session' (the "
+              "session Ray of `explorer ray start`, or an error). A join gives up after 30 s (EXPLORER_RAY_JOIN_TIMEOUT_S). "
+              "Default: the session Ray when one of this environment runs this code, else an embedded local Ray.")
 @click.option("--max-concurrent", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N trials at once (default: the spec's [resources] max_concurrent, else what fits).")
 @click.option("--dry-run", is_flag=True,

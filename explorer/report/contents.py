@@ -44,6 +44,7 @@ class Report:
     comparison: pd.DataFrame | None = None
     slopes: pd.DataFrame | None = None
     fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
+    code_note: str | None = None  # the sweep's trials come from several versions of the code (api.report)
 
     def fit_rows(self) -> pd.DataFrame:
         """All fit rows (FITS_COLUMNS) of the report."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 import sys
 import time
 from collections.abc import Collection
@@ -49,6 +50,7 @@ from .cleanup import compact_trials, release_after_run, remove_dead_writers_temp
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
+from .ray_probe import SESSION_ADDRESS
 from .results import SweepResult, count_started_since, count_statuses
 from .store_lost import stop_when_store_lost
 
@@ -187,7 +189,7 @@ def _first_estimate(the_plan: Plan, todo: list[PlannedTrial], store: Store, laun
     not known yet)."""
     left = {t.trial_key for t in todo}
     cached = {ref for ref in {t.ref_key for t in todo} if reference_cached(store, ref)}
-    cpus = (launch.num_cpus or os.cpu_count()) if launch.address is None else None
+    cpus = (launch.num_cpus or os.cpu_count()) if launch.address in (None, SESSION_ADDRESS) else None
     priced = left_to_run(the_plan, {t.trial_key for t in the_plan.trials} - left, cached, cpus)
     for line in priced.lines:
         bar.message(line)
@@ -205,6 +207,12 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
 
     leases = Leases(store, spec.name, driver_ttl_s(launch.lease_ttl_s))
     claimed: set[str] = set()
+    session_stopping: list[bool] = []
+
+    def session_stops() -> None:  # `explorer ray stop` began: stop as on SIGTERM (session_drivers)
+        session_stopping.append(True)
+        if not guard.fired:
+            guard.fired.append(signal.SIGTERM)
     with stop_when_store_lost(bar):
         try:
             # a signal while Ray's modules were imported or the estimate printed: stop before
@@ -212,7 +220,8 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
             guard.check()
             # Ray and the resource check first: a trial no node can run is refused before
             # anything (a claim included) is written.
-            with ray_session(launch.address, num_cpus=launch.num_cpus) as kind:
+            with ray_session(launch.address, num_cpus=launch.num_cpus, say=bar.message,
+                             on_session_stop=session_stops) as kind:
                 guard.arm()
                 guard.check()  # a signal during Ray's start: stop now, before the resource check
                 if kind == "session":
@@ -224,7 +233,8 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
                 guard.check()  # a signal in the last wait of a Ray call
         except SweepInterrupted as exc:
             result.interrupted = exc.signum
-            bar.message(f"{exc}: stopping (its Ray, claims and locks are released)")
+            bar.message("the session Ray is being stopped (`explorer ray stop`): this sweep stops, its claims "
+                        "released" if session_stopping else f"{exc}: stopping (its Ray, claims and locks are released)")
         finally:
             guard.arm()  # Ray's shutdown may leave its own SIGTERM handler: the cleanup and compaction are ours
             release_after_run(store, spec.name, the_plan, leases, claimed, result.interrupted is not None)

@@ -19,7 +19,7 @@ CONTRACT_METRIC_COLUMNS = {
     "antithetic", "residual_scale", "lr_scaling", "seed", "step", "err_out", "err_hidden", "loss", "ref_loss", "ref_err_out",
     "ref_err_hidden", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
     "gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean", "err_backward", "error",
-    "device", "node_id", "wall_s", "schema_version", "package_version",
+    "device", "node_id", "wall_s", "schema_version", "package_version", "code_fingerprint",
     *(f"coord_{kind}_b{b}" for kind in ("update", "branch") for b in range(4)),
 }
 

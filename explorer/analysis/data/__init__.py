@@ -24,6 +24,7 @@ _LAZY = {
     "FLOOR_FACTOR": "queries",
     "GRID_COLUMNS": "queries",
     "REFERENCE_ERROR": "metrics",
+    "code_mix_line": "code_versions",
     "column_is": "queries",
     "column_values": "queries",
     "final_step_clause": "queries",

@@ -16,6 +16,7 @@ temporaries, half-written trials) and compacts the sweep's ``trials`` rows.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from collections.abc import Iterable
 
@@ -80,7 +81,7 @@ class SessionRunner:
         if self.pool is not None:
             return
         self.guard = self.stack.enter_context(SignalGuard())  # shares the loop's record of a signal
-        self.stack.enter_context(ray_session(self.address, num_cpus=self.num_cpus))
+        self.stack.enter_context(ray_session(self.address, num_cpus=self.num_cpus, on_session_stop=self._session_stops))
         self.guard.arm()  # Ray's core worker replaces the SIGTERM handler: the driver's again
         slots = check_resources(self.spec)
         limit = self.max_concurrent or self.spec.resources.max_concurrent
@@ -91,6 +92,12 @@ class SessionRunner:
         self.pool = PointPool(self.spec, self.store, self.the_plan, min(slots, limit) if limit else slots, diverged)
         self.pool.broken.update(broken)
         self.told |= set(broken)  # the reference phase said so
+
+    def _session_stops(self) -> None:
+        """`explorer ray stop` began (``session_drivers``): the loop stops as on SIGTERM."""
+        if self.guard is not None and not self.guard.fired:
+            self.bar.message("the session Ray is being stopped (`explorer ray stop`): this sweep stops")
+            self.guard.fired.append(signal.SIGTERM)
 
     def submit(self, keys: Iterable[str]) -> None:
         """Queue the trials of ``keys`` (the first call starts Ray and the workers).
