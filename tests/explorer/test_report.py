@@ -276,7 +276,7 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--metric", "loss"], "error: unknown metric 'loss'; expected one of: err_out, err_hidden"),
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: character '_' at column 12 is not part of a law"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
-    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite"),
+    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: no rows match --where 'alpha = 3' in sweep 'rep'"),
     (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
      "error: Permission Error: Cannot access file"),  # read-only, as explorer sql
