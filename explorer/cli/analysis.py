@@ -2,9 +2,12 @@
 ``explorer.api.fit``, ``phase``, ``report``)."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..bounds import MAX_RESAMPLES
+from ..formatting import shell_word
 from .options import (RegistryHelpOption, axis_names, bounded_list, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
 from .signals import begin_work
@@ -118,5 +121,6 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
                         save=not no_save, force=force, compare_with=compare_with, export=export)
     if report.fits_not_saved:
-        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
-    click.echo(f"report: {report.path}")
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in "
+                   f"{shell_word(os.path.join(out, 'fits.csv'))}", err=True)
+    click.echo(f"report: {shell_word(report.path)}")
