@@ -4,6 +4,7 @@ against the real `explorer` CLI, with the figures docs/security.md quotes ("The 
     nice -n 10 python benchmarks/hostile_probe.py --quick                    # 5 kills, 60 inputs
     nice -n 10 python benchmarks/hostile_probe.py --kills 30 --s3 --seed 0   # the kill campaign
     nice -n 10 python benchmarks/hostile_probe.py --inputs                   # every hostile input
+    nice -n 10 python benchmarks/hostile_probe.py --holes                    # issue 43's cache and smaller holes
 
 - Kills (benchmarks/kill_campaign.py): a tiny 12-trial spec's clean run gives the fingerprint of
   what the views serve; then each kill SIGKILLs a sweep (fresh or resumed), a `compact` during a
@@ -99,6 +100,18 @@ def run_inputs(args, work: Path, budget: Budget, kills) -> bool:
     return bool(campaign.violations)
 
 
+# -- issue 43: the cached files and the smaller holes (4, 8-12), benchmarks/holes_campaign.py -----
+def run_holes(args, work: Path, budget: Budget, kills) -> bool:
+    import holes_campaign
+
+    campaign = holes_campaign.HolesCampaign(work / "holes", base_store(work, kills))
+    campaign.run(budget)
+    print(f"\n## Cached files and smaller holes ({len(campaign.results)} cases)\n")
+    print("\n".join(campaign.table()))
+    print(f"\n{campaign.violations} violations")
+    return bool(campaign.violations)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The adversarial campaign: random SIGKILLs and hostile inputs "
                                      "against the real explorer CLI (see the module docstring).")
@@ -107,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_KILLS} kills and {QUICK_INPUTS} inputs")
     parser.add_argument("--category", action="append", help="only the inputs of this category (repeatable), "
                         "e.g. 'tampered stores'")
+    parser.add_argument("--holes", action="store_true", help="the cached-file and smaller-hole cases of issue 43 "
+                        "(benchmarks/holes_campaign.py)")
     parser.add_argument("--s3", action="store_true", help="add the S3 kills and the lost server (moto, 127.0.0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
     parser.add_argument("--budget-s", type=float, default=3600.0, help="wall-clock budget of the whole campaign")
@@ -115,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.kills = args.kills or QUICK_KILLS
-    if not (args.kills or args.inputs or args.quick):
-        parser.error("nothing to run: give --kills N, --inputs or --quick")
+    if not (args.kills or args.inputs or args.quick or args.holes):
+        parser.error("nothing to run: give --kills N, --inputs, --holes or --quick")
     work = Path(args.dir or tempfile.mkdtemp(prefix="hostile-probe-"))
     work.mkdir(parents=True, exist_ok=True)
     budget, started = Budget(args.budget_s), time.monotonic()
@@ -128,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             kills, bad = run_kills(args, work, budget)
         if args.inputs or args.quick:
             bad |= run_inputs(args, work, budget, kills)
+        if args.holes:
+            bad |= run_holes(args, work, budget, kills)
     finally:
         if not (args.keep or args.dir):
             shutil.rmtree(work, ignore_errors=True)
