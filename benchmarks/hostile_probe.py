@@ -5,6 +5,7 @@ against the real `explorer` CLI, with the figures docs/security.md quotes ("The 
     nice -n 10 python benchmarks/hostile_probe.py --kills 30 --s3 --seed 0   # the kill campaign
     nice -n 10 python benchmarks/hostile_probe.py --inputs                   # every hostile input
     nice -n 10 python benchmarks/hostile_probe.py --session-ray              # the session Ray's cases
+    nice -n 10 python benchmarks/hostile_probe.py --holes                    # issue 43's cache and smaller holes
 
 - Kills (benchmarks/kill_campaign.py): a tiny 12-trial spec's clean run gives the fingerprint of
   what the views serve; then each kill SIGKILLs a sweep (fresh or resumed), a `compact` during a
@@ -117,6 +118,18 @@ def run_session_ray(args, work: Path) -> bool:
 # --- end of the session Ray's block ---------------------------------------------------------
 
 
+# -- issue 43: the cached files and the smaller holes (4, 8-12), benchmarks/holes_campaign.py -----
+def run_holes(args, work: Path, budget: Budget, kills) -> bool:
+    import holes_campaign
+
+    campaign = holes_campaign.HolesCampaign(work / "holes", base_store(work, kills))
+    campaign.run(budget)
+    print(f"\n## Cached files and smaller holes ({len(campaign.results)} cases)\n")
+    print("\n".join(campaign.table()))
+    print(f"\n{campaign.violations} violations")
+    return bool(campaign.violations)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The adversarial campaign: random SIGKILLs and hostile inputs "
                                      "against the real explorer CLI (see the module docstring).")
@@ -125,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_KILLS} kills and {QUICK_INPUTS} inputs")
     parser.add_argument("--category", action="append", help="only the inputs of this category (repeatable), "
                         "e.g. 'tampered stores'")
+    parser.add_argument("--holes", action="store_true", help="the cached-file and smaller-hole cases of issue 43 "
+                        "(benchmarks/holes_campaign.py)")
     parser.add_argument("--s3", action="store_true", help="add the S3 kills and the lost server (moto, 127.0.0.1)")
     parser.add_argument("--session-ray", action="store_true", help="the session Ray's cases (with --quick: "
                         "those that start no Ray)")
@@ -136,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     session_only = args.session_ray and not (args.kills or args.inputs)  # --quick then means the quick session cases
     if args.quick and not session_only:
         args.kills = args.kills or QUICK_KILLS
-    if not (args.kills or args.inputs or args.quick or args.session_ray):
-        parser.error("nothing to run: give --kills N, --inputs, --session-ray or --quick")
+    if not (args.kills or args.inputs or args.quick or args.session_ray or args.holes):
+        parser.error("nothing to run: give --kills N, --inputs, --session-ray, --holes or --quick")
     work = Path(args.dir or tempfile.mkdtemp(prefix="hostile-probe-"))
     work.mkdir(parents=True, exist_ok=True)
     budget, started = Budget(args.budget_s), time.monotonic()
@@ -151,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             bad |= run_inputs(args, work, budget, kills)
         if args.session_ray:
             bad |= run_session_ray(args, work)
+        if args.holes:
+            bad |= run_holes(args, work, budget, kills)
     finally:
         if not (args.keep or args.dir):
             shutil.rmtree(work, ignore_errors=True)

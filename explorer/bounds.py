@@ -15,6 +15,8 @@ lists them); beyond them the memory estimate (``explorer.config.estimate``) judg
   Tune trial and per adaptive round).
 - ``MAX_NESTING``: arrays and tables nested in a spec (a spec needs 2); a deeper one is refused
   before the TOML parser recurses into it.
+- ``MAX_LIST_ITEMS``: the items of one command-line list (``optimum --by L,M``, a repeated
+  ``--target``, ``--at``, ``--across``, ``--budget``); a repeated column is merged first.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ MAX_REPLICAS = 10_000
 MAX_RESAMPLES = 100_000
 MAX_GRID_POINTS = 10_000_000
 MAX_NESTING = 32
+MAX_LIST_ITEMS = 64
 
 
 def toml_nesting(text: str) -> int:
@@ -74,3 +77,17 @@ def data_nesting(value: object) -> int:
             return deepest
         stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def bounded_items(option: str, items) -> list:
+    """``items`` (a command-line list) as a list, when there are at most ``MAX_LIST_ITEMS``.
+
+    Raises:
+        UsageError: one line naming the option, the count and the ceiling.
+    """
+    from .errors import UsageError
+
+    items = list(items)
+    if len(items) > MAX_LIST_ITEMS:
+        raise UsageError(f"{option}: {len(items):,} items; at most {MAX_LIST_ITEMS} are accepted")
+    return items

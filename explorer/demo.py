@@ -23,6 +23,7 @@ import math
 import os
 from collections.abc import Callable
 
+from .formatting import shell_word
 from .report.fit_cache import FitCache
 from .report.page import write_report
 from .store_access import open_store
@@ -137,5 +138,5 @@ def run_demo(store="results", out: str | os.PathLike = "report", address: str | 
     where = write_report(sweep=DEMO_SPEC["name"], store=st, out=out, cache=cache)
     for line in fit_lines(st, DEMO_SPEC["name"], cache=cache):
         echo(line)
-    echo(f"report: {os.path.join(os.fspath(where), 'index.html')}")
+    echo(f"report: {shell_word(os.path.join(os.fspath(where), 'index.html'))}")
     return result.exit_code

@@ -101,3 +101,10 @@ class RunInterrupted(UsageError):
     def __init__(self, message: str, exit_code: int):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class CacheError(UsageError):
+    """A file the tool caches (the Vega bundle) that is damaged and cannot be made again: the
+    command fails in one line rather than write a broken result (exit 1)."""
+
+    exit_code = 1

@@ -60,6 +60,38 @@ def printable_text(text: str) -> str:
     return text if text.isprintable() else "".join(_visible(ch) for ch in text)
 
 
+def shell_word(text: object) -> str:
+    """``text`` (a file name, a path) as one shell word to echo in a hint the user may paste: bare
+    when it holds only safe characters, single-quoted (``shlex.quote``) when it holds spaces or
+    quotes, and as bash's ``$'...'`` with every control, bidi and other invisible character
+    written as an escape (``\\u202e``, ``\\n``) when it holds one: it prints as one visible line
+    and pastes back as the same name."""
+    import shlex
+
+    s = str(text)
+    if s.isprintable():
+        return shlex.quote(s)
+    out = []
+    for ch in s:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "$'" + "".join(out) + "'"
+
+
+def shell_command(words) -> str:
+    """A command line of ``words``, each as ``shell_word`` writes it."""
+    return " ".join(shell_word(w) for w in words)
+
+
 def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
     """``text`` cut to ``limit`` characters (with the full length said), escaped as
     ``printable_text`` does."""
@@ -134,4 +166,5 @@ def format_seconds(s: float) -> str:
     return f"{s / 86400:.3g} days"
 
 
-__all__ = ["fmt", "format_bytes", "format_seconds", "printable_text", "shown_text", "spec_key", "spec_value"]
+__all__ = ["fmt", "format_bytes", "format_seconds", "printable_text", "shell_command", "shell_word", "shown_text", "spec_key",
+           "spec_value"]

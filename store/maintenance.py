@@ -7,8 +7,9 @@
 - ``repair``: removes reference locks whose heartbeat is not live (``references.lock_live``:
   older than ``references.STALE_AFTER_S``, dated in the future, or no lock at all; read again
   just before each removal, so a live lock is never removed), temporaries older than
-  ``cleanup.STALE_TEMPORARY_S`` or whose writer is a dead process of this machine, and expired
-  or malformed leases.
+  ``cleanup.STALE_TEMPORARY_S`` or whose writer is a dead process of this machine (a killed
+  compaction's aside is put back under its input's name instead, ``cleanup.retire_temporary``),
+  and expired or malformed leases.
 - ``probe``: lists the root and writes then deletes a hidden marker (before a sweep starts Ray).
 - ``sweeps_summary`` / ``remove_sweep``: what ``explorer ls`` and ``explorer rm`` show and do.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .catalog import list_kind, list_references, list_sweeps
-from .cleanup import STALE_TEMPORARY_S, dead_writer
+from .cleanup import STALE_TEMPORARY_S, dead_writer, retire_temporary
 from .errors import StoreError, StoreUnreachable
 from .files import Files
 from .layout import DATA_KINDS, QUARANTINE_DIR, check_sweep, join, sweep_dir
@@ -80,11 +81,14 @@ def quarantine(files: Files, sweep: str | None = None) -> list[tuple[str, str]]:
 class RepairReport:
     removed: list[str] = field(default_factory=list)  # paths as shown to users
     kept_live: list[str] = field(default_factory=list)  # locks found live when looked at again
+    restored: list[str] = field(default_factory=list)  # compactions' asides put back under their names
 
     def lines(self) -> list[str]:
         out = [f"removed {printable(path)}" for path in self.removed]
+        out += [f"put back {printable(path)} (an input a killed compaction had moved aside)" for path in self.restored]
         out += [f"kept {printable(path)} (its holder is alive)" for path in self.kept_live]
-        out.append(f"repair: removed {len(self.removed)} stale file(s)")
+        out.append(f"repair: removed {len(self.removed)} stale file(s)"
+                   + (f", put back {len(self.restored)} moved aside" if self.restored else ""))
         return out
 
 
@@ -125,8 +129,10 @@ def repair(files: Files, sweep: str | None = None, stale_lock_s: float = STALE_A
         for entry in listing.temporary:
             age = _age_s(files, entry.path, time.time())
             if age is not None and (age > stale_temporary_s or dead_writer(entry.name) is not None):
-                files.delete(entry.path)
-                report.removed.append(files.display(entry.path))
+                if retire_temporary(files, entry) == "restored":  # a compaction's aside: back under its name
+                    report.restored.append(files.display(entry.path))
+                else:
+                    report.removed.append(files.display(entry.path))
     for name in sweeps:
         for path in expired_leases(files, name):
             files.delete(path)

@@ -65,6 +65,7 @@ LR_SCALINGS = ("mean_field", "raw")
 ACTIVATION_NAMES = ("tanh", "identity", "gelu", "relu")
 BLOCKS = ("2lp",)
 DEVICES = ("auto", "cpu", "cuda")
+FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: a float32 trial's values stay below it
 # The kinds of data (trials/data.py draws them) and of references (trials/reference.py computes
 # them), declared here, with the other closed sets, so that validation needs no torch.
 DATA_KINDS = ("gaussian", "linear_target")
@@ -233,12 +234,36 @@ class TrialConfig:
             raise ConfigError("alpha", f"preset 'lazy' needs alpha > 1 (typically >= 8), got alpha={self.alpha}; use preset 'mlu' for alpha = 1")
         if self.antithetic and self.M % 2:
             raise ConfigError("M", f"antithetic units come in pairs: M must be even, got M={self.M}")
+        if self.dtype == "float32":
+            self._check_float32()
         if self.problem.coupled_dim is not None and self.problem.coupled_dim < self.D:
             raise ConfigError(
                 "problem.coupled_dim",
                 f"problem.coupled_dim={self.problem.coupled_dim} is smaller than D={self.D}; "
                 "coupled embeddings are drawn at the largest D of the sweep"
             )
+
+    def _check_float32(self) -> None:
+        """A float32 trial computes with its values and the scalars the engine derives from them
+        (the residual scale c, the step sizes, the gradient factor 2c/D) as float32: one past
+        float32's largest finite value would be refused by torch at the first step ("cannot be
+        converted to type float without overflow"), on every retry. Refused here, naming it."""
+        for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_factor", "divergence_bound", "init_noise_limit"):
+            value = getattr(self, name)
+            if abs(value) > FLOAT32_MAX:
+                raise ConfigError(name, f"{name} = {value:g} overflows float32 (its largest value is {FLOAT32_MAX:.4g}); "
+                                  f"use dtype float64 or a smaller {name}")
+        c = self.residual_scale
+        try:
+            derived = {"the residual scale c": c, "the gradient factor 2c/D": 2.0 * c / self.D,
+                       **dict(zip(("the step size of u", "the step size of v"), self.step_sizes()))}
+        except (ZeroDivisionError, OverflowError):
+            derived = {"the residual scale c": math.inf}
+        for what, value in derived.items():
+            if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+                raise ConfigError("dtype", f"{what} = {value:g} of this point (alpha={self.alpha:g}, lr={self.lr:g}, "
+                                  f"L={self.L}, M={self.M}, D={self.D}) overflows float32 (its largest value is "
+                                  f"{FLOAT32_MAX:.4g}); use dtype float64")
 
     @property
     def residual_scale(self) -> float:

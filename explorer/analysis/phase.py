@@ -151,7 +151,7 @@ def phase_diagram(con, sweep: str, x: str = "alpha", y: str = "D", *, step: int 
     """
     columns = table_columns(con)
     _check_axes(columns, x, y)
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     fixed = _held_for_phase(con, sweep, x, y, columns, where)
     choice = choose_references(con, sweep, held_where(fixed, where))
     seeds = seed_rows(con, sweep, (x, y), where=choice.where, step=step, rule=rule)

@@ -2,10 +2,13 @@
 ``explorer.api.fit``, ``phase``, ``report``)."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..bounds import MAX_RESAMPLES
-from .options import (RegistryHelpOption, axis_names, fit_metric_option, form_option, metric_option, step_option,
+from ..formatting import shell_word
+from .options import (RegistryHelpOption, axis_names, bounded_list, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
 from .signals import begin_work
 
@@ -25,7 +28,7 @@ from .signals import begin_work
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0, max=MAX_RESAMPLES), default=200, show_default=True, metavar="N",
               help="Bootstrap resamples for the confidence intervals.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the starts and the bootstrap.")
-@click.option("--budget", "budgets", type=float, multiple=True, metavar="P",
+@click.option("--budget", "budgets", type=float, multiple=True, callback=bounded_list, metavar="P",
               help="Shape advice: the (L, M, D) minimizing the fitted error at L*M*D = P (repeatable).")
 @click.option("--save/--no-save", default=True, show_default=True, help="Write the fit to the store (kind fits).")
 @click.option("--compare", is_flag=True, help="Also rank every registered law by cross-validated log error.")
@@ -118,7 +121,8 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
                         save=not no_save, force=force, compare_with=compare_with, export=export)
     if report.fits_not_saved:
-        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
+        click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in "
+                   f"{shell_word(os.path.join(out, 'fits.csv'))}", err=True)
     if report.code_note:
         click.echo(f"warning: {report.code_note}", err=True)
-    click.echo(f"report: {report.path}")
+    click.echo(f"report: {shell_word(report.path)}")

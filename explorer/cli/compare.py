@@ -6,7 +6,7 @@ import click
 
 from ..bounds import MAX_RESAMPLES
 from ..store_access import store_errors
-from .options import (RegistryHelpOption, column_names, compared_forms, metric_option, step_option, store_option,
+from .options import (RegistryHelpOption, bounded_list, column_names, compared_forms, metric_option, step_option, store_option,
                       where_option)
 
 
@@ -15,7 +15,7 @@ from .options import (RegistryHelpOption, column_names, compared_forms, metric_o
               help="Sweep A, then sweep B (B - A is reported); once with --by.")
 @click.option("--by", default=None, metavar="COLUMN", cls=RegistryHelpOption, registry_help=column_names,
               help="Compare the two values of this column within one sweep, e.g. preset or activation.")
-@click.option("--at", "at", multiple=True, metavar="AXIS=VALUE", cls=RegistryHelpOption, registry_help=column_names,
+@click.option("--at", "at", multiple=True, callback=bounded_list, metavar="AXIS=VALUE", cls=RegistryHelpOption, registry_help=column_names,
               help="Compare the slice at this value of an axis the sweeps also vary, e.g. --at lr=0.5 "
                    "(repeatable); without it such a comparison is refused.")
 @store_option

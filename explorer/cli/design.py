@@ -5,13 +5,13 @@ from __future__ import annotations
 import click
 
 from ..store_access import store_errors
-from .options import store_option, sweep_required_option
+from .options import bounded_list, store_option, sweep_required_option
 
 
 @click.command("design")
 @sweep_required_option
 @store_option
-@click.option("--target", "targets", multiple=True, required=True, metavar="NAME=HALFWIDTH",
+@click.option("--target", "targets", multiple=True, callback=bounded_list, required=True, metavar="NAME=HALFWIDTH",
               help="An exponent of the decomposed law (a or b) and the 95% CI half-width to reach (repeatable).")
 @click.option("--budget", type=float, default=None, metavar="CPU_HOURS",
               help="The most single-core CPU-hours the designed sweep may cost (default: no limit).")

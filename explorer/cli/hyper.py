@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..bounds import MAX_RESAMPLES
-from .options import step_option, store_option, sweep_required_option, where_option
+from .options import bounded_list, step_option, store_option, sweep_required_option, where_option
 
 _axis_option = click.option("--axis", default="lr", show_default=True, metavar="AXIS",
                             help="The numeric grid axis minimised over, e.g. lr, alpha or sigma_u.")
@@ -52,7 +52,7 @@ def optimum_command(sweep: str, store_uri: str, axis: str, metric: str, by: str 
 @sweep_required_option
 @store_option
 @_axis_option
-@click.option("--across", "across", multiple=True, metavar="AXIS", default=("L",), show_default=True,
+@click.option("--across", "across", multiple=True, callback=bounded_list, metavar="AXIS", default=("L",), show_default=True,
               help="L, or L and M (repeat): log axis* = c + gamma log L (+ delta log M).")
 @_metric_option
 @step_option

@@ -104,3 +104,13 @@ step_option = click.option("--step", type=int, default=None, metavar="K",
                            help="GD step to read (default: each trial's final step).")
 where_option = click.option("--where", default=None, metavar="SQL",
                             help="Only metric rows matching this SQL condition, e.g. \"alpha = 1\".")
+
+
+def bounded_list(ctx, param, value):
+    """A click callback: a repeated option's values, refused past ``explorer.bounds.MAX_LIST_ITEMS``
+    (one line, exit 2)."""
+    from ..bounds import MAX_LIST_ITEMS
+
+    if value is not None and len(value) > MAX_LIST_ITEMS:
+        raise click.BadParameter(f"{len(value):,} given; at most {MAX_LIST_ITEMS} are accepted")
+    return value

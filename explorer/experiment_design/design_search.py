@@ -341,6 +341,7 @@ class SearchResult:
     reachable: dict  # target -> the smallest half-width within every limit
     blocked_by: str  # what keeps the targets out of reach ('' when met)
     considered: int
+    together: dict | None = None  # the half-widths of the design within every limit closest to all targets at once
 
 
 def search(model: PilotModel, targets: dict, limits: Limits) -> SearchResult:
@@ -348,6 +349,7 @@ def search(model: PilotModel, targets: dict, limits: Limits) -> SearchResult:
     costs = CostModel(model)
     best, cheapest_relaxed = None, {}
     reachable = {n: math.inf for n in targets}
+    together, closest = None, math.inf  # the design within the limits whose worst target ratio is least
     considered = 0
     for D in model.Ds:
         for Ls, Ms in sorted(grids(model, limits.max_lm), key=lambda g: max(g[0]) * max(g[1]) * len(g[0]) * len(g[1])):
@@ -360,6 +362,9 @@ def search(model: PilotModel, targets: dict, limits: Limits) -> SearchResult:
                     if ok:
                         for n in targets:
                             reachable[n] = min(reachable[n], e.prediction.halfwidth[n])
+                        worst = max(e.prediction.halfwidth[n] / hw for n, hw in targets.items())
+                        if worst < closest:
+                            together, closest = {n: e.prediction.halfwidth[n] for n in targets}, worst
                     if not meets(e, targets):
                         continue
                     if ok and (best is None or e.prediction.seconds < best.prediction.seconds):
@@ -369,7 +374,7 @@ def search(model: PilotModel, targets: dict, limits: Limits) -> SearchResult:
                         held = cheapest_relaxed.get(relaxed)
                         if others and (held is None or e.prediction.seconds < held.prediction.seconds):
                             cheapest_relaxed[relaxed] = e
-    return SearchResult(best, reachable, "" if best else _blocked(cheapest_relaxed, limits), considered)
+    return SearchResult(best, reachable, "" if best else _blocked(cheapest_relaxed, limits), considered, together)
 
 
 def _blocked(relaxed: dict, limits: Limits) -> str:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..formatting import shell_word
 from .design_search import DesignError, Limits, SearchResult, TARGETS, draw_spread, search
 from .design_model import PilotModel, pilot_model
 from .design_record import record_rows, write_record
@@ -108,7 +109,8 @@ class DesignResult:
                   "assumptions:"]
         lines += [f"  {line}" for line in self.assumptions()]
         if self.out:
-            lines.append(f"wrote {self.out}: explorer sweep {self.out}, then explorer fit --sweep {self.name}")
+            out = shell_word(self.out)  # quoted, and escaped where the name holds a control or bidi character
+            lines.append(f"wrote {out}: explorer sweep {out}, then explorer fit --sweep {self.name}")
             lines.append(f"note: the targets are not in the store ({self.record_not_written}); explorer fit will not "
                          "compare with them" if self.record_not_written else
                          f"recorded the targets in the pilot's store (kind fits, form design, sweep {self.name}): "
@@ -208,13 +210,35 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
     return result
 
 
+def _shown(value: float, target: float) -> str:
+    """``value`` to 3 significant digits, or more when 3 would print it as ``target`` (0.01494
+    against a target of 0.0149)."""
+    for digits in range(3, 8):
+        shown = f"{value:.{digits}g}"
+        if value == target or float(shown) != float(f"{target:.{digits}g}"):
+            return shown
+    return shown
+
+
 def _refusal(targets: dict, found: SearchResult, limits: Limits) -> str:
-    parts = []
-    for name, hw in targets.items():
-        best = found.reachable[name]
-        shown = f"{best:.3g}" if math.isfinite(best) else "none (no design within the limits measures it)"
-        parts.append(f"{name} = {hw:g} (best reachable {shown})")
+    """The refusal: the targets out of reach even alone, with the best each can reach; when each is
+    reachable alone but no design reaches them together, what the closest design reaches together."""
     within = f" within {limits.budget_hours:g} CPU-hour(s)" if limits.budget_hours is not None else ""
+    alone = [name for name, hw in targets.items() if not found.reachable[name] <= hw]
+    if not alone:  # each alone is reachable: it is their combination that is not
+        asked = " and ".join(f"{name} = {hw:g}" for name, hw in targets.items())
+        best = ", ".join(f"{name} {_shown(found.reachable[name], targets[name])}" for name in targets)
+        closest = ""
+        if found.together is not None:
+            closest = (": together the closest design reaches "
+                       + " with ".join(f"{name} = {_shown(found.together[name], targets[name])}" for name in targets))
+        return (f"no design{within} reaches {asked} together (each alone is reachable: {best}){closest}; "
+                f"limited by {found.blocked_by}")
+    parts = []
+    for name in alone:
+        best = found.reachable[name]
+        shown = _shown(best, targets[name]) if math.isfinite(best) else "none (no design within the limits measures it)"
+        parts.append(f"{name} = {targets[name]:g} (best reachable {shown})")
     return f"no design{within} reaches {', '.join(parts)}; limited by {found.blocked_by}"
 
 
@@ -229,7 +253,8 @@ def _header(result: DesignResult) -> list[str]:
             *[f"  {n}: {p.halfwidth[n]:.3g} (target {v:g})" for n, v in result.targets.items()],
             f"Estimated compute {p.seconds / 3600:.3g} CPU-hours single-core, {c.draws} reference(s).",
             "It rests on:", *[f"  {line}" for line in result.assumptions()],
-            f"Run it: explorer sweep {result.out or 'THIS_FILE'}; then explorer fit --sweep {result.name}"]
+            f"Run it: explorer sweep {shell_word(result.out) if result.out else 'THIS_FILE'}; then explorer fit "
+            f"--sweep {result.name}"]
 
 
 def _notes(result: DesignResult) -> dict:

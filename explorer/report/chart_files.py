@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import altair as alt
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import CacheError, UsageError
 from .output_folder import OutputFolder
 
 CHART_FORMATS = ("png", "svg", "html")
@@ -53,23 +55,77 @@ def vega_bundle() -> str:
     vl-convert and Vega-Lite version and kept in ``bundle_cache_path()``: making it starts
     vl-convert's JavaScript engine, seconds that every report paid again otherwise.
 
+    The kept file carries its bundle's size and sha256 on its first line (``BUNDLE_HEADER``) and is
+    checked against them when read: an emptied, truncated or altered file (or one without the
+    line) is dropped and made again, so that a page never goes out without its Vega. A bundle
+    that does not look like one (``_usable``), kept or made, is never used.
+
     Raises:
-        ValueError: vl-convert has no bundle for Altair's Vega-Lite version (upgrade vl-convert-python).
+        CacheError: vl-convert has no bundle for Altair's Vega-Lite version (upgrade
+            vl-convert-python), or the one it makes is not a usable bundle: one line.
     """
     import vl_convert as vlc
 
     version = vega_lite_version()
     cached = bundle_cache_path(vlc.__version__, version)
-    try:
-        return cached.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass  # not made yet here (or unreadable): make it
+    kept = _read_kept(cached)
+    if kept is not None:
+        return kept
     if version not in vlc.get_vegalite_versions():
-        raise ValueError(f"vl-convert {vlc.__version__} has no Vega-Lite {version} (Altair {alt.__version__}); "
+        raise CacheError(f"vl-convert {vlc.__version__} has no Vega-Lite {version} (Altair {alt.__version__}); "
                          f"it offers {', '.join(vlc.get_vegalite_versions())}: upgrade vl-convert-python")
-    bundle = vlc.javascript_bundle(vl_version=version)
-    _keep(cached, bundle)
+    try:
+        bundle = vlc.javascript_bundle(vl_version=version)
+    except Exception as exc:  # noqa: BLE001 - the engine's own error, as one line
+        raise CacheError(f"vl-convert {vlc.__version__} could not make the Vega bundle: {exc}") from None
+    if not _usable(bundle):
+        raise CacheError(f"vl-convert {vlc.__version__} made a Vega bundle of {len(bundle):,} characters without "
+                         "the Vega libraries; no report is written without them (reinstall vl-convert-python)")
+    _keep(cached, _with_header(bundle))
     return bundle
+
+
+def bundle_digest() -> str:
+    """sha256 of ``vega_bundle()`` (a millisecond): the report cache keys a page on it (a page
+    kept with another bundle is never replayed)."""
+    return hashlib.sha256(vega_bundle().encode("utf-8")).hexdigest()
+
+
+# The first line of a kept bundle: its size in bytes (UTF-8) and its sha256.
+BUNDLE_HEADER = "/* resnet-scaling-explorer vega bundle bytes={size} sha256={digest} */\n"
+_HEADER_RE = re.compile(rb"/\* resnet-scaling-explorer vega bundle bytes=(\d{1,12}) sha256=([0-9a-f]{64}) \*/\n")
+# Every bundle vl-convert makes defines this and is far larger than this many characters (about 0.9 MB):
+# an empty or cut file is never taken for one.
+_BUNDLE_MARK = "window.vegaEmbed="
+_BUNDLE_MIN_CHARS = 100_000
+
+
+def _usable(bundle: str) -> bool:
+    return len(bundle) >= _BUNDLE_MIN_CHARS and _BUNDLE_MARK in bundle
+
+
+def _with_header(bundle: str) -> str:
+    data = bundle.encode("utf-8")
+    return BUNDLE_HEADER.format(size=len(data), digest=hashlib.sha256(data).hexdigest()) + bundle
+
+
+def _read_kept(path: Path) -> str | None:
+    """The bundle kept at ``path`` when its first line's size and sha256 match the rest and it is
+    usable; None otherwise, a damaged file removed (it is made again)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None  # not made yet here (or unreadable): make it
+    match = _HEADER_RE.match(data)
+    body = data[match.end():] if match else b""
+    if match and int(match.group(1)) == len(body) and hashlib.sha256(body).hexdigest() == match.group(2).decode():
+        with contextlib.suppress(UnicodeDecodeError):
+            bundle = body.decode("utf-8")
+            if _usable(bundle):
+                return bundle
+    with contextlib.suppress(OSError):
+        path.unlink()  # damaged (emptied, cut, altered, of an older layout): dropped, made again
+    return None
 
 
 def bundle_cache_path(converter_version: str, vega_lite: str) -> Path:
@@ -166,5 +222,5 @@ def save_chart(chart, directory: str | Path, name: str, formats=CHART_FORMATS, s
     return paths
 
 
-__all__ = ["CHART_FORMATS", "EXPORT_FORMATS", "PAGE_FORMATS", "bundle_cache_path", "chart_html", "export_formats",
+__all__ = ["BUNDLE_HEADER", "CHART_FORMATS", "EXPORT_FORMATS", "PAGE_FORMATS", "bundle_cache_path", "bundle_digest", "chart_html", "export_formats",
            "save_chart", "vega_bundle", "vega_lite_version"]

@@ -20,6 +20,10 @@ results are kept as files in ``$XDG_CACHE_HOME`` (default ``~/.cache``)
 ``MAX_ENTRIES`` of them and ``MAX_BYTES`` in all (the oldest go first), and in memory for the
 process (the demo's fit lines reuse its report's fit). The folder is the user's, like their home:
 its pickles are read as trusted. A cache that cannot be read or written is only slower.
+
+Each file begins with ``FILE_MAGIC`` and the sha256 of the pickle after it, checked when it is
+read back: a file emptied, cut or altered since (a full disk, a crash mid-copy, a hand edit) is
+removed and counted a miss, and the result computed again; it is never unpickled.
 """
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ from pathlib import Path
 
 MAX_ENTRIES = 512  # files kept; a demo report writes about ten
 MAX_BYTES = 256 * 2**20  # and at most this much (a kept report, its page inline, is a few MB)
+
+# A kept file: this line, the sha256 (hex) of the pickle, the pickle.
+FILE_MAGIC = b"resnet-scaling-explorer cache 1\n"
 
 _PACKAGES = ("numpy", "scipy", "pandas", "pyarrow", "duckdb", "altair", "vl-convert-python", "jinja2", "markupsafe")
 
@@ -119,12 +126,22 @@ class FitCache:
         return self.folder / f"{key}.pickle"
 
     def _read(self, key: str) -> bytes | None:
+        """The pickle kept in ``key``'s file when it matches the sha256 written with it; else None
+        (a damaged file is removed: it is computed and written again)."""
         if not self.keep_files:
             return None
+        path = self._path(key)
         try:
-            return self._path(key).read_bytes()
+            data = path.read_bytes()
         except OSError:
             return None
+        head = len(FILE_MAGIC) + 64
+        stored = data[head:]
+        if data[:len(FILE_MAGIC)] == FILE_MAGIC and data[len(FILE_MAGIC):head] == hashlib.sha256(stored).hexdigest().encode():
+            return stored
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
 
     def _write(self, key: str, stored: bytes) -> None:
         """Write whole or not at all (a temporary file, then a rename), then drop the oldest files
@@ -135,7 +152,7 @@ class FitCache:
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary.write_bytes(stored)
+            temporary.write_bytes(FILE_MAGIC + hashlib.sha256(stored).hexdigest().encode() + stored)
             os.replace(temporary, path)
             entries = sorted(((p.stat(), p) for p in self.folder.glob("*.pickle")), key=lambda e: e[0].st_mtime)
             total = sum(stat.st_size for stat, _ in entries)
@@ -149,4 +166,4 @@ class FitCache:
                 temporary.unlink(missing_ok=True)
 
 
-__all__ = ["FitCache", "MAX_BYTES", "MAX_ENTRIES", "cache_folder", "code_fingerprint"]
+__all__ = ["FILE_MAGIC", "FitCache", "MAX_BYTES", "MAX_ENTRIES", "cache_folder", "code_fingerprint"]

@@ -35,7 +35,8 @@ from markupsafe import Markup
 
 from . import charts as _charts
 from . import diagnostic_charts
-from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
+from .chart_files import (CHART_FORMATS, PAGE_FORMATS, bundle_digest, chart_html, export_formats, json_default, save_chart,
+                          vega_bundle)
 from ..errors import FitError, QueryError, SweepDataError
 from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
@@ -249,7 +250,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         # the report cache: not with a comparison (its own reads) nor exports (rendered from charts)
         options = None if cache is None or comparison is not None or len(formats) > len(PAGE_FORMATS) else {
             "sweep": sweep, "metric": metric, "step": step, "where": where, "form": form, "n_boot": n_boot,
-            "seed": seed, "formats": formats}
+            "seed": seed, "formats": formats, "vega_bundle": bundle_digest()}  # a page of another bundle: a miss
         built = replayed(cache, con, options) if options is not None else None
         if built is None:
             built = _build(con, sweep, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,

@@ -18,6 +18,10 @@ changed, a fit saved in between that a query reads, another code) is a miss and 
 built in full, its queries' results already in hand. Not cached: a report with a comparison
 (its own reads) or with exports. A query's error is part of the digest: the same error is the
 same input (the build caught it), a query that now succeeds is a miss.
+
+The options include the Vega bundle's sha256 (``chart_files.bundle_digest``): a page kept with
+another bundle is never replayed, and a page read back that does not hold this bundle inline is a
+miss (the cache's files are checked against their own sha256 too: ``FitCache``).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ import pyarrow.compute as pc
 
 from ..analysis.data import cached_queries, query_table
 from ..errors import QueryError
+from .chart_files import vega_bundle
 from .contents import Report
 
 
@@ -79,7 +84,9 @@ def replayed(cache, con, options: dict) -> Built | None:
         return None
     digest = results_digest(con, queries)
     found, built = cache.read("report", {**options, "results": digest})
-    return built if found else None
+    if not found or not isinstance(built, Built) or vega_bundle() not in built.page:
+        return None  # a kept page without this bundle inline (never written so, checked anyway): built again
+    return built
 
 
 def record(cache, con, options: dict, built: Built) -> None:

@@ -27,7 +27,8 @@ def remove_leftovers(store: Store, sweep: str) -> int:
 def remove_dead_writers_temporaries(store: Store, sweep: str) -> int:
     """Temporaries whose writer, named in the file, is a dead process of this machine (a worker or
     a compaction killed mid-write): safe to remove whoever else runs, so even a resume with
-    nothing left to run removes them (``explorer check`` would report them otherwise)."""
+    nothing left to run removes them (``explorer check`` would report them otherwise). A killed
+    compaction's aside is put back under its input's name, not removed (``store.cleanup``)."""
     none_by_age = dt.datetime.min.replace(tzinfo=dt.timezone.utc)  # no cut-off: dead writers' only
     try:
         return store.remove_temporaries(sweep, before=none_by_age, references=True)
@@ -68,6 +69,19 @@ def release_after_run(store: Store, sweep: str, the_plan: Plan, leases: Leases, 
 # The most bytes of small metric files a sweep's end compacts (compressed on disk; compaction holds
 # them in memory, several times larger): past it the files stay, and `explorer compact` merges them.
 METRICS_COMPACT_BYTES = 256 * 2**20
+
+
+def compact_leftovers(store: Store, sweep: str, bar: Progress) -> None:
+    """A run with nothing to run: compact what earlier runs left unmerged (a run killed before its
+    end's compaction, a compaction's input put back by ``remove_dead_writers_temporaries``), when
+    there is any, as a run's end would; nothing (not a listing more) on a compacted sweep."""
+    try:
+        leftover = store.small_files_bytes(sweep, "trials") > 0 or 0 < store.small_files_bytes(
+            sweep, "metrics") <= METRICS_COMPACT_BYTES
+    except StoreError:
+        return  # best effort: `explorer compact` merges them
+    if leftover:
+        compact_trials(store, sweep, bar)
 
 
 def compact_trials(store: Store, sweep: str, bar: Progress) -> None:

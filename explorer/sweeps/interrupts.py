@@ -20,10 +20,11 @@ adaptive loop's guard never does (its steps check the record themselves).
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
 import threading
+
+from ..formatting import shell_command
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 SIGNAL_POLL_S = 0.25  # how often a driver blocked on Ray (or on another driver) looks whether a signal came
@@ -119,9 +120,9 @@ def resume_command() -> str | None:
         return None
     head = os.path.basename(argv[0])
     if head == "explorer":
-        return shlex.join(["explorer", *argv[1:]])
+        return shell_command(["explorer", *argv[1:]])  # quoted, control and bidi characters escaped
     if argv[0].endswith(os.path.join("explorer", "cli", "__main__.py")):
-        return shlex.join(["python", "-m", "explorer.cli", *argv[1:]])
+        return shell_command(["python", "-m", "explorer.cli", *argv[1:]])
     if argv[0] == "-c" and len(argv) > 1 and argv[1] == "sweep":
-        return shlex.join(["explorer", *argv[1:]])
+        return shell_command(["explorer", *argv[1:]])
     return None

@@ -46,7 +46,7 @@ from ..config.planning import Plan, PlannedTrial, plan
 from ..config.sections import SweepSpec
 from ..store_access import open_store
 from .dry_run import left_to_run, reference_cached
-from .cleanup import compact_trials, release_after_run, remove_dead_writers_temporaries
+from .cleanup import compact_leftovers, compact_trials, release_after_run, remove_dead_writers_temporaries
 from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
@@ -179,6 +179,7 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
         result.interrupted = guard.signum
     else:
         remove_dead_writers_temporaries(store, spec.name)
+        compact_leftovers(store, spec.name, bar)  # what a killed run or compaction left unmerged
     count_statuses(result, store, the_plan, known)
     return result
 

@@ -2,6 +2,8 @@
 known law, written as a sweep writes them, with its reference), the CLI, the spec it writes."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -106,6 +108,48 @@ def test_the_refusal_names_what_blocks_the_target(pilot_store, limits, needle):
     with pytest.raises(UsageError, match="best reachable") as caught:
         explorer.design("pilot", {"a": 0.03}, store=str(pilot_store), **limits)
     assert needle in str(caught.value)
+
+
+def test_targets_reachable_alone_but_not_together_are_named_with_what_is_reachable_together(pilot_store):
+    # on this pilot (at 64 GiB a trial, the default L*M limit) a alone reaches 0.0213 and b alone
+    # 0.00446, but no one design reaches a = 0.0215 and b = 0.0046 at once
+    limits = {"store": str(pilot_store), "memory_bytes": 64 * 2**30}
+    alone = {name: explorer.design("pilot", {name: hw}, **limits) for name, hw in (("a", 0.0215), ("b", 0.0046))}
+    assert alone["a"].chosen.prediction.halfwidth["a"] <= 0.0215
+    assert alone["b"].chosen.prediction.halfwidth["b"] <= 0.0046
+    with pytest.raises(UsageError) as caught:
+        explorer.design("pilot", {"a": 0.0215, "b": 0.0046}, **limits)
+    message = str(caught.value)
+    assert message.startswith("no design reaches a = 0.0215 and b = 0.0046 together (each alone is reachable: a ")
+    assert "best reachable" not in message  # neither target is refused as out of reach
+    together = re.search(r"together the closest design reaches a = ([0-9.e-]+) with b = ([0-9.e-]+);", message)
+    a, b = float(together.group(1)), float(together.group(2))
+    assert (a > 0.0215 or b > 0.0046) and a < 0.03 and b < 0.007, message  # close, not both met
+    # a target out of reach alone is the only one named, with its best
+    with pytest.raises(UsageError) as caught:
+        explorer.design("pilot", {"a": 0.01, "b": 0.5}, **limits)
+    assert str(caught.value).startswith("no design reaches a = 0.01 (best reachable 0.0213); limited by")
+
+
+@pytest.mark.parametrize("name", ["d \u202eLMTH.toml", "new\nline.toml", "it's.toml", "d\x1b[31m.toml"])
+def test_the_written_files_name_is_echoed_quoted_and_escaped(pilot_store, tmp_path, name):
+    import shutil
+    import subprocess
+
+    from explorer.formatting import shell_word
+
+    out = tmp_path / name
+    result = run("design", "--sweep", "pilot", "--store", pilot_store, "--target", "b=0.5", "--out", out)
+    assert result.exit_code == 0, result.output
+    word = shell_word(out)
+    assert f"wrote {word}: explorer sweep {word}, then explorer fit --sweep pilot_design" in result.output
+    hidden = [ch for ch in name if not ch.isprintable() and ch != "\n"]  # a newline: the word holds \\n instead
+    assert not any(ch in result.output for ch in hidden)  # shown escaped, never raw
+    header = out.read_text().split("\n[", 1)[0]
+    assert f"explorer sweep {word};" in header and not any(ch in header for ch in hidden)
+    if shutil.which("bash"):  # the echoed word pastes back as the very file name
+        back = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True, check=True)
+        assert back.stdout == str(out)
 
 
 def test_a_max_lm_below_the_pilots_grid_is_refused(pilot_store):

@@ -143,6 +143,38 @@ def test_by_must_name_every_other_varying_axis():
         axis_runs(con, "planted", "lr", by=[])
 
 
+def test_a_repeated_by_column_is_merged_and_a_list_past_the_bound_is_one_line(tmp_path):
+    from explorer.bounds import MAX_LIST_ITEMS
+
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    st = Store(str(tmp_path / "results"))
+    write_to_store(planted_metrics(runs, sweep="lrxfer"), st)
+    root = str(tmp_path / "results")
+    args = ["optimum", "--sweep", "lrxfer", "--store", root, "--bootstrap", "50", "--no-save"]
+    once = CliRunner().invoke(main, args + ["--by", "L"])
+    twice = CliRunner().invoke(main, args + ["--by", "L,L"])
+    assert once.exit_code == 0 and twice.exit_code == 0, twice.output
+    assert twice.output == once.output and "L=4: lr* = " in once.output  # the same slices, the same numbers
+    many = CliRunner().invoke(main, args + ["--by", ",".join(["L"] * (MAX_LIST_ITEMS + 1))])
+    assert many.exit_code == 2, many.output
+    assert many.output.strip().splitlines() == [f"error: --by: {MAX_LIST_ITEMS + 1} items; at most {MAX_LIST_ITEMS} "
+                                                "are accepted"]
+    across = CliRunner().invoke(main, ["transfer", "--sweep", "lrxfer", "--store", root]
+                                + ["--across", "L"] * (MAX_LIST_ITEMS + 1))
+    assert across.exit_code == 2 and len(across.output.strip().splitlines()) == 1, across.output
+    assert f"at most {MAX_LIST_ITEMS} are accepted" in across.output
+
+
+def test_a_filter_matching_no_row_says_so_in_one_line(tmp_path):
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    write_to_store(planted_metrics(runs, sweep="lrxfer"), Store(str(tmp_path / "results")))
+    for command in (["optimum", "--axis", "M"], ["transfer"], ["coordcheck"], ["fit", "--no-save"], ["phase"]):
+        result = CliRunner().invoke(main, command + ["--sweep", "lrxfer", "--store", str(tmp_path / "results"),
+                                                     "--where", "L = 999"])
+        assert result.exit_code == 2, (command, result.output)
+        assert result.output.strip().splitlines() == ["error: no rows match --where 'L = 999' in sweep 'lrxfer'"]
+
+
 def test_a_sweep_without_the_axis_gets_one_line_and_exit_2(tmp_path):
     st = Store(str(tmp_path / "results"))
     write_to_store(law_rows(lambda L, M, D: 0.3 / L, Ls=(2, 4), Ms=(4,), seeds=2, steps=2, sweep="nolr"), st)

@@ -133,24 +133,82 @@ def test_a_report_writes_the_page_and_each_charts_page_and_renders_exports_only_
     assert not (tmp_path / "bad" / "index.html").exists()  # refused before any work
 
 
+FAKE_BUNDLE = "window.vegaEmbed=1;" + "/* a bundle's size */" * 5000  # vl-convert's is about 0.9 MB
+
+
 def test_the_vega_bundle_is_kept_between_reports_and_read_back_whole(tmp_path, monkeypatch):
+    import hashlib
+
     import vl_convert as vlc
 
     from explorer.report import chart_files
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     made = []
-    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: made.append(vl_version) or "window.vegaEmbed=1;")
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: made.append(vl_version) or FAKE_BUNDLE)
     chart_files.vega_bundle.cache_clear()
     try:
-        assert chart_files.vega_bundle() == "window.vegaEmbed=1;" and made == [chart_files.vega_lite_version()]
+        assert chart_files.vega_bundle() == FAKE_BUNDLE and made == [chart_files.vega_lite_version()]
         kept = chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version())
-        assert kept.read_text() == "window.vegaEmbed=1;" and kept.parent == tmp_path / "cache" / "resnet-scaling-explorer"
+        first, body = kept.read_text().split("\n", 1)
+        assert body == FAKE_BUNDLE and kept.parent == tmp_path / "cache" / "resnet-scaling-explorer"
+        # its first line: the bundle's size and sha256, computed here independently
+        assert f"bytes={len(FAKE_BUNDLE.encode())} sha256={hashlib.sha256(FAKE_BUNDLE.encode()).hexdigest()}" in first
         assert not [p for p in kept.parent.iterdir() if p != kept]  # no temporary left beside it
         chart_files.vega_bundle.cache_clear()  # a new process: the kept bundle, not vl-convert's engine
-        assert chart_files.vega_bundle() == "window.vegaEmbed=1;" and len(made) == 1
+        assert chart_files.vega_bundle() == FAKE_BUNDLE and len(made) == 1
     finally:
         chart_files.vega_bundle.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["emptied", "cut", "one byte changed", "no size line", "not a bundle"])
+def test_a_damaged_kept_bundle_is_dropped_and_made_again(tmp_path, monkeypatch, damage):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = []
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: made.append(vl_version) or FAKE_BUNDLE)
+    chart_files.vega_bundle.cache_clear()
+    try:
+        chart_files.vega_bundle()
+        kept = chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version())
+        good = kept.read_bytes()
+        header = good[:good.index(b"\n") + 1]
+        kept.write_bytes({"emptied": b"", "cut": good[:len(good) // 2],
+                          "one byte changed": good[:-2] + b"X" + good[-1:], "no size line": FAKE_BUNDLE.encode(),
+                          "not a bundle": header.replace(header[header.index(b"bytes="):header.index(b" */")],
+                                                         b"bytes=0 sha256=" + b"e3b0c44298fc1c149afbf4c8996fb924"
+                                                         b"27ae41e4649b934ca495991b7852b855")}[damage])
+        chart_files.vega_bundle.cache_clear()  # a new process reads the damaged file
+        assert chart_files.vega_bundle() == FAKE_BUNDLE and len(made) == 2  # made again, not served
+        assert kept.read_bytes() == good  # and kept whole again
+    finally:
+        chart_files.vega_bundle.cache_clear()
+
+
+def test_a_bundle_vl_convert_makes_without_vega_fails_the_report_in_one_line(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: "")
+    rows = law_rows(LAW, Ls=(2, 4, 8), Ms=(1, 4), seeds=2, sweep="plain")
+    store = Store(tmp_path / "store")
+    write_to_store(rows, store)
+    chart_files.vega_bundle.cache_clear()
+    try:
+        done = CliRunner().invoke(main, ["report", "--sweep", "plain", "--store", store.uri, "--out",
+                                         str(tmp_path / "out"), "--bootstrap", "10", "--no-save"])
+    finally:
+        chart_files.vega_bundle.cache_clear()
+    assert done.exit_code == 1, done.output
+    lines = done.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: vl-convert") and "without the Vega libraries" in lines[0]
+    assert not (tmp_path / "out" / "index.html").exists()  # never a page without Vega
+    assert not chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version()).exists()
 
 
 def test_a_cache_that_cannot_be_written_still_gives_the_bundle(tmp_path, monkeypatch):
@@ -161,10 +219,10 @@ def test_a_cache_that_cannot_be_written_still_gives_the_bundle(tmp_path, monkeyp
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: "window.vegaEmbed=2;")
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: FAKE_BUNDLE)
     chart_files.vega_bundle.cache_clear()
     try:
-        assert chart_files.vega_bundle() == "window.vegaEmbed=2;"
+        assert chart_files.vega_bundle() == FAKE_BUNDLE
     finally:
         chart_files.vega_bundle.cache_clear()
 
@@ -218,7 +276,7 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--metric", "loss"], "error: unknown metric 'loss'; expected one of: err_out, err_hidden"),
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: character '_' at column 12 is not part of a law"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
-    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite"),
+    (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: no rows match --where 'alpha = 3' in sweep 'rep'"),
     (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
      "error: Permission Error: Cannot access file"),  # read-only, as explorer sql

@@ -207,3 +207,73 @@ def test_the_cache_keeps_at_most_its_entries_and_bytes_the_oldest_going_first(tm
     assert [p.name for p in (tmp_path / "fits").glob("*.pickle")] == [f"{cache.key('value', {'n': 4})}.pickle"]
     assert FitCache(tmp_path / "fits").read("value", {"n": 4}) == (True, 4)
     assert FitCache(tmp_path / "fits").read("value", {"n": 2}) == (False, None)
+
+
+def _bundle(n: int) -> str:
+    return f"window.vegaEmbed={n};" + "/* a bundle's size */" * 5000  # vl-convert's is about 0.9 MB
+
+
+def test_a_page_kept_with_another_vega_bundle_is_never_replayed(tmp_path, user_cache, monkeypatch):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    bundle = {"text": _bundle(1)}
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda vl_version: bundle["text"])
+    store = Store(tmp_path / "results")
+    write_to_store(_draw(1), store)
+    chart_files.vega_bundle.cache_clear()
+    try:
+        first = api.report("S", store, tmp_path / "first", n_boot=N_BOOT, save=False)
+        bundle["text"] = _bundle(2)  # another bundle (vl-convert upgraded, the kept one made again)
+        chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version()).unlink()
+        chart_files.vega_bundle.cache_clear()
+        second = api.report("S", store, tmp_path / "second", n_boot=N_BOOT, save=False)
+    finally:
+        chart_files.vega_bundle.cache_clear()
+    assert not read_back(first) and not read_back(second)  # built again: its page holds the new bundle
+    assert "window.vegaEmbed=1;" in (tmp_path / "first" / "index.html").read_text()
+    page = (tmp_path / "second" / "index.html").read_text()
+    assert "window.vegaEmbed=2;" in page and "window.vegaEmbed=1;" not in page
+
+
+@pytest.mark.parametrize("damage", ["emptied", "cut", "one byte changed"])
+def test_a_damaged_cache_file_is_a_miss_removed_and_computed_again(tmp_path, damage):
+    cache = FitCache(tmp_path / "fits")
+    value = np.linspace(0.0, 1.0, 64)
+    cache.keep("fit", {"n": 1}, value)
+    path = tmp_path / "fits" / f"{cache.key('fit', {'n': 1})}.pickle"
+    good = path.read_bytes()
+    at = good.index(value.tobytes()) + 8 * 10 + 6  # a byte of value[10]: a pickle that still loads, altered
+    path.write_bytes({"emptied": b"", "cut": good[:len(good) // 2],
+                      "one byte changed": good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:]}[damage])
+    computed = []
+    again = FitCache(tmp_path / "fits").computed("fit", {"n": 1}, lambda: computed.append(1) or value.copy())
+    assert computed == [1] and np.array_equal(again, value)  # never the altered numbers
+    assert path.read_bytes() == good  # written again whole
+    assert FitCache(tmp_path / "fits").read("fit", {"n": 1})[0]
+
+
+@pytest.mark.slow  # vl-convert's JavaScript engine makes the real bundle (seconds)
+def test_an_emptied_kept_bundle_gives_a_whole_page_and_restoring_it_never_replays_a_broken_one(tmp_path, user_cache):
+    import vl_convert as vlc
+
+    from explorer.report import chart_files
+
+    store = Store(tmp_path / "results")
+    write_to_store(_draw(1), store)
+    kept = chart_files.bundle_cache_path(vlc.__version__, chart_files.vega_lite_version())
+    whole = vlc.javascript_bundle(vl_version=chart_files.vega_lite_version())  # independently of the cache
+    chart_files.vega_bundle.cache_clear()
+    try:
+        chart_files.vega_bundle()  # made and kept
+        saved = kept.read_bytes()
+        # emptied before the first report (whose page the report cache keeps), then put back
+        for step in ("emptied", "restored"):
+            kept.write_bytes(b"" if step == "emptied" else saved)
+            chart_files.vega_bundle.cache_clear()  # a new process
+            api.report("S", store, tmp_path / step, n_boot=N_BOOT, save=False)
+            page = (tmp_path / step / "index.html").read_text(encoding="utf-8")
+            assert whole in page and len(page.encode()) > 900_000, (step, len(page))
+    finally:
+        chart_files.vega_bundle.cache_clear()

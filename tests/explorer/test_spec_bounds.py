@@ -64,3 +64,46 @@ def test_the_cli_refuses_a_big_grid_with_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "1,000,000 grid points" in result.output
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("section, key, value, named", [
+    ("grid", "alpha", "[1.0, 1e300]", "[grid] alpha"),
+    ("train", "lr", "1e39", "[train] lr"),
+    ("model", "sigma_u", "1e39", "[model] sigma_u"),
+    ("train", "divergence_bound", "1e300", "[train] divergence_bound"),
+    ("grid", "alpha", "[1e-300]", "[train] dtype"),  # its step size lr / (c L M) = 1e300
+])
+def test_a_float32_value_past_float32s_range_is_refused_up_front_with_one_line(tmp_path, section, key, value, named):
+    import numpy as np
+    import torch
+    from click.testing import CliRunner
+
+    from explorer.cli import main
+
+    # independently: torch refuses a float32 scalar past numpy's float32 max, at the first step of a trial
+    assert float(np.finfo(np.float32).max) < 1e39
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.zeros(2, dtype=torch.float32).add_(torch.ones(2, dtype=torch.float32), alpha=1e39)
+    sections = {"train": {"steps": "2", "dtype": '"float32"', "device": '"cpu"'}, "model": {},
+                "grid": {"L": "[4]", "M": "[2]", "D": "[8]", "alpha": "[1.0]"}}
+    sections[section][key] = value
+    path = tmp_path / "f32.toml"
+    path.write_text('name = "f32"\n' + "".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in body.items())
+                                           for name, body in sections.items()))
+    result = CliRunner().invoke(main, ["sweep", str(path), "--store", str(tmp_path / "store")])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: spec error: {named}: ") and "overflows float32" in lines[0]
+    assert "again" not in lines[0] and not (tmp_path / "store").exists()
+    # float64 holds the same values: not refused by this rule
+    path.write_text(path.read_text().replace('"float32"', '"float64"'))
+    assert "overflows" not in CliRunner().invoke(main, ["sweep", str(path), "--dry-run", "--store",
+                                                        str(tmp_path / "store")]).output
+
+
+def test_a_float32_value_just_inside_its_range_is_kept():
+    from trials import ProblemConfig, TrialConfig
+
+    config = TrialConfig(L=1, M=1, D=2, problem=ProblemConfig(d_in=1, d_out=1, samples=2), dtype="float32",
+                         alpha=3.4e38, lr=1e-30, device="cpu")
+    assert config.alpha == 3.4e38

@@ -124,3 +124,20 @@ def test_a_real_sweep_and_fit_on_a_store_uri_with_credentials_never_print_them(t
     assert outputs[2].stdout.rstrip().endswith(f"to s3://***@{bucket}/results")
     for done in outputs:
         assert KEY not in done.stdout + done.stderr and SECRET not in done.stdout + done.stderr
+
+
+def test_the_resume_command_shows_a_spec_name_with_control_or_bidi_characters_escaped(monkeypatch):
+    import shutil
+    import subprocess
+
+    from explorer.sweeps.interrupts import resume_command
+
+    name = "a\u202eLMTH\x1b[2J\nb.toml"
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/explorer", "sweep", name, "--store", "r s"])
+    shown = resume_command()
+    assert shown == "explorer sweep $'a\\u202eLMTH\\x1b[2J\\nb.toml' --store 'r s'"
+    assert shown.isprintable()
+    if shutil.which("bash"):  # and it pastes back as the same arguments
+        back = subprocess.run(["bash", "-c", "printf '%s\\0' " + shown[len("explorer "):]], capture_output=True,
+                              text=True, check=True)
+        assert back.stdout.split("\0")[:-1] == ["sweep", name, "--store", "r s"]

@@ -130,14 +130,18 @@ def sweep_is(sweep: str) -> str:
     return f"sweep = {sql_literal(str(sweep))}"
 
 
-def require_sweep_rows(con, sweep: str) -> None:
-    """Raise SweepDataError naming the known sweeps when ``sweep`` has no metric rows.
+def require_sweep_rows(con, sweep: str, where: str | None = None) -> None:
+    """Raise SweepDataError naming the known sweeps when ``sweep`` has no metric rows, and saying
+    so when the filter ``where`` matches none of its rows ("no rows match --where ...": not an
+    axis or a fit that then reads as empty).
 
     (``store.layout.check_sweep`` is the store's name validator; this checks for rows.)"""
     known = query_frame(con, "SELECT DISTINCT sweep FROM metrics ORDER BY sweep")["sweep"].tolist()
     if sweep not in known:
         shown = ", ".join(map(str, known)) if known else "none"
         raise SweepDataError(f"unknown sweep {sweep!r}; the store has: {shown}")
+    if where and query_frame(con, f"SELECT 1 AS x FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} LIMIT 1").empty:
+        raise SweepDataError(f"no rows match --where {where!r} in sweep {sweep!r}")
 
 
 def require_measured(con, sweep: str, metric: str) -> None:

@@ -71,7 +71,7 @@ def grid_errors(con, sweep: str, metric: str = "err_out", step: int | None = Non
     missing = [c for c in REQUIRED_COLUMNS + (metric,) if c not in columns]
     if missing:
         raise SweepDataError(f"the metrics table lacks columns: {', '.join(missing)}")
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
@@ -180,7 +180,7 @@ def seed_grams(con, sweep: str, metric: str = "err_out", step: int | None = None
     cond = f" matching {where!r}" if where else ""
     if gram not in columns:
         raise NoDecompositionError(NO_DECOMPOSITION.format(column=gram, where=cond))
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
@@ -291,7 +291,7 @@ def step_errors(con, sweep: str, metric: str = "err_out", where: str | None = No
     """
     check_metric(metric)
     columns = table_columns(con)
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     require_measured(con, sweep, metric)
     choice = choose_references(con, sweep, where)
     point = point_columns(columns)
@@ -319,7 +319,7 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
         ``diverged_trials`` (trials with at least one diverged seed), ``failed_trials``,
         ``flagged_seeds`` (seeds with a stability flag on any row; 0 without a flags column).
     """
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     choice = choose_references(con, sweep, where)
     flagged = flagged_expr(table_columns(con))
     sql = f"""

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
-from ..data import held_axes, held_where
+from ..data import held_axes, held_where, require_sweep_rows
 from ..laws import DEFAULT_FORM, TERM_METHOD, method_of, parse_expression, resolve_form
 from .result import FitResult
 from .solver import check_single_slice
@@ -107,6 +107,7 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     read, fitter = data_and_fitter(label, metric, terms)
     if terms:
         fitter = functools.partial(fitter, bias=bias, fluct=fluct)
+    require_sweep_rows(con, sweep, where)  # a filter matching nothing says so, in the user's words
     held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
     if hold:
         where = held_where(held, where)

@@ -112,7 +112,7 @@ def coord_sizes(con, sweep: str, step: int | None = None, where: str | None = No
         SweepDataError: an unknown sweep, a bad step, a sweep whose rows hold no coordinate check
             (written before it was stored). FitError: a sweep varying neither M nor L.
     """
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     columns = table_columns(con)
     if step is not None and not (isinstance(step, (int, np.integer)) and step >= 0):
         raise SweepDataError(f"--step must be a non-negative integer, got {step!r}")

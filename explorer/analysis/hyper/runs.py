@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...errors import FitError, SweepDataError
+from ...bounds import bounded_items
+from ...errors import FitError, SweepDataError, UsageError
 from ...formatting import fmt
 from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query_frame, require_measured,
                     require_sweep_rows, sweep_is, table_columns, where_clause)
@@ -56,15 +57,19 @@ def check_axis(axis: str, varying: dict, sweep: str, con, where: str | None) -> 
 
 def slice_columns(axis: str, varying: dict, by) -> list[str]:
     """The columns that define a slice: ``by`` when given (every other varying column must be held
-    with ``--where``), else every varying column but ``axis``.
+    with ``--where``; a column given twice counts once), else every varying column but ``axis``.
 
     Raises:
-        FitError: a ``by`` column the sweep does not vary, or a varying column left out of ``by``.
+        FitError: a ``by`` column the sweep does not vary, or a varying column left out of ``by``;
+            more than ``MAX_LIST_ITEMS`` columns.
     """
     others = [c for c in varying if c != axis]
     if by is None:
         return others
-    by = [b for b in by if b]
+    try:
+        by = list(dict.fromkeys(b for b in bounded_items("--by", by) if b))  # L,L is L
+    except UsageError as exc:
+        raise FitError(str(exc)) from None
     unknown = [b for b in by if b not in others]
     if unknown:
         raise FitError(f"--by {unknown[0]}: the sweep does not vary it besides {axis} (it varies "
@@ -103,7 +108,7 @@ def axis_runs(con, sweep: str, axis: str, metric: str = "loss", step: int | None
         FitError: an axis the sweep does not vary (or not a positive number), a bad ``by``, an unknown
             metric. SweepDataError: an unknown sweep, a step past the trials' last. QueryError: a bad ``where``.
     """
-    require_sweep_rows(con, sweep)
+    require_sweep_rows(con, sweep, where)
     metrics = numeric_metrics(con)
     if metric not in metrics:
         raise FitError(f"--metric {metric}: not a stored metric; use one of {', '.join(metrics)}")
