@@ -586,17 +586,21 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
 
 def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, store: Store | str = "results",
              metric: str = "loss", step: int | None = None, where: str | None = None, n_boot: int = 200,
-             seed: int = 0, drop_edges: bool = False, save: bool = True):
-    """Whether the optimum of ``axis`` transfers across ``across`` (L, and M): the law log axis* =
-    c + gamma log L (+ delta log M) fitted per preset (every other varying column) to the optima of
-    ``optimum``, intervals from the same bootstrap, verdicts, and the paired differences of the
-    exponents between groups that share draws and seeds (docs/hyperparameters.md).
+             seed: int = 0, drop_edges: bool = False, save: bool = True, pairs=None):
+    """Whether the optimum of ``axis`` transfers across ``across`` (L, M, or both): the law log
+    axis* = c + gamma log L + delta log M (the terms of the axes asked) fitted per preset (every
+    other varying column) to the optima of ``optimum``, intervals from the same bootstrap,
+    verdicts, and the paired differences of the exponents between groups that share draws and
+    seeds (docs/hyperparameters.md).
 
         explorer.api.transfer("lrxfer", "lr", across=["L"], store="results").lines()
 
     Args:
         drop_edges: fit a group without its slices whose optimum sits at a grid edge (they are named
             either way; without this such a group is not fitted). save: write the rows (kind ``optima``).
+        pairs: the paired differences: None (each group against the first, the baseline), "all",
+            or ``"A:B"`` texts naming two groups by their values (``"standard/raw:mlu/mean_field"``:
+            the difference B - A).
 
     Returns:
         A ``Transfer`` (``fits``, ``differences``, ``lines()``, ``store_rows()``).
@@ -608,7 +612,7 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
 
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
-    result = fit_transfer(found, across, drop_edges=drop_edges)
+    result = fit_transfer(found, across, drop_edges=drop_edges, pairs=pairs)
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)

@@ -11,7 +11,13 @@ diagram, shape advice and data quality, as one ``index.html`` that opens with no
 - ``<chart>.html`` (standalone, inline libraries) for every chart, and with ``exports``
   (``explorer report --export png,svg``) its ``<chart>.png`` and ``<chart>.svg``, rendered by
   vl-convert, most of a report's time otherwise (``explorer.report.chart_files``);
-- ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
+- ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store);
+- ``optima.csv``: for an lr or alpha axis, each slice's optimum, the transfer law's rows (the
+  rows ``explorer optimum`` and ``transfer`` write, kind optima) and the paired differences.
+
+A part that cannot be made (a held slice where every run diverged, a chart, a law) is one line of
+the summary saying why; the rest renders. The summary leads with the sweep's answer: for an lr or
+alpha axis the optima, the transfer verdicts and the paired differences; for an L/M/D sweep the law.
 
 The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
 sweep names, filters, laws and configuration values included, is HTML-escaped, and each chart
@@ -36,7 +42,7 @@ from markupsafe import Markup
 from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
-from ..errors import FitError, QueryError, SweepDataError
+from ..errors import FitError, QueryError, SweepDataError, UsageError
 from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt
@@ -48,9 +54,9 @@ from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
-                             query_frame, require_sweep_rows, status_counts, step_errors, sweep_is,
-                             table_columns)
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, final_step_clause, grid_errors, held_axes,
+                             held_where, plain_value, query_cache, query_frame, require_sweep_rows, status_counts,
+                             step_errors, sweep_is, table_columns, where_clause)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
@@ -183,11 +189,19 @@ CHART_TITLES = {
 }
 
 
-def _hyper_charts(con, sweep, varying, where, n_boot, seed) -> dict:
+def _hyper_answers(con, sweep, varying, where, n_boot, seed) -> list:
+    """The optima and transfer law of each lr or alpha axis (``explorer.report.hyper_report``; none
+    without one)."""
+    from .hyper_report import hyper_answers
+
+    return hyper_answers(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+
+
+def _hyper_charts(con, sweep, varying, where, n_boot, seed, answers) -> dict:
     """The hyperparameter section's charts (``explorer.report.hyper_report``; none without an lr or alpha axis)."""
     from .hyper_report import hyper_charts
 
-    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed, answers=answers)
 
 
 def _chart_title(name: str) -> str:
@@ -242,7 +256,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     resolve_form(form)  # a bad form is a usage error, before any work
     formats = PAGE_FORMATS + export_formats(exports)  # an unknown export too
     folder = OutputFolder(out, force=force)
-    for name in ("index.html", "fits.csv"):
+    for name in ("index.html", "fits.csv", "optima.csv"):
         folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
         require_sweep_rows(con, sweep)
@@ -259,6 +273,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report = built.report
         report.path = out / "index.html"
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))
+        folder.write("optima.csv", report.optima_rows().to_csv(index=False))
         if store is not None:
             report.fits_not_saved = save_fits(store, report.fits.values())
         folder.write("index.html", built.page)  # the page first: the exports, when asked, come after it
@@ -269,15 +284,19 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
 
 def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: str | None, form: str, n_boot: int,
            seed: int, comparison, cache, formats) -> Built:
-    """The report's fits, charts, their specs and its page (``build_report`` writes them)."""
+    """The report's fits, charts, their specs and its page (``build_report`` writes them). A part
+    that cannot be made (a held slice where nothing trains, a chart, a law) is one line of
+    ``report.not_made`` (or ``fit_errors``), said in the summary; the rest is made."""
     report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
     report.varying = varying_axes(con, sweep, where)
     report.fixed = held_axes(con, sweep, SCALE_AXES, where)
-    fit_where = held_where(report.fixed, where)
-    grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
+    report.hyper = _hyper_answers(con, sweep, report.varying, where, n_boot, seed)
+    for answer in report.hyper:
+        report.not_made.update(answer.why)
+    grid, fit_where = _held_grid(report, con, sweep, metric, step, where)
 
     _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
-               cache=cache)
+               cache=cache, fit=grid is not None)
     if report.fits:
         try:
             # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
@@ -288,7 +307,7 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
         main = report.fits.get(RSS_FALLBACK)
     if "joint" in report.fits:
-        report.advice = shape_advice(report.fits["joint"])
+        report.advice = _made(report, "the shape advice", lambda: shape_advice(report.fits["joint"]))
 
     axes = _phase_axes(report.varying)
     if axes is not None:
@@ -296,12 +315,15 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
             report.phase = phase_diagram(con, sweep, *axes, where=where)
         except SweepDataError as exc:
             report.fit_errors["phase diagram"] = str(exc)
+        except MADE_ERRORS as exc:
+            report.not_made["the phase diagram"] = _one_line(exc)
 
     points = main.grid if main is not None else grid
-    report.slopes = diagnostic_charts.local_slopes(points)
+    if points is not None:
+        report.slopes = _made(report, "the local slopes", lambda: diagnostic_charts.local_slopes(points))
     _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.charts.update(_comparison_charts(comparison))
-    report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
+    report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed, report.hyper))
     report.summary = summary_sentences(report, grid, metric)
     # not validated against Vega-Lite's schema here (a second of a report): the tests validate every chart
     specs = {name: chart.to_dict(validate=False) for name, chart in report.charts.items()}
@@ -309,21 +331,105 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     return Built(report, specs, page)
 
 
+# What a part of the report that cannot be made raises: the analysis's one-line errors, and the
+# numerical ones of a slice too small or degenerate to fit or draw.
+MADE_ERRORS = (UsageError, ValueError, ZeroDivisionError, np.linalg.LinAlgError)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _made(report: Report, what: str, make):
+    """``make()``, or None with ``what`` and why in ``report.not_made`` (one line in the summary)."""
+    try:
+        return make()
+    except MADE_ERRORS as exc:
+        report.not_made[what] = _one_line(exc)
+        return None
+
+
+def held_words(fixed: dict) -> str:
+    """'preset = completep, lr = 32' (the values the fits hold)."""
+    return ", ".join(f"{k} = {fmt(v, 'g')}" for k, v in fixed.items())
+
+
+def _held_grid(report: Report, con, sweep: str, metric: str, step: int | None, where: str | None):
+    """The per-point errors of the slice the L, M, D fits hold (``report.fixed``), or None when no
+    slice has any. When the held slice has none (every run there diverged or failed: an lr held
+    where nothing trains), the fits hold the slice nearest it that trains (``_training_slice``),
+    and one line names the slice left and what its trials did."""
+    fit_where = held_where(report.fixed, where)
+    try:
+        return grid_errors(con, sweep, metric=metric, step=step, where=fit_where), fit_where
+    except (SweepDataError, FitError) as exc:
+        if not report.fixed:
+            report.not_made[f"the fits and charts of {metric}"] = _one_line(exc)
+            return None, fit_where
+        counts = status_counts(con, sweep, fit_where)
+        done = counts.get("diverged_trials", 0) + counts.get("failed_trials", 0)
+        why = (f"nothing trains there: {counts.get('diverged_trials', 0)} of {counts.get('trials', 0)} trials "
+               f"diverged, {counts.get('failed_trials', 0)} failed" if counts.get("trials") and done
+               else _one_line(exc))
+        what = f"the fits and charts of {metric} on the held slice {held_words(report.fixed)}"
+        other = _training_slice(con, sweep, report.fixed, metric, step, where)
+        if other is not None:
+            try:
+                grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(other, where))
+            except (SweepDataError, FitError):
+                grid = None
+            if grid is not None:
+                report.not_made[what] = f"{why}; they hold {held_words(other)} instead"
+                report.fixed = other
+                return grid, held_where(other, where)
+        report.not_made[what] = why
+        return None, fit_where
+
+
+def _training_slice(con, sweep: str, fixed: dict, metric: str, step: int | None, where: str | None) -> dict | None:
+    """The values of the held columns whose slice has the most finite status-ok ``metric`` rows
+    at the step; among equals, the one that keeps most of ``fixed``'s values, then the smallest.
+    None: no slice has any."""
+    columns = list(fixed)
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    sql = (f"SELECT {quoted}, count(*) AS n FROM metrics WHERE {sweep_is(sweep)} AND status = 'ok' "
+           f"AND isfinite(\"{metric}\") AND {final_step_clause(table_columns(con), sweep, step)}"
+           f"{where_clause(where)} GROUP BY {quoted}")
+    try:
+        found = query_frame(con, sql)
+    except UsageError:
+        return None
+    if found.empty:
+        return None
+    records = [{c: plain_value(r[c]) for c in columns} | {"n": int(r["n"])} for r in found.to_dict("records")]
+    kept = lambda r: sum(r[c] == fixed[c] for c in columns)  # noqa: E731
+    best = max(records, key=lambda r: (r["n"], kept(r)))
+    ties = [r for r in records if (r["n"], kept(r)) == (best["n"], kept(best))]
+    chosen = min(ties, key=lambda r: tuple((v is None, str(type(v)), v if v is not None else 0)
+                                           for v in (r[c] for c in columns)))
+    return {c: chosen[c] for c in columns}
+
+
 def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
-               where: str | None, n_boot: int, seed: int, cache=None) -> None:
+               where: str | None, n_boot: int, seed: int, cache=None, fit: bool = True) -> None:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
-    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
+    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``. ``fit``
+    False (the held slice has no rows, said once): none is tried."""
     forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
     for name in forms:
         missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
         if missing:
             report.skipped[name] = missing
             continue
+        if not fit:
+            continue
         try:  # each law with its own method (the decomposed law from the seeds' Gram rows)
             report.fits[name] = fit_sweep(con, sweep, name, metric=metric, step=step, where=where, n_boot=n_boot,
                                           seed=seed, hold=False, cache=cache)
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
+        except MADE_ERRORS as exc:
+            report.fit_errors[name] = _one_line(exc)
 
 
 def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
@@ -350,44 +456,64 @@ def save_fits(store, results) -> str | None:
 
 def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
     """The charts the sweep's varying axes support: L-M charts need L (and M), every other
-    swept axis gets an error chart over it."""
+    swept axis gets an error chart over it. A chart that cannot be drawn is one line of
+    ``report.not_made``; without the held slice's points (``points`` None) only the charts of
+    other slices are drawn."""
     c, varying = report.charts, report.varying
     vary_l, vary_m = "L" in varying, "M" in varying
+
+    def add(name: str, make) -> None:
+        chart = _made(report, f"the chart {name}", make)
+        if chart is not None:
+            c[name] = chart
+
     decomposed = report.fits.get("decomposed")
     if decomposed is not None:
-        for name, chart in (("bias_vs_depth", _charts.bias_vs_depth(decomposed)),
-                            ("fluct_vs_units", _charts.fluct_vs_units(decomposed))):
-            if chart is not None:
-                c[name] = chart
-    if vary_l:
-        c["error_vs_depth"] = _charts.error_vs_depth(points, main)
-    if vary_l or vary_m:
-        c["error_vs_units"] = _charts.error_vs_units(points, main)
-    if vary_l and vary_m:
-        c["error_heatmap"] = _charts.error_heatmap(points, main)
+        add("bias_vs_depth", lambda: _charts.bias_vs_depth(decomposed))
+        add("fluct_vs_units", lambda: _charts.fluct_vs_units(decomposed))
+    if points is not None:
+        if vary_l:
+            add("error_vs_depth", lambda: _charts.error_vs_depth(points, main))
+        if vary_l or vary_m:
+            add("error_vs_units", lambda: _charts.error_vs_units(points, main))
+        if vary_l and vary_m:
+            add("error_heatmap", lambda: _charts.error_heatmap(points, main))
     if main is not None:
-        c["parity"] = _charts.parity(main)
-        c["residuals"] = _charts.residuals(main)
-    if len(report.slopes):
-        c["local_slopes"] = diagnostic_charts.local_slopes_chart(report.slopes)
-    c["error_vs_step"] = _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where))
-    if vary_l or vary_m or "D" in varying:
-        c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
-    if "D" in varying:
-        c["error_vs_D"] = diagnostic_charts.error_vs_axis(points, "D")
+        add("parity", lambda: _charts.parity(main))
+        add("residuals", lambda: _charts.residuals(main))
+    if report.slopes is not None and len(report.slopes):
+        add("local_slopes", lambda: diagnostic_charts.local_slopes_chart(report.slopes))
+    if points is not None:
+        add("error_vs_step", lambda: _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where)))
+        if vary_l or vary_m or "D" in varying:
+            add("error_vs_params", lambda: _charts.error_vs_params(
+                points, report.advice["frontier"] if report.advice else None))
+        if "D" in varying:
+            add("error_vs_D", lambda: diagnostic_charts.error_vs_axis(points, "D"))
     for axis in (a for a in varying if a not in SCALE_AXES):
         held = {k: v for k, v in report.fixed.items() if k != axis}
-        grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
-        c[f"error_vs_{axis}"] = diagnostic_charts.error_vs_axis(grid, axis)
+
+        def over_axis(axis=axis, held=held):
+            try:
+                grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
+            except SweepDataError:
+                counts = status_counts(con, sweep, held_where(held, where))
+                raise SweepDataError(f"no finite {metric} there ({held_words(held) or 'the whole sweep'}: "
+                                     f"{counts.get('diverged_trials', 0)} of {counts.get('trials', 0)} trials "
+                                     f"diverged, {counts.get('failed_trials', 0)} failed)") from None
+            return diagnostic_charts.error_vs_axis(grid, axis)
+
+        add(f"error_vs_{axis}", over_axis)
     # the decomposed fit's estimates first: their spread over draws is what the interval rests on
     per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]
-        c["per_draw"] = diagnostic_charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
+        add("per_draw", lambda: diagnostic_charts.per_draw_chart(frame, result.table(),
+                                                                 title=f"estimates per problem draw ({result.form})"))
     if report.phase is not None:
-        c["phase"] = diagnostic_charts.phase_chart(report.phase)
-    _add_adaptive_charts(c, con, sweep)
+        add("phase", lambda: diagnostic_charts.phase_chart(report.phase))
+    _made(report, "the adaptive sweep's charts", lambda: _add_adaptive_charts(c, con, sweep))
 
 
 def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
@@ -435,7 +561,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
           sweeps=None, formats=CHART_FORMATS) -> str:
     """index.html from templates/report.html.j2 (every value escaped by the template)."""
     advice = None
-    if report.advice is not None:
+    if report.advice is not None and grid is not None:
         frontier = report.advice["frontier"]
         measured = float((grid["L"] * grid["M"] * grid["D"]).max())
         table = frontier[["P", "L_int", "M_int", "D_int", "err_int", "best_err"]].rename(columns={
@@ -452,7 +578,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
     if report.comparison is not None and len(report.comparison):
         frame = report.comparison
         comparison = _table(frame[[c for c in COMPARE_COLUMNS + ("note",) if c in frame.columns]], "comparison-table")
-    excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]]
+    excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]] if grid is not None else grid
     slopes = report.slopes
     return _environment().get_template("report.html.j2").render(
         sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
@@ -462,9 +588,25 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         chart_formats=[f for f in CHART_FORMATS if f in formats], phase=phase, advice=advice,
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
-        excluded=_table(excluded, "excluded-table") if len(excluded) else None,
+        excluded=_table(excluded, "excluded-table") if excluded is not None and len(excluded) else None,
+        hyper=[_hyper_block(answer) for answer in report.hyper],
         counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
         sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def _hyper_block(answer) -> dict:
+    """What the page shows of one lr or alpha axis: the optima per slice, the transfer law per
+    group with its verdicts, and the paired differences (``explorer optimum`` and ``transfer``)."""
+    from .hyper_report import optima_frame, transfer_frames
+
+    block = {"axis": answer.axis, "optima": None, "transfer": None, "differences": None, "why": answer.why}
+    if answer.optima is not None:
+        block["optima"] = _table(optima_frame(answer.optima), "optima-table", ".3g")
+    if answer.transfer is not None:
+        law, differences = transfer_frames(answer.transfer)
+        block["transfer"] = _table(law, "transfer-table", ".3g")
+        block["differences"] = _table(differences, "differences-table", ".3g") if len(differences) else None
+    return block
 
 
 def page_spec(spec: dict) -> dict:

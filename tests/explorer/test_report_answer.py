@@ -1,0 +1,105 @@
+"""The report of an lr sweep across width: it leads with the answer (the optima, the delta
+verdicts, the paired differences), writes optima.csv, and renders when the slice its L, M, D fits
+hold has no run that trains (one line names that slice; the rest renders, exit 0)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from explorer.analysis.hyper import LR_GRID, planted_runs
+from explorer.cli import main
+from store import Store
+
+from .analysis_data import write_to_store
+from .hyper_data import planted_metrics
+
+WIDTHS = (16, 64, 256)
+TRUE_DELTA = {"standard": -1.0, "mlu": 0.0}
+
+
+def width_study(rng_seed: int = 3) -> pd.DataFrame:
+    """lr x M (L = 16) for standard/raw (optimum drifting as M^-1) and mlu/mean_field (flat in M),
+    4 draws x 4 seeds; every run of mlu/mean_field at the lowest lr diverged."""
+    rng = np.random.default_rng(rng_seed)
+    frames = []
+    for preset, scaling in (("standard", "raw"), ("mlu", "mean_field")):
+        runs, _ = planted_runs(TRUE_DELTA[preset], Ls=WIDTHS, pivot=64.0, n_draws=4, rng=rng)
+        runs.slices = runs.slices.rename(columns={"L": "M"})
+        frame = planted_metrics(runs, sweep="width", extra={"preset": preset, "lr_scaling": scaling})
+        frame["trial_key"] = frame["trial_key"] + f"-{preset}"
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    held = (frame["preset"] == "mlu") & (frame["lr"] == LR_GRID.min())
+    frame = frame[~held | (frame["step"] <= 1)].copy()  # diverged at step 1: its rows end there
+    at = held & (frame["step"] == 1)
+    frame.loc[at, "status"], frame.loc[at, "loss"], frame.loc[at, "err_out"] = "diverged", 1e6, 1e5
+    return frame
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("answer")
+    store = Store(str(root / "results"))
+    write_to_store(width_study(), store)
+    out = root / "report"
+    result = CliRunner().invoke(main, ["report", "--sweep", "width", "--store", store.uri, "--out", str(out),
+                                       "--bootstrap", "100", "--no-save"])
+    return {"store": store, "out": out, "result": result, "html": (out / "index.html").read_text()
+            if (out / "index.html").exists() else ""}
+
+
+def _summary(html: str) -> list[str]:
+    block = html.split('<ul id="summary">', 1)[1].split("</ul>", 1)[0]
+    return [re.sub(r"<[^>]+>", "", item).strip() for item in block.split("<li>")[1:]]
+
+
+def test_a_held_slice_where_every_run_diverged_is_one_line_and_the_report_renders(reported):
+    result = reported["result"]
+    assert result.exit_code == 0, result.output
+    summary = _summary(reported["html"])
+    held = [line for line in summary if "held slice" in line]
+    assert len(held) == 1, summary
+    assert "lr = 0.125" in held[0] and "preset = mlu" in held[0] and "lr_scaling = mean_field" in held[0]
+    # 4 draws x 3 widths of trials, every one diverged (the seeds share a trial)
+    assert "nothing trains there: 12 of 12 trials diverged" in held[0] and "they hold preset = mlu, lr = 0.25" in held[0]
+    assert "has no finite" not in result.output
+    assert sum("held slice" in line for line in result.output.splitlines()) == 1
+
+
+def test_the_summary_leads_with_the_optima_then_the_delta_verdicts_then_the_paired_difference(reported):
+    summary = _summary(reported["html"])
+    kinds = [line.split(" ", 2)[:2] for line in summary[:5]]
+    assert kinds[:2] == [["Optimum", "of"]] * 2, summary[:5]
+    assert kinds[2:4] == [["Transfer", "of"]] * 2 and summary[4].startswith("Paired difference of delta")
+    verdicts = {re.search(r"preset=(\w+)", line).group(1): line for line in summary[2:4]}
+    # standard drifts as M^-1 (its interval away from 0), mlu's delta interval holds 0
+    for preset, line in verdicts.items():
+        lo, hi = map(float, re.search(r"delta = \S+ \[(\S+), (\S+)\]", line).groups())
+        assert lo <= TRUE_DELTA[preset] <= hi, line
+    assert "drifts as M^-1" in verdicts["standard"]
+    assert "gamma" not in " ".join(summary[:5])
+
+
+def test_optima_csv_holds_what_the_page_shows_and_matches_explorer_transfer(reported):
+    optima = pd.read_csv(reported["out"] / "optima.csv")
+    slices = optima[optima["parameter"].isna()]
+    assert len(slices) == 2 * len(WIDTHS) and set(slices["M"]) == set(WIDTHS)
+    law = optima[optima["parameter"] == "delta"].set_index("preset")
+    assert set(law.index) == {"standard", "mlu"} and (law["across"] == "M").all()
+    difference = optima[optima["parameter"] == "delta difference"]
+    assert len(difference) == 1
+    # the CLI's transfer on the same store, bootstrap and seed prints the same numbers
+    cli = CliRunner().invoke(main, ["transfer", "--sweep", "width", "--store", reported["store"].uri, "--across", "M",
+                                    "--drop-edges", "--bootstrap", "100", "--no-save"])
+    assert cli.exit_code == 0, cli.output
+    for preset, row in law.iterrows():
+        line = next(x for x in cli.output.splitlines() if f"preset={preset}" in x and "delta = " in x)
+        shown = float(re.search(r"delta = (\S+) ", line).group(1))
+        assert shown == pytest.approx(row["optimum"], rel=2e-3, abs=2e-3), line
+    # every optimum of the csv is in the page's table
+    for value in slices["optimum"].dropna():
+        assert f"{value:.3g}" in reported["html"]
