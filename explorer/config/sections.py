@@ -144,6 +144,12 @@ class GridSpec:
 CASE_AXES = GRID_AXES
 
 
+def _at(error: Exception, key: str) -> Exception:
+    """``error`` with the spec key it is about (``[grid.cases][1] lr``): the loader names it."""
+    error.key = key
+    return error
+
+
 def grid_cases(v: Any) -> tuple:
     """[[grid.cases]]: a non-empty list of tables, each naming at least one of ``CASE_AXES`` with
     a list its [grid] axis accepts; kept as a tuple of (axis, values) pairs per case."""
@@ -157,15 +163,15 @@ def grid_cases(v: Any) -> tuple:
     out = []
     for i, case in enumerate(v):
         if not case:
-            raise InvalidValue(f"case {i} names no axis; name the axes it overrides, e.g. lr = [0.5, 1.0]")
+            raise _at(InvalidValue("names no axis; name the axes it overrides, e.g. lr = [0.5, 1.0]"), f"[grid.cases][{i}]")
         pairs = []
         for axis, values in case.items():
             if axis not in CASE_AXES:
-                raise InvalidValue(f"case {i}: {spec_key(axis)}: {unknown_key(axis, CASE_AXES)}")
+                raise _at(InvalidValue(unknown_key(axis, CASE_AXES)), f"[grid.cases][{i}] {spec_key(axis)}")
             try:
                 pairs.append((axis, known[axis].metadata["check"](values)))
             except InvalidValue as bad:
-                raise InvalidValue(f"case {i}: {axis}: {bad}") from None
+                raise _at(InvalidValue(str(bad)), f"[grid.cases][{i}] {axis}") from None
         out.append(tuple(pairs))
     return tuple(out)
 

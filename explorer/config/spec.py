@@ -56,8 +56,8 @@ def _parse_section(section: str, cls: type, raw: Any, problems: SpecProblems) ->
             continue
         try:
             values[name] = f.metadata["check"](raw[name])
-        except InvalidValue as bad:
-            problems.add(spec_error(f"[{section}] {name}", str(bad)))
+        except InvalidValue as bad:  # a key inside the value (a case of [[grid.cases]]) names itself
+            problems.add(spec_error(getattr(bad, "key", f"[{section}] {name}"), str(bad)))
     if len(problems.lines) > before:
         return None, set()
     return cls(**values), {f"{section}.{k}" for k in raw}
