@@ -12,9 +12,10 @@ from click.testing import CliRunner
 
 from explorer.analysis.hyper import LR_GRID, planted_runs
 from explorer.cli import main
+from explorer.report.page import build_report
 from store import Store
 
-from .analysis_data import write_to_store
+from .analysis_data import connect, write_to_store
 from .hyper_data import planted_metrics
 
 WIDTHS = (16, 64, 256)
@@ -42,14 +43,11 @@ def width_study(rng_seed: int = 3) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
-    root = tmp_path_factory.mktemp("answer")
-    store = Store(str(root / "results"))
-    write_to_store(width_study(), store)
-    out = root / "report"
-    result = CliRunner().invoke(main, ["report", "--sweep", "width", "--store", store.uri, "--out", str(out),
-                                       "--bootstrap", "100", "--no-save"])
-    return {"store": store, "out": out, "result": result, "html": (out / "index.html").read_text()
-            if (out / "index.html").exists() else ""}
+    """The report of ``width_study`` from its rows on an in-memory DuckDB (``test_the_cli_...``
+    runs the command on a store)."""
+    out = tmp_path_factory.mktemp("answer") / "report"
+    report = build_report(connect(width_study()), "width", out, n_boot=50)
+    return {"out": out, "report": report, "html": (out / "index.html").read_text()}
 
 
 def _summary(html: str) -> list[str]:
@@ -58,16 +56,38 @@ def _summary(html: str) -> list[str]:
 
 
 def test_a_held_slice_where_every_run_diverged_is_one_line_and_the_report_renders(reported):
-    result = reported["result"]
-    assert result.exit_code == 0, result.output
     summary = _summary(reported["html"])
     held = [line for line in summary if "held slice" in line]
     assert len(held) == 1, summary
     assert "lr = 0.125" in held[0] and "preset = mlu" in held[0] and "lr_scaling = mean_field" in held[0]
     # 4 draws x 3 widths of trials, every one diverged (the seeds share a trial)
     assert "nothing trains there: 12 of 12 trials diverged" in held[0] and "they hold preset = mlu, lr = 0.25" in held[0]
+    assert list(reported["report"].not_made) == [held[0].split(": ")[1]]
+    assert {"hyper_curves_lr", "hyper_transfer_lr", "error_vs_lr"} <= set(reported["report"].charts)
+
+
+@pytest.mark.slow
+def test_the_cli_report_on_the_store_exits_0_and_names_the_slice_in_one_line(tmp_path):
+    store = Store(str(tmp_path / "results"))
+    write_to_store(width_study(), store)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--sweep", "width", "--store", store.uri, "--out", str(out),
+                                       "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
     assert "has no finite" not in result.output
-    assert sum("held slice" in line for line in result.output.splitlines()) == 1
+    named = [line for line in result.output.splitlines() if "held slice" in line]
+    assert len(named) == 1 and "lr = 0.125" in named[0], result.output
+    assert (out / "optima.csv").exists() and "Optimum of lr" in (out / "index.html").read_text()
+    # the CLI's transfer on the same store, bootstrap and seed prints the numbers of optima.csv
+    law = pd.read_csv(out / "optima.csv")
+    law = law[law["parameter"] == "delta"].set_index("preset")
+    cli = CliRunner().invoke(main, ["transfer", "--sweep", "width", "--store", store.uri, "--across", "M",
+                                    "--drop-edges", "--bootstrap", "50", "--no-save"])
+    assert cli.exit_code == 0, cli.output
+    for preset, row in law.iterrows():
+        line = next(x for x in cli.output.splitlines() if f"preset={preset}" in x and "delta = " in x)
+        shown = float(re.search(r"delta = (\S+) ", line).group(1))
+        assert shown == pytest.approx(row["optimum"], rel=2e-3, abs=2e-3), line
 
 
 def test_the_summary_leads_with_the_optima_then_the_delta_verdicts_then_the_paired_difference(reported):
@@ -84,7 +104,7 @@ def test_the_summary_leads_with_the_optima_then_the_delta_verdicts_then_the_pair
     assert "gamma" not in " ".join(summary[:5])
 
 
-def test_optima_csv_holds_what_the_page_shows_and_matches_explorer_transfer(reported):
+def test_optima_csv_holds_what_the_page_shows(reported):
     optima = pd.read_csv(reported["out"] / "optima.csv")
     slices = optima[optima["parameter"].isna()]
     assert len(slices) == 2 * len(WIDTHS) and set(slices["M"]) == set(WIDTHS)
@@ -92,14 +112,9 @@ def test_optima_csv_holds_what_the_page_shows_and_matches_explorer_transfer(repo
     assert set(law.index) == {"standard", "mlu"} and (law["across"] == "M").all()
     difference = optima[optima["parameter"] == "delta difference"]
     assert len(difference) == 1
-    # the CLI's transfer on the same store, bootstrap and seed prints the same numbers
-    cli = CliRunner().invoke(main, ["transfer", "--sweep", "width", "--store", reported["store"].uri, "--across", "M",
-                                    "--drop-edges", "--bootstrap", "100", "--no-save"])
-    assert cli.exit_code == 0, cli.output
-    for preset, row in law.iterrows():
-        line = next(x for x in cli.output.splitlines() if f"preset={preset}" in x and "delta = " in x)
-        shown = float(re.search(r"delta = (\S+) ", line).group(1))
-        assert shown == pytest.approx(row["optimum"], rel=2e-3, abs=2e-3), line
+    # the difference is the two groups' own deltas apart, B - A
+    b, a = re.search(r"\(preset=(\w+)[^)]*\) - \(preset=(\w+)", difference["note"].iloc[0]).groups()
+    assert difference["optimum"].iloc[0] == pytest.approx(law.loc[b, "optimum"] - law.loc[a, "optimum"])
     # every optimum of the csv is in the page's table
     for value in slices["optimum"].dropna():
         assert f"{value:.3g}" in reported["html"]

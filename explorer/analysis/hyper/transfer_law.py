@@ -188,7 +188,7 @@ def _group_words(fit: GroupFit) -> set[str]:
     return {fit.label, "/".join(values), "/".join(named), ",".join(named), ", ".join(named)}
 
 
-def _find_group(word: str, fits: list) -> GroupFit:
+def _find_group(word: str, fits: list, pair: str) -> GroupFit:
     """The group ``word`` names: a whole name, else the one group whose values include every
     "/"-separated part of it (FitError: none or several, with the groups and a "did you mean")."""
     word = word.strip()
@@ -204,7 +204,7 @@ def _find_group(word: str, fits: list) -> GroupFit:
     guess = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
     hint = f"; did you mean {guess[0]!r}?" if guess else ""
     what = "names several groups" if len(loose) > 1 else "names no group"
-    raise FitError(f"--pairs {word}: {what}; the groups are {', '.join(names)}{hint}")
+    raise FitError(f"--pairs {pair}: {word!r} {what}; the groups are {', '.join(names)}{hint}")
 
 
 def choose_pairs(fits: list, pairs=None) -> list[tuple[GroupFit, GroupFit]]:
@@ -224,7 +224,7 @@ def choose_pairs(fits: list, pairs=None) -> list[tuple[GroupFit, GroupFit]]:
         words = pair.split(":") if isinstance(pair, str) else list(pair)
         if len(words) != 2 or not all(str(w).strip() for w in words):
             raise FitError(f"--pairs {pair}: write a pair as A:B (two groups, e.g. standard/raw:mlu/mean_field)")
-        a, b = (_find_group(str(w), fits) for w in words)
+        a, b = (_find_group(str(w), fits, pair if isinstance(pair, str) else ":".join(map(str, pair))) for w in words)
         if a is b:
             raise FitError(f"--pairs {pair}: names the group {a.label} twice")
         chosen.append((a, b))
