@@ -130,9 +130,12 @@ def check_where(con, where: str, table: str = "metrics") -> None:
         QueryError: the one line.
     """
     import duckdb
+    from store import validate_filter
 
     from .formatting import shown_text
 
+    with store_errors():  # one condition first: "1=1) OR (1=1" is refused as the analyses refuse it
+        validate_filter(where)
     try:
         con.execute(f'SELECT * FROM "{table}" WHERE ({where}) LIMIT 0').fetchall()
     except duckdb.Error as exc:

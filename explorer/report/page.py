@@ -39,30 +39,29 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import CHART_FORMATS, PAGE_FORMATS, json_default, chart_html, export_formats, save_chart, vega_bundle
-from ..errors import FitError, QueryError, SweepDataError, UsageError
+from ..errors import FitError, SweepDataError
 from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt
 
 from ..store_access import open_sweep
 from .contents import Report
+from .chart_set import add_charts, per_draw_frame
+from .held_slice import MADE_ERRORS, held_grid, made, one_line
 from .report_cache import Built, record, replayed
 from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, final_step_clause, grid_errors, held_axes,
-                             held_where, plain_value, query_cache, query_frame, require_sweep_rows, status_counts,
-                             step_errors, sweep_is, table_columns, where_clause)
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_axes, query_cache, query_frame,
+                             require_sweep_rows, status_counts, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
-PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
 
 
 @functools.lru_cache(maxsize=1)
@@ -126,15 +125,6 @@ def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
             "rows": [[fmt(v, spec) for v in row] for row in frame.itertuples(index=False)]}
 
 
-def _per_draw(result) -> pd.DataFrame | None:
-    """The per-draw estimates of the parameters the pooled fit measured (None: none)."""
-    frame = result_field(result, "per_draw", None)
-    if not isinstance(frame, pd.DataFrame) or not len(frame):
-        return None
-    frame = frame[frame["parameter"].map(result.is_measured).astype(bool)]
-    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]] if len(frame) else None
-
-
 def _parameter_rows(result: FitResult) -> pd.DataFrame:
     """parameter, estimate, 95% CI; "not measured" or "not fitted" for a parameter whose estimate
     is no result (its reason is among the fit's warnings)."""
@@ -149,7 +139,7 @@ def _parameter_rows(result: FitResult) -> pd.DataFrame:
 
 def _fit_block(result: FitResult) -> dict:
     """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
-    per_draw = _per_draw(result)
+    per_draw = per_draw_frame(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
         "table": _table(_parameter_rows(result), "fit-table"),
@@ -293,7 +283,7 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     report.hyper = _hyper_answers(con, sweep, report.varying, where, n_boot, seed)
     for answer in report.hyper:
         report.not_made.update(answer.why)
-    grid, fit_where = _held_grid(report, con, sweep, metric, step, where)
+    grid, fit_where = held_grid(report, con, sweep, metric, step, where)
 
     _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
                cache=cache, fit=grid is not None)
@@ -307,7 +297,7 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
         main = report.fits.get(RSS_FALLBACK)
     if "joint" in report.fits:
-        report.advice = _made(report, "the shape advice", lambda: shape_advice(report.fits["joint"]))
+        report.advice = made(report, "the shape advice", lambda: shape_advice(report.fits["joint"]))
 
     axes = _phase_axes(report.varying)
     if axes is not None:
@@ -316,12 +306,12 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
         except SweepDataError as exc:
             report.fit_errors["phase diagram"] = str(exc)
         except MADE_ERRORS as exc:
-            report.not_made["the phase diagram"] = _one_line(exc)
+            report.not_made["the phase diagram"] = one_line(exc)
 
     points = main.grid if main is not None else grid
     if points is not None:
-        report.slopes = _made(report, "the local slopes", lambda: diagnostic_charts.local_slopes(points))
-    _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+        report.slopes = made(report, "the local slopes", lambda: diagnostic_charts.local_slopes(points))
+    add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.charts.update(_comparison_charts(comparison))
     report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed, report.hyper))
     report.summary = summary_sentences(report, grid, metric)
@@ -329,85 +319,6 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     specs = {name: chart.to_dict(validate=False) for name, chart in report.charts.items()}
     page = _page(report, specs, sweep, metric, grid, sweep_config(con, sweep), where, comparison, formats)
     return Built(report, specs, page)
-
-
-# What a part of the report that cannot be made raises: the analysis's one-line errors, and the
-# numerical ones of a slice too small or degenerate to fit or draw.
-MADE_ERRORS = (UsageError, ValueError, ZeroDivisionError, np.linalg.LinAlgError)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _made(report: Report, what: str, make):
-    """``make()``, or None with ``what`` and why in ``report.not_made`` (one line in the summary)."""
-    try:
-        return make()
-    except MADE_ERRORS as exc:
-        report.not_made[what] = _one_line(exc)
-        return None
-
-
-def held_words(fixed: dict) -> str:
-    """'preset = completep, lr = 32' (the values the fits hold)."""
-    return ", ".join(f"{k} = {fmt(v, 'g')}" for k, v in fixed.items())
-
-
-def _held_grid(report: Report, con, sweep: str, metric: str, step: int | None, where: str | None):
-    """The per-point errors of the slice the L, M, D fits hold (``report.fixed``), or None when no
-    slice has any. When the held slice has none (every run there diverged or failed: an lr held
-    where nothing trains), the fits hold the slice nearest it that trains (``_training_slice``),
-    and one line names the slice left and what its trials did."""
-    fit_where = held_where(report.fixed, where)
-    try:
-        return grid_errors(con, sweep, metric=metric, step=step, where=fit_where), fit_where
-    except (SweepDataError, FitError) as exc:
-        if not report.fixed:
-            report.not_made[f"the fits and charts of {metric}"] = _one_line(exc)
-            return None, fit_where
-        counts = status_counts(con, sweep, fit_where)
-        done = counts.get("diverged_trials", 0) + counts.get("failed_trials", 0)
-        why = (f"nothing trains there: {counts.get('diverged_trials', 0)} of {counts.get('trials', 0)} trials "
-               f"diverged, {counts.get('failed_trials', 0)} failed" if counts.get("trials") and done
-               else _one_line(exc))
-        what = f"the fits and charts of {metric} on the held slice {held_words(report.fixed)}"
-        other = _training_slice(con, sweep, report.fixed, metric, step, where)
-        if other is not None:
-            try:
-                grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(other, where))
-            except (SweepDataError, FitError):
-                grid = None
-            if grid is not None:
-                report.not_made[what] = f"{why}; they hold {held_words(other)} instead"
-                report.fixed = other
-                return grid, held_where(other, where)
-        report.not_made[what] = why
-        return None, fit_where
-
-
-def _training_slice(con, sweep: str, fixed: dict, metric: str, step: int | None, where: str | None) -> dict | None:
-    """The values of the held columns whose slice has the most finite status-ok ``metric`` rows
-    at the step; among equals, the one that keeps most of ``fixed``'s values, then the smallest.
-    None: no slice has any."""
-    columns = list(fixed)
-    quoted = ", ".join(f'"{c}"' for c in columns)
-    sql = (f"SELECT {quoted}, count(*) AS n FROM metrics WHERE {sweep_is(sweep)} AND status = 'ok' "
-           f"AND isfinite(\"{metric}\") AND {final_step_clause(table_columns(con), sweep, step)}"
-           f"{where_clause(where)} GROUP BY {quoted}")
-    try:
-        found = query_frame(con, sql)
-    except UsageError:
-        return None
-    if found.empty:
-        return None
-    records = [{c: plain_value(r[c]) for c in columns} | {"n": int(r["n"])} for r in found.to_dict("records")]
-    kept = lambda r: sum(r[c] == fixed[c] for c in columns)  # noqa: E731
-    best = max(records, key=lambda r: (r["n"], kept(r)))
-    ties = [r for r in records if (r["n"], kept(r)) == (best["n"], kept(best))]
-    chosen = min(ties, key=lambda r: tuple((v is None, str(type(v)), v if v is not None else 0)
-                                           for v in (r[c] for c in columns)))
-    return {c: chosen[c] for c in columns}
 
 
 def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
@@ -429,7 +340,7 @@ def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step:
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
         except MADE_ERRORS as exc:
-            report.fit_errors[name] = _one_line(exc)
+            report.fit_errors[name] = one_line(exc)
 
 
 def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
@@ -452,91 +363,6 @@ def save_fits(store, results) -> str | None:
             return " ".join(str(exc).split())
         raise
     return None
-
-
-def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
-    """The charts the sweep's varying axes support: L-M charts need L (and M), every other
-    swept axis gets an error chart over it. A chart that cannot be drawn is one line of
-    ``report.not_made``; without the held slice's points (``points`` None) only the charts of
-    other slices are drawn."""
-    c, varying = report.charts, report.varying
-    vary_l, vary_m = "L" in varying, "M" in varying
-
-    def add(name: str, make) -> None:
-        chart = _made(report, f"the chart {name}", make)
-        if chart is not None:
-            c[name] = chart
-
-    decomposed = report.fits.get("decomposed")
-    if decomposed is not None:
-        add("bias_vs_depth", lambda: _charts.bias_vs_depth(decomposed))
-        add("fluct_vs_units", lambda: _charts.fluct_vs_units(decomposed))
-    if points is not None:
-        if vary_l:
-            add("error_vs_depth", lambda: _charts.error_vs_depth(points, main))
-        if vary_l or vary_m:
-            add("error_vs_units", lambda: _charts.error_vs_units(points, main))
-        if vary_l and vary_m:
-            add("error_heatmap", lambda: _charts.error_heatmap(points, main))
-    if main is not None:
-        add("parity", lambda: _charts.parity(main))
-        add("residuals", lambda: _charts.residuals(main))
-    if report.slopes is not None and len(report.slopes):
-        add("local_slopes", lambda: diagnostic_charts.local_slopes_chart(report.slopes))
-    if points is not None:
-        add("error_vs_step", lambda: _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where)))
-        if vary_l or vary_m or "D" in varying:
-            add("error_vs_params", lambda: _charts.error_vs_params(
-                points, report.advice["frontier"] if report.advice else None))
-        if "D" in varying:
-            add("error_vs_D", lambda: diagnostic_charts.error_vs_axis(points, "D"))
-    for axis in (a for a in varying if a not in SCALE_AXES):
-        held = {k: v for k, v in report.fixed.items() if k != axis}
-
-        def over_axis(axis=axis, held=held):
-            try:
-                grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
-            except SweepDataError:
-                counts = status_counts(con, sweep, held_where(held, where))
-                raise SweepDataError(f"no finite {metric} there ({held_words(held) or 'the whole sweep'}: "
-                                     f"{counts.get('diverged_trials', 0)} of {counts.get('trials', 0)} trials "
-                                     f"diverged, {counts.get('failed_trials', 0)} failed)") from None
-            return diagnostic_charts.error_vs_axis(grid, axis)
-
-        add(f"error_vs_{axis}", over_axis)
-    # the decomposed fit's estimates first: their spread over draws is what the interval rests on
-    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
-    per_draw = [(r, p) for r, p in per_draw if p is not None]
-    if per_draw:
-        result, frame = per_draw[0]
-        add("per_draw", lambda: diagnostic_charts.per_draw_chart(frame, result.table(),
-                                                                 title=f"estimates per problem draw ({result.form})"))
-    if report.phase is not None:
-        add("phase", lambda: diagnostic_charts.phase_chart(report.phase))
-    _made(report, "the adaptive sweep's charts", lambda: _add_adaptive_charts(c, con, sweep))
-
-
-def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
-    """An adaptive sweep's two charts (its ``rounds`` log): the chosen points over the grid, and
-    the targets' CI half-widths against the compute spent."""
-    try:
-        rounds = query_frame(con, f"SELECT * FROM rounds WHERE {sweep_is(sweep)}")
-    except (QueryError, SweepDataError):  # a connection without the rounds view
-        return
-    if rounds.empty:
-        return
-    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
-    if len(points):
-        c["adaptive_points"] = diagnostic_charts.adaptive_points(points)
-    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
-    if len(targets):
-        from ..analysis.fitting import positive_parameters, target_halfwidth
-
-        positive = positive_parameters(str(targets["form"].iloc[-1]))
-        targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)
-                                             for r in targets.itertuples()],
-                                 relative=[r.parameter in positive for r in targets.itertuples()])
-        c["adaptive_ci"] = diagnostic_charts.ci_vs_compute(targets)
 
 
 def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:
