@@ -43,7 +43,8 @@ def held_grid(report: Report, con, sweep: str, metric: str, step: int | None, wh
     """The per-point errors of the slice the L, M, D fits hold (``report.fixed``), or None when no
     slice has any. When the held slice has none (every run there diverged or failed: an lr held
     where nothing trains), the fits hold the slice nearest it that trains (``training_slice``),
-    and one line names the slice left and what its trials did."""
+    and one line names the slice left and what its trials did; values that no trial combines
+    (grid cases: each preset on its own lr range) are replaced without a line."""
     fit_where = held_where(report.fixed, where)
     try:
         return grid_errors(con, sweep, metric=metric, step=step, where=fit_where), fit_where
@@ -64,7 +65,8 @@ def held_grid(report: Report, con, sweep: str, metric: str, step: int | None, wh
             except (SweepDataError, FitError):
                 grid = None
             if grid is not None:
-                report.not_made[what] = f"{why}; they hold {held_words(other)} instead"
+                if counts.get("trials"):  # trials that do not train are said; values no trial combines are not
+                    report.not_made[what] = f"{why}; they hold {held_words(other)} instead"
                 report.fixed = other
                 return grid, held_where(other, where)
         report.not_made[what] = why

@@ -118,3 +118,19 @@ def test_optima_csv_holds_what_the_page_shows(reported):
     # every optimum of the csv is in the page's table
     for value in slices["optimum"].dropna():
         assert f"{value:.3g}" in reported["html"]
+
+
+def test_held_values_no_trial_combines_are_replaced_without_a_line(tmp_path):
+    """Grid cases give each preset its own lr range: the most common preset and the most common lr
+    may lie in different cases. The fits then hold a slice that exists, and nothing is said."""
+    frame = width_study()
+    frame = frame[((frame["preset"] == "standard") & (frame["lr"] <= 1.0))
+                  | ((frame["preset"] == "mlu") & (frame["lr"] >= 2.0))]
+    report = build_report(connect(frame), "width", tmp_path / "r", n_boot=20)
+    assert not report.not_made, report.not_made
+    held = frame
+    for column, value in report.fixed.items():
+        held = held[held[column] == value]
+    assert len(held) and (held["status"] == "ok").any()
+    assert [line.split(" ", 2)[:2] for line in _summary((tmp_path / "r" / "index.html").read_text())[:2]] == \
+        [["Optimum", "of"]] * 2
