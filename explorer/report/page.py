@@ -250,6 +250,8 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
         require_sweep_rows(con, sweep)
+        if where and not status_counts(con, sweep, where).get("trials"):  # nothing to report: the filter's mistake
+            raise SweepDataError(f"--where {where!r} matches no trial of sweep {sweep!r}")
         # the report cache: not with a comparison (its own reads) nor exports (rendered from charts)
         options = None if cache is None or comparison is not None or len(formats) > len(PAGE_FORMATS) else {
             "sweep": sweep, "metric": metric, "step": step, "where": where, "form": form, "n_boot": n_boot,

@@ -219,6 +219,7 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: character '_' at column 12 is not part of a law"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
     (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: sweep 'rep' has no finite"),
+    (["report", "--sweep", "rep", "--where", "alpha = 3"], "error: --where 'alpha = 3' matches no trial of sweep 'rep'"),
     (["fit", "--sweep", "rep", "--where", "alpa = 3"],
      "error: --where 'alpa = 3': the rows have no column 'alpa'; did you mean 'alpha'?"),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
