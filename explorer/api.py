@@ -40,7 +40,7 @@ from .config.planning import plan
 from .config.sections import SweepSpec
 from .config.spec import load_spec
 from .formatting import printable_text
-from .store_access import open_store, open_sweep, store_errors
+from .store_access import check_where, open_store, open_sweep, store_errors
 from .sweeps.launch import runnable_spec, sweep  # sweep: beside the Tune driver, which reproduce and demo call too
 
 if TYPE_CHECKING:
@@ -356,7 +356,7 @@ def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = 
     from .errors import SweepDataError
 
     with store_errors():
-        _, con = open_sweep(store, sweep)
+        _, con = open_sweep(store, sweep, where)
         try:
             diagram = phase_diagram(con, sweep, x, y, step=step, where=where)
             if BOUNDARY_AXIS in (x, y):
@@ -396,7 +396,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
     from .report.page import build_report
 
     with store_errors():
-        st, con = open_sweep(store, sweep)
+        st, con = open_sweep(store, sweep, where)
         comparison = None
         if compare_with is not None:
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
@@ -442,6 +442,8 @@ def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, 
         open_store(st, sweep=sweep_b)
     con = st.connect(read_only=True)
     try:
+        if where is not None:
+            check_where(con, where)
         where = at_where(con, [s for s in (sweep_a, sweep_b) if s is not None], at, where)
         a, b = sides_by(con, sweep_a, by, where) if by else (Side(sweep_a), Side(sweep_b))
         result = compare_sides(con, a, b, form=form, metric=metric, step=step, where=where, n_boot=n_boot,
@@ -524,7 +526,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
 
     with store_errors():
         label, _ = resolve_form(form)  # a bad form fails before the store is opened
-        st, con = open_sweep(store, sweep)
+        st, con = open_sweep(store, sweep, where)
         try:
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                                floor=floor, bias=bias, fluct=fluct)
@@ -580,7 +582,7 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
     from .analysis.hyper import axis_runs, optima
 
     with store_errors():
-        st, con = open_sweep(store, sweep)
+        st, con = open_sweep(store, sweep, where)
         try:
             runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
         finally:
@@ -594,17 +596,21 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
 
 def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, store: Store | str = "results",
              metric: str = "loss", step: int | None = None, where: str | None = None, n_boot: int = 200,
-             seed: int = 0, drop_edges: bool = False, save: bool = True):
-    """Whether the optimum of ``axis`` transfers across ``across`` (L, and M): the law log axis* =
-    c + gamma log L (+ delta log M) fitted per preset (every other varying column) to the optima of
-    ``optimum``, intervals from the same bootstrap, verdicts, and the paired differences of the
-    exponents between groups that share draws and seeds (docs/hyperparameters.md).
+             seed: int = 0, drop_edges: bool = False, save: bool = True, pairs=None):
+    """Whether the optimum of ``axis`` transfers across ``across`` (L, M, or both): the law log
+    axis* = c + gamma log L + delta log M (the terms of the axes asked) fitted per preset (every
+    other varying column) to the optima of ``optimum``, intervals from the same bootstrap,
+    verdicts, and the paired differences of the exponents between groups that share draws and
+    seeds (docs/hyperparameters.md).
 
         explorer.api.transfer("lrxfer", "lr", across=["L"], store="results").lines()
 
     Args:
         drop_edges: fit a group without its slices whose optimum sits at a grid edge (they are named
             either way; without this such a group is not fitted). save: write the rows (kind ``optima``).
+        pairs: the paired differences: None (each group against the first, the baseline), "all",
+            or ``"A:B"`` texts naming two groups by their values (``"standard/raw:mlu/mean_field"``:
+            the difference B - A).
 
     Returns:
         A ``Transfer`` (``fits``, ``differences``, ``lines()``, ``store_rows()``).
@@ -616,7 +622,7 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
 
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
-    result = fit_transfer(found, across, drop_edges=drop_edges)
+    result = fit_transfer(found, across, drop_edges=drop_edges, pairs=pairs)
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)
@@ -644,7 +650,7 @@ def coordcheck(sweep: str, *, store: Store | str = "results", step: int | None =
     from .analysis.hyper import coord_exponents, coord_sizes
 
     with store_errors():
-        _, con = open_sweep(store, sweep)
+        _, con = open_sweep(store, sweep, where)
         try:
             sizes = coord_sizes(con, sweep, step=step, where=where)
         finally:

@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,12 +86,13 @@ def open_store(store: Store | str | os.PathLike, must_exist: bool = False, sweep
     return opened
 
 
-def open_sweep(store: Store | str | os.PathLike, sweep: str):
+def open_sweep(store: Store | str | os.PathLike, sweep: str, where: str | None = None):
     """The store and a read-only DuckDB connection on its views for one sweep (as ``explorer
     sql``'s: a ``--where`` filter cannot read or write files).
 
     Args:
         store: a ``Store`` or a store URI.
+        where: a ``--where`` filter to check on the connection first (``check_where``).
 
     Returns:
         ``(Store, duckdb connection)``; close the connection when done.
@@ -101,4 +103,62 @@ def open_sweep(store: Store | str | os.PathLike, sweep: str):
     """
     st = open_store(store, sweep=sweep)
     with store_errors():
-        return st, st.connect(sweep=sweep, read_only=True)
+        con = st.connect(sweep=sweep, read_only=True)
+    if where is not None:
+        try:
+            check_where(con, where)
+        except QueryError:
+            con.close()
+            raise
+    return st, con
+
+
+# What a user may call a column that the rows name otherwise (difflib cannot guess M from width).
+COLUMN_WORDS = {"width": "M", "hidden_width": "M", "units": "M", "n_units": "M", "depth": "L", "layers": "L",
+                "blocks": "L", "n_layers": "L", "dim": "D", "dimension": "D", "embedding_dim": "D",
+                "learning_rate": "lr", "eta": "lr", "step_size": "lr", "scaling": "lr_scaling", "draw": "problem_seed",
+                "problem": "problem_seed", "data_seed": "problem_seed", "seeds": "seed", "error": "err_out",
+                "err": "err_out", "multiplier": "alpha", "status_ok": "status"}
+_UNKNOWN_COLUMN = re.compile(r'Referenced column "?([^"\s]+)"? not found')
+
+
+def check_where(con, where: str, table: str = "metrics") -> None:
+    """Refuse a ``--where`` filter the rows cannot take, in one line naming ``--where``: an unknown
+    column with a "did you mean" from the rows' columns (``width`` -> ``M``), else DuckDB's reason.
+
+    Raises:
+        QueryError: the one line.
+    """
+    import duckdb
+    from store import validate_filter
+
+    from .formatting import shown_text
+
+    with store_errors():  # one condition first: "1=1) OR (1=1" is refused as the analyses refuse it
+        validate_filter(where)
+    try:
+        con.execute(f'SELECT * FROM "{table}" WHERE ({where}) LIMIT 0').fetchall()
+    except duckdb.Error as exc:
+        text = " ".join(str(exc).split("\n")[0].split())
+        shown = shown_text(where, 80)
+        missing = _UNKNOWN_COLUMN.search(str(exc))
+        if missing is None:
+            raise QueryError(f"--where {shown!r}: {text}") from None
+        column = missing.group(1)
+        columns = [str(row[0]) for row in con.execute(f'DESCRIBE "{table}"').fetchall()]
+        raise QueryError(f"--where {shown!r}: the rows have no column {column!r}{_did_you_mean(column, columns)}; "
+                         f"`explorer sql \"DESCRIBE {table}\"` lists them") from None
+
+
+def _did_you_mean(word: str, columns: list[str]) -> str:
+    """'; did you mean 'M'?' from ``COLUMN_WORDS``, else the closest column name (any case)."""
+    import difflib
+
+    meant = COLUMN_WORDS.get(word.lower())
+    if meant not in columns:
+        by_lower = {c.lower(): c for c in columns}
+        meant = by_lower.get(word.lower())
+        if meant is None:
+            close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+            meant = by_lower[close[0]] if close else None
+    return f"; did you mean {meant!r}?" if meant else ""

@@ -92,7 +92,7 @@ def phase_command(sweep: str, store_uri: str, x: str, y: str, step: int | None, 
 @sweep_required_option
 @store_option
 @click.option("--out", default="report", show_default=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Folder of the report (index.html, each chart's own HTML page, fits.csv).")
+              help="Folder of the report (index.html, each chart's own HTML page, fits.csv, optima.csv).")
 @metric_option
 @step_option
 @where_option
@@ -110,8 +110,10 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
                    form: str, n_boot: int, no_save: bool, force: bool, compare_with: str | None, export: str) -> None:
     """Write a sweep's offline HTML report: fits, charts and summary.
 
-    The report holds the fits with their CIs, charts, the phase diagram and a summary;
-    DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
+    The report holds the fits with their CIs, charts, the phase diagram and a summary that leads
+    with the sweep's answer (for an lr or alpha axis the optima, transfer verdicts and paired
+    differences; else the law); a part that cannot be made (a held slice where every run
+    diverged) is one line saying why. DIR/index.html opens offline (Vega inline). Files in DIR that explorer did not write are
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
@@ -125,4 +127,6 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
                    f"{shell_word(os.path.join(out, 'fits.csv'))}", err=True)
     if report.code_note:
         click.echo(f"warning: {report.code_note}", err=True)
+    for what, why in report.not_made.items():
+        click.echo(f"note: not made: {what}: {why}", err=True)
     click.echo(f"report: {shell_word(report.path)}")

@@ -53,29 +53,35 @@ def optimum_command(sweep: str, store_uri: str, axis: str, metric: str, by: str 
 @store_option
 @_axis_option
 @click.option("--across", "across", multiple=True, callback=bounded_list, metavar="AXIS", default=("L",), show_default=True,
-              help="L, or L and M (repeat): log axis* = c + gamma log L (+ delta log M).")
+              help="L, M, or both (repeat): log axis* = c + gamma log L + delta log M, the terms of the axes given.")
 @_metric_option
 @step_option
 @where_option
 @click.option("--drop-edges", is_flag=True,
               help="Fit a preset without its slices whose optimum sits at a grid edge (named either way).")
+@click.option("--pairs", "pairs", multiple=True, metavar="A:B",
+              help="The paired differences to read (repeat), B - A, groups named by their values, e.g. "
+                   "standard/raw:mlu/mean_field; 'all' for every two groups (default: each group against the first).")
 @_boot_option
 @_seed_option
 @_save_option
 def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, ...], metric: str, step: int | None,
-                     where: str | None, drop_edges: bool, n_boot: int, seed: int, save: bool) -> None:
-    """Whether the optimum of an axis transfers across depth and width.
+                     where: str | None, drop_edges: bool, pairs: tuple[str, ...], n_boot: int, seed: int,
+                     save: bool) -> None:
+    """Whether an axis's optimum transfers across L and M.
 
-    Fits log axis* = c + gamma log L (+ delta log M) per preset to the optima, with 95% intervals
-    from the same bootstrap: "transfers across L" when gamma's interval lies inside +-0.1,
-    "drifts as L^gamma" when it excludes 0, else "not measured"; presets read on the same draws
-    and seeds get the paired difference of their exponents. Example: explorer transfer --sweep
-    lrxfer --axis lr --across L
+    Fits log axis* = c + gamma log L + delta log M (the terms of the --across axes) per preset to
+    the optima, with 95% intervals from the same bootstrap: "transfers across L" when gamma's (or
+    delta's, across M) interval lies inside +-0.1, "drifts as L^gamma" when it excludes 0, else
+    "not measured"; groups read on the same draws and seeds get the paired difference of their
+    exponents, each against the first group unless --pairs says which. Example: explorer transfer
+    --sweep lrxfer --axis lr --across M
     """
     from .. import api
 
     result = api.transfer(sweep, axis, across, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
-                          seed=seed, drop_edges=drop_edges, save=save)
+                          seed=seed, drop_edges=drop_edges, save=save,
+                          pairs=list(pairs) if pairs else None)
     click.echo("\n".join(result.lines()))
 
 

@@ -114,7 +114,7 @@ def _largest_configs(source: "Plan | SweepSpec"):
     spec = source
     axes = spec.axes()
     top = {axis: values[0] for axis, values in axes.items()}
-    top.update(L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D))
+    top.update(L=max(axes["L"]), M=max(axes["M"]), D=max(axes["D"]))  # with cases: the largest of any
     trial = spec.trial_config(spec.problem_config(spec.problem_seeds()[0]), top)
     bound = kind_named(spec.reference.kind).bounding_config(spec, trial)
     return [trial], [bound] if bound is not None else []
@@ -159,6 +159,31 @@ def check_fits_memory(plan_or_spec: "Union[Plan, SweepSpec]", available_bytes: i
                 "sweep smaller L, M or D (or seeds)" + (", or a coarser reference" if item is ref else ""),
             )
 
+def case_lines(plan: "Plan") -> list[str]:
+    """One line per ``[[grid.cases]]`` case: the axes it names and the trials its product defines
+    (problem draws counted), and how many points two cases share (planned once). None without cases."""
+    if not plan.case_trials:
+        return []
+    spec = plan.spec
+    out = []
+    for number, (case, count) in enumerate(zip(spec.grid.case_tables(), plan.case_trials)):
+        named = ", ".join(f"{axis} {_values_shown(values)}" for axis, values in case.items())
+        out.append(f"  case {number} ({named}): {count} trials")
+    shared = sum(plan.case_trials) - len(plan.trials)
+    if shared:
+        out.append(f"  {shared} trials lie in more than one case: each runs once (the same trial key)")
+    return out
+
+
+def _values_shown(values) -> str:
+    """'raw' for one value, '0.5 .. 32 (7 values)' for several numbers, 'a, b' for few names."""
+    if len(values) == 1:
+        return f"{values[0]}"
+    if all(isinstance(v, (int, float)) for v in values):
+        return f"{min(values):g} .. {max(values):g} ({len(values)} values)"
+    return ", ".join(str(v) for v in values)
+
+
 def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | None = None) -> list[str]:
     """What ``explorer sweep SPEC --dry-run`` prints: the trials, the references (count and
     resolution), and the estimated memory and time per trial and in all. Nothing runs."""
@@ -166,8 +191,12 @@ def dry_run_lines(plan: "Plan", available_bytes: int | None = None, cpus: int | 
     axes = {**{name: values for name, values in spec.axes().items() if len(values) > 1 or name in ("L", "M", "D")},
             **({"problem_seeds": spec.problem_seeds()} if len(spec.problem_seeds()) > 1 else {})}
     shape = " x ".join(f"{name} {len(values)}" for name, values in axes.items())
+    if plan.case_trials:  # not a product: the union of the cases' products
+        shape = f"the union of {len(plan.case_trials)} cases over " + ", ".join(
+            f"{name} {len(values)}" for name, values in axes.items())
     lines = [f"sweep {spec.name}: {len(plan.trials)} trials ({shape}; {spec.grid.seeds} seeds each, "
              f"{spec.train.steps} steps, {spec.train.dtype})"]
+    lines += case_lines(plan)
     lines.append(kind_named(spec.reference.kind).dry_run_line(spec, len(plan.references)))
     trial_bytes = [trial_memory_bytes(t.config) for t in plan.trials]
     trial_secs = [trial_seconds(t.config) for t in plan.trials]

@@ -4,6 +4,7 @@ user gave, so that overrides apply to a loaded spec too."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any
@@ -70,13 +71,48 @@ def remove_key(data: dict, item: str, key: str, sections: Mapping[str, type]) ->
         section.pop(path[1], None)  # a key the file does not set is already at its default
 
 
+# grid.cases[1].lr: one key of one [[grid.cases]] case, counted from 0
+CASE_KEY = re.compile(r"^\s*grid\.cases\[(\d+)\]\.([^.=\s]+)\s*$")
+
+
+def _case_override(data: dict, item: str, index: int, axis: str, value: str | None) -> None:
+    """``grid.cases[i].AXIS=VALUE`` sets (or, ``value`` None, removes) an axis of case i, which must
+    exist (the case's keys are the [grid]'s to judge)."""
+    grid = data.get("grid")
+    cases = grid.get("cases") if isinstance(grid, dict) else None
+    if not isinstance(cases, list) or not cases:
+        raise spec_error(f"override {_override(item)}", "the spec has no [[grid.cases]]; a case is reached by its "
+                         "index once the spec lists cases")
+    if index >= len(cases):
+        raise spec_error(f"override {_override(item)}", f"no case {index}: the spec lists {len(cases)} case(s), "
+                         f"numbered from 0 (grid.cases[0] .. grid.cases[{len(cases) - 1}])")
+    cases = grid["cases"] = [dict(c) if isinstance(c, dict) else c for c in cases]  # the caller's data untouched
+    case = cases[index]
+    if not isinstance(case, dict):
+        raise spec_error(f"[grid.cases][{index}]", f"expected a table, got {spec_value(case)}")
+    if value is None:
+        case.pop(axis, None)
+    else:
+        case[axis] = parse_override_value(value.strip())
+
+
 def apply_override(data: dict, item: str, sections: Mapping[str, type]) -> None:
-    """Apply one override to ``data`` in place (``apply_overrides``)."""
+    """Apply one override to ``data`` in place (``apply_overrides``); ``grid.cases[i].AXIS=VALUE``
+    reaches case i of ``[[grid.cases]]`` (``grid.cases[i].AXIS=`` or ``~grid.cases[i].AXIS``
+    removes that axis from it)."""
     text = item.lstrip("-")
     if text.startswith("~") and "=" not in text:
+        case = CASE_KEY.match(text[1:])
+        if case:
+            _case_override(data, item, int(case.group(1)), case.group(2), None)
+            return
         remove_key(data, item, text[1:], sections)
         return
     key, sep, value = text.partition("=")
+    case = CASE_KEY.match(key) if sep else None
+    if case:
+        _case_override(data, item, int(case.group(1)), case.group(2), value if value.strip() else None)
+        return
     if sep and key and not value.strip():
         remove_key(data, item, key, sections)
         return

@@ -61,6 +61,9 @@ class Plan:
     def reference_map(self) -> dict[str, PlannedReference]:
         """ref_key -> every reference a trial of the plan is compared with (what a worker looks up)."""
         return {r.ref_key: r for r in (*self.references, *self.made_by_workers)}
+    # per [[grid.cases]] case (none without cases): the trials its product defines, problem draws
+    # counted; a point two cases share is one trial of the plan
+    case_trials: tuple[int, ...] = ()
 
     def trials_by_reference(self) -> dict[str, list[PlannedTrial]]:
         """ref_key -> the trials compared with it, in plan order."""
@@ -88,35 +91,52 @@ def plan(spec: SweepSpec, schema_version: int = SCHEMA_VERSION, check: Callable[
     Returns:
         A ``Plan``: one ``PlannedReference`` per reference key, one ``PlannedTrial`` per grid
         point and problem draw (seeds 0..seeds-1 batched in its config), ordered by reference
-        then grid order (problem draws outermost).
+        then grid order (problem draws outermost, then the cases in order: a point two cases
+        share is planned once, by the first; its key is its config's, whichever case gave it).
 
     Raises:
         SpecError: a grid point that the trial configuration refuses.
     """
-    axes = spec.axes()
+    cases = spec.case_axes()
     reference_of = _reference_finder(spec)
     references: dict[str, PlannedReference] = {}
     trials = []
+    case_trials = [0] * len(cases)
     for problem_seed in spec.problem_seeds():
         problem = spec.problem_config(problem_seed)
-        for values in itertools.product(*axes.values()):
-            point = dict(zip(axes, values))
-            try:
-                cfg = spec.trial_config(problem, point)
-            except ConfigError as exc:
-                where = ", ".join(f"{k}={v}" for k, v in point.items())
-                raise spec_error(f"[grid] point {where}, problem_seed={problem_seed}", str(exc)) from None
-            ref = reference_of(cfg)
-            if check is not None and len(trials) % CHECK_EVERY == 0:
-                check()
-            references.setdefault(ref.ref_key, ref)
-            trials.append(PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg))
+        seen: set[tuple] = set()  # a point of two cases is one trial (the same key whichever case gave it)
+        for number, axes in enumerate(cases):
+            for values in itertools.product(*axes.values()):
+                case_trials[number] += 1
+                if len(cases) > 1:
+                    if values in seen:
+                        continue
+                    seen.add(values)
+                trials.append(_planned(spec, problem, problem_seed, dict(zip(axes, values)), reference_of,
+                                       references, schema_version))
+                if check is not None and len(trials) % CHECK_EVERY == 0:
+                    check()
     unique = list(references.values())
     order = {r.ref_key: i for i, r in enumerate(unique)}
     trials.sort(key=lambda t: order[t.ref_key])  # stable: grid order within a group
+    case_counts = tuple(case_trials) if len(cases) > 1 or spec.grid.cases else ()
     if kind_named(spec.reference.kind).stored:
-        return Plan(spec=spec, references=tuple(unique), trials=tuple(trials))
-    return Plan(spec=spec, references=(), trials=tuple(trials), made_by_workers=tuple(unique))
+        return Plan(spec=spec, references=tuple(unique), trials=tuple(trials), case_trials=case_counts)
+    return Plan(spec=spec, references=(), trials=tuple(trials), made_by_workers=tuple(unique), case_trials=case_counts)
+
+
+def _planned(spec: SweepSpec, problem, problem_seed: int, point: dict, reference_of, references: dict,
+             schema_version: int) -> PlannedTrial:
+    """One grid point's trial, its reference added to ``references`` (SpecError: a point the trial
+    configuration refuses)."""
+    try:
+        cfg = spec.trial_config(problem, point)
+    except ConfigError as exc:
+        where = ", ".join(f"{k}={v}" for k, v in point.items())
+        raise spec_error(f"[grid] point {where}, problem_seed={problem_seed}", str(exc)) from None
+    ref = reference_of(cfg)
+    references.setdefault(ref.ref_key, ref)
+    return PlannedTrial(trial_key(cfg, ref.ref_key, schema_version), ref.ref_key, cfg)
 
 
 def _reference_finder(spec: SweepSpec) -> Callable[[TrialConfig], PlannedReference]:

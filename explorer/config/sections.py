@@ -11,6 +11,7 @@ these classes, never the loader.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -132,6 +133,49 @@ class GridSpec:
         None, list_of(nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
     seeds: int = spec_field(3, at_most(MAX_SEEDS, "seeds per grid point"), "repetitions per grid point (seeds 0..seeds-1, batched)")
+    cases: tuple[tuple[tuple[str, tuple], ...], ...] | None = spec_field(
+        None, lambda v: grid_cases(v),
+        "sub-grids ([[grid.cases]] tables): each overrides the axes it names; the sweep is the union of their products")
+
+    def case_tables(self) -> list[dict]:
+        """Each case as axis -> values (empty when the grid has no cases)."""
+        return [dict(case) for case in self.cases or ()]
+
+
+# The [grid] axes a case may name: the TrialConfig axes (problem draws and seeds are the grid's).
+CASE_AXES = GRID_AXES
+
+
+def _at(error: Exception, key: str) -> Exception:
+    """``error`` with the spec key it is about (``[grid.cases][1] lr``): the loader names it."""
+    error.key = key
+    return error
+
+
+def grid_cases(v: Any) -> tuple:
+    """[[grid.cases]]: a non-empty list of tables, each naming at least one of ``CASE_AXES`` with
+    a list its [grid] axis accepts; kept as a tuple of (axis, values) pairs per case."""
+    from .spec_values import InvalidValue, unknown_key
+    from ..formatting import spec_key
+
+    if not isinstance(v, list) or not v or not all(isinstance(case, dict) for case in v):
+        raise InvalidValue("expected [[grid.cases]] tables, each naming the axes it overrides, e.g. "
+                           "[[grid.cases]] lr_scaling = [\"raw\"] lr = [0.01, 0.1]")
+    known = {f.name: f for f in dataclasses.fields(GridSpec)}
+    out = []
+    for i, case in enumerate(v):
+        if not case:
+            raise _at(InvalidValue("names no axis; name the axes it overrides, e.g. lr = [0.5, 1.0]"), f"[grid.cases][{i}]")
+        pairs = []
+        for axis, values in case.items():
+            if axis not in CASE_AXES:
+                raise _at(InvalidValue(unknown_key(axis, CASE_AXES)), f"[grid.cases][{i}] {spec_key(axis)}")
+            try:
+                pairs.append((axis, known[axis].metadata["check"](values)))
+            except InvalidValue as bad:
+                raise _at(InvalidValue(str(bad)), f"[grid.cases][{i}] {axis}") from None
+        out.append(tuple(pairs))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -203,11 +247,18 @@ class SweepSpec:
         return self.problem.coupled_embeddings
 
     def grid_points(self) -> int:
-        """Number of grid points (trials), seeds not counted, problem draws counted."""
-        return math.prod(len(values) for values in self.axes().values()) * len(self.problem_seeds())
+        """Number of grid points (trials), seeds not counted, problem draws counted: the union of
+        the cases' products (a point in two cases counts once)."""
+        cases = self.case_axes()
+        if len(cases) == 1:
+            per_draw = math.prod(len(values) for values in cases[0].values())
+        else:
+            per_draw = len({point for axes in cases for point in itertools.product(*axes.values())})
+        return per_draw * len(self.problem_seeds())
 
-    def axes(self) -> dict[str, tuple]:
-        """The values of each TrialConfig axis (``GRID_AXES``): the [grid] list, else the scalar."""
+    def base_axes(self) -> dict[str, tuple]:
+        """The values of each TrialConfig axis (``GRID_AXES``) the [grid] itself gives: its list,
+        else the scalar it replaces (the cases override these)."""
         axes = {}
         for name in GRID_AXES:
             values = getattr(self.grid, name)
@@ -216,6 +267,21 @@ class SweepSpec:
                 values = (getattr(getattr(self, section), key),)
             axes[name] = values
         return axes
+
+    def case_axes(self) -> list[dict[str, tuple]]:
+        """The axes of each case (``[[grid.cases]]``): the [grid]'s, with those the case names
+        replaced; one entry, the [grid]'s, without cases. The sweep is the union of their products."""
+        base = self.base_axes()
+        cases = self.grid.case_tables()
+        return [{**base, **case} for case in cases] if cases else [base]
+
+    def axes(self) -> dict[str, tuple]:
+        """The values each TrialConfig axis (``GRID_AXES``) takes anywhere in the sweep: the [grid]
+        list, else the scalar; with cases, every value of any case, in the order first met."""
+        cases = self.case_axes()
+        if len(cases) == 1:
+            return cases[0]
+        return {name: tuple(dict.fromkeys(v for axes in cases for v in axes[name])) for name in GRID_AXES}
 
     def problem_seeds(self) -> tuple[int, ...]:
         """The problem draws: [grid] problem_seeds, else the one [problem] seed."""
@@ -227,7 +293,7 @@ class SweepSpec:
         """The data and embeddings of one problem draw (embeddings coupled at the largest D when
         ``coupled_embeddings``)."""
         p = self.problem
-        coupled = max(self.grid.D) if self.coupled_embeddings else None
+        coupled = max(self.axes()["D"]) if self.coupled_embeddings else None
         return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled,
                              data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings)
 
@@ -253,7 +319,10 @@ class SweepSpec:
         """The resolved spec as plain TOML-like data (tuples as lists), for records and display."""
         out: dict[str, Any] = {"name": self.name}
         for section in SECTIONS:
-            values = dataclasses.asdict(getattr(self, section))
+            values = {f.name: getattr(getattr(self, section), f.name) for f in dataclasses.fields(SECTIONS[section])}
             out[section] = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None}
+        if self.grid.cases is not None:
+            out["grid"]["cases"] = [{axis: list(values) for axis, values in case.items()}
+                                    for case in self.grid.case_tables()]
         out["problem"]["coupled_embeddings"] = self.coupled_embeddings
         return out

@@ -1,7 +1,8 @@
 """Reading a sweep spec: the TOML file a user writes, its overrides, and its strict validation.
 
 A spec names a sweep, fixes the problem, model, training and reference settings, and lists grid
-axes whose product is the sweep (see docs/sweeps.md for every key). Loading is strict: an
+axes whose product is the sweep, or whose cases' products' union is (``[[grid.cases]]``; see
+docs/sweeps.md for every key). Loading is strict: an
 unknown key, a wrong type, a non-positive size or an impossible resource request raises
 ``SpecError`` with one line naming the key, before anything runs.
 
@@ -55,8 +56,8 @@ def _parse_section(section: str, cls: type, raw: Any, problems: SpecProblems) ->
             continue
         try:
             values[name] = f.metadata["check"](raw[name])
-        except InvalidValue as bad:
-            problems.add(spec_error(f"[{section}] {name}", str(bad)))
+        except InvalidValue as bad:  # a key inside the value (a case of [[grid.cases]]) names itself
+            problems.add(spec_error(getattr(bad, "key", f"[{section}] {name}"), str(bad)))
     if len(problems.lines) > before:
         return None, set()
     return cls(**values), {f"{section}.{k}" for k in raw}
@@ -137,10 +138,14 @@ def _check_grid_size(data: Mapping[str, Any]) -> None:
     grid = data.get("grid")
     if not isinstance(grid, dict):
         return
-    lengths = {k: len(v) for k, v in grid.items() if isinstance(v, list)}
-    points = math.prod(lengths.values())
+    lengths = {k: len(v) for k, v in grid.items() if isinstance(v, list) and k != "cases"}
+    cases = grid.get("cases")
+    cases = [c for c in cases if isinstance(c, dict)] if isinstance(cases, list) else []
+    shapes = [{**lengths, **{k: len(v) for k, v in case.items() if isinstance(v, list)}} for case in cases] or [lengths]
+    points = sum(math.prod(shape.values()) for shape in shapes)  # at least the union's size
     if points > limit:
-        sizes = " x ".join(f"{k} {n}" for k, n in lengths.items())
+        sizes = " + ".join("(" + " x ".join(f"{k} {n}" for k, n in shape.items()) + ")" for shape in shapes) \
+            if len(shapes) > 1 else " x ".join(f"{k} {n}" for k, n in lengths.items())
         raise spec_error("[grid]", f"{points:,} grid points ({sizes}) exceed the limit of {limit:,}; "
                          "sweep fewer values, or raise [resources] max_points")
 

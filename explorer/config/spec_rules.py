@@ -144,16 +144,31 @@ def key_of(error: ConfigError, spec: SweepSpec) -> str | None:
 
 def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
     """Build the trials configurations the spec implies, so that the trials package's own rules
-    judge it: the first grid point, each other value of each axis (the rest held at the first
-    point: every rule involves at most one axis), and whether the reference kind serves each (its
-    ``check_serves``: mean_ode and joint_limit refuse a preset or learning-rate scaling with no
-    limit, ``TrialConfig.no_limit_reason``).
+    judge it: per case of ``[[grid.cases]]`` (the [grid] alone without them) the first grid point,
+    each other value of each axis (the rest held at the first point: every rule involves at most
+    one axis), and whether the reference kind serves each (its ``check_serves``: mean_ode and
+    joint_limit refuse a preset or learning-rate scaling with no limit, ``TrialConfig.no_limit_reason``).
 
     Adds to ``problems`` each refusal, naming the key (an axis value that breaks a rule names its
-    [grid] axis; one line per axis); a first point that is refused is the only line (every other
-    configuration is built from it), and so is its reference.
+    [grid] axis, or ``[grid.cases][i] axis`` when case i names it; one line per axis); a first
+    point that is refused is the only line of its case (every other configuration is built from
+    it), and so is its reference.
     """
-    axes = spec.axes()
+    cases = spec.grid.case_tables()
+    for number, axes in enumerate(spec.case_axes()):
+        named = cases[number] if cases else {}
+        _check_case(spec, axes, problems, lambda axis: f"[grid.cases][{number}] {axis}" if axis in named
+                    else f"[grid] {axis}")
+
+
+def _case_key(error: ConfigError, key) -> str | None:
+    """``[grid.cases][i] axis`` when the refused field is an axis the case names, else None."""
+    named = key(FIELD_AXIS.get(error.field, error.field))
+    return named if named.startswith("[grid.cases]") else None
+
+
+def _check_case(spec: SweepSpec, axes: dict, problems: SpecProblems, key) -> None:
+    """``check_trial_rules`` on one case's axes (``key``: axis -> the spec key to name)."""
     first = {axis: values[0] for axis, values in axes.items()}
     seeds = spec.problem_seeds()
     try:
@@ -161,13 +176,13 @@ def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
         limit = spec.trial_config(problem, first)
     except ConfigError as exc:
         where = ", ".join(f"{k}={v}" for k, v in first.items())
-        problems.add(spec_error(key_of(exc, spec) or f"[grid] point {where}", str(exc)))
+        problems.add(spec_error(_case_key(exc, key) or key_of(exc, spec) or f"[grid] point {where}", str(exc)))
         return
     kind = kind_named(spec.reference.kind)
     try:
         kind.check_serves(spec, limit)
     except ConfigError as exc:
-        problems.add(spec_error(key_of(exc, spec) or "[reference]", str(exc)))
+        problems.add(spec_error(_case_key(exc, key) or key_of(exc, spec) or "[reference]", str(exc)))
         return
     for axis, values in (*axes.items(), ("problem_seeds", seeds)):
         for value in values[1:]:
@@ -178,5 +193,7 @@ def check_trial_rules(spec: SweepSpec, problems: SpecProblems) -> None:
                 config = spec.trial_config(problem, {**first, axis: value})
                 kind.check_serves(spec, config)
             except ConfigError as exc:
-                problems.add(spec_error(f"[grid] {axis}", str(exc)))
+                problems.add(spec_error(key(axis), str(exc)))
                 break  # the axis is named: its first bad value says what to change
+
+

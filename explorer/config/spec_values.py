@@ -16,6 +16,15 @@ class InvalidValue(Exception):
     """A value's problem, without the key (the caller names it)."""
 
 
+class InvalidChoice(InvalidValue):
+    """A name that is not one of the allowed ones: ``detail`` says which are, with a "did you
+    mean" (a list of names repeats it for the item at fault)."""
+
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail
+
+
 def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -92,8 +101,10 @@ def choice(*allowed: str) -> Callable[[Any], str]:
     def check(v: Any) -> str:
         if v not in allowed:
             near = closest(v, allowed)
-            raise InvalidValue(f"expected one of {', '.join(spec_value(a) for a in allowed)}; got {spec_value(v)}"
-                               + (f" (did you mean {near!r}?)" if near else ""))
+            hint = f" (did you mean {near!r}?)" if near else ""
+            listed = ", ".join(spec_value(a) for a in allowed)
+            raise InvalidChoice(f"expected one of {listed}; got {spec_value(v)}{hint}",
+                                f"{spec_value(v)} is not one of {listed}{hint}")
         return v
 
     return check
@@ -105,6 +116,8 @@ def list_of(item: Callable[[Any], Any], noun: str) -> Callable[[Any], tuple]:
             raise InvalidValue(f"expected a non-empty list of {noun}, got {spec_value(v)}")
         try:
             values = tuple(item(x) for x in v)
+        except InvalidChoice as bad:  # which names are allowed, and the one meant
+            raise InvalidValue(f"expected a list of {noun}, got {spec_value(v)}: {bad.detail}") from None
         except InvalidValue:
             raise InvalidValue(f"expected a list of {noun}, got {spec_value(v)}") from None
         seen: set = set()

@@ -27,7 +27,10 @@ class Report:
         spec, a dict, in a report written from the report cache).
         summary: the summary sentences (Markup). counts: status_counts. fixed: axes held for the
         fits. varying: the swept columns with more than one value. comparison: ``compare_laws``
-        table (or None). slopes: ``diagnostic_charts.local_slopes`` table.
+        table (or None). slopes: ``diagnostic_charts.local_slopes`` table. hyper: the
+        ``hyper_report.HyperAnswer`` of each lr or alpha axis (the optima and the transfer law).
+        not_made: what part of the report could not be made (a held slice, a chart) -> why, one
+        line each in the summary; the rest renders.
     """
 
     path: Path
@@ -45,8 +48,26 @@ class Report:
     slopes: pd.DataFrame | None = None
     fits_not_saved: str | None = None  # why the fits were not written to the store (read-only store)
     code_note: str | None = None  # the sweep's trials come from several versions of the code (api.report)
+    hyper: list = field(default_factory=list)
+    not_made: dict = field(default_factory=dict)
 
     def fit_rows(self) -> pd.DataFrame:
         """All fit rows (FITS_COLUMNS) of the report."""
         frames = [f.rows() for f in self.fits.values()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(FITS_COLUMNS))
+
+    def optima_rows(self) -> pd.DataFrame:
+        """The rows of ``optima.csv``: each lr or alpha axis's optima, transfer law and paired
+        differences, as the page shows them (the columns of kind optima; none: a header)."""
+        from ..analysis.hyper import OPTIMUM_COLUMNS
+
+        rows = [row for answer in self.hyper for row in answer.rows()]
+        frame = pd.DataFrame(rows)
+        head = ["axis", "metric", "step", "parameter", "across"]
+        columns = head + [c for c in frame.columns if c not in head + list(OPTIMUM_COLUMNS) + ["verdict", "n_boot", "note"]]
+        columns += list(OPTIMUM_COLUMNS) + ["verdict", "n_boot", "note"]
+        frame = frame.reindex(columns=columns)
+        for column in ("L", "M", "D", "step", "n_draws", "n_runs", "n_diverged", "n_boot"):  # no 16.0 for 16
+            if column in frame and frame[column].map(lambda v: v is None or isinstance(v, (int, float))).all():
+                frame[column] = pd.to_numeric(frame[column]).round().astype("Int64")
+        return frame

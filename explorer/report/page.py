@@ -11,7 +11,13 @@ diagram, shape advice and data quality, as one ``index.html`` that opens with no
 - ``<chart>.html`` (standalone, inline libraries) for every chart, and with ``exports``
   (``explorer report --export png,svg``) its ``<chart>.png`` and ``<chart>.svg``, rendered by
   vl-convert, most of a report's time otherwise (``explorer.report.chart_files``);
-- ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store).
+- ``fits.csv``: the fit rows (the same rows ``explorer fit`` writes to the store);
+- ``optima.csv``: for an lr or alpha axis, each slice's optimum, the transfer law's rows (the
+  rows ``explorer optimum`` and ``transfer`` write, kind optima) and the paired differences.
+
+A part that cannot be made (a held slice where every run diverged, a chart, a law) is one line of
+the summary saying why; the rest renders. The summary leads with the sweep's answer: for an lr or
+alpha axis the optima, the transfer verdicts and the paired differences; for an L/M/D sweep the law.
 
 The page is ``templates/report.html.j2`` (Jinja2, autoescaped): every string that reaches it,
 sweep names, filters, laws and configuration values included, is HTML-escaped, and each chart
@@ -33,7 +39,6 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from . import charts as _charts
 from . import diagnostic_charts
 from .chart_files import (CHART_FORMATS, PAGE_FORMATS, bundle_digest, chart_html, export_formats, json_default, save_chart,
                           vega_bundle)
@@ -44,20 +49,20 @@ from ..formatting import fmt
 
 from ..store_access import open_sweep
 from .contents import Report
+from .chart_set import add_charts, per_draw_frame
+from .held_slice import MADE_ERRORS, held_grid, made, one_line
 from .report_cache import Built, record, replayed
 from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, grid_errors, held_axes, held_where, query_cache,
-                             query_frame, require_sweep_rows, status_counts, step_errors, sweep_is,
-                             table_columns)
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_axes, query_cache, query_frame,
+                             require_sweep_rows, status_counts, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
-PER_DRAW_COLUMNS = ("problem_seed", "parameter", "estimate", "ci_low", "ci_high")
 
 
 @functools.lru_cache(maxsize=1)
@@ -121,15 +126,6 @@ def _table(frame: pd.DataFrame, classes: str, spec: str = ".4g") -> dict:
             "rows": [[fmt(v, spec) for v in row] for row in frame.itertuples(index=False)]}
 
 
-def _per_draw(result) -> pd.DataFrame | None:
-    """The per-draw estimates of the parameters the pooled fit measured (None: none)."""
-    frame = result_field(result, "per_draw", None)
-    if not isinstance(frame, pd.DataFrame) or not len(frame):
-        return None
-    frame = frame[frame["parameter"].map(result.is_measured).astype(bool)]
-    return frame[[c for c in PER_DRAW_COLUMNS if c in frame.columns]] if len(frame) else None
-
-
 def _parameter_rows(result: FitResult) -> pd.DataFrame:
     """parameter, estimate, 95% CI; "not measured" or "not fitted" for a parameter whose estimate
     is no result (its reason is among the fit's warnings)."""
@@ -144,7 +140,7 @@ def _parameter_rows(result: FitResult) -> pd.DataFrame:
 
 def _fit_block(result: FitResult) -> dict:
     """What the template shows for one fit, read defensively (newer FitResults have more fields)."""
-    per_draw = _per_draw(result)
+    per_draw = per_draw_frame(result)
     return {
         "fit_id": result.fit_id, "form": result.form, "law": result.expression.text,
         "table": _table(_parameter_rows(result), "fit-table"),
@@ -184,11 +180,19 @@ CHART_TITLES = {
 }
 
 
-def _hyper_charts(con, sweep, varying, where, n_boot, seed) -> dict:
+def _hyper_answers(con, sweep, varying, where, n_boot, seed) -> list:
+    """The optima and transfer law of each lr or alpha axis (``explorer.report.hyper_report``; none
+    without one)."""
+    from .hyper_report import hyper_answers
+
+    return hyper_answers(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+
+
+def _hyper_charts(con, sweep, varying, where, n_boot, seed, answers) -> dict:
     """The hyperparameter section's charts (``explorer.report.hyper_report``; none without an lr or alpha axis)."""
     from .hyper_report import hyper_charts
 
-    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed)
+    return hyper_charts(con, sweep, varying, where, n_boot=max(n_boot, 2), seed=seed, answers=answers)
 
 
 def _chart_title(name: str) -> str:
@@ -243,10 +247,10 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
     resolve_form(form)  # a bad form is a usage error, before any work
     formats = PAGE_FORMATS + export_formats(exports)  # an unknown export too
     folder = OutputFolder(out, force=force)
-    for name in ("index.html", "fits.csv"):
+    for name in ("index.html", "fits.csv", "optima.csv"):
         folder.check(name)  # someone else's file, or a linked folder: refused before any work
     with query_cache(con):  # one read of the store: each distinct query runs once
-        require_sweep_rows(con, sweep)
+        require_sweep_rows(con, sweep, where)  # nothing to report: the filter's mistake, in one line
         # the report cache: not with a comparison (its own reads) nor exports (rendered from charts)
         options = None if cache is None or comparison is not None or len(formats) > len(PAGE_FORMATS) else {
             "sweep": sweep, "metric": metric, "step": step, "where": where, "form": form, "n_boot": n_boot,
@@ -260,6 +264,7 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
         report = built.report
         report.path = out / "index.html"
         folder.write("fits.csv", report.fit_rows().to_csv(index=False))
+        folder.write("optima.csv", report.optima_rows().to_csv(index=False))
         if store is not None:
             report.fits_not_saved = save_fits(store, report.fits.values())
         folder.write("index.html", built.page)  # the page first: the exports, when asked, come after it
@@ -270,15 +275,19 @@ def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out
 
 def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: str | None, form: str, n_boot: int,
            seed: int, comparison, cache, formats) -> Built:
-    """The report's fits, charts, their specs and its page (``build_report`` writes them)."""
+    """The report's fits, charts, their specs and its page (``build_report`` writes them). A part
+    that cannot be made (a held slice where nothing trains, a chart, a law) is one line of
+    ``report.not_made`` (or ``fit_errors``), said in the summary; the rest is made."""
     report = Report(path=out / "index.html", counts=status_counts(con, sweep, where))
     report.varying = varying_axes(con, sweep, where)
     report.fixed = held_axes(con, sweep, SCALE_AXES, where)
-    fit_where = held_where(report.fixed, where)
-    grid = grid_errors(con, sweep, metric=metric, step=step, where=fit_where)
+    report.hyper = _hyper_answers(con, sweep, report.varying, where, n_boot, seed)
+    for answer in report.hyper:
+        report.not_made.update(answer.why)
+    grid, fit_where = held_grid(report, con, sweep, metric, step, where)
 
     _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
-               cache=cache)
+               cache=cache, fit=grid is not None)
     if report.fits:
         try:
             # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
@@ -289,7 +298,7 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
         main = report.fits.get(RSS_FALLBACK)
     if "joint" in report.fits:
-        report.advice = shape_advice(report.fits["joint"])
+        report.advice = made(report, "the shape advice", lambda: shape_advice(report.fits["joint"]))
 
     axes = _phase_axes(report.varying)
     if axes is not None:
@@ -297,12 +306,15 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
             report.phase = phase_diagram(con, sweep, *axes, where=where)
         except SweepDataError as exc:
             report.fit_errors["phase diagram"] = str(exc)
+        except MADE_ERRORS as exc:
+            report.not_made["the phase diagram"] = one_line(exc)
 
     points = main.grid if main is not None else grid
-    report.slopes = diagnostic_charts.local_slopes(points)
-    _add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+    if points is not None:
+        report.slopes = made(report, "the local slopes", lambda: diagnostic_charts.local_slopes(points))
+    add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.charts.update(_comparison_charts(comparison))
-    report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed))
+    report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed, report.hyper))
     report.summary = summary_sentences(report, grid, metric)
     # not validated against Vega-Lite's schema here (a second of a report): the tests validate every chart
     specs = {name: chart.to_dict(validate=False) for name, chart in report.charts.items()}
@@ -311,20 +323,25 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
 
 
 def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step: int | None,
-               where: str | None, n_boot: int, seed: int, cache=None) -> None:
+               where: str | None, n_boot: int, seed: int, cache=None, fit: bool = True) -> None:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
-    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``."""
+    not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``. ``fit``
+    False (the held slice has no rows, said once): none is tried."""
     forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
     for name in forms:
         missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
         if missing:
             report.skipped[name] = missing
             continue
+        if not fit:
+            continue
         try:  # each law with its own method (the decomposed law from the seeds' Gram rows)
             report.fits[name] = fit_sweep(con, sweep, name, metric=metric, step=step, where=where, n_boot=n_boot,
                                           seed=seed, hold=False, cache=cache)
         except (FitError, SweepDataError) as exc:  # no Gram rows (an older store) or one seed: said
             report.fit_errors[name] = str(exc)
+        except MADE_ERRORS as exc:
+            report.fit_errors[name] = one_line(exc)
 
 
 def _compare_laws(grid: pd.DataFrame, forms: list[str], cache=None) -> pd.DataFrame:
@@ -349,71 +366,6 @@ def save_fits(store, results) -> str | None:
     return None
 
 
-def _add_charts(report: Report, con, sweep, metric, step, where, fit_where, points, main) -> None:
-    """The charts the sweep's varying axes support: L-M charts need L (and M), every other
-    swept axis gets an error chart over it."""
-    c, varying = report.charts, report.varying
-    vary_l, vary_m = "L" in varying, "M" in varying
-    decomposed = report.fits.get("decomposed")
-    if decomposed is not None:
-        for name, chart in (("bias_vs_depth", _charts.bias_vs_depth(decomposed)),
-                            ("fluct_vs_units", _charts.fluct_vs_units(decomposed))):
-            if chart is not None:
-                c[name] = chart
-    if vary_l:
-        c["error_vs_depth"] = _charts.error_vs_depth(points, main)
-    if vary_l or vary_m:
-        c["error_vs_units"] = _charts.error_vs_units(points, main)
-    if vary_l and vary_m:
-        c["error_heatmap"] = _charts.error_heatmap(points, main)
-    if main is not None:
-        c["parity"] = _charts.parity(main)
-        c["residuals"] = _charts.residuals(main)
-    if len(report.slopes):
-        c["local_slopes"] = diagnostic_charts.local_slopes_chart(report.slopes)
-    c["error_vs_step"] = _charts.error_vs_step(step_errors(con, sweep, metric=metric, where=fit_where))
-    if vary_l or vary_m or "D" in varying:
-        c["error_vs_params"] = _charts.error_vs_params(points, report.advice["frontier"] if report.advice else None)
-    if "D" in varying:
-        c["error_vs_D"] = diagnostic_charts.error_vs_axis(points, "D")
-    for axis in (a for a in varying if a not in SCALE_AXES):
-        held = {k: v for k, v in report.fixed.items() if k != axis}
-        grid = grid_errors(con, sweep, metric=metric, step=step, where=held_where(held, where))
-        c[f"error_vs_{axis}"] = diagnostic_charts.error_vs_axis(grid, axis)
-    # the decomposed fit's estimates first: their spread over draws is what the interval rests on
-    per_draw = [(r, _per_draw(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
-    per_draw = [(r, p) for r, p in per_draw if p is not None]
-    if per_draw:
-        result, frame = per_draw[0]
-        c["per_draw"] = diagnostic_charts.per_draw_chart(frame, result.table(), title=f"estimates per problem draw ({result.form})")
-    if report.phase is not None:
-        c["phase"] = diagnostic_charts.phase_chart(report.phase)
-    _add_adaptive_charts(c, con, sweep)
-
-
-def _add_adaptive_charts(c: dict, con, sweep: str) -> None:
-    """An adaptive sweep's two charts (its ``rounds`` log): the chosen points over the grid, and
-    the targets' CI half-widths against the compute spent."""
-    try:
-        rounds = query_frame(con, f"SELECT * FROM rounds WHERE {sweep_is(sweep)}")
-    except (QueryError, SweepDataError):  # a connection without the rounds view
-        return
-    if rounds.empty:
-        return
-    points = rounds[rounds["entry"] == "point"].drop_duplicates("trial_key")
-    if len(points):
-        c["adaptive_points"] = diagnostic_charts.adaptive_points(points)
-    targets = rounds[(rounds["entry"] == "target") & (rounds["state"] == "done")]
-    if len(targets):
-        from ..analysis.fitting import positive_parameters, target_halfwidth
-
-        positive = positive_parameters(str(targets["form"].iloc[-1]))
-        targets = targets.assign(half_width=[target_halfwidth(r.parameter, r.ci_low, r.ci_high, positive)
-                                             for r in targets.itertuples()],
-                                 relative=[r.parameter in positive for r in targets.itertuples()])
-        c["adaptive_ci"] = diagnostic_charts.ci_vs_compute(targets)
-
-
 def write_report(sweep: str, store="results", out: str | Path = "report", save: bool = True, **options) -> Path:
     """``build_report`` on a store: fits are also written to the store (unless ``save`` is
     False, or the store cannot be written: then the report is still written). Returns ``out``.
@@ -436,7 +388,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
           sweeps=None, formats=CHART_FORMATS) -> str:
     """index.html from templates/report.html.j2 (every value escaped by the template)."""
     advice = None
-    if report.advice is not None:
+    if report.advice is not None and grid is not None:
         frontier = report.advice["frontier"]
         measured = float((grid["L"] * grid["M"] * grid["D"]).max())
         table = frontier[["P", "L_int", "M_int", "D_int", "err_int", "best_err"]].rename(columns={
@@ -453,7 +405,7 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
     if report.comparison is not None and len(report.comparison):
         frame = report.comparison
         comparison = _table(frame[[c for c in COMPARE_COLUMNS + ("note",) if c in frame.columns]], "comparison-table")
-    excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]]
+    excluded = grid[grid["floor_limited"]][["L", "M", "D", "err", "ref_err"]] if grid is not None else grid
     slopes = report.slopes
     return _environment().get_template("report.html.j2").render(
         sweep=sweep, metric=metric, where=where, vega_bundle=Markup(vega_bundle()),
@@ -463,9 +415,25 @@ def _page(report: Report, specs: dict, sweep: str, metric: str, grid: pd.DataFra
         chart_formats=[f for f in CHART_FORMATS if f in formats], phase=phase, advice=advice,
         slopes=_table(slopes, "slopes-table", ".3g") if slopes is not None and len(slopes) else None,
         floor_factor=fmt(FLOOR_FACTOR, "g"),
-        excluded=_table(excluded, "excluded-table") if len(excluded) else None,
+        excluded=_table(excluded, "excluded-table") if excluded is not None and len(excluded) else None,
+        hyper=[_hyper_block(answer) for answer in report.hyper],
         counts=_table(pd.DataFrame([report.counts]), "counts-table"), config=_table(config, "config-table"),
         sweeps=None if sweeps is None else _comparison_block(sweeps))
+
+
+def _hyper_block(answer) -> dict:
+    """What the page shows of one lr or alpha axis: the optima per slice, the transfer law per
+    group with its verdicts, and the paired differences (``explorer optimum`` and ``transfer``)."""
+    from .hyper_report import optima_frame, transfer_frames
+
+    block = {"axis": answer.axis, "optima": None, "transfer": None, "differences": None, "why": answer.why}
+    if answer.optima is not None:
+        block["optima"] = _table(optima_frame(answer.optima), "optima-table", ".3g")
+    if answer.transfer is not None:
+        law, differences = transfer_frames(answer.transfer)
+        block["transfer"] = _table(law, "transfer-table", ".3g")
+        block["differences"] = _table(differences, "differences-table", ".3g") if len(differences) else None
+    return block
 
 
 def page_spec(spec: dict) -> dict:

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from ..analysis.fitting import FitResult, flag_summary, measured_law, stated_law
 from ..analysis.laws import RSS_FALLBACK
-from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR
+from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR, plain_value
 from ..analysis.shapes import beyond_data
 from ..formatting import fmt
 
@@ -41,12 +41,20 @@ def result_field(result, name: str, default):
     return default if value is None else value
 
 
-def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[Markup]:
+def summary_sentences(report: Report, grid: pd.DataFrame | None, metric: str) -> list[Markup]:
+    """The summary, the sweep's answer first: for an lr or alpha axis its optima, the transfer
+    verdicts and the paired differences (``hyper_sentences``); then the law of L, M, D; then what
+    could not be made, one line each (a held slice where nothing trains is never the headline);
+    then the other fits, the references and the counts. ``grid``: the held slice's per-point
+    errors (None: it has none, said among what was not made)."""
     M_ = Markup
-    # Grid points measured against several references are read against their newest (the note says which).
-    lines = [M_('<span class="warn">References: {}.</span>').format(note) for note in grid.attrs.get("notes", ())]
+    lines = hyper_sentences(report)
     fits = report.fits
     lines.extend(_decomposed_sentences(report))
+    lines.extend(M_("Not made: {}: {}.").format(what, why.rstrip(".")) for what, why in report.not_made.items())
+    # Grid points measured against several references are read against their newest (the note says which).
+    notes = grid.attrs.get("notes", ()) if grid is not None else ()
+    lines.extend(M_('<span class="warn">References: {}.</span>').format(note) for note in notes)
     if "theory" in fits:
         lines.append(_theory_sentence(fits["theory"], metric))
     if "output" in fits and "theory" in fits:
@@ -69,18 +77,73 @@ def summary_sentences(report: Report, grid: pd.DataFrame, metric: str) -> list[M
         counts = report.phase.counts()
         shown = ", ".join(f"{n} {p}" for p, n in counts.items() if n)
         lines.append(M_("Phase diagram over {} and {}: {} cells.").format(report.phase.x, report.phase.y, shown))
-    ref = grid["ref_err"].to_numpy(float)
-    floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
-    most = max(fits.values(), key=lambda r: int(result_field(r, "n_flagged", 0)), default=None)
-    flagged = int(result_field(most, "n_flagged", 0)) if most is not None else 0
-    lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were left "
-                    "out of the fits{}.").format(
-        REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
-        fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(flagged, flag_summary(most)) if flagged else ""))
+    if grid is not None:
+        ref = grid["ref_err"].to_numpy(float)
+        floor = fmt(float(np.nanmedian(ref)), ".3g") if np.isfinite(ref).any() else "unknown"
+        most = max(fits.values(), key=lambda r: int(result_field(r, "n_flagged", 0)), default=None)
+        flagged = int(result_field(most, "n_flagged", 0)) if most is not None else 0
+        lines.append(M_("Reference error floor (median {}): {}; {} of {} grid points within {}&times; of it were "
+                        "left out of the fits{}.").format(
+            REFERENCE_ERROR.get(metric, "reference error"), floor, int(grid["floor_limited"].sum()), len(grid),
+            fmt(FLOOR_FACTOR, "g"), M_("; {} rows were left out for stability flags{}").format(
+                flagged, flag_summary(most)) if flagged else ""))
     c = report.counts
     lines.append(M_("Trials: {} ({} seeds); diverged: {} trials ({} seeds); failed: {} trials.").format(
         c["trials"], c["seeds"], c["diverged_trials"], c["diverged_seeds"], c["failed_trials"]))
     return lines
+
+
+def hyper_sentences(report: Report) -> list[Markup]:
+    """The answer of each lr or alpha axis: one line per group of slices with its optima (the L
+    and M slices of a preset together), one per group and exponent with its transfer verdict, one
+    per paired difference."""
+    from .hyper_report import optimum_words
+
+    out = []
+    for answer in report.hyper:
+        found = answer.optima
+        if found is None:
+            continue
+        axis, runs = answer.axis, found.runs
+        step = "each trial's last step" if runs.step is None else f"step {runs.step}"
+        inner = [c for c in ("L", "M") if c in found.slice_columns]
+        outer = [c for c in found.slice_columns if c not in inner]
+        table = found.table
+        keys = [tuple(plain_value(v) for v in r) for r in table[outer].itertuples(index=False)] if outer \
+            else [()] * len(table)
+        for key in dict.fromkeys(keys):
+            rows = table[[k == key for k in keys]]
+            group = ", ".join(f"{c}={fmt(v, 'g')}" for c, v in zip(outer, key))
+            parts = []
+            for _, row in rows.iterrows():
+                value, interval = optimum_words(row, axis)
+                label = ", ".join(f"{c}={fmt(plain_value(row[c]), 'g')}" for c in inner)
+                shown = Markup("{} {}").format(_span(float(row["optimum"]), value, axis=axis, field="optimum"),
+                                               interval) if interval else Markup("{}").format(value)
+                parts.append(Markup("{}{}").format(Markup("{}: ").format(label) if label else "", shown))
+            out.append(Markup('<span class="answer">Optimum of {}</span> ({} at {}){}: {}.').format(
+                axis, runs.metric, step, Markup(", {}").format(group) if group else "", Markup("; ").join(parts)))
+        law = answer.transfer
+        if law is None:
+            continue
+        for fit in law.fits:
+            for k in range(len(law.across)):
+                name, across = law.optima_parameter(k)
+                _, words = law.verdict(fit, k)
+                if fit.measured:
+                    value = Markup("{} = {} [{}, {}]").format(
+                        name, _span(fit.estimate[k + 1], fmt(fit.estimate[k + 1], ".3g"), axis=axis, parameter=name,
+                                    field="estimate"), fmt(fit.low[k + 1], ".3g"), fmt(fit.high[k + 1], ".3g"))
+                else:
+                    value = Markup("{} not fitted").format(name)
+                note = Markup(" ({})").format(fit.note) if fit.note else ""
+                out.append(Markup('<span class="answer">Transfer of {} across {}</span>, {}: {}: {}{}.').format(
+                    axis, across, fit.label, value, words, note))
+        for _, d in law.differences.iterrows():
+            out.append(Markup("Paired difference of {} ({}) - ({}): {} [{}, {}] on the same draws and seeds: {}.")
+                       .format(d["parameter"], d["b"], d["a"], fmt(d["difference"], ".3g"), fmt(d["ci_low"], ".3g"),
+                               fmt(d["ci_high"], ".3g"), d["verdict"]))
+    return out
 
 
 def _theory_sentence(t: FitResult, metric: str) -> Markup:
@@ -182,4 +245,4 @@ def _skipped_sentences(report: Report) -> list[Markup]:
         for missing, forms in by_reason.items()]
 
 
-__all__ = ["advice_sentence", "result_field", "summary_sentences"]
+__all__ = ["advice_sentence", "hyper_sentences", "result_field", "summary_sentences"]

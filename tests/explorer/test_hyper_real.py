@@ -89,7 +89,7 @@ def test_each_slices_optimum_is_the_argmin_a_plain_script_finds(studied):
 
 
 def test_the_parametrizations_paired_difference_is_the_difference_of_plain_slopes(studied):
-    result = transfer("lr_params", "lr", across=("L",), store=studied, n_boot=200)
+    result = transfer("lr_params", "lr", across=("L",), store=studied, n_boot=200, pairs="all")
     table = result.optima.table
     slopes = {}
     for fit in result.fits:
@@ -99,7 +99,7 @@ def test_the_parametrizations_paired_difference_is_the_difference_of_plain_slope
         assert fit.estimate[1] == pytest.approx(slope, abs=1e-9)
         slopes[(fit.values["preset"], fit.values["lr_scaling"])] = slope
     differences = result.differences
-    assert len(differences) == 6  # every two of the four groups: same draws, same seeds
+    assert len(differences) == 6  # every two of the four groups (pairs="all"): same draws, same seeds
     pair = differences[(differences["a"] == "preset=mlu, lr_scaling=mean_field")
                        & (differences["b"] == "preset=standard, lr_scaling=raw")]
     if pair.empty:

@@ -277,9 +277,12 @@ def test_cli_report_fit_and_phase_on_the_store(made, tmp_path):
     (["fit", "--sweep", "rep", "--form", "c1*L**-a + __import__('os')"], "error: character '_' at column 12 is not part of a law"),
     (["fit", "--sweep", "rep", "--form", "powr"], "error: unknown fit form 'powr'"),
     (["fit", "--sweep", "rep", "--where", "alpha = 3"], "error: no rows match --where 'alpha = 3' in sweep 'rep'"),
-    (["fit", "--sweep", "rep", "--where", "alpa = 3"], 'error: Binder Error: Referenced column "alpa" not found'),
+    (["report", "--sweep", "rep", "--where", "alpha = 3"], "error: no rows match --where 'alpha = 3' in sweep 'rep'"),
+    (["fit", "--sweep", "rep", "--where", "alpa = 3"],
+     "error: --where 'alpa = 3': the rows have no column 'alpa'; did you mean 'alpha'?"),
     (["fit", "--sweep", "rep", "--where", "(SELECT count(*) FROM read_csv('/etc/hostname')) > 0"],
-     "error: Permission Error: Cannot access file"),  # read-only, as explorer sql
+     "error: --where \"(SELECT count(*) FROM read_csv('/etc/hostname')) > 0\": Permission Error: Cannot access file"),
+    # read-only, as explorer sql
     # A filter is one condition: it cannot close the parenthesis that keeps the sweep and status guards.
     (["fit", "--sweep", "rep", "--where", "1=1) OR (1=1"], "error: filter '1=1) OR (1=1': a ')' closes a parenthesis the filter did not open"),
     (["phase", "--sweep", "rep", "--where", "1=1) OR (1=1"], "error: filter '1=1) OR (1=1': a ')' closes a parenthesis the filter did not open"),

@@ -55,7 +55,7 @@ def test_overrides_on_the_command_line_are_reported_with_the_files_mistakes(tmp_
         "error: spec error: [train] learning_rate: unknown key; expected one of: steps, lr, lr_scaling, dtype, device, "
         "divergence_factor, divergence_bound, init_noise_limit, chaos_check",
         "error: spec error: [grid] sedes: unknown key; did you mean 'seeds'? expected one of: L, M, D, alpha, sigma_u, "
-        "sigma_v, lr, preset, activation, lr_scaling, problem_seeds, seeds",
+        "sigma_v, lr, preset, activation, lr_scaling, problem_seeds, seeds, cases",
         "error: spec error: [grid] L: expected a list of positive integers, got [4, -1]",
     ]
 

@@ -27,7 +27,8 @@ class Largest:
     config_type = TrialConfig
 
     def reference_config(self, spec, trial: TrialConfig) -> TrialConfig:
-        return largest_reference_config(trial, L=max(spec.grid.L), M=max(spec.grid.M), D=max(spec.grid.D))
+        axes = spec.axes()  # with [[grid.cases]]: the largest of any case
+        return largest_reference_config(trial, L=max(axes["L"]), M=max(axes["M"]), D=max(axes["D"]))
 
     def check_serves(self, spec, trial) -> None:
         pass  # any trial: the largest point is no limit
@@ -42,7 +43,7 @@ class Largest:
 
     def check_spec(self, spec, problems) -> None:
         p = spec.problem
-        if p.coupled_embeddings is False and len(spec.grid.D) > 1 and not p.independent_embeddings:
+        if p.coupled_embeddings is False and len(spec.axes()["D"]) > 1 and not p.independent_embeddings:
             problems.add(spec_error("[problem] coupled_embeddings",
                                     'kind = "largest" over several D compares the first D coordinates, so it needs '
                                     "coupled embeddings; set it to true (or set independent_embeddings = true to "
