@@ -319,7 +319,7 @@ def status_counts(con, sweep: str, where: str | None = None) -> dict:
         ``diverged_trials`` (trials with at least one diverged seed), ``failed_trials``,
         ``flagged_seeds`` (seeds with a stability flag on any row; 0 without a flags column).
     """
-    require_sweep_rows(con, sweep, where)
+    require_sweep_rows(con, sweep)  # a count: a filter that matches nothing counts zeros
     choice = choose_references(con, sweep, where)
     flagged = flagged_expr(table_columns(con))
     sql = f"""
