@@ -34,6 +34,7 @@ import torch
 
 from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
 from .data import draw_data
+from .optimizers import OPTIMIZERS
 from .units import Allocator, UnitDraw, Units, draw_units, fresh, init_units
 
 
@@ -152,6 +153,14 @@ class Slot:
     problem: Problem
     scale: float
     lr_hat: tuple[float, float]
+    # the point's optimizer and its (u, v) trials.optimizers.Scalars; None: plain gradient descent
+    # (no weight decay), stepped by the products of ``update`` as before the optimizers existed
+    optimizer: tuple[str, tuple] | None = None
+
+
+def _slot_optimizer(config: TrialConfig) -> tuple[str, tuple] | None:
+    """``Slot.optimizer`` of a point: None for plain gradient descent."""
+    return None if config.plain_gd else (config.optimizer, config.optimizer_scalars())
 
 
 def _runs(slots: tuple[Slot, ...], name: str) -> list[tuple[int, int, object]]:
@@ -196,7 +205,7 @@ class ResNet:
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
         self.lr_hat = config.step_sizes()  # (lr_hat_u, lr_hat_v)
-        self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat),))
+        self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat, _slot_optimizer(config)),))
         self._init_state()
 
     def _init_state(self) -> None:
@@ -207,6 +216,8 @@ class ResNet:
         # uses it to keep its per-unit displacement sums up to date from the step's own factors.
         self.observer = None
         self.keep_q = False  # keep q (``q``) without an observer: a pack's points observe it outside
+        self.optimizer_state: dict[str, Units] = {}  # per state name of the slots' optimizers, shaped like the units
+        self.updates = 0  # steps taken: the optimizers' step number t is this plus one
 
     @classmethod
     def fused(cls, configs: list[TrialConfig], alloc: Allocator = fresh, units: Units | None = None,
@@ -232,7 +243,8 @@ class ResNet:
         slots, lo = [], 0
         for c in configs:
             scale = c.residual_scale
-            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.step_sizes()))
+            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.step_sizes(),
+                              _slot_optimizer(c)))
             lo += len(c.seeds)
         net._set_slots(tuple(slots))
         net._init_state()
@@ -318,8 +330,12 @@ class ResNet:
         after each point's observer (trials.train)."""
         cotangent, gated = self.backprop(fwd)
         self._backprop_of = None  # the units move: a later sweep is another one
+        self.updates += 1
         L, R, D, M = self.units.u.shape
         factors = ((self.units.u, fwd.hidden[:-1], gated), (self.units.v, cotangent, fwd.activated))
+        if any(slot.optimizer is not None for slot in self.slots):
+            self._optimizer_update(factors)
+            return
         if len(self._lr_runs) == 1:  # one pair of step sizes: every layer and repetition in one product
             for (units, left, right), lr_hat in zip(factors, self._lr_runs[0][2]):
                 units.view(L * R, D, M).baddbmm_(_flat(left).transpose(1, 2), _flat(right), alpha=-lr_hat)
@@ -328,6 +344,37 @@ class ResNet:
             for (units, left, right), lr_hat in zip(factors, lr_hats):
                 for layer in range(L):
                     units[layer, lo:hi].baddbmm_(left[layer, lo:hi].transpose(1, 2), right[layer, lo:hi], alpha=-lr_hat)
+
+    def _optimizer_update(self, factors) -> None:
+        """``update`` of a batch with a slot whose optimizer is not plain gradient descent: each
+        such slot's registry step (trials/optimizers.py) on the backprop terms T_u = H^T G and
+        T_v = B^T S of the whole batch (one batched product each), the state tensors shaped like
+        the units; a plain gradient-descent slot takes its products as in a mixed pack."""
+        L = self.units.u.shape[0]
+        terms = Units(self._outer(factors[0][1], factors[0][2]), self._outer(factors[1][1], factors[1][2]))
+        for slot in self.slots:
+            if slot.optimizer is None:
+                for (units, left, right), lr_hat in zip(factors, slot.lr_hat):
+                    for layer in range(L):
+                        units[layer, slot.lo:slot.hi].baddbmm_(left[layer, slot.lo:slot.hi].transpose(1, 2),
+                                                               right[layer, slot.lo:slot.hi], alpha=-lr_hat)
+                continue
+            name, scalars = slot.optimizer
+            optimizer = OPTIMIZERS[name]
+            part = slice(slot.lo, slot.hi)
+            for i, tensor in enumerate(("u", "v")):
+                state = [getattr(self._state(state_name), tensor)[:, part] for state_name in optimizer.state]
+                optimizer.step(getattr(self.units, tensor)[:, part], getattr(terms, tensor)[:, part], state,
+                               scalars[i], self.updates)
+
+    def _state(self, name: str) -> Units:
+        """The optimizer state ``name`` of every repetition, shaped like the units (its values set
+        by the optimizer's first step)."""
+        state = self.optimizer_state.get(name)
+        if state is None:
+            shape = tuple(self.units.u.shape)
+            state = self.optimizer_state[name] = Units(*(self.alloc(shape, self.dtype, self.device) for _ in range(2)))
+        return state
 
     def backprop(self, fwd: Forward) -> tuple[torch.Tensor, torch.Tensor]:
         """``_backprop`` of this forward pass, swept once: a metric that reads the backward states
