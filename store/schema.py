@@ -128,6 +128,10 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("lin_ratio", _FLOAT, "local linearization error ratio of the units"),
     Column("output_change", _FLOAT, "RMS change of the output since step 0"),
     Column("weight_change", _FLOAT, "relative change of the unit weights since step 0"),
+    Column("test_loss", _FLOAT, "held-out loss: mean squared error on problem.test_samples samples of the teacher's law, "
+           "never trained on (null: no test set)", nullable=True, optional=True),
+    Column("test_err_out", _FLOAT, "RMS over the held-out samples and outputs of f_k - the teacher's clean output "
+           "(null: no test set)", nullable=True, optional=True),
     Column("status", _STR, "ok | diverged | failed", allowed=STATUSES),
     Column(
         "flags", _STR,
@@ -369,7 +373,8 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
                 **{name: (lambda: None) for name in ("gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean",
-                                                     "err_backward", "lr_scaling", *_OPTIMIZER_COLUMNS)},
+                                                     "err_backward", "lr_scaling", "test_loss", "test_err_out",
+                                                     *_OPTIMIZER_COLUMNS)},
                 **{f"coord_{what}_b{b}": (lambda: None) for what in ("update", "branch") for b in range(COORD_BINS)}},
     "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None,
                **{name: (lambda: None) for name in _OPTIMIZER_COLUMNS}},

@@ -69,7 +69,7 @@ BLOCKS = ("2lp",)
 DEVICES = ("auto", "cpu", "cuda")
 # The kinds of data (trials/data.py draws them) and of references (trials/reference.py computes
 # them), declared here, with the other closed sets, so that validation needs no torch.
-DATA_KINDS = ("gaussian", "linear_target")
+DATA_KINDS = ("gaussian", "linear_target", "teacher")  # teacher: a fixed random network of this family
 REFERENCE_KINDS = ("mean_ode", "largest", "joint_limit")  # joint_limit: trials/joint_limit.py
 
 
@@ -148,6 +148,11 @@ class ProblemConfig:
     data: str = "gaussian"  # gaussian | linear_target (|x| = 0.8, y = A x + noise): see trials/data.py
     data_seed: int | None = None  # draws X, Y apart from W_E, W_U; None: from seed (as before)
     independent_embeddings: bool = False  # uncoupled: every D draws W_E, W_U from its own stream
+    teacher_seed: int | None = None  # data teacher: draws the teacher network; None: from seed
+    teacher_depth: int = 2  # data teacher: the teacher's L
+    teacher_width: int = 16  # data teacher: the teacher's M and D
+    label_noise: float = 0.0  # data teacher: std of the noise added to its unit-RMS targets
+    test_samples: int = 0  # held-out samples of the same law, never trained on (data teacher): test_loss, test_err_out
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_out", "samples"):
@@ -159,6 +164,17 @@ class ProblemConfig:
         _choice("problem.data", self.data, DATA_KINDS)
         if self.data_seed is not None and (isinstance(self.data_seed, bool) or not isinstance(self.data_seed, int) or self.data_seed < 0):
             raise ConfigError("problem.data_seed", f"problem.data_seed must be a non-negative integer or unset, got {self.data_seed!r}")
+        if self.teacher_seed is not None and (isinstance(self.teacher_seed, bool) or not isinstance(self.teacher_seed, int) or self.teacher_seed < 0):
+            raise ConfigError("problem.teacher_seed", f"problem.teacher_seed must be a non-negative integer or unset, got {self.teacher_seed!r}")
+        for name in ("teacher_depth", "teacher_width"):
+            _positive_int(f"problem.{name}", getattr(self, name))
+        if isinstance(self.label_noise, bool) or not isinstance(self.label_noise, (int, float)) or not math.isfinite(self.label_noise) or self.label_noise < 0:
+            raise ConfigError("problem.label_noise", f"problem.label_noise must be a non-negative number, got {self.label_noise!r}")
+        if isinstance(self.test_samples, bool) or not isinstance(self.test_samples, int) or self.test_samples < 0:
+            raise ConfigError("problem.test_samples", f"problem.test_samples must be a non-negative integer, got {self.test_samples!r}")
+        if self.test_samples and self.data != "teacher":
+            raise ConfigError("problem.test_samples", f"problem.test_samples needs data 'teacher' (the kind whose targets are a "
+                              f"function of the inputs), got data {self.data!r}")
         if self.independent_embeddings is not False and (self.independent_embeddings is not True or self.coupled_dim is not None):
             raise ConfigError("problem.independent_embeddings", f"problem.independent_embeddings must be true or false, and false with coupled_dim, got {self.independent_embeddings!r}")
 
@@ -172,6 +188,13 @@ class ProblemConfig:
             del d["data_seed"]
         if not d["independent_embeddings"]:
             del d["independent_embeddings"]
+        if self.data != "teacher":  # the teacher's fields act on its data only
+            for name in ("teacher_seed", "teacher_depth", "teacher_width", "label_noise"):
+                del d[name]
+        elif d["teacher_seed"] is None:
+            del d["teacher_seed"]
+        if not d["test_samples"]:
+            del d["test_samples"]
         return d
 
 

@@ -33,7 +33,7 @@ from typing import Callable
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
-from .data import draw_data
+from .data import draw_data, draw_test
 from .optimizers import OPTIMIZERS
 from .units import Allocator, UnitDraw, Units, draw_units, fresh, init_units
 
@@ -112,6 +112,9 @@ class Problem:
     y: torch.Tensor
     embed: torch.Tensor
     readout: torch.Tensor
+    # the held-out set (trials/data.py ``draw_test``): inputs (N_test, d_in), noisy targets and the
+    # teacher's clean outputs (N_test, d_out); None without test samples
+    test: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
 
 def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) -> Problem:
@@ -129,7 +132,10 @@ def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) 
     width = p.coupled_dim or config.D
     embed = torch.randn(width, p.d_in, generator=gen, dtype=f64) / p.d_in**0.5
     readout = torch.randn(width, p.d_out, generator=gen, dtype=f64) * p.d_out**0.5
-    return Problem(*(t.to(device=device, dtype=dtype) for t in (x, y, embed[: config.D], readout[: config.D])))
+    test = draw_test(p)
+    if test is not None:
+        test = tuple(t.to(device=device, dtype=dtype) for t in test)
+    return Problem(*(t.to(device=device, dtype=dtype) for t in (x, y, embed[: config.D], readout[: config.D])), test)
 
 
 @dataclass
@@ -300,6 +306,25 @@ class ResNet:
         """f = W_U^T h_L / D, per sample: (R, N, D) -> (R, N, d_out)."""
         outs = [torch.matmul(h_last[s.lo:s.hi], s.problem.readout) / self.config.D for s in self.slots]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+    def test_metrics(self) -> torch.Tensor | None:
+        """(R, 2) float64: the held-out test_loss (mean squared error against the noisy targets) and
+        test_err_out (RMS distance to the teacher's clean outputs) at the current units, from a
+        forward pass of the test inputs of a network of one slot; None without a test set."""
+        test = self.slots[0].problem.test
+        if test is None:
+            return None
+        x, y, clean = test
+        cfg, units, c = self.config, self.units, self.slots[0].scale
+        h = (x @ self.slots[0].problem.embed.T).expand(self.repetitions, -1, -1)
+        for layer in range(cfg.L):
+            s = torch.bmm(h / cfg.D, units.u[layer])
+            self.activation.apply(s, s)
+            h = torch.baddbmm(h, s, units.v[layer].transpose(1, 2), alpha=c)
+        out = torch.matmul(h, self.slots[0].problem.readout) / cfg.D
+        loss = (out - y).to(torch.float64).square().mean(dim=(1, 2))
+        err = (out - clean).to(torch.float64).square().mean(dim=(1, 2)).sqrt()
+        return torch.stack([loss, err], dim=1)
 
     def loss(self, out: torch.Tensor) -> torch.Tensor:
         """Full-batch mean squared error per repetition: (R,)."""

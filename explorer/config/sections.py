@@ -52,11 +52,18 @@ class ProblemSpec:
         "(default: true with [reference] kind = \"largest\", else false)",
     )
     data: str = spec_field("gaussian", choice(*DATA_KINDS),
-                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise (trials/data.py)")
+                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise; "
+                            "teacher: y = a fixed random network of this family (trials/data.py)")
     data_seed: int | None = spec_field(None, nonnegative_int,
                                         "draws X, Y apart from the embeddings (default: from seed / problem_seeds)")
     independent_embeddings: bool = spec_field(False, boolean,
                                                "every D draws its own W_E, W_U (uncoupled; needs coupled_embeddings = false)")
+    teacher_seed: int | None = spec_field(None, nonnegative_int, "data teacher: draws the teacher network (default: seed)")
+    teacher_depth: int = spec_field(2, positive_int, "data teacher: the teacher's depth")
+    teacher_width: int = spec_field(16, positive_int, "data teacher: the teacher's width and embedding dimension")
+    label_noise: float = spec_field(0.0, nonnegative_number, "data teacher: std of the noise on its unit-RMS targets")
+    test_samples: int = spec_field(0, nonnegative_int,
+                                   "data teacher: held-out samples of the same law, never trained on: metrics test_loss, test_err_out")
 
 
 @dataclass(frozen=True)
@@ -239,7 +246,9 @@ class SweepSpec:
         p = self.problem
         coupled = max(self.grid.D) if self.coupled_embeddings else None
         return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled,
-                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings)
+                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings,
+                             teacher_seed=p.teacher_seed, teacher_depth=p.teacher_depth, teacher_width=p.teacher_width,
+                             label_noise=p.label_noise, test_samples=p.test_samples)
 
     def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
         """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),

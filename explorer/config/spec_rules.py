@@ -128,7 +128,9 @@ CONFIG_KEYS = {
     "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
     "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
     "problem.data": "[problem] data", "problem.data_seed": "[problem] data_seed",
-    "problem.independent_embeddings": "[problem] independent_embeddings", "reference.grid": "[reference] grid",
+    "problem.independent_embeddings": "[problem] independent_embeddings",
+    **{f"problem.{name}": f"[problem] {name}"
+       for name in ("teacher_seed", "teacher_depth", "teacher_width", "label_noise", "test_samples")}, "reference.grid": "[reference] grid",
     "reference.depth": "[reference] depth", "reference.width": "[reference] width",
     "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
 }

@@ -18,7 +18,7 @@ CONTRACT_METRIC_COLUMNS = {
     "coupled_dim", "activation", "block", "preset", "alpha", "sigma_u", "sigma_v", "lr", "steps", "dtype",
     "antithetic", "residual_scale", "lr_scaling", "optimizer", "momentum", "beta1", "beta2", "eps", "weight_decay",
     "seed", "step", "err_out", "err_hidden", "loss", "ref_loss", "ref_err_out",
-    "ref_err_hidden", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
+    "ref_err_hidden", "test_loss", "test_err_out", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
     "gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean", "err_backward", "error",
     "device", "node_id", "wall_s", "schema_version", "package_version",
     *(f"coord_{kind}_b{b}" for kind in ("update", "branch") for b in range(4)),
