@@ -264,7 +264,7 @@ _LINEAR = {"model": {"activation": "identity"},
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"problem": {"data": "uniform"}}, '[problem] data: expected one of "gaussian", "linear_target"; got "uniform"'),
+    ({"problem": {"data": "uniform"}}, '[problem] data: expected one of "gaussian", "linear_target", "teacher"; got "uniform"'),
     ({"problem": {"data_seed": -1}}, "[problem] data_seed: expected a non-negative integer, got -1"),
     ({"problem": {"independent_embeddings": True, "coupled_embeddings": True}},
      "[problem] independent_embeddings: true needs coupled_embeddings = false"),
