@@ -154,3 +154,41 @@ def test_adam_trial_rows_measure_the_units_directly():
             row = next(row for row in rows if row["seed"] == seed and row["step"] == k)
             assert row["weight_change"] == pytest.approx(float(moved[r] / size0[r]), rel=1e-10, abs=1e-15)
             assert row["optimizer"] == "adam"
+
+
+# Recorded from the engine before the optimizers existed (commit 094d47f), as float.hex: the
+# default optimizer's rows must stay these bit for bit (columns loss, err_out, feature_update,
+# lin_ratio, weight_change, output_change, err_hidden; rows in (seed, step) order).
+BEFORE_OPTIMIZERS = {
+    "mlu/mean_field": ["0a09ae3b28fcf0d2",
+        ["0x1.8137e7042744fp+1", "0x1.cf6ea35d3142bp-2", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x1.273a93fcc77adp-2"],
+        ["0x1.5abe7d32738d2p+1", "0x1.acd944fd60560p-2", "0x1.04cf11f628f2fp-4", "0x1.48ecf61126e46p-5", "0x1.9af3717a5a33ap-5", "0x1.0a2d8ebd57e58p-3", "0x1.1ba2cc914b387p-2"],
+        ["0x1.3e79f9ea4c0b6p+1", "0x1.958ba1750bfd7p-2", "0x1.cd99847f70730p-4", "0x1.57f624efcec95p-4", "0x1.7b70d6c90b6c8p-4", "0x1.d9d0ab50f9d49p-3", "0x1.137e8f409a49cp-2"],
+        ["0x1.28800cc95a559p+1", "0x1.84221e826f5bcp-2", "0x1.34c89e1aeacebp-3", "0x1.e921213363da1p-4", "0x1.091c76a9b6e0dp-3", "0x1.414b6e87ada88p-2", "0x1.0cad58f2e7ccap-2"],
+        ["0x1.346b3f2ab8664p+1", "0x1.7632924672d82p-2", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x1.ac6740d78957ep-2"],
+        ["0x1.0bd510ece6f88p+1", "0x1.4c39fefbdfaefp-2", "0x1.ec9eb4223c73cp-5", "0x1.f681e864fbb62p-5", "0x1.5ca939d36e44dp-5", "0x1.3984ef649fffep-3", "0x1.8db52d15aa01ap-2"],
+        ["0x1.d55b327cf7b0ap+0", "0x1.39ccd694f75f5p-2", "0x1.de51d6dfe2227p-4", "0x1.58b02f6fac234p-4", "0x1.4d8c07fe5431ep-4", "0x1.3071775ec6d87p-2", "0x1.7778a36a4febfp-2"],
+        ["0x1.aa55bf6081c64p+0", "0x1.39ce41429191fp-2", "0x1.4aadc7588ed63p-3", "0x1.dee22480fe9f2p-4", "0x1.cf9e10efcf971p-4", "0x1.9ffbd5b6d4848p-2", "0x1.69f674c52452cp-2"],
+    ],
+    "standard/raw": ["ca718a730d296322",
+        ["0x1.3e1920cabf184p+2", "0x1.a6937435b5891p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x1.f7f38e899563cp-1"],
+        ["0x1.45ca32fe3b683p+1", "0x1.f9f1af676f6c5p-1", "0x1.19b5c9345bbd0p-3", "0x1.3f76f23f3226bp-3", "0x1.40f5928023d9cp-3", "0x1.568f3a9e6cb3cp+0", "0x1.7f513f6a3a166p-1"],
+        ["0x1.b6cc0a5d40e9bp+0", "0x1.6431e2c03bcbep-1", "0x1.32a54f0de710ep-3", "0x1.1889903599cccp-3", "0x1.7b23c7d087d41p-3", "0x1.57d9dcec43265p+0", "0x1.0f084686891d0p-1"],
+        ["0x1.67550af0c124dp+0", "0x1.1f23f1d3cc3fbp-1", "0x1.50f9df110dadfp-3", "0x1.4ea7e494b8615p-3", "0x1.c054a04c213d9p-3", "0x1.76173902cc1dap+0", "0x1.d6d30593758efp-2"],
+        ["0x1.0f7f105ac277cp+1", "0x1.41b1fb245e2d6p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x0.0p+0", "0x1.466d2673f1792p+0"],
+        ["0x1.4e5e6004254afp+0", "0x1.66238a5679745p-1", "0x1.6e060b044b342p-5", "0x1.24908a3601e2fp-5", "0x1.f0c822d67677ep-5", "0x1.095df197af44ep-1", "0x1.13820bd27aaf4p+0"],
+        ["0x1.11f4c274089abp+0", "0x1.1b7fdd2034b5fp-1", "0x1.193266c7a4634p-4", "0x1.e3d1ddb64be8dp-5", "0x1.69e8d4281142dp-4", "0x1.665ea8fa65738p-1", "0x1.dc83b330976a8p-1"],
+        ["0x1.ec70a41d608a4p-1", "0x1.af6fd59201e2fp-2", "0x1.51a7dbc3cf154p-4", "0x1.16cf755984aa1p-4", "0x1.b4ab11e9f44c4p-4", "0x1.b20b2b4ad422fp-1", "0x1.c6d3a5c29c5b8p-1"],
+    ],
+}
+
+
+@pytest.mark.parametrize("preset,scaling", [("mlu", "mean_field"), ("standard", "raw")])
+def test_gradient_descent_rows_are_bit_identical_to_before_the_optimizers(preset, scaling):
+    cfg = TrialConfig(L=3, M=6, D=4, preset=preset, lr_scaling=scaling, lr=0.1, steps=3, seeds=(0, 1), device="cpu",
+                      problem=ProblemConfig(samples=5))
+    rows = train_trial(cfg, reference_from_trial(cfg.replace(seeds=(7,))))
+    keep = ("loss", "err_out", "feature_update", "lin_ratio", "weight_change", "output_change", "err_hidden")
+    key, *expected = BEFORE_OPTIMIZERS[f"{preset}/{scaling}"]
+    assert cfg.key() == key
+    assert [[row[k].hex() for k in keep] for row in rows] == expected
