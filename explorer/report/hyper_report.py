@@ -133,9 +133,14 @@ def hyper_charts(con, sweep: str, varying, where: str | None = None, n_boot: int
 
     out = {}
     for axis in (a for a in HYPER_AXES if a in varying):
-        try:
-            found = optima(axis_runs(con, sweep, axis, metric="loss", where=where), n_boot=n_boot, seed=seed)
-        except UsageError:
+        found = None
+        for metric in ("test_loss", "loss"):  # the held-out loss where the sweep holds samples out
+            try:
+                found = optima(axis_runs(con, sweep, axis, metric=metric, where=where), n_boot=n_boot, seed=seed)
+                break
+            except UsageError:
+                continue
+        if found is None:
             continue
         out[f"hyper_curves_{axis}"] = curves_chart(found)
         if "L" in found.slice_columns:

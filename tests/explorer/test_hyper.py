@@ -193,3 +193,18 @@ def test_test_loss_is_an_optimum_metric_and_refused_in_one_line_without_a_test_s
     result = CliRunner().invoke(main, ["optimum", "--sweep", "nothing", "--store", root, "--metric", "test_loss"])
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and "test_samples" in lines[0], result.output
+
+
+def test_the_report_reads_the_held_out_loss_where_the_sweep_holds_one():
+    from explorer.report.hyper_report import hyper_charts
+
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    plain = planted_metrics(runs)
+    held = plain.copy()
+    held["test_loss"] = held["loss"] * 3.0  # the held-out surface, three times the training one
+    curves = {}
+    for name, frame in (("plain", plain), ("held", held)):
+        spec = hyper_charts(connect(frame), "planted", ["L", "lr"], n_boot=20)["hyper_curves_lr"].to_dict()
+        data = next(iter(spec["datasets"].values()))
+        curves[name] = np.array(sorted(row["metric"] for row in data if "metric" in row and row["metric"] is not None))
+    assert np.allclose(curves["held"], 3.0 * curves["plain"])
