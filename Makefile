@@ -19,6 +19,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 	$(BIN)/python -m pip install -q -e ".[test]"
+	# mup, the oracle of the muP Adam rule (tests/trials/test_mup_oracle.py), without its declared
+	# dependencies: they pull in torchvision and seaborn, and torchvision pins a torch of its own;
+	# its shape and optimizer modules need only torch and pyyaml (in the test extra)
+	$(BIN)/python -m pip install -q --no-deps mup==1.0.0
 	touch $@
 
 # the built-in sweep, its fit and its report (./results, ./report)

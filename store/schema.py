@@ -99,7 +99,17 @@ CONFIG_COLUMNS = (
            "dl/dtheta; stored as null, also in every older row, and read as mean_field) | raw (plain SGD on "
            "W1 = u / D, W2 = c v)", nullable=True, optional=True, allowed=("mean_field", "raw"),
            read_null_as="mean_field"),
+    Column("optimizer", _STR, "gd, the default (full-batch gradient descent; stored as null, also in every older row, and "
+           "read as gd) | momentum | adam (trials/optimizers.py)", nullable=True, optional=True,
+           allowed=("gd", "momentum", "adam"), read_null_as="gd"),
+    Column("momentum", _FLOAT, "mu of optimizer momentum (null for the others)", nullable=True, optional=True),
+    Column("beta1", _FLOAT, "Adam's beta1 (null for the others)", nullable=True, optional=True),
+    Column("beta2", _FLOAT, "Adam's beta2 (null for the others)", nullable=True, optional=True),
+    Column("eps", _FLOAT, "Adam's epsilon, in the units lr_scaling names (null for the others)", nullable=True, optional=True),
+    Column("weight_decay", _FLOAT, "decoupled weight decay: each step first multiplies the units by 1 - lr weight_decay "
+           "(null: none)", nullable=True, optional=True),
 )
+_OPTIMIZER_COLUMNS = ("optimizer", "momentum", "beta1", "beta2", "eps", "weight_decay")
 _PROVENANCE = (
     Column("schema_version", _INT, "SCHEMA_VERSION of the code that wrote the row"),
     Column("package_version", _STR, "version of resnet-scaling-explorer that wrote the row"),
@@ -125,6 +135,10 @@ _METRICS = _IDENTITY + CONFIG_COLUMNS + (
     Column("lin_ratio", _FLOAT, "local linearization error ratio of the units"),
     Column("output_change", _FLOAT, "RMS change of the output since step 0"),
     Column("weight_change", _FLOAT, "relative change of the unit weights since step 0"),
+    Column("test_loss", _FLOAT, "held-out loss: mean squared error on problem.test_samples samples of the teacher's law, "
+           "never trained on (null: no test set)", nullable=True, optional=True),
+    Column("test_err_out", _FLOAT, "RMS over the held-out samples and outputs of f_k - the teacher's clean output "
+           "(null: no test set)", nullable=True, optional=True),
     Column("status", _STR, "ok | diverged | failed", allowed=STATUSES),
     Column(
         "flags", _STR,
@@ -366,9 +380,11 @@ def _now() -> _dt.datetime:
 DEFAULTS = {
     "metrics": {"error": lambda: None, "node_id": _hostname, "flags": lambda: None,
                 **{name: (lambda: None) for name in ("gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean",
-                                                     "err_backward", "lr_scaling", "code_fingerprint")},
+                                                     "err_backward", "lr_scaling", "code_fingerprint", "test_loss",
+                                                     "test_err_out", *_OPTIMIZER_COLUMNS)},
                 **{f"coord_{what}_b{b}": (lambda: None) for what in ("update", "branch") for b in range(COORD_BINS)}},
-    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None, "code_fingerprint": lambda: None},
+    "trials": {"error": lambda: None, "node_id": _hostname, "lr_scaling": lambda: None, "code_fingerprint": lambda: None,
+               **{name: (lambda: None) for name in _OPTIMIZER_COLUMNS}},
     "fits": {"created_at": _now, "warnings": lambda: "", "fit_key": lambda: None, "data_hash": lambda: None},
     "references": {},
     "rounds": {"created_at": _now, "stop_reason": lambda: None},

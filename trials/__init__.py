@@ -20,6 +20,7 @@ _LAZY = {
     "DTYPES": "config",
     "PRESETS": "config",
     "LR_SCALINGS": "config",
+    "OPTIMIZERS": "optimizers",
     "REFERENCE_KINDS": "config",
     "ProblemConfig": "config",
     "ReferenceConfig": "config",

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from .optimizers import DEFAULT_BETAS, DEFAULT_EPS, DEFAULT_MOMENTUM, DEFAULT_OPTIMIZER, OPTIMIZERS, no_rule_reason, tensor_scalars
+
 if TYPE_CHECKING:  # torch is imported where a tensor is made (resolve_device, torch_dtype), never here:
     import torch  # validating a configuration (a spec, a CLI error) must not pay torch's second of import
 
@@ -68,7 +70,7 @@ DEVICES = ("auto", "cpu", "cuda")
 FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: a float32 trial's values stay below it
 # The kinds of data (trials/data.py draws them) and of references (trials/reference.py computes
 # them), declared here, with the other closed sets, so that validation needs no torch.
-DATA_KINDS = ("gaussian", "linear_target")
+DATA_KINDS = ("gaussian", "linear_target", "teacher")  # teacher: a fixed random network of this family
 REFERENCE_KINDS = ("mean_ode", "largest", "joint_limit")  # joint_limit: trials/joint_limit.py
 
 
@@ -147,6 +149,11 @@ class ProblemConfig:
     data: str = "gaussian"  # gaussian | linear_target (|x| = 0.8, y = A x + noise): see trials/data.py
     data_seed: int | None = None  # draws X, Y apart from W_E, W_U; None: from seed (as before)
     independent_embeddings: bool = False  # uncoupled: every D draws W_E, W_U from its own stream
+    teacher_seed: int | None = None  # data teacher: draws the teacher network; None: from seed
+    teacher_depth: int = 2  # data teacher: the teacher's L
+    teacher_width: int = 16  # data teacher: the teacher's M and D
+    label_noise: float = 0.0  # data teacher: std of the noise added to its unit-RMS targets
+    test_samples: int = 0  # held-out samples of the same law, never trained on (data teacher): test_loss, test_err_out
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_out", "samples"):
@@ -158,6 +165,17 @@ class ProblemConfig:
         _choice("problem.data", self.data, DATA_KINDS)
         if self.data_seed is not None and (isinstance(self.data_seed, bool) or not isinstance(self.data_seed, int) or self.data_seed < 0):
             raise ConfigError("problem.data_seed", f"problem.data_seed must be a non-negative integer or unset, got {self.data_seed!r}")
+        if self.teacher_seed is not None and (isinstance(self.teacher_seed, bool) or not isinstance(self.teacher_seed, int) or self.teacher_seed < 0):
+            raise ConfigError("problem.teacher_seed", f"problem.teacher_seed must be a non-negative integer or unset, got {self.teacher_seed!r}")
+        for name in ("teacher_depth", "teacher_width"):
+            _positive_int(f"problem.{name}", getattr(self, name))
+        if isinstance(self.label_noise, bool) or not isinstance(self.label_noise, (int, float)) or not math.isfinite(self.label_noise) or self.label_noise < 0:
+            raise ConfigError("problem.label_noise", f"problem.label_noise must be a non-negative number, got {self.label_noise!r}")
+        if isinstance(self.test_samples, bool) or not isinstance(self.test_samples, int) or self.test_samples < 0:
+            raise ConfigError("problem.test_samples", f"problem.test_samples must be a non-negative integer, got {self.test_samples!r}")
+        if self.test_samples and self.data != "teacher":
+            raise ConfigError("problem.test_samples", f"problem.test_samples needs data 'teacher' (the kind whose targets are a "
+                              f"function of the inputs), got data {self.data!r}")
         if self.independent_embeddings is not False and (self.independent_embeddings is not True or self.coupled_dim is not None):
             raise ConfigError("problem.independent_embeddings", f"problem.independent_embeddings must be true or false, and false with coupled_dim, got {self.independent_embeddings!r}")
 
@@ -171,6 +189,13 @@ class ProblemConfig:
             del d["data_seed"]
         if not d["independent_embeddings"]:
             del d["independent_embeddings"]
+        if self.data != "teacher":  # the teacher's fields act on its data only
+            for name in ("teacher_seed", "teacher_depth", "teacher_width", "label_noise"):
+                del d[name]
+        elif d["teacher_seed"] is None:
+            del d["teacher_seed"]
+        if not d["test_samples"]:
+            del d["test_samples"]
         return d
 
 
@@ -203,6 +228,11 @@ class TrialConfig:
     init_noise_limit: float = 1.0  # flag init_noise when alpha_eff / sqrt(L M) exceeds this (not antithetic)
     chaos_check: bool = False  # run a twin nudged by 1e-12 and flag seeds whose trajectories separate
     lr_scaling: str = "mean_field"  # mean_field | raw (plain SGD on W1 = u / D, W2 = c v): LR_SCALINGS
+    optimizer: str = DEFAULT_OPTIMIZER  # gd | momentum | adam: OPTIMIZERS (trials/optimizers.py)
+    momentum: float = DEFAULT_MOMENTUM  # mu of optimizer momentum, in [0, 1)
+    betas: tuple[float, float] = DEFAULT_BETAS  # Adam's (beta1, beta2), each in [0, 1)
+    eps: float = DEFAULT_EPS  # Adam's epsilon, in the units lr_scaling names (docs/model.md section 2b)
+    weight_decay: float = 0.0  # decoupled (AdamW): every step first multiplies the units by 1 - lr * weight_decay
 
     def __post_init__(self) -> None:
         for name in ("L", "M", "D"):
@@ -213,6 +243,7 @@ class TrialConfig:
         _choice("block", self.block, BLOCKS)
         _choice("preset", self.preset, tuple(PRESETS))
         _choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
+        self._check_optimizer()
         _choice("dtype", self.dtype, tuple(DTYPES))
         _choice("device", self.device, DEVICES)
         for name in ("alpha", "sigma_u", "sigma_v", "lr", "divergence_bound", "init_noise_limit"):
@@ -265,6 +296,36 @@ class TrialConfig:
                                   f"L={self.L}, M={self.M}, D={self.D}) overflows float32 (its largest value is "
                                   f"{FLOAT32_MAX:.4g}); use dtype float64")
 
+    def _check_optimizer(self) -> None:
+        _choice("optimizer", self.optimizer, tuple(OPTIMIZERS))
+        if isinstance(self.momentum, bool) or not isinstance(self.momentum, (int, float)) or not 0 <= self.momentum < 1:
+            raise ConfigError("momentum", f"momentum must be a number in [0, 1), got {self.momentum!r}")
+        betas = self.betas
+        if (isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2
+                or any(isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 <= b < 1 for b in betas)):
+            raise ConfigError("betas", f"betas must be two numbers in [0, 1), got {betas!r}")
+        object.__setattr__(self, "betas", (float(betas[0]), float(betas[1])))
+        for name in ("eps", "weight_decay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(name, f"{name} must be a non-negative finite number, got {value!r}")
+        if self.lr * self.weight_decay >= 1:
+            raise ConfigError("weight_decay", f"lr * weight_decay must be below 1 (the decay factor is 1 - lr * weight_decay), "
+                              f"got {self.lr} * {self.weight_decay}")
+        reason = no_rule_reason(self.optimizer, self.preset, self.lr_scaling)
+        if reason is not None:
+            raise ConfigError("optimizer", reason)
+
+    @property
+    def plain_gd(self) -> bool:
+        """Gradient descent without weight decay: the engine's original step (bit for bit)."""
+        return self.optimizer == "gd" and self.weight_decay == 0
+
+    def optimizer_scalars(self):
+        """The (u, v) ``trials.optimizers.Scalars`` of this point's step (docs/model.md section 2b)."""
+        return tensor_scalars(self.optimizer, self.lr_scaling, self.lr, self.residual_scale, self.L, self.M, self.D,
+                              self.step_sizes(), self.eps, self.weight_decay, self.momentum, self.betas)
+
     @property
     def residual_scale(self) -> float:
         """c = alpha * L^-a * M^-b * D^-g for this preset."""
@@ -294,6 +355,9 @@ class TrialConfig:
     def no_limit_reason(self) -> str | None:
         """Why no deterministic limit exists as L grows (``limit_alpha``), one sentence naming the
         field to change, or None when one does."""
+        if not self.plain_gd:
+            return (f"optimizer {self.optimizer!r}" + (" with weight_decay" if self.weight_decay else "")
+                    + " has no Mean ODE reference here (it is derived for gradient descent)")
         if self.lr_scaling == "raw":
             return ("lr_scaling 'raw' (plain SGD on the effective weights) takes steps that grow like L M in mean-field "
                     "units, so no limit exists as L grows")
@@ -343,6 +407,15 @@ class TrialConfig:
         d["numerics_version"] = NUMERICS_VERSION
         if d["lr_scaling"] == "mean_field":  # left out at its default: keys made before it existed hold
             del d["lr_scaling"]
+        # the optimizer's fields, each left out where it does not act (all of them for gd without
+        # weight decay): the keys of gradient descent's configurations hold
+        unused = {"gd": ("optimizer", "momentum", "betas", "eps"), "momentum": ("betas", "eps"), "adam": ("momentum",)}
+        for name in unused[self.optimizer]:
+            del d[name]
+        if "betas" in d:
+            d["betas"] = list(self.betas)
+        if not self.weight_decay:
+            del d["weight_decay"]
         return d
 
     def key(self) -> str:
@@ -363,6 +436,13 @@ class TrialConfig:
             # null at the default, as in every row written before the column existed: a sweep extended
             # after it was added holds one value of this grid column for its mean-field points, not two
             "lr_scaling": None if self.lr_scaling == "mean_field" else self.lr_scaling,
+            # null where they do not act (all of them for gradient descent without weight decay)
+            "optimizer": None if self.optimizer == "gd" else self.optimizer,
+            "momentum": float(self.momentum) if self.optimizer == "momentum" else None,
+            "beta1": self.betas[0] if self.optimizer == "adam" else None,
+            "beta2": self.betas[1] if self.optimizer == "adam" else None,
+            "eps": float(self.eps) if self.optimizer == "adam" else None,
+            "weight_decay": float(self.weight_decay) if self.weight_decay else None,
         }
 
 
@@ -418,7 +498,8 @@ class ReferenceConfig:
         _choice("reference.device", self.device, DEVICES)
         reason = self.limit.no_limit_reason()
         if reason is not None:
-            raise ConfigError("lr_scaling" if self.limit.lr_scaling == "raw" else "preset",
+            field = "optimizer" if not self.limit.plain_gd else "lr_scaling" if self.limit.lr_scaling == "raw" else "preset"
+            raise ConfigError(field,
                               f"{reason}; use reference kind 'largest' (reference kind mean_ode needs the Mean ODE limit)")
 
     def limit_identity(self) -> tuple:
@@ -515,6 +596,8 @@ class JointLimitConfig:
             )
         if t.preset not in ("mlu", "lazy"):
             raise ConfigError("preset", f"reference kind joint_limit needs the residual scale alpha / (L M) (preset mlu or lazy), got {t.preset!r}")
+        if not t.plain_gd:
+            raise ConfigError("optimizer", f"reference kind joint_limit: {t.no_limit_reason()}; use reference kind 'largest'")
         if t.lr_scaling != "mean_field":
             raise ConfigError("lr_scaling", f"reference kind joint_limit is the limit of the mean-field step; {t.no_limit_reason()}; "
                               "use reference kind 'largest'")

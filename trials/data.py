@@ -17,6 +17,16 @@ rate, whose per-matrix multiplication by D is already inside this project's mean
 the training is theirs step for step (docs/reproduce.md; tests/trials/test_joint_limit.py checks
 it against a transcription of their update).
 
+- ``teacher``: inputs X ~ N(0, 1) and targets y = f_T(x) / s + label_noise * N(0, 1), f_T a fixed
+  random network of this family (``teacher``): depth ``teacher_depth``, width and embedding
+  dimension ``teacher_width`` (both Q), the standard preset (c = 1 / sqrt(Q Q), so that each block adds
+  an O(1) nonlinear change and the teacher is no near-linear map), tanh, its weights drawn from
+  ``teacher_seed`` (default: the problem seed) in the units of docs/model.md section 1; s is the
+  RMS of f_T over TEACHER_NORM_SAMPLES inputs of the teacher's own stream, so the clean targets
+  have RMS about 1 whatever the teacher's shape. ``test_samples`` more inputs of the same law,
+  from a stream of their own (the training set does not change with their number), are held out:
+  ``draw_test``.
+
 ``ProblemConfig.data_seed`` (default None: from the problem seed, as before this option existed)
 draws X, Y (and A) from their own stream, so that problem seeds vary the embeddings only, as the
 authors' 13 embedding seeds do.
@@ -35,6 +45,9 @@ def draw_data(problem, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor
     used (and advanced) only for gaussian data without ``problem.data_seed``."""
     from .config import stream_seed  # config imports nothing from here; keep it that way
 
+    if problem.data == "teacher":
+        x = _inputs("data", problem, problem.samples)
+        return x, teacher_targets(problem, x, "noise")
     if problem.data == "linear_target":
         return _linear_target(problem, stream_seed("data", problem.seed) % 2**32 if problem.data_seed is None else problem.data_seed)
     if problem.data_seed is not None:
@@ -54,3 +67,58 @@ def _linear_target(problem, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     teacher = rs.randn(d_out, d_in)
     y = x @ teacher.T + LINEAR_TARGET_NOISE * rs.randn(n, d_out)
     return torch.from_numpy(x * d_in**0.5), torch.from_numpy(y * d_out**0.5)
+
+
+TEACHER_NORM_SAMPLES = 1024  # inputs over which the teacher's output RMS is taken (its own stream)
+
+
+def _inputs(stream: str, problem, n: int) -> torch.Tensor:
+    from .config import stream_seed
+
+    seed = problem.seed if problem.data_seed is None else problem.data_seed
+    gen = torch.Generator().manual_seed(stream_seed(stream, seed))
+    return torch.randn(n, problem.d_in, generator=gen, dtype=torch.float64)
+
+
+def teacher(problem, x: torch.Tensor) -> torch.Tensor:
+    """The teacher's output on inputs x (n, d_in), normalised (module docstring): (n, d_out) float64."""
+    from .config import stream_seed
+
+    seed = problem.seed if problem.teacher_seed is None else problem.teacher_seed
+    gen = torch.Generator().manual_seed(stream_seed("teacher", seed))
+    q, depth, f64 = problem.teacher_width, problem.teacher_depth, torch.float64
+    embed = torch.randn(q, problem.d_in, generator=gen, dtype=f64) / problem.d_in**0.5
+    readout = torch.randn(q, problem.d_out, generator=gen, dtype=f64) * problem.d_out**0.5
+    u = torch.randn(depth, q, q, generator=gen, dtype=f64) * q**0.5
+    v = torch.randn(depth, q, q, generator=gen, dtype=f64) * q**0.5
+    norm = torch.randn(TEACHER_NORM_SAMPLES, problem.d_in, generator=gen, dtype=f64)
+    c = 1.0 / q  # the standard preset at width and dimension q: 1 / sqrt(q q)
+
+    def forward(inputs: torch.Tensor) -> torch.Tensor:
+        h = inputs @ embed.T
+        for layer in range(depth):
+            h = h + c * torch.tanh(h @ u[layer] / q) @ v[layer].T
+        return h @ readout / q
+
+    return forward(x) / forward(norm).square().mean().sqrt()
+
+
+def teacher_targets(problem, x: torch.Tensor, noise_stream: str) -> torch.Tensor:
+    """The teacher's targets for x: its output plus label_noise times normals of their own stream."""
+    y = teacher(problem, x)
+    if problem.label_noise:
+        from .config import stream_seed
+
+        seed = problem.seed if problem.data_seed is None else problem.data_seed
+        gen = torch.Generator().manual_seed(stream_seed(noise_stream, seed))
+        y = y + problem.label_noise * torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    return y
+
+
+def draw_test(problem) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """The held-out set (``problem.test_samples`` of them), float64 on the CPU: inputs, noisy
+    targets and the teacher's clean outputs; None without test samples."""
+    if not problem.test_samples:
+        return None
+    x = _inputs("test", problem, problem.test_samples)
+    return x, teacher_targets(problem, x, "test_noise"), teacher(problem, x)

@@ -136,6 +136,12 @@ class Baseline:
         cfg = net.config
         L, R, D, M = net.units.u.shape
         N = net.problem.x.shape[0]
+        # another optimizer than plain gradient descent moves the units by no rank-N increment: the
+        # sums are taken from the units themselves (``direct``), against a copy of the step-0 units
+        self.direct = not cfg.plain_gd
+        self.units = net.units  # the current units (views the steps move in place)
+        if self.direct:
+            history = False
         self.history = cfg.steps * N * (D + M) <= D * M if history is None else history
         start = net.units if units0 is None else units0
         self.alloc = net.alloc
@@ -205,13 +211,28 @@ class Baseline:
                     else:  # P0 = (h / D) u_0: the forward's P less it is dp
                         torch.bmm(_flat(h) / self.D, _flat(self.units0.u[lo:hi]), out=_flat(block))
                         torch.sub(P[lo:hi], block, out=block)
+            if self.direct:
+                self._direct_sums()
             self._moves = Moves(dp, self.du_sq, self.v0_dv, self.dv_sq)
             self._fwd = fwd
         return self._moves
 
+    def _direct_sums(self) -> None:
+        """|du|^2, v_0 . dv and |dv|^2 per unit from the current units and the step-0 copy (``direct``)."""
+        for lo, hi in self.blocks:
+            du = _f64(self.units.u[lo:hi]) - _f64(self.units0.u[lo:hi])
+            v0 = _f64(self.units0.v[lo:hi])
+            dv = _f64(self.units.v[lo:hi]) - v0
+            self.du_sq[lo:hi] = du.square().sum(dim=2)
+            self.v0_dv[lo:hi] = (v0 * dv).sum(dim=2)
+            self.dv_sq[lo:hi] = dv.square().sum(dim=2)
+
     def __call__(self, net: ResNet, fwd: Forward, cotangent: torch.Tensor, gated: torch.Tensor, q: torch.Tensor) -> None:
         """The step observer: add this step's increments to the per-unit sums (class docstring),
-        in place: a Moves is valid until the next step."""
+        in place: a Moves is valid until the next step. With ``direct`` nothing: ``moves`` takes the
+        sums from the units."""
+        if self.direct:
+            return
         lr, lr_v, D, N = self.lr, self.lr_v, self.D, gated.shape[2]
         dp = self.moves(fwd).dp
         if self.history and self._rows + N > self._past["h"].shape[1]:  # more steps than configured

@@ -33,7 +33,8 @@ from typing import Callable
 import torch
 
 from .config import TrialConfig, resolve_device, stream_seed, torch_dtype
-from .data import draw_data
+from .data import draw_data, draw_test
+from .optimizers import OPTIMIZERS
 from .units import Allocator, UnitDraw, Units, draw_units, fresh, init_units
 
 
@@ -111,6 +112,9 @@ class Problem:
     y: torch.Tensor
     embed: torch.Tensor
     readout: torch.Tensor
+    # the held-out set (trials/data.py ``draw_test``): inputs (N_test, d_in), noisy targets and the
+    # teacher's clean outputs (N_test, d_out); None without test samples
+    test: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
 
 def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) -> Problem:
@@ -128,7 +132,10 @@ def make_problem(config: TrialConfig, device: torch.device, dtype: torch.dtype) 
     width = p.coupled_dim or config.D
     embed = torch.randn(width, p.d_in, generator=gen, dtype=f64) / p.d_in**0.5
     readout = torch.randn(width, p.d_out, generator=gen, dtype=f64) * p.d_out**0.5
-    return Problem(*(t.to(device=device, dtype=dtype) for t in (x, y, embed[: config.D], readout[: config.D])))
+    test = draw_test(p)
+    if test is not None:
+        test = tuple(t.to(device=device, dtype=dtype) for t in test)
+    return Problem(*(t.to(device=device, dtype=dtype) for t in (x, y, embed[: config.D], readout[: config.D])), test)
 
 
 @dataclass
@@ -152,6 +159,14 @@ class Slot:
     problem: Problem
     scale: float
     lr_hat: tuple[float, float]
+    # the point's optimizer and its (u, v) trials.optimizers.Scalars; None: plain gradient descent
+    # (no weight decay), stepped by the products of ``update`` as before the optimizers existed
+    optimizer: tuple[str, tuple] | None = None
+
+
+def _slot_optimizer(config: TrialConfig) -> tuple[str, tuple] | None:
+    """``Slot.optimizer`` of a point: None for plain gradient descent."""
+    return None if config.plain_gd else (config.optimizer, config.optimizer_scalars())
 
 
 def _runs(slots: tuple[Slot, ...], name: str) -> list[tuple[int, int, object]]:
@@ -196,7 +211,7 @@ class ResNet:
         self.activation = ACTIVATIONS[config.activation]
         self.scale = config.residual_scale
         self.lr_hat = config.step_sizes()  # (lr_hat_u, lr_hat_v)
-        self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat),))
+        self._set_slots((Slot(0, len(self.seeds), self.problem, self.scale, self.lr_hat, _slot_optimizer(config)),))
         self._init_state()
 
     def _init_state(self) -> None:
@@ -207,6 +222,8 @@ class ResNet:
         # uses it to keep its per-unit displacement sums up to date from the step's own factors.
         self.observer = None
         self.keep_q = False  # keep q (``q``) without an observer: a pack's points observe it outside
+        self.optimizer_state: dict[str, Units] = {}  # per state name of the slots' optimizers, shaped like the units
+        self.updates = 0  # steps taken: the optimizers' step number t is this plus one
 
     @classmethod
     def fused(cls, configs: list[TrialConfig], alloc: Allocator = fresh, units: Units | None = None,
@@ -232,7 +249,8 @@ class ResNet:
         slots, lo = [], 0
         for c in configs:
             scale = c.residual_scale
-            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.step_sizes()))
+            slots.append(Slot(lo, lo + len(c.seeds), make_problem(c, net.device, net.dtype), scale, c.step_sizes(),
+                              _slot_optimizer(c)))
             lo += len(c.seeds)
         net._set_slots(tuple(slots))
         net._init_state()
@@ -289,6 +307,25 @@ class ResNet:
         outs = [torch.matmul(h_last[s.lo:s.hi], s.problem.readout) / self.config.D for s in self.slots]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
+    def test_metrics(self) -> torch.Tensor | None:
+        """(R, 2) float64: the held-out test_loss (mean squared error against the noisy targets) and
+        test_err_out (RMS distance to the teacher's clean outputs) at the current units, from a
+        forward pass of the test inputs of a network of one slot; None without a test set."""
+        test = self.slots[0].problem.test
+        if test is None:
+            return None
+        x, y, clean = test
+        cfg, units, c = self.config, self.units, self.slots[0].scale
+        h = (x @ self.slots[0].problem.embed.T).expand(self.repetitions, -1, -1)
+        for layer in range(cfg.L):
+            s = torch.bmm(h / cfg.D, units.u[layer])
+            self.activation.apply(s, s)
+            h = torch.baddbmm(h, s, units.v[layer].transpose(1, 2), alpha=c)
+        out = torch.matmul(h, self.slots[0].problem.readout) / cfg.D
+        loss = (out - y).to(torch.float64).square().mean(dim=(1, 2))
+        err = (out - clean).to(torch.float64).square().mean(dim=(1, 2)).sqrt()
+        return torch.stack([loss, err], dim=1)
+
     def loss(self, out: torch.Tensor) -> torch.Tensor:
         """Full-batch mean squared error per repetition: (R,)."""
         losses = [((out[s.lo:s.hi] - s.problem.y) ** 2).mean(dim=(1, 2)) for s in self.slots]
@@ -318,8 +355,12 @@ class ResNet:
         after each point's observer (trials.train)."""
         cotangent, gated = self.backprop(fwd)
         self._backprop_of = None  # the units move: a later sweep is another one
+        self.updates += 1
         L, R, D, M = self.units.u.shape
         factors = ((self.units.u, fwd.hidden[:-1], gated), (self.units.v, cotangent, fwd.activated))
+        if any(slot.optimizer is not None for slot in self.slots):
+            self._optimizer_update(factors)
+            return
         if len(self._lr_runs) == 1:  # one pair of step sizes: every layer and repetition in one product
             for (units, left, right), lr_hat in zip(factors, self._lr_runs[0][2]):
                 units.view(L * R, D, M).baddbmm_(_flat(left).transpose(1, 2), _flat(right), alpha=-lr_hat)
@@ -328,6 +369,37 @@ class ResNet:
             for (units, left, right), lr_hat in zip(factors, lr_hats):
                 for layer in range(L):
                     units[layer, lo:hi].baddbmm_(left[layer, lo:hi].transpose(1, 2), right[layer, lo:hi], alpha=-lr_hat)
+
+    def _optimizer_update(self, factors) -> None:
+        """``update`` of a batch with a slot whose optimizer is not plain gradient descent: each
+        such slot's registry step (trials/optimizers.py) on the backprop terms T_u = H^T G and
+        T_v = B^T S of the whole batch (one batched product each), the state tensors shaped like
+        the units; a plain gradient-descent slot takes its products as in a mixed pack."""
+        L = self.units.u.shape[0]
+        terms = Units(self._outer(factors[0][1], factors[0][2]), self._outer(factors[1][1], factors[1][2]))
+        for slot in self.slots:
+            if slot.optimizer is None:
+                for (units, left, right), lr_hat in zip(factors, slot.lr_hat):
+                    for layer in range(L):
+                        units[layer, slot.lo:slot.hi].baddbmm_(left[layer, slot.lo:slot.hi].transpose(1, 2),
+                                                               right[layer, slot.lo:slot.hi], alpha=-lr_hat)
+                continue
+            name, scalars = slot.optimizer
+            optimizer = OPTIMIZERS[name]
+            part = slice(slot.lo, slot.hi)
+            for i, tensor in enumerate(("u", "v")):
+                state = [getattr(self._state(state_name), tensor)[:, part] for state_name in optimizer.state]
+                optimizer.step(getattr(self.units, tensor)[:, part], getattr(terms, tensor)[:, part], state,
+                               scalars[i], self.updates)
+
+    def _state(self, name: str) -> Units:
+        """The optimizer state ``name`` of every repetition, shaped like the units (its values set
+        by the optimizer's first step)."""
+        state = self.optimizer_state.get(name)
+        if state is None:
+            shape = tuple(self.units.u.shape)
+            state = self.optimizer_state[name] = Units(*(self.alloc(shape, self.dtype, self.device) for _ in range(2)))
+        return state
 
     def backprop(self, fwd: Forward) -> tuple[torch.Tensor, torch.Tensor]:
         """``_backprop`` of this forward pass, swept once: a metric that reads the backward states

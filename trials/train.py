@@ -56,6 +56,8 @@ FLAGS = ("init_noise", "chaotic")  # the vocabulary of the flags column, in writ
 CHAOS_NUDGE = 1e-12  # relative nudge of the twin's units in float64 (float32: 100 ulps)
 CHAOS_GROWTH = 1e4  # separation beyond this many nudges marks the seed chaotic
 METRIC_NAMES = tuple(METRICS)
+# held-out metrics of a problem with test samples (ResNet.test_metrics), None in the rows of one without
+TEST_METRICS = ("test_loss", "test_err_out")
 # A worker keeps the tensors of its last trial, up to this many bytes, for the next one of the
 # same shape (``units.Scratch``); ``release_spares`` hands them back to the system.
 SPARE_BYTES = 2 << 30
@@ -223,6 +225,7 @@ class Steps:
     depth: list[dict[str, np.ndarray]] = field(default_factory=list)  # DEPTH_METRICS served: name -> (R,)
     coord: list[np.ndarray] = field(default_factory=list)  # (len(COORD_COLUMNS), R): the coordinate check
     coord_empty: list[bool] = field(default_factory=list)  # per depth bin: no block in it (null columns)
+    test: list[np.ndarray] = field(default_factory=list)  # (R, 2): test_loss, test_err_out (a test set only)
     alive: list[list[bool]] = field(default_factory=list)
     blown: list[list[bool]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -251,6 +254,7 @@ class PointMeter:
         self.separation = torch.zeros(len(config.seeds), dtype=torch.float64)
         self._depth_names: list[str] = []  # the depth metrics served, in ``measure``'s order
         self._blown: list[bool] = []  # the last recorded step's
+        self._tested = False  # the problem holds a test set (``measure`` appends its two metrics)
 
     @property
     def live(self) -> bool:
@@ -288,10 +292,13 @@ class PointMeter:
         grams = [fn(snapshot) for fn in GRAMS.values()]
         depth = {} if self.along is None else depth_values(DepthSnapshot(self.net, own, *(a if a is None else a[k] for a in self.along)))
         self._depth_names = list(depth)
+        test = self.net.test_metrics()
+        self._tested = test is not None
         if sweep is not None and q is not None:  # the pack steps: the baseline observes it
             self.baseline(self.net, own, cotangent, gated, q)
         return torch.cat([torch.stack(values, dim=1).flatten(), blown_k.to(torch.float64),
-                          torch.stack(grams).flatten(), self.coord(own).flatten(), *depth.values()])
+                          torch.stack(grams).flatten(), self.coord(own).flatten(), *depth.values(),
+                          *(() if test is None else (test.flatten(),))])
 
     def record(self, k: int, host: np.ndarray) -> None:
         """Step k's measured values from ``measure``'s host copy."""
@@ -305,7 +312,10 @@ class PointMeter:
         steps.metrics.append(host[:cut].reshape(R, len(METRICS)))
         steps.grams.append(host[cut + R:grams_end].reshape(len(GRAMS), R, R))
         steps.coord.append(host[grams_end:coord_end].reshape(len(COORD_COLUMNS), R))
-        steps.depth.append(dict(zip(self._depth_names, host[coord_end:].reshape(len(self._depth_names), R))))
+        depth_end = coord_end + len(self._depth_names) * R
+        steps.depth.append(dict(zip(self._depth_names, host[coord_end:depth_end].reshape(len(self._depth_names), R))))
+        if self._tested:
+            steps.test.append(host[depth_end:depth_end + 2 * R].reshape(R, 2))
         steps.alive.append(list(self.alive))
         steps.blown.append(blown)
         self._blown = blown
@@ -382,6 +392,7 @@ def trial_rows(config: TrialConfig, reference: Reference, steps: Steps, wall_s: 
             row = dict(base, seed=seeds[r], step=k)
             row.update(zip(METRIC_NAMES, metrics[i][r]))
             row.update(depth_columns(steps.depth[i], r))
+            row.update(zip(TEST_METRICS, steps.test[i][r].tolist() if steps.test else (None, None)))
             row.update(coord_columns(steps.coord[i], r, steps.coord_empty))
             row.update((name, rows_k[r]) for name, rows_k in zip(GRAMS, gram_rows[i]))
             row.update((name, column[k]) for name, column in ref_columns)

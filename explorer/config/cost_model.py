@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from trials import METRICS_BLOCK, UNIT_BLOCK
+from trials import METRICS_BLOCK, OPTIMIZERS, UNIT_BLOCK
 
 if TYPE_CHECKING:
     from trials import TrialConfig
@@ -150,6 +150,13 @@ def trial_memory_bytes(config: "TrialConfig") -> int:
     scratch = min(W, max(METRICS_BLOCK, D * M)) * 8 + 8 * L * R * M * 8
     # + the step-0 units (units0), or the update history where it is no larger (metrics.Baseline)
     run = run_bytes(L, M, D, N, R, b) + 2 * W * b + scratch + outputs_bytes(config)
+    # an optimizer's state (trials/optimizers.py: a tensor per unit tensor and state name) and the
+    # backprop terms T_u, T_v its step reads; the float64 differences of the direct unit sums
+    if not config.plain_gd:
+        states = len(OPTIMIZERS[config.optimizer].state)
+        run += 2 * (states + 1) * W * b + 3 * min(W, max(METRICS_BLOCK, D * M)) * 8
+    if config.problem.test_samples:  # the held-out forward pass: a hidden and an activated block per layer
+        run += config.problem.test_samples * R * (2 * D + M) * b
     if config.chaos_check:
         run += run_bytes(L, M, D, N, R, b) + outputs_bytes(config)
     metrics = A * b + _METRIC_COPIES * min(A, max(METRICS_BLOCK, R * N * M)) * 8  # dp, and a block's scratch

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SCALINGS, PRESETS, ProblemConfig,
+from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SCALINGS, OPTIMIZERS, PRESETS, ProblemConfig,
                     TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_REPLICAS, MAX_SEEDS
@@ -27,13 +27,14 @@ from .spec_values import (at_most, boolean, budget_fraction, choice, law_name, l
 
 # The [grid] axes that are TrialConfig fields (the one other axis, problem_seeds, sets the
 # ProblemConfig's seed), and the scalar setting each optional axis replaces when it is swept.
-GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation", "lr_scaling")
+GRID_AXES = ("L", "M", "D", "alpha", "sigma_u", "sigma_v", "lr", "preset", "activation", "lr_scaling", "optimizer")
 
 
 # A [grid] list that replaces a scalar key of another section: setting both is refused.
 AXIS_SCALAR = {"sigma_u": ("model", "sigma_u"), "sigma_v": ("model", "sigma_v"), "lr": ("train", "lr"),
                "preset": ("model", "preset"), "activation": ("model", "activation"),
-               "lr_scaling": ("train", "lr_scaling"), "problem_seeds": ("problem", "seed")}
+               "lr_scaling": ("train", "lr_scaling"), "optimizer": ("train", "optimizer"),
+               "problem_seeds": ("problem", "seed")}
 
 
 # --- the spec dataclasses: each field = one key, its default, its check, its meaning ---------
@@ -53,11 +54,18 @@ class ProblemSpec:
         "(default: true with [reference] kind = \"largest\", else false)",
     )
     data: str = spec_field("gaussian", choice(*DATA_KINDS),
-                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise (trials/data.py)")
+                            "gaussian: X, Y ~ N(0, 1); linear_target: one x of norm 0.8, y = A x + 0.05 noise; "
+                            "teacher: y = a fixed random network of this family (trials/data.py)")
     data_seed: int | None = spec_field(None, nonnegative_int,
                                         "draws X, Y apart from the embeddings (default: from seed / problem_seeds)")
     independent_embeddings: bool = spec_field(False, boolean,
                                                "every D draws its own W_E, W_U (uncoupled; needs coupled_embeddings = false)")
+    teacher_seed: int | None = spec_field(None, nonnegative_int, "data teacher: draws the teacher network (default: seed)")
+    teacher_depth: int = spec_field(2, positive_int, "data teacher: the teacher's depth")
+    teacher_width: int = spec_field(16, positive_int, "data teacher: the teacher's width and embedding dimension")
+    label_noise: float = spec_field(0.0, nonnegative_number, "data teacher: std of the noise on its unit-RMS targets")
+    test_samples: int = spec_field(0, nonnegative_int,
+                                   "data teacher: held-out samples of the same law, never trained on: metrics test_loss, test_err_out")
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,15 @@ class TrainSpec:
         "mean_field", choice(*LR_SCALINGS),
         "mean_field: each unit steps by lr D / (2 c^2 L M) dl/dtheta; raw: plain SGD on the weights W1 = u / D, W2 = c v "
         "(no Mean ODE limit: needs [reference] kind = \"largest\" or \"none\")")
+    optimizer: str = spec_field("gd", choice(*OPTIMIZERS),
+                                "gd (full-batch gradient descent) | momentum | adam (AdamW): each preset's per-layer rule "
+                                "under mean_field, one global lr on W1, W2 under raw (docs/model.md section 2b)")
+    momentum: float = spec_field(0.9, nonnegative_number, "mu of optimizer momentum, in [0, 1)")
+    betas: tuple[float, ...] = spec_field((0.9, 0.999), list_of(nonnegative_number, "numbers in [0, 1)"),
+                                          "Adam's [beta1, beta2]")
+    eps: float = spec_field(1e-8, nonnegative_number, "Adam's epsilon, in the units lr_scaling names")
+    weight_decay: float = spec_field(0.0, nonnegative_number,
+                                     "decoupled weight decay (AdamW's): each step first multiplies the units by 1 - lr weight_decay")
     dtype: str = spec_field("float64", choice(*DTYPES), "floating-point precision")
     device: str = spec_field("auto", choice(*DEVICES), "auto = cuda when the trial holds a GPU, else cpu")
     divergence_factor: float = spec_field(10.0, positive_number,
@@ -129,6 +146,8 @@ class GridSpec:
     lr_scaling: tuple[str, ...] | None = spec_field(
         None, list_of(choice(*LR_SCALINGS), "learning-rate scalings"),
         "learning-rate scalings (replaces [train] lr_scaling)")
+    optimizer: tuple[str, ...] | None = spec_field(
+        None, list_of(choice(*OPTIMIZERS), "optimizers"), "optimizers (replaces [train] optimizer)")
     problem_seeds: tuple[int, ...] | None = spec_field(
         None, list_of(nonnegative_int, "non-negative integers"),
         "problem draws: data and embeddings seeds, each with its own reference (replaces [problem] seed)")
@@ -295,19 +314,23 @@ class SweepSpec:
         p = self.problem
         coupled = max(self.axes()["D"]) if self.coupled_embeddings else None
         return ProblemConfig(d_in=p.d_in, d_out=p.d_out, samples=p.samples, seed=seed, coupled_dim=coupled,
-                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings)
+                             data=p.data, data_seed=p.data_seed, independent_embeddings=p.independent_embeddings,
+                             teacher_seed=p.teacher_seed, teacher_depth=p.teacher_depth, teacher_width=p.teacher_width,
+                             label_noise=p.label_noise, test_samples=p.test_samples)
 
     def trial_config(self, problem: ProblemConfig, point: Mapping[str, Any]) -> TrialConfig:
         """The trial configuration of one grid point (``point``: a value per ``GRID_AXES`` axis),
         all its seeds batched."""
         fields = {"activation": self.model.activation, "preset": self.model.preset,
-                  "lr_scaling": self.train.lr_scaling, **point}
+                  "lr_scaling": self.train.lr_scaling, "optimizer": self.train.optimizer, **point}
+        t = self.train
         return TrialConfig(
             problem=problem, block=self.model.block,
             steps=self.train.steps, dtype=self.train.dtype, device=self.train.device,
             seeds=tuple(range(self.grid.seeds)), antithetic=self.model.antithetic,
             divergence_factor=self.train.divergence_factor, divergence_bound=self.train.divergence_bound,
-            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check, **fields,
+            init_noise_limit=self.train.init_noise_limit, chaos_check=self.train.chaos_check,
+            momentum=t.momentum, betas=tuple(t.betas), eps=t.eps, weight_decay=t.weight_decay, **fields,
         )
 
     def reference_config(self, limit: TrialConfig):

@@ -119,11 +119,14 @@ CONFIG_KEYS = {
     "device": "[train] device", "seeds": "[grid] seeds",
     "divergence_factor": "[train] divergence_factor", "divergence_bound": "[train] divergence_bound",
     "init_noise_limit": "[train] init_noise_limit", "chaos_check": "[train] chaos_check",
-    "lr_scaling": "[train] lr_scaling",
+    "lr_scaling": "[train] lr_scaling", "optimizer": "[train] optimizer", "momentum": "[train] momentum",
+    "betas": "[train] betas", "eps": "[train] eps", "weight_decay": "[train] weight_decay",
     "problem.d_in": "[problem] d_in", "problem.d_out": "[problem] d_out", "problem.samples": "[problem] samples",
     "problem.seed": "[problem] seed", "problem.coupled_dim": "[problem] coupled_embeddings",
     "problem.data": "[problem] data", "problem.data_seed": "[problem] data_seed",
-    "problem.independent_embeddings": "[problem] independent_embeddings", "reference.grid": "[reference] grid",
+    "problem.independent_embeddings": "[problem] independent_embeddings",
+    **{f"problem.{name}": f"[problem] {name}"
+       for name in ("teacher_seed", "teacher_depth", "teacher_width", "label_noise", "test_samples")}, "reference.grid": "[reference] grid",
     "reference.depth": "[reference] depth", "reference.width": "[reference] width",
     "reference.replicas": "[reference] replicas", "reference.device": "[train] device",
 }
@@ -131,7 +134,7 @@ CONFIG_KEYS = {
 
 # Fields an optional [grid] list replaces: when it is given, the error is the axis's.
 FIELD_AXIS = {"sigma_u": "sigma_u", "sigma_v": "sigma_v", "lr": "lr", "problem.seed": "problem_seeds",
-              "preset": "preset", "activation": "activation", "lr_scaling": "lr_scaling"}
+              "preset": "preset", "activation": "activation", "lr_scaling": "lr_scaling", "optimizer": "optimizer"}
 
 
 def key_of(error: ConfigError, spec: SweepSpec) -> str | None:

@@ -170,10 +170,15 @@ def hyper_answers(con, sweep: str, varying, where: str | None = None, n_boot: in
     for axis in (a for a in HYPER_AXES if a in varying):
         answer = HyperAnswer(axis)
         answers.append(answer)
-        try:
-            answer.optima = optima(axis_runs(con, sweep, axis, metric="loss", where=where), n_boot=n_boot, seed=seed)
-        except UsageError as exc:
-            answer.why[f"the optima of {axis}"] = str(exc)
+        for metric in ("test_loss", "loss"):  # the held-out loss where the sweep holds samples out
+            try:
+                answer.optima = optima(axis_runs(con, sweep, axis, metric=metric, where=where), n_boot=n_boot, seed=seed)
+                break
+            except UsageError as exc:
+                answer.why[f"the optima of {axis}"] = str(exc)
+        if answer.optima is None:
+            continue
+        answer.why.pop(f"the optima of {axis}", None)
             continue
         across = tuple(a for a in ("L", "M") if a in answer.optima.slice_columns)
         if not across:

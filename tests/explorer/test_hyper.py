@@ -209,3 +209,34 @@ def test_the_report_of_an_lr_sweep_charts_the_curves_and_the_transfer_law(tmp_pa
     spec = charts["hyper_transfer_lr"].to_dict()
     assert len(spec["layer"]) == 4  # the optima, their intervals, the law's band and its line
     assert hyper_charts(connect(planted_metrics(runs)), "planted", ["L"]) == {}  # no lr axis: no section
+
+
+def test_test_loss_is_an_optimum_metric_and_refused_in_one_line_without_a_test_set(tmp_path):
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    st = Store(str(tmp_path / "results"))
+    held = planted_metrics(runs, sweep="held")
+    held["test_loss"] = held["loss"] * 2.0  # the planted surface, held out: the same optimum
+    write_to_store(held, st)
+    write_to_store(planted_metrics(runs, sweep="nothing"), st)
+    root = str(tmp_path / "results")
+    result = CliRunner().invoke(main, ["optimum", "--sweep", "held", "--store", root, "--metric", "test_loss",
+                                       "--bootstrap", "50"])
+    assert result.exit_code == 0 and "lr* = " in result.output, result.output
+    result = CliRunner().invoke(main, ["optimum", "--sweep", "nothing", "--store", root, "--metric", "test_loss"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "test_samples" in lines[0], result.output
+
+
+def test_the_report_reads_the_held_out_loss_where_the_sweep_holds_one():
+    from explorer.report.hyper_report import hyper_charts
+
+    runs, _ = planted_runs(-1.0, rng=np.random.default_rng(4))
+    plain = planted_metrics(runs)
+    held = plain.copy()
+    held["test_loss"] = held["loss"] * 3.0  # the held-out surface, three times the training one
+    curves = {}
+    for name, frame in (("plain", plain), ("held", held)):
+        spec = hyper_charts(connect(frame), "planted", ["L", "lr"], n_boot=20)["hyper_curves_lr"].to_dict()
+        data = next(iter(spec["datasets"].values()))
+        curves[name] = np.array(sorted(row["metric"] for row in data if "metric" in row and row["metric"] is not None))
+    assert np.allclose(curves["held"], 3.0 * curves["plain"])

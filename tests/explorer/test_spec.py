@@ -264,7 +264,7 @@ _LINEAR = {"model": {"activation": "identity"},
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"problem": {"data": "uniform"}}, '[problem] data: expected one of "gaussian", "linear_target"; got "uniform"'),
+    ({"problem": {"data": "uniform"}}, '[problem] data: expected one of "gaussian", "linear_target", "teacher"; got "uniform"'),
     ({"problem": {"data_seed": -1}}, "[problem] data_seed: expected a non-negative integer, got -1"),
     ({"problem": {"independent_embeddings": True, "coupled_embeddings": True}},
      "[problem] independent_embeddings: true needs coupled_embeddings = false"),
@@ -305,3 +305,19 @@ def test_lr_scaling_and_the_standard_preset_reach_the_trials_against_the_largest
     assert len(planned.trials) == 4 * spec.grid_points() and swept.grid_points() == 4 * spec.grid_points()
     by_reference = {r.ref_key: (r.config.preset, r.config.lr_scaling) for r in planned.references}
     assert set(by_reference.values()) == {(p, s) for p in ("mlu", "standard") for s in ("mean_field", "raw")}
+
+
+def test_the_optimizer_is_a_train_key_and_a_grid_axis_and_a_combination_without_a_rule_is_refused():
+    largest = {"kind": "largest", "depth": DROP, "width": DROP, "replicas": DROP}
+    spec = parse_spec(with_changes(train={"betas": [0.8, 0.99], "weight_decay": 0.1}, reference=largest,
+                                   problem={"data": "teacher", "test_samples": 16},
+                                   grid={"optimizer": ["gd", "momentum", "adam"]}))
+    point = spec.trial_config(spec.problem_config(1), {axis: values[-1] for axis, values in spec.axes().items()})
+    assert spec.axes()["optimizer"] == ("gd", "momentum", "adam") and point.optimizer == "adam"
+    assert point.betas == (0.8, 0.99) and point.weight_decay == 0.1 and point.problem.test_samples == 16
+    with pytest.raises(SpecError, match=r"\[train\] optimizer: .*no mean_field rule"):
+        parse_spec(with_changes(train={"optimizer": "adam"}, model={"preset": "standard"}, reference=largest))
+    with pytest.raises(SpecError, match=r"\[grid\] optimizer: .*Mean ODE reference"):
+        parse_spec(with_changes(grid={"optimizer": ["gd", "adam"]}))
+    with pytest.raises(SpecError, match=r"\[problem\] test_samples: .*teacher"):
+        parse_spec(with_changes(problem={"test_samples": 4}))

@@ -52,10 +52,10 @@ def test_overrides_on_the_command_line_are_reported_with_the_files_mistakes(tmp_
         "SECTION.KEY= to remove a key",
         "error: spec error: [model] activaton: unknown key; did you mean 'activation'? expected one of: activation, "
         "preset, block, sigma_u, sigma_v, antithetic",
-        "error: spec error: [train] learning_rate: unknown key; expected one of: steps, lr, lr_scaling, dtype, device, "
+        "error: spec error: [train] learning_rate: unknown key; expected one of: steps, lr, lr_scaling, optimizer, momentum, betas, eps, weight_decay, dtype, device, "
         "divergence_factor, divergence_bound, init_noise_limit, chaos_check",
         "error: spec error: [grid] sedes: unknown key; did you mean 'seeds'? expected one of: L, M, D, alpha, sigma_u, "
-        "sigma_v, lr, preset, activation, lr_scaling, problem_seeds, seeds, cases",
+        "sigma_v, lr, preset, activation, lr_scaling, optimizer, problem_seeds, seeds, cases",
         "error: spec error: [grid] L: expected a list of positive integers, got [4, -1]",
     ]
 

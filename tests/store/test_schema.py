@@ -16,8 +16,9 @@ from store.schema import column_names, to_table
 CONTRACT_METRIC_COLUMNS = {
     "sweep", "trial_key", "ref_key", "ref_kind", "L", "M", "D", "d_in", "d_out", "samples", "problem_seed",
     "coupled_dim", "activation", "block", "preset", "alpha", "sigma_u", "sigma_v", "lr", "steps", "dtype",
-    "antithetic", "residual_scale", "lr_scaling", "seed", "step", "err_out", "err_hidden", "loss", "ref_loss", "ref_err_out",
-    "ref_err_hidden", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
+    "antithetic", "residual_scale", "lr_scaling", "optimizer", "momentum", "beta1", "beta2", "eps", "weight_decay",
+    "seed", "step", "err_out", "err_hidden", "loss", "ref_loss", "ref_err_out",
+    "ref_err_hidden", "test_loss", "test_err_out", "feature_update", "lin_ratio", "output_change", "weight_change", "status", "flags",
     "gram_out", "gram_hidden", "err_hidden_depthmax", "err_hidden_depthmean", "err_backward", "error",
     "device", "node_id", "wall_s", "schema_version", "package_version", "code_fingerprint",
     *(f"coord_{kind}_b{b}" for kind in ("update", "branch") for b in range(4)),

@@ -18,6 +18,7 @@ from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query
 from .resample import Runs
 
 SHAPE_AXES = ("L", "M", "D")
+HELD_OUT_METRICS = ("test_loss", "test_err_out")  # null in every row of a sweep without [problem] test_samples
 AXIS_COLUMNS = SHAPE_AXES + GRID_COLUMNS
 
 
@@ -127,6 +128,9 @@ def axis_runs(con, sweep: str, axis: str, metric: str = "loss", step: int | None
                any_value(status) FILTER (WHERE step = {at}) AS status_k, max(steps) AS steps, max({at}) AS at_step
         FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY ALL""")
     _check_step(frame, step)
+    if metric in HELD_OUT_METRICS and frame["value"].isna().all():
+        raise FitError(f"--metric {metric}: sweep {sweep!r} has no held-out set ([problem] test_samples = 0); "
+                       "set test_samples with data = \"teacher\"")
     frame["run_value"] = run_values(frame)
     frame["draw"] = frame[draw].map(plain_value) if draw else 0
     slices = frame[columns].drop_duplicates().sort_values(columns).reset_index(drop=True) if columns \
