@@ -35,6 +35,7 @@ _LAZY = {
     "query_frame": "queries",
     "query_table": "queries",
     "require_measured": "queries",
+    "HELD_OUT_METRICS": "queries",
     "require_sweep_rows": "queries",
     "sql_literal": "queries",
     "sweep_is": "queries",

@@ -144,12 +144,17 @@ def require_sweep_rows(con, sweep: str, where: str | None = None) -> None:
         raise SweepDataError(f"no rows match --where {where!r} in sweep {sweep!r}")
 
 
+# Metrics of the held-out samples: null for want of a test set ([problem] test_samples = 0), not of
+# a reference; their readers name that (analysis.hyper).
+HELD_OUT_METRICS = ("test_loss", "test_err_out")
+
+
 def require_measured(con, sweep: str, metric: str) -> None:
     """Raise SweepDataError, in one line naming the reference kind, when no row of ``sweep``
     holds a value of ``metric`` but it has rows: a sweep run with a kind that measures no error
     (kind none: its errors are null) cannot be fitted on one. A sweep with some values passes
-    (which of them are usable is each query's business)."""
-    if metric not in table_columns(con):
+    (which of them are usable is each query's business), and so does a held-out metric."""
+    if metric in HELD_OUT_METRICS or metric not in table_columns(con):
         return
     found = query_frame(con, f"""SELECT count("{metric}") AS measured, count(*) AS rows,
                                         string_agg(DISTINCT ref_kind, ', ' ORDER BY ref_kind) AS kinds

@@ -13,12 +13,11 @@ import pandas as pd
 from ...bounds import bounded_items
 from ...errors import FitError, SweepDataError, UsageError
 from ...formatting import fmt
-from ..data import (DRAW_COLUMN, GRID_COLUMNS, column_values, plain_value, query_frame, require_measured,
+from ..data import (DRAW_COLUMN, GRID_COLUMNS, HELD_OUT_METRICS, column_values, plain_value, query_frame, require_measured,
                     require_sweep_rows, sweep_is, table_columns, where_clause)
 from .resample import Runs
 
 SHAPE_AXES = ("L", "M", "D")
-HELD_OUT_METRICS = ("test_loss", "test_err_out")  # null in every row of a sweep without [problem] test_samples
 AXIS_COLUMNS = SHAPE_AXES + GRID_COLUMNS
 
 
