@@ -234,41 +234,51 @@ print(time.perf_counter() - started, started - t0)
 
 # --- the synthetic store ------------------------------------------------------------------------
 
+def _template(steps: int):
+    """One real trial (2 seeds, Gram rows consistent with its errors) through the store's own
+    writer into a scratch store: its metrics and trials rows, as the views read them."""
+    import store_testkit as kit
+
+    from store import Store
+
+    key, rows, trial = kit.trial(L=2, M=1, steps=steps, seeds=(0, 1))
+    by = {(r["seed"], r["step"]): r for r in rows}
+    for r in rows:
+        for metric, gram in (("err_out", "gram_out"), ("err_hidden", "gram_hidden")):
+            e = r[metric]
+            r[gram] = [e * by[(t, r["step"])][metric] * (1.0 if t == r["seed"] else 0.5) for t in (0, 1)]
+    with tempfile.TemporaryDirectory(prefix="template-") as tmp:
+        st = Store(Path(tmp, "results"))
+        st.write_trial("synth", key, rows, trial)
+        return st.query("SELECT * FROM metrics ORDER BY seed, step", sweep="synth"), st.query("SELECT * FROM trials", sweep="synth")
+
+
 def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_000) -> float:
-    """``trials`` trials x (steps + 1) metric rows, as compacted files of the sweep ``synth``
-    (one per ``chunk`` trials), with the store's schema and writer; returns seconds."""
+    """``trials`` trials x 2 seeds x (steps + 1) metric rows, as a sweep's end leaves them
+    (compacted files of the sweep ``synth``, one per ``chunk`` trials), with the store's schema
+    and Parquet writer; each trial a distinct (L, M), its errors scaled by 1/sqrt(L M) with
+    noise (and its Gram rows by the square). Returns seconds."""
     import numpy as np
     import pyarrow as pa
 
     from store import Store
     from store.layout import compacted_name, join, kind_dir
-    from store.schema import schema
     from store.write import parquet_bytes
 
-    st = Store(root)
     sys.path.insert(0, str(ROOT / "tests" / "store"))
-    import store_testkit as kit
-
-    # one real trial through the store's own writer: its rows are the template of every other
-    key, rows, trial = kit.trial(L=2, M=1, steps=steps, seeds=(0,))
-    st.write_trial("synth", key, rows, trial)
-    template_m = st.query("SELECT * FROM metrics ORDER BY step", sweep="synth")
-    template_t = st.query("SELECT * FROM trials", sweep="synth")
-    st.rm("synth") if hasattr(st, "rm") else None
-    for path in (root / "sweep=synth").rglob("*.parquet"):
-        path.unlink()
+    template_m, template_t = _template(steps)
+    st = Store(root)
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
-    per = template_m.num_rows
-    gen = 0
-    for start in range(0, trials, chunk):
+    for n_chunk, start in enumerate(range(0, trials, chunk)):
         n = min(chunk, trials - start)
-        keys = np.array([f"{i:016x}" for i in range(start, start + n)])
-        Ls = 2 ** (1 + (np.arange(start, start + n) % 6))
-        Ms = 2 ** ((np.arange(start, start + n) // 6) % 6)
-        lrs = 0.05 + 0.9 * ((np.arange(start, start + n) // 36) % 1000) / 1000
-        tables = {}
-        for kind, template, reps in (("metrics", template_m, per), ("trials", template_t, 1)):
+        index = np.arange(start, start + n)
+        keys = np.array([f"{i:016x}" for i in index])
+        Ls, Ms = 2 + index % 1000, 1 + index // 1000
+        factor = np.sqrt(1.0 / (Ls * Ms)) * (1 + 0.05 * rng.standard_normal(n))
+        for kind, template in (("metrics", template_m), ("trials", template_t)):
+            reps = template.num_rows
+            f_rows = np.repeat(factor, reps)
             columns = {}
             for name in template.schema.names:
                 base = template.column(name).combine_chunks()
@@ -276,20 +286,19 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
                     columns[name] = pa.array(np.repeat(keys, reps))
                 elif name in ("L", "M"):
                     columns[name] = pa.array(np.repeat(Ls if name == "L" else Ms, reps).astype(np.int64))
-                elif name == "lr":
-                    columns[name] = pa.array(np.repeat(lrs, reps))
-                elif name in ("err_out", "err_hidden", "loss", "final_err_out", "final_err_hidden"):
-                    scale = np.repeat(1.0 / (Ls * Ms), reps)
-                    columns[name] = pa.array(scale * (1 + 0.1 * rng.standard_normal(n * reps)) ** 2)
+                elif name in ("err_out", "err_hidden", "final_err_out", "final_err_hidden") and pa.types.is_floating(base.type):
+                    values = np.tile(base.to_numpy(zero_copy_only=False), n)
+                    columns[name] = pa.array(values * f_rows)
+                elif name in ("gram_out", "gram_hidden"):
+                    lists = pa.concat_arrays([base] * n)
+                    width = np.asarray(lists.value_lengths().fill_null(0))
+                    values = lists.flatten().to_numpy(zero_copy_only=False) * np.repeat(f_rows ** 2, width)
+                    columns[name] = pa.ListArray.from_arrays(lists.offsets, pa.array(values))
                 else:
-                    columns[name] = pa.concat_arrays([base] * n) if reps == per else pa.concat_arrays([base] * n)
-            table = pa.table(columns).cast(schema(kind)) if set(columns) == set(schema(kind).names) else pa.table(columns)
-            tables[kind] = table
-        for kind, table in tables.items():
-            gen_id = f"{time.time_ns():020d}{gen:08x}"
-            path = join(kind_dir(st.files.root, "synth", kind), compacted_name(gen_id, 0))
+                    columns[name] = pa.concat_arrays([base] * n)
+            table = pa.table(columns).cast(template.schema)
+            path = join(kind_dir(st.files.root, "synth", kind), compacted_name(f"{time.time_ns():020d}{n_chunk:08x}", 0))
             st.files.put(path, parquet_bytes(table, compression="zstd"))
-            gen += 1
     return time.perf_counter() - t0
 
 
