@@ -76,7 +76,7 @@ class KindCompaction:
 
 @dataclass
 class CompactionReport:
-    sweep: str
+    sweep: str | None  # None: the reference cache alone
     kinds: list[KindCompaction] = field(default_factory=list)
     temporaries_removed: int = 0
     seconds: float = 0.0
@@ -91,7 +91,8 @@ class CompactionReport:
         done = "; ".join(parts) if parts else "nothing to compact"
         left = self.left_out()
         kept = f"; left {len(left)} file(s) the views refuse in place (see `explorer check`)" if left else ""
-        return f"sweep {self.sweep}: {done}{kept} in {self.seconds:.2f} s"
+        where = f"sweep {self.sweep}" if self.sweep is not None else "reference cache"
+        return f"{where}: {done}{kept} in {self.seconds:.2f} s"
 
     def lines(self) -> list[str]:
         """The summary, then one line per file left in place (escaped: names come from the store)."""
@@ -460,7 +461,7 @@ def compact(files: Files, sweep: str | None, rows_per_file: int = 4_000_000, kin
         raise ValueError(f"rows_per_file must be positive, got {rows_per_file}")
     started = time.perf_counter()
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    report = CompactionReport(sweep if sweep is not None else REFERENCES_DIR)
+    report = CompactionReport(sweep)
     # metrics first: its inputs are chosen by the trials rows, which compaction never loses.
     for kind in DATA_KINDS + (REFERENCES_DIR,):
         if kind in chosen:

@@ -104,3 +104,15 @@ def test_reading_a_reference_by_key_stays_fast_with_many_references(local_store)
     for key in keys[:: n // 50]:
         assert local_store.read_reference(key)[0]["f_ref"].shape == (8,)
     assert (time.perf_counter() - t0) / 50 < 0.05  # per lookup; measured in benchmarks/scale_bench.py
+
+
+def test_explorer_compact_merges_the_reference_cache_after_the_sweeps(local_store):
+    from explorer import api
+
+    _cache(local_store, [_key(i + 1) for i in range(4)])
+    key, rows, trial = kit.trial()
+    local_store.write_trial("s", key, rows, trial)
+    lines = []
+    api.compact(local_store, echo=lines.append)
+    assert any(line.startswith("reference cache: references 4 -> 1 files (8 rows)") for line in lines), lines
+    assert list_references(local_store.files).singles == {} and local_store.has_reference(_key(2))
