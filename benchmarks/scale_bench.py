@@ -11,6 +11,9 @@ Parts (``--only``, default all that the machine's modules allow):
 - ``floor``: a bare Ray Tune run of as many no-op trials (each reports once) as the tool
   submitted Tune trials for the largest sweep, in the same sitting: Tune's own floor, beside
   the tool's overhead (wall minus compute).
+- ``compaction``: a sweep's end without the sweep: ``--compaction 1000,10000,30000`` tiny trials
+  written as small files by the store's writer, then ``explorer compact`` with its RSS sampled
+  (``--code DIR`` runs another checkout's code, e.g. the one before streaming compaction).
 - ``synthetic``: a store written with the store's own schema and Parquet writer at each size of
   ``--synthetic 100000,1000000`` trials x 20 steps, as a sweep's end leaves it (compacted files),
   then the time of ``explorer status``, ``ls``, ``sql "SELECT count(*) FROM points"``, ``fit``
@@ -373,6 +376,65 @@ def reference_lookup(n: int) -> dict:
     return record
 
 
+def _copies(st, key: str, n: int) -> None:
+    """``n`` trials as small files: the template trial's tables with another key (and lr), each
+    serialized and written by the store's own ``parquet_bytes`` and ``Files.put``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from store.layout import key_file
+    from store.write import parquet_bytes
+
+    tables = {kind: pq.read_table(key_file(st.files.root, "small", kind, key)) for kind in ("metrics", "trials")}
+    for kind in tables:
+        st.files.delete(key_file(st.files.root, "small", kind, key))
+    for i in range(n):
+        k = f"{i:016x}"
+        for kind, table in tables.items():
+            t = table.set_column(table.schema.get_field_index("trial_key"), "trial_key", pa.array([k] * table.num_rows))
+            t = t.set_column(t.schema.get_field_index("lr"), "lr", pa.array([0.01 + i * 1e-6] * t.num_rows))
+            st.files.put(key_file(st.files.root, "small", kind, k), parquet_bytes(t))
+
+
+# --- compaction of many small files -----------------------------------------------------------
+
+def compaction_part(sizes: list[int], every_s: float, code: str | None) -> list[dict]:
+    """A sweep's end without the sweep: ``n`` tiny trials written as small files by the store's
+    writer (3 metric rows each, as the sweep part's trials), then ``explorer compact`` in a
+    subprocess with its RSS sampled. ``code``: a checkout whose ``store`` and ``explorer`` to run
+    instead (e.g. the code before streaming compaction), put first on PYTHONPATH."""
+    sys.path.insert(0, str(ROOT / "tests" / "store"))
+    import store_testkit as kit
+
+    from store import Store
+
+    records = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"compact-{n}-") as tmp:
+            st = Store(Path(tmp, "results"), durable=False)
+            key, rows, trial = kit.trial(L=2, M=1, steps=2, seeds=(0,))
+            st.write_trial("small", key, rows, trial)  # the store's writer once: its files are the template
+            t0 = time.perf_counter()
+            _copies(st, key, n)
+            written = time.perf_counter() - t0
+            env_code = dict(ENV, PYTHONPATH=code) if code else ENV
+            log(f"compact {n} trials ({2 * n} small files; {load()})")
+            t0 = time.monotonic()
+            proc = subprocess.Popen(EXPLORER + ["compact", "--store", str(st.uri)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, env=env_code, cwd=tmp)
+            sampler = Sampler(proc.pid, every_s)
+            sampler.start()
+            out = proc.communicate()[0]
+            sampler.join(timeout=5)
+            record = {"part": "compaction", "trials": n, "small_files": 2 * n, "write_s": round(written, 1),
+                      "compact_s": round(time.monotonic() - t0, 1), "rc": proc.returncode,
+                      "peak_rss_mb": round(sampler.peak), "code": code or "this checkout", "load": load(),
+                      "output": out.strip().splitlines()[-2:]}
+            emit(record)
+            records.append(record)
+    return records
+
+
 def exponent(records: list[dict], size_key: str, value_key: str) -> float | None:
     """The slope of log(value) against log(size) between the smallest and the largest size."""
     points = [(r[size_key], r[value_key]) for r in records if r.get(value_key)]
@@ -384,7 +446,9 @@ def exponent(records: list[dict], size_key: str, value_key: str) -> float | None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=("sweep", "floor", "synthetic"), action="append")
+    parser.add_argument("--only", choices=("sweep", "floor", "synthetic", "compaction"), action="append")
+    parser.add_argument("--compaction", default="1000,10000,30000", help="trials per compaction of small files")
+    parser.add_argument("--code", default=None, help="compaction part: run the store code of this checkout instead")
     parser.add_argument("--sweeps", default="1000,6400,10000", help="trials per real sweep")
     parser.add_argument("--synthetic", default="100000,1000000", help="trials per synthetic store")
     parser.add_argument("--references", type=int, default=100_000, help="compacted references for the by-key read (0: skip)")
@@ -392,7 +456,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per synthetic-store command")
     parser.add_argument("--device", default=None, help="the device the sweeps' trials run on (cpu, cuda); recorded")
     args = parser.parse_args()
-    parts = args.only or ["sweep", "floor", "synthetic"]
+    parts = args.only or ["sweep", "floor", "compaction", "synthetic"]
     log(f"scale_bench on {platform.node()} ({platform.processor() or platform.machine()}), {load()}, device {args.device or 'cpu'}")
     sweeps: list[dict] = []
     if "sweep" in parts:
@@ -408,6 +472,9 @@ def main() -> None:
                 f"ratio {overhead / floor['tune_wall_s']:.2f}")
             emit({"part": "overhead", "trials": big["trials"], "tool_overhead_s": round(overhead, 1),
                   "tune_floor_s": floor["tune_wall_s"], "ratio": round(overhead / floor["tune_wall_s"], 2)})
+    if "compaction" in parts:
+        compactions = compaction_part([int(x) for x in args.compaction.split(",") if x], args.sample_s, args.code)
+        log(f"compaction peak RSS exponent: {exponent(compactions, 'trials', 'peak_rss_mb')}")
     if "synthetic" in parts:
         synth = synthetic_part([int(x) for x in args.synthetic.split(",") if x], args.references, args.timeout)
         for name in ("status", "ls", "sql_count_points", "fit", "report"):
