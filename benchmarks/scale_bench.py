@@ -307,7 +307,7 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
     return time.perf_counter() - t0
 
 
-def synthetic_part(sizes: list[int], references: int, timeout: float) -> list[dict]:
+def synthetic_part(sizes: list[int], references: int, timeout: float, only: set[str] | None = None) -> list[dict]:
     records = []
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix=f"synth-{n}-") as tmp:
@@ -323,6 +323,8 @@ def synthetic_part(sizes: list[int], references: int, timeout: float) -> list[di
                 "report": ["report", "--sweep", "synth", "--store", str(root), "--out", str(Path(tmp, "report"))],
             }
             for name, args in commands.items():
+                if only and name not in only:
+                    continue
                 wall, rc, out, lines, peak = run_timed(EXPLORER + args, timeout=timeout)
                 record[f"{name}_s"] = round(wall, 2) if rc == 0 else None
                 record[f"{name}_rc"] = rc
@@ -454,6 +456,8 @@ def main() -> None:
     parser.add_argument("--references", type=int, default=100_000, help="compacted references for the by-key read (0: skip)")
     parser.add_argument("--sample-s", type=float, default=0.5, help="seconds between RSS samples of the driver")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per synthetic-store command")
+    parser.add_argument("--commands", default="", help="synthetic part: only these commands (comma-separated: status,ls,"
+                        "sql_count_points,fit,report; default all)")
     parser.add_argument("--device", default=None, help="the device the sweeps' trials run on (cpu, cuda); recorded")
     args = parser.parse_args()
     parts = args.only or ["sweep", "floor", "compaction", "synthetic"]
@@ -476,7 +480,8 @@ def main() -> None:
         compactions = compaction_part([int(x) for x in args.compaction.split(",") if x], args.sample_s, args.code)
         log(f"compaction peak RSS exponent: {exponent(compactions, 'trials', 'peak_rss_mb')}")
     if "synthetic" in parts:
-        synth = synthetic_part([int(x) for x in args.synthetic.split(",") if x], args.references, args.timeout)
+        synth = synthetic_part([int(x) for x in args.synthetic.split(",") if x], args.references, args.timeout,
+                              {c for c in args.commands.split(",") if c})
         for name in ("status", "ls", "sql_count_points", "fit", "report"):
             log(f"{name}: exponent {exponent([r for r in synth if r['part'] == 'synthetic'], 'trials', name + '_s')}")
 
