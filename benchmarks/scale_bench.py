@@ -129,11 +129,12 @@ def spec_text(name: str, trials: int, device: str | None, keep: int | None = Non
     values, the same values: a sweep over some of the same references)."""
     n_lr = max(1, trials // 4)
     lrs = ", ".join(f"{0.05 + 0.9 * i / max(n_lr - 1, 1):.6f}" for i in range(n_lr)[:keep])
-    device_line = f'device = "{device}"\n' if device and device != "cpu" else ""
+    gpu = bool(device and device != "cpu")
+    device_line = f'device = "{device}"\n' if gpu else ""
     return (f'name = "{name}"\n[problem]\nd_in = 2\nd_out = 2\nsamples = 4\nseed = 1\n'
-            f'[train]\nsteps = 2\ndtype = "float64"\n[reference]\nkind = "largest"\n'
+            f'[train]\nsteps = 2\ndtype = "float64"\n{device_line}[reference]\nkind = "largest"\n'
             f'[grid]\nL = [2, 4]\nM = [1, 2]\nD = [2]\nlr = [{lrs}]\nseeds = 1\n'
-            f'[resources]\ncpus_per_trial = 1\n{device_line}')
+            f'[resources]\ncpus_per_trial = 1\ngpus_per_trial = {0.1 if gpu else 0}\n')
 
 
 def count_files(root: Path) -> tuple[int, int]:
