@@ -455,6 +455,7 @@ def main() -> None:
     parser.add_argument("--sweeps", default="1000,6400,10000", help="trials per real sweep")
     parser.add_argument("--synthetic", default="100000,1000000", help="trials per synthetic store")
     parser.add_argument("--references", type=int, default=100_000, help="compacted references for the by-key read (0: skip)")
+    parser.add_argument("--floor-trials", type=int, default=16, help="floor part alone: Tune trials (a 6,400-trial sweep submits 16)")
     parser.add_argument("--sample-s", type=float, default=0.5, help="seconds between RSS samples of the driver")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per synthetic-store command")
     parser.add_argument("--commands", default="", help="synthetic part: only these commands (comma-separated: status,ls,"
@@ -468,7 +469,7 @@ def main() -> None:
         sweeps = sweep_part([int(x) for x in args.sweeps.split(",") if x], args.device, args.sample_s)
         log(f"peak RSS exponent: {exponent(sweeps, 'trials', 'driver_peak_rss_mb')}; wall exponent: {exponent(sweeps, 'trials', 'wall_s')}")
     if "floor" in parts:
-        tune_trials = max((r.get("tune_trials") or 0 for r in sweeps), default=0) or 64
+        tune_trials = max((r.get("tune_trials") or 0 for r in sweeps), default=0) or args.floor_trials
         floor = floor_part(tune_trials)
         big = max(sweeps, key=lambda r: r["trials"]) if sweeps else None
         if big and floor.get("tune_wall_s") and big.get("compute_s") is not None:
