@@ -442,8 +442,9 @@ def compact(files: Files, sweep: str | None, rows_per_file: int = 4_000_000, kin
             "references")`` within its budget (``explorer.sweeps.cleanup``). Each kind keeps
             every guarantee above on its own: metrics inputs are chosen by the trials rows,
             which compacting trials never loses.
-        budget_s: past this many seconds no new batch is started: what was merged is checked
-            and its inputs removed, the rest stays for the next compaction (None: no limit).
+        budget_s: per kind: past this many seconds no new batch of that kind is started: what
+            was merged is checked and its inputs removed, the rest stays for the next
+            compaction (None: no limit).
 
     Returns:
         A CompactionReport with, per kind, files read and written, rows and files removed.
@@ -460,11 +461,11 @@ def compact(files: Files, sweep: str | None, rows_per_file: int = 4_000_000, kin
     if rows_per_file < 1:
         raise ValueError(f"rows_per_file must be positive, got {rows_per_file}")
     started = time.perf_counter()
-    deadline = None if budget_s is None else time.monotonic() + budget_s
     report = CompactionReport(sweep)
     # metrics first: its inputs are chosen by the trials rows, which compaction never loses.
     for kind in DATA_KINDS + (REFERENCES_DIR,):
         if kind in chosen:
+            deadline = None if budget_s is None else time.monotonic() + budget_s
             report.kinds.append(_compact_kind(files, sweep, kind, rows_per_file, deadline))
     if sweep is not None:
         report.temporaries_removed = remove_temporaries(files, sweep)
