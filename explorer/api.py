@@ -301,15 +301,25 @@ def check(store: Store | str | os.PathLike = "results", sweep: str | None = None
 def compact(store: Store | str | os.PathLike = "results", sweep: str | None = None, *,
             rows_per_file: int = 4_000_000, kinds: Sequence[str] = (), echo: Echo = _quiet) -> list[CompactionReport]:
     """Merge small result files into large ones, rows unchanged, for one sweep or every sweep
-    (``kinds``: only these data kinds, default all); each sweep's report lines go through ``echo``
-    as it is done. Safe to interrupt and rerun."""
+    (``kinds``: only these kinds, default all, ``references`` being the store's reference cache,
+    merged once, with the first sweep); each report's lines go through ``echo`` as it is done. Streams
+    (memory does not grow with the store); safe to interrupt and rerun."""
     from store import DATA_KINDS
 
     st = open_store(store, must_exist=True, sweep=sweep)
+    chosen = tuple(kinds) or DATA_KINDS + ("references",)
+    data_kinds = tuple(k for k in chosen if k != "references")
+    references = ("references",) if "references" in chosen else ()
     reports = []
     with store_errors():
-        for name in [sweep] if sweep else st.sweeps():
-            reports.append(st.compact(name, rows_per_file=rows_per_file, kinds=tuple(kinds) or DATA_KINDS))
+        names = ([sweep] if sweep else st.sweeps()) if data_kinds else []
+        if not names and references:  # the reference cache alone
+            reports.append(st.compact(None, rows_per_file=rows_per_file, kinds=references))
+        for i, name in enumerate(names):  # the (shared) reference cache with the first sweep
+            reports.append(st.compact(name, rows_per_file=rows_per_file, kinds=data_kinds + (references if i == 0 else ())))
+            for line in reports[-1].lines():
+                echo(line)
+        if not names and references:
             for line in reports[-1].lines():
                 echo(line)
     return reports

@@ -19,9 +19,13 @@ while the main thread waits in Python (``interrupt.stoppable``): a signal ends t
 once, and a call past its deadline is ``StoreUnreachable``. A URI's scheme must be one that is
 supported and tested (``SCHEMES``); any other is refused before pyarrow is asked (pyarrow's
 gs:// waits about 19 minutes for a metadata server without a network, and hdfs:// loads a JVM).
+
+Size: every way a byte reaches or leaves the store (list, read, whole and streamed writes,
+move, delete, exclusive create), each under the same atomicity and deadline rules.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 from dataclasses import dataclass
@@ -229,6 +233,42 @@ class Files:
         except (OSError, pa.ArrowException) as exc:
             raise self.write_error(path, exc) from None
 
+    @contextlib.contextmanager
+    def put_stream(self, path: str):
+        """A sink to write ``path`` into piece by piece (a Parquet writer's), published atomically
+        when the block ends without error, as ``put`` does; an error leaves nothing at ``path``.
+
+        Local disk streams into a hidden temporary (fsynced, then renamed): memory stays that of
+        one piece. Elsewhere the bytes are gathered and ``put`` whole (an object store has no
+        rename; a multipart upload cannot be cancelled here): memory holds the file.
+        """
+        if not self.is_local:
+            sink = pa.BufferOutputStream()
+            yield sink
+            self.put(path, sink.getvalue())
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = temporary_path(path, writer_token())
+            handle = open(tmp, "xb")
+        except OSError as exc:
+            raise self.write_error(path, exc) from None
+        try:
+            try:
+                yield handle
+                handle.flush()
+                if self.durable:
+                    os.fsync(handle.fileno())
+            finally:
+                handle.close()
+            os.replace(tmp, path)
+        except OSError as exc:
+            _remove_quietly(tmp)
+            raise self.write_error(path, exc) from None
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+
     def write_error(self, path: str, exc: BaseException) -> StoreError:
         """The error to raise for a failed write of ``path``.
 
@@ -326,6 +366,13 @@ class Files:
         if self.is_local:
             return path
         return f"{self.fs.type_name}://{path}"
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def _is_file(entry: os.DirEntry) -> bool:

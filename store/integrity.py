@@ -150,6 +150,8 @@ def check(files: Files, sweep: str | None = None, workers: int = 8) -> CheckRepo
     references = list_references(files, stat=True)
     report.findings += _listing_findings(files, references, locks_are_foreign=False)
     jobs += [(e, "references", key) for key, e in references.singles.items()]
+    jobs += [(e, "references", None) for e in references.compacted]
+    listings.append((None, "references", references))
     for lock in references.locks:
         age = None if lock.mtime is None else (now - lock.mtime).total_seconds()
         if lock_live(files, lock.path) is False:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .control import MalformedControl, heartbeat_live, read_control
@@ -38,7 +39,7 @@ from .errors import ForeignReferenceError, SchemaError, StoreError
 from .files import Files
 from .heartbeat import DEFAULT_TTL_S
 from .owners import owner_identity
-from .layout import QUARANTINE_DIR, check_key, join, reference_file, reference_lock
+from .layout import COMPACTED_PREFIX, QUARANTINE_DIR, check_key, classify, join, reference_file, reference_lock, references_dir
 from .schema import SCHEMA_VERSION, package_version, schema, to_table
 from .write import parquet_bytes
 
@@ -90,20 +91,22 @@ def decode(table: pa.Table) -> tuple[Arrays, dict]:
 
 
 def read(files: Files, ref_key: str, validate: Validate | None = None) -> tuple[Arrays, dict] | None:
-    """The cached reference, or None when it is not cached.
+    """The cached reference, or None when it is not cached: its own file when there is one (the
+    latest write), else its rows in the newest compacted references file holding them
+    (``read_compacted``).
 
     Raises:
-        ForeignReferenceError: the file is not the reference of ``ref_key`` (see the module
+        ForeignReferenceError: its own file is not the reference of ``ref_key`` (see the module
             docstring); it is left where it is. StoreError: it cannot be read at all.
     """
     path = reference_file(files.root, ref_key)
     if not files.exists(path):
-        return None
+        return read_compacted(files, ref_key, validate)
     shown = files.display(path)
     try:
         table = pq.read_table(path, filesystem=files.fs, pre_buffer=True)
-    except FileNotFoundError:
-        return None  # moved to the quarantine by another worker since we looked
+    except FileNotFoundError:  # quarantined by another worker, or merged by a compaction, since we looked
+        return read_compacted(files, ref_key, validate)
     except pa.ArrowInvalid as exc:  # the bytes are no Parquet file (truncated, overwritten): never used
         reason = " ".join(str(exc).split())[:120]
         raise ForeignReferenceError(f"reference file {shown} is not the reference {ref_key}: "
@@ -112,15 +115,106 @@ def read(files: Files, ref_key: str, validate: Validate | None = None) -> tuple[
         raise StoreError(f"cannot read {shown}: {exc}; run `explorer check`") from None
     reason = _table_problem(table, ref_key)
     if reason is None:
-        try:
-            arrays, meta = decode(table)
-        except (ValueError, TypeError, KeyError) as exc:
-            reason = f"its arrays do not decode ({' '.join(str(exc).split())[:120]})"
-        else:
-            reason = validate(arrays, meta) if validate is not None else None
-            if reason is None:
-                return arrays, meta
+        reason, found = _decoded(table, validate)
+        if reason is None:
+            return found
     raise ForeignReferenceError(f"reference file {shown} is not the reference {ref_key}: {reason}; never used")
+
+
+def _decoded(table: pa.Table, validate: Validate | None) -> tuple[str | None, tuple[Arrays, dict] | None]:
+    """(why the rows cannot serve, None) or (None, (arrays, meta))."""
+    try:
+        arrays, meta = decode(table)
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"its arrays do not decode ({' '.join(str(exc).split())[:120]})", None
+    reason = validate(arrays, meta) if validate is not None else None
+    return (reason, None) if reason is not None else (None, (arrays, meta))
+
+
+# path -> (size, mtime, [(min key, max key) per row group]): compacted files never change.
+_ROW_GROUPS: dict[str, tuple] = {}
+
+
+def _key_ranges(files: Files, entry) -> list[tuple[str | None, str | None]]:
+    cached = _ROW_GROUPS.get(entry.path)
+    if cached is not None and cached[0] == entry.size and cached[1] == entry.mtime:
+        return cached[2]
+    metadata = files.read_metadata(entry.path)
+    column = metadata.schema.to_arrow_schema().get_field_index("ref_key")
+    ranges = []
+    for i in range(metadata.num_row_groups):
+        stats = metadata.row_group(i).column(column).statistics if column >= 0 else None
+        if stats is not None and stats.has_min_max:
+            low, high = stats.min, stats.max
+            ranges.append((low.decode() if isinstance(low, bytes) else low, high.decode() if isinstance(high, bytes) else high))
+        else:
+            ranges.append((None, None))  # no statistics: the row group may hold any key
+    if len(_ROW_GROUPS) > 4096:
+        _ROW_GROUPS.clear()
+    _ROW_GROUPS[entry.path] = (entry.size, entry.mtime, ranges)
+    return ranges
+
+
+def _compacted_files(files: Files) -> list:
+    """The compacted references files, oldest generation first: names listed without a stat
+    each (a cache of 10^4 single files is listed at every miss), then only these stat'ed."""
+    directory = references_dir(files.root)
+    try:
+        names = sorted(n for n in files.list_file_names(directory) if n.startswith(COMPACTED_PREFIX)
+                       and classify(n).role == "compacted")
+    except (OSError, StoreError):
+        return []
+    found = []
+    for name in names:
+        info = files.info(join(directory, name))
+        if info is not None:  # else removed by a compaction since the listing
+            found.append(info)
+    return found
+
+
+def read_compacted(files: Files, ref_key: str, validate: Validate | None = None) -> tuple[Arrays, dict] | None:
+    """``ref_key``'s rows in the newest compacted references file holding them, or None.
+
+    By key: each file's row groups carry their smallest and largest key (compaction sorts by
+    key and writes small row groups, ``compaction.REFERENCE_ROW_GROUP_ROWS``), so a lookup reads the
+    footers (cached per process) and the one row group that can hold the key. Rows that do
+    not decode or that ``validate`` refuses read as not cached: the reference is computed
+    again, and its own file then serves it (it takes precedence over a compacted copy).
+    """
+    compacted = _compacted_files(files)
+    for entry in reversed(compacted):  # newest generation first: the one the views serve
+        try:
+            ranges = _key_ranges(files, entry)
+            groups = [i for i, (low, high) in enumerate(ranges) if low is None or low <= ref_key <= high]
+            if not groups:
+                continue
+            parquet = pq.ParquetFile(entry.path, filesystem=files.fs)
+            try:
+                table = parquet.read_row_groups(groups)
+            finally:
+                parquet.close()
+        except FileNotFoundError:
+            continue  # removed by a compaction since the listing: a newer file holds its rows
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot read {files.display(entry.path)}: {exc}; run `explorer check`") from None
+        table = table.filter(pc.equal(table.column("ref_key"), ref_key))
+        if table.num_rows == 0:
+            continue
+        if _table_problem(table, ref_key) is not None:
+            return None
+        _, found = _decoded(table.replace_schema_metadata(None), validate)
+        return found
+    return None
+
+
+def is_cached(files: Files, ref_key: str) -> bool:
+    """Whether ``ref_key`` has its own file, or its key is in a compacted references file (the
+    keys of each compacted file are read once per process)."""
+    from .catalog import file_keys
+
+    if files.exists(reference_file(files.root, ref_key)):
+        return True
+    return any(ref_key in file_keys(files, entry, "ref_key") for entry in _compacted_files(files))
 
 
 def _table_problem(table: pa.Table, ref_key: str) -> str | None:

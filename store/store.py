@@ -29,11 +29,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
-from .catalog import completed_keys, list_kind, list_sweeps
+from .catalog import completed_keys, list_kind, list_references, list_sweeps
 from .control import MalformedControl, read_control
 from .errors import StoreQueryError
 from .files import Files, open_root
-from .layout import DATA_KINDS, check_key, check_sweep, reference_file, reference_lock
+from .layout import DATA_KINDS, check_key, check_sweep, reference_lock
 from .write import write_comparison, write_fit, write_optima, write_round, write_trial
 
 
@@ -207,8 +207,9 @@ class Store:
         return references.get_or_compute(self._files, ref_key, compute, stale_after_s=stale_after_s, validate=validate)
 
     def has_reference(self, ref_key: str) -> bool:
-        """Whether the reference of ``ref_key`` is cached (its file exists; not read or checked)."""
-        return self._files.exists(reference_file(self._files.root, check_key(ref_key, "reference key")))
+        """Whether the reference of ``ref_key`` is cached: its own file exists, or a compacted
+        references file holds its key (not read or checked)."""
+        return references.is_cached(self._files, check_key(ref_key, "reference key"))
 
     def read_reference(self, ref_key: str) -> tuple[dict[str, np.ndarray], dict] | None:
         """The cached reference of ``ref_key``, or None when it is not cached.
@@ -285,22 +286,28 @@ class Store:
         incomplete trials (``report.ok`` is False when there is any); changes nothing."""
         return integrity.check(self._files, sweep)
 
-    def compact(self, sweep: str, rows_per_file: int = 4_000_000,
-                kinds: Collection[str] = DATA_KINDS) -> compaction.CompactionReport:
+    def compact(self, sweep: str | None, rows_per_file: int = 4_000_000,
+                kinds: Collection[str] = DATA_KINDS, budget_s: float | None = None) -> compaction.CompactionReport:
         """Merge the sweep's small files into large ones with exactly the same rows (checked
-        before any original is removed; an interrupted compaction loses nothing).
+        before any original is removed; an interrupted compaction loses nothing). Streams: its
+        memory does not grow with the number of files.
 
         Args:
-            kinds: which of metrics, trials, fits to compact (default all). A sweep's end
-                compacts ``trials`` (its next start then reads one trials file), and ``metrics``
-                while ``small_files_bytes`` says they fit in memory.
+            sweep: the sweep (None: only the reference cache, with ``kinds=("references",)``).
+            kinds: which kinds to compact (default every data kind); ``"references"`` adds the
+                store's reference cache. A sweep's end compacts ``trials``, ``metrics`` and
+                ``references`` within its budget (``explorer.sweeps.cleanup``).
+            budget_s: start no new batch after this many seconds; the rest stays for later.
         """
-        return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds)
+        return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds, budget_s=budget_s)
 
-    def small_files_bytes(self, sweep: str, kind: str) -> int:
-        """Bytes in the sweep's small (one key each, not yet compacted) files of ``kind``: what a
-        compaction of that kind would read into memory, compressed."""
-        listing = list_kind(self._files, check_sweep(sweep), kind, stat=True)
+    def small_files_bytes(self, sweep: str | None, kind: str) -> int:
+        """Bytes in the sweep's small (one key each, not yet compacted) files of ``kind`` (with
+        ``kind="references"``, the reference cache's single-reference files; ``sweep`` unused)."""
+        if kind == "references":
+            listing = list_references(self._files, stat=True)
+        else:
+            listing = list_kind(self._files, check_sweep(sweep), kind, stat=True)
         return sum(entry.size or 0 for entry in listing.singles.values())
 
     def remove_temporaries(self, sweep: str, before: _dt.datetime | None = None, *, references: bool = False) -> int:

@@ -57,8 +57,9 @@ def check_command(store_uri: str, sweep: str | None, limit: int, quarantine: boo
 @store_option
 @sweep_filter_option
 @click.option("--rows-per-file", default=4_000_000, show_default=True, type=click.IntRange(min=1), help="Target rows per compacted file.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(DATA_KINDS),
-              help="Only this kind (repeatable; default all). Sweeps compact their trials themselves when they end.")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(DATA_KINDS + ("references",)),
+              help="Only this kind (repeatable; default all, references being the store's reference cache). "
+                   "Sweeps compact their trials, metrics and references themselves when they end, within a time budget.")
 def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds: tuple[str, ...]) -> None:
     """Merge small result files into large ones, rows unchanged.
 
@@ -67,7 +68,7 @@ def compact_command(store_uri: str, sweep: str | None, rows_per_file: int, kinds
     """
     from .. import api
 
-    api.compact(store_uri, sweep, rows_per_file=rows_per_file, kinds=kinds or DATA_KINDS, echo=click.echo)
+    api.compact(store_uri, sweep, rows_per_file=rows_per_file, kinds=kinds, echo=click.echo)
 
 
 @click.command("rm")

@@ -35,7 +35,8 @@ def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, t
     measured wall time per unit of estimated cost so far, times the estimated cost left: trials
     of very different sizes (longest first) do not make it jump. Before any trial finished: NaN
     (shown ``?``): the first trials also pay for starting the workers, which no cost model
-    knows. Without costs: the mean time per trial so far.
+    knows. Without costs: the mean time per trial so far. ``Progress`` passes the window from
+    the first finished pack on, and the counts since then.
     """
     if done >= total:
         return 0.0
@@ -85,15 +86,19 @@ class Progress:
         self._last_text = ""
         self._width = 0
         self.expected_end: tuple[float, float] | None = None  # (low, high) monotonic times: the first estimate
-        # Seconds from ``started`` to the first running trial: the workers' start before it (seconds
-        # to tens of seconds) is no trial's compute, and a rate that counted it would price every
-        # remaining trial with it (an ETA of 43 minutes for a sweep of 30 seconds).
-        self.work_began: float | None = None
+        # The rate is measured from the trial phase's first finished pack (its time, done and
+        # done_cost): what came before it (Ray's start, the workers' start and imports, the first
+        # pack's own start) is no steady rate and is never extrapolated (a first ETA of 7h28m for
+        # a sweep that ended 30 s later). Until ``slots`` more reports have landed after it, the
+        # ETA is the dry run's estimate, labelled so.
+        self.anchor: tuple[float, int, float] | None = None
+        self._reports_since_anchor = 0
+        self._last_done = 0
 
     def __getstate__(self):  # a stream does not pickle (Ray client ships Tune callbacks to the cluster)
         elapsed = time.monotonic() - self.started  # monotonic clocks differ between machines
         return dict(self.__dict__, stream=None, interactive=False, _width=0, started=elapsed,
-                    _last_draw=-float("inf"), expected_end=None)
+                    _last_draw=-float("inf"), expected_end=None, anchor=None, _reports_since_anchor=0)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -107,46 +112,84 @@ class Progress:
         self.expected_end = None if seconds is None else (now + seconds[0], now + seconds[1])
 
     def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
-        """The trials start now: elapsed time and ETA count from here (not from the references)."""
+        """The trials start now: elapsed time counts from here (not from the references)."""
         self.started = time.monotonic()
-        self.work_began = None
+        self.anchor, self._reports_since_anchor, self._last_done = None, 0, self.counts.done
         self.counts.total_cost, self.counts.slots = total_cost, max(1, slots)
 
+    def _observe(self, now: float) -> None:
+        """Note a change of ``done``: the first finished pack sets the anchor, later ones count."""
+        done = self.counts.done
+        if done <= self._last_done:
+            return
+        self._last_done = done
+        if self.anchor is None:
+            self.anchor = (now, done, self.counts.done_cost)
+        else:
+            self._reports_since_anchor += 1
+
+    def measured(self, now: float) -> tuple[float, float] | None:
+        """(trials per second, seconds left) measured since the first finished pack, or None while
+        fewer than ``slots`` reports landed after it (no rate yet: each slot has not yet finished
+        a pack in the window, and two packs ending together would make it absurdly fast)."""
+        c = self.counts
+        if self.anchor is None or self._reports_since_anchor < c.slots:
+            return None
+        t0, done0, cost0 = self.anchor
+        window = now - t0
+        if window <= 0:
+            return None
+        eta = eta_seconds(window, c.done - done0, c.total - done0, c.done_cost - cost0,
+                          max(c.total_cost - cost0, 0.0) if c.total_cost > 0 else 0.0, c.slots)
+        return (c.done - done0) / window, eta
+
     def line(self, now: float | None = None) -> str:
-        """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``."""
+        """The progress text, e.g. ``trials 120/1000 | running 2 | failed 0 | 8.1/s | ETA 1m49s``;
+        before a rate exists, ``ETA ~1m10s (dry-run estimate)`` (or ``ETA ?`` without one)."""
         c = self.counts
         now = time.monotonic() if now is None else now
+        self._observe(now)
         elapsed = now - self.started
-        rate = c.done / elapsed if elapsed > 0 else 0.0
-        working = elapsed - (self.work_began or 0.0)
-        eta = eta_seconds(working, c.done, c.total, c.done_cost, c.total_cost, c.slots)
+        measured = self.measured(now)
+        rate = measured[0] if measured else (c.done / elapsed if elapsed > 0 else 0.0)
         rate_text = f"{rate:.1f}/s" if rate >= 1 or rate == 0 else f"{rate * 60:.1f}/min"
         parts = [f"trials {c.done}/{c.total}", f"running {c.running}", f"failed {c.failed}", rate_text,
                  f"elapsed {_duration(elapsed)}"]
         if c.done < c.total:
+            eta = measured[1] if measured else float("nan")
             parts.append(f"ETA {_duration(eta) if eta == eta else self._first_eta(now)}")
         return " | ".join(parts)
 
     def _first_eta(self, now: float) -> str:
-        """Before any trial ended: the first estimate's time left (``~12s``, ``~12s-40s``), else ``?``."""
+        """Before a rate exists: the dry run's time left (``~12s (dry-run estimate)``, ``~12s-40s
+        (dry-run estimate)``), else ``?``."""
         if self.expected_end is None or self.expected_end[1] <= now:
             return "?"
         low, high = (_duration(max(end - now, 0.0)) for end in self.expected_end)
-        return f"~{low}" if low == high else f"~{low}-{high}"
+        return (f"~{low}" if low == high else f"~{low}-{high}") + " (dry-run estimate)"
 
     def update(self, force: bool = False, **changes: float) -> None:
         """Set counts (``done=``, ``running=``, ``failed=``) and redraw if it is time to."""
         for name, value in changes.items():
             setattr(self.counts, name, value)
-        if self.work_began is None and (self.counts.running > 0 or self.counts.done > 0):
-            self.work_began = time.monotonic() - self.started
+        self._observe(time.monotonic())
         if not self.enabled:
             return
         now = time.monotonic()
         every = 0.2 if self.interactive else self.plain_every_s
         if not force and now - self._last_draw < every:
             return
-        text = self.line(now)
+        self._draw(self.line(now), now, force)
+
+    def status(self, text: str, force: bool = False) -> None:
+        """A phase's own progress line (e.g. ``references 120/864 ready | elapsed 12.0s``), drawn
+        in place and throttled as the trials' line is: one line, not one per event."""
+        if self.enabled:
+            now = time.monotonic()
+            if force or now - self._last_draw >= (0.2 if self.interactive else self.plain_every_s):
+                self._draw(text, now, force)
+
+    def _draw(self, text: str, now: float, force: bool) -> None:
         if text == self._last_text and not force:
             return
         self._last_draw, self._last_text = now, text

@@ -86,7 +86,7 @@ def _summary(n_refs: int, diverged: dict[str, str], broken: dict[str, str], seco
 def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTrial],
                    bar: Progress, check: Callable[[], None]) -> tuple[dict[str, str], dict[str, str]]:
     """Find the references the remaining trials need in the store (on the driver), and compute
-    the others, one Ray task each, a line per reference as it is ready; ``check`` (a signal) is
+    the others, one Ray task each, with one progress line (``Progress.status``) counting them; ``check`` (a signal) is
     called between reads and between polls of ``ray.wait``. Nothing to compute: no Ray task.
 
     Returns:
@@ -128,8 +128,7 @@ def run_references(spec: SweepSpec, store, the_plan: Plan, todo: list[PlannedTri
             continue
         if message is not None:
             diverged[ref.ref_key] = message
-        state = "diverged" if message is not None else "ready"
-        bar.message(f"reference {done}/{len(to_compute)} {ref.ref_key} {state} in {seconds:.1f}s "
-                    f"(elapsed {time.monotonic() - t0:.1f}s)")
+        bar.status(f"references {done}/{len(to_compute)} done | diverged {len(diverged)} | failed {len(broken)} "
+                   f"| elapsed {time.monotonic() - t0:.1f}s", force=done == len(to_compute))
     bar.message(_summary(len(refs), diverged, broken, time.monotonic() - t0))
     return diverged, broken

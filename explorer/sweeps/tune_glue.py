@@ -27,17 +27,23 @@ class ProgressCallback(tune.Callback):
         self.progress = progress
         self.costs = costs or {}
         self.statuses: dict[str, str] = {}
+        self._failed = 0
+        self._done_cost = 0.0
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         keys = result.get("keys")
         if not keys:
             return
+        # counted as the reports come (a sweep of 10^5 trials sends thousands of reports:
+        # summing every status again at each would cost O(n^2))
         for key, status in zip(keys.split(","), result["statuses"].split(",")):
-            if status != "complete" or key not in self.statuses:
+            before = self.statuses.get(key)
+            if status != "complete" or before is None:
+                if before is None:
+                    self._done_cost += self.costs.get(key, 0.0)
+                self._failed += (status == "failed") - (before == "failed")
                 self.statuses[key] = status
-        failed = sum(s == "failed" for s in self.statuses.values())
-        done_cost = sum(self.costs.get(k, 0.0) for k in self.statuses)
-        self.progress.update(done=len(self.statuses), failed=failed, done_cost=done_cost)
+        self.progress.update(done=len(self.statuses), failed=self._failed, done_cost=self._done_cost)
 
     def on_step_end(self, iteration, trials, **info):
         running = sum(t.status == "RUNNING" for t in trials)
