@@ -12,6 +12,7 @@ from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
 from .printable import printable
 from .redaction import redact_uri
+from .runs import RunRecord, new_run_id
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidNameError",
     "LeftOutFilesWarning",
     "QueryTimeout",
+    "RunRecord",
     "SCHEMA_VERSION",
     "STATUSES",
     "SchemaError",
@@ -41,6 +43,7 @@ __all__ = [
     "register_kind",
     "check_read_only",
     "check_sweep",
+    "new_run_id",
     "owner_dead_here",
     "owner_identity",
     "printable",
