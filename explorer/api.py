@@ -383,16 +383,20 @@ def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = 
 def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
            metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
            n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None,
-           export: str | Sequence[str] = ()) -> Report:
+           export: str | Sequence[str] = (), reload_s: float | None = None) -> Report:
     """A sweep's offline HTML report in ``out`` (``explorer.report.page.build_report``), its fits
     also written to the store unless ``save`` is False (or the store is read-only:
     ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
     ``compare`` makes it; ``export``: also render every chart as these files (``"png,svg"``,
-    ``["png"]``; vl-convert, most of a report's time: none by default). Fits and the model
+    ``["png"]``; vl-convert, most of a report's time: none by default). The page's header says
+    when the data is partial or holds trials outside the last run's grid (``Report.notes``);
+    ``reload_s``: the page reloads itself that often (``explorer watch --html``). Fits and the model
     comparison of rows and options seen before are read back from the user's fit cache
     (``explorer.report.fit_cache``: the same numbers)."""
+    from .analysis.data import data_notes
     from .report.fit_cache import FitCache
     from .report.page import build_report
+    from .report.page_header import rewrite_with_header
 
     with store_errors():
         st, con = open_sweep(store, sweep)
@@ -400,9 +404,13 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
         if compare_with is not None:
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
                                  n_boot=max(n_boot, 2), save=save)
-        return build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
-                            form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
-                            cache=FitCache())
+        report = build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
+                              form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
+                              cache=FitCache())
+        notes = data_notes(st, sweep, con=con, where=where)
+        rewrite_with_header(report.path, notes, reload_s)
+        report.notes = notes
+        return report
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
@@ -459,6 +467,7 @@ class SweepFit:
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
     targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
+    notes: list[str] = field(default_factory=list)  # partial data, trials outside the last run's grid (one line each)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
@@ -508,6 +517,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
             its Gram rows names the law that fits the RMS errors instead). SweepDataError: an
             unknown sweep. QueryError: a bad ``where``. ExpressionError: an invalid expression.
     """
+    from .analysis.data import data_notes
     from .analysis.fitting import compare_laws, fit_sweep
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
@@ -522,6 +532,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
             result = fit_sweep(con, sweep, form, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                                floor=floor, bias=bias, fluct=fluct)
             targets = read_targets(con, sweep)
+            notes = data_notes(st, sweep, con=con, where=where)
         except (NoDecompositionError, FitError) as exc:
             method = method_of(label, metric)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
@@ -530,7 +541,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None, targets=targets)
+                        shape_advice(result, budgets) if budgets else None, targets=targets, notes=notes)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri
@@ -569,16 +580,18 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
         FitError: the sweep does not vary ``axis`` (or it is not a positive number), a bad ``by`` or
             metric. SweepDataError: an unknown sweep, a step past the last. QueryError: a bad ``where``.
     """
+    from .analysis.data import data_notes
     from .analysis.hyper import axis_runs, optima
 
     with store_errors():
         st, con = open_sweep(store, sweep)
         try:
             runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
+            notes = data_notes(st, sweep, con=con, where=where)
         finally:
             con.close()
         result = optima(runs, n_boot=n_boot, seed=seed)
-        result.sweep, result.where = sweep, where
+        result.sweep, result.where, result.notes = sweep, where, notes
         if save:
             st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
     return result
@@ -609,6 +622,7 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
     result = fit_transfer(found, across, drop_edges=drop_edges)
+    result.notes = found.notes
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)
@@ -633,15 +647,19 @@ def coordcheck(sweep: str, *, store: Store | str = "results", step: int | None =
         SweepDataError: an unknown sweep, a bad step, rows without the coordinate-check columns.
         FitError: a sweep varying neither M nor L. QueryError: a bad ``where``.
     """
+    from .analysis.data import data_notes
     from .analysis.hyper import coord_exponents, coord_sizes
 
     with store_errors():
-        _, con = open_sweep(store, sweep)
+        st, con = open_sweep(store, sweep)
         try:
             sizes = coord_sizes(con, sweep, step=step, where=where)
+            notes = data_notes(st, sweep, con=con, where=where)
         finally:
             con.close()
-    return coord_exponents(sizes, n_boot=n_boot, seed=seed)
+    result = coord_exponents(sizes, n_boot=n_boot, seed=seed)
+    result.notes = notes
+    return result
 
 
 # --- the papers: explorer reproduce ----------------------------------------------------------

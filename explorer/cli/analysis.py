@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..bounds import MAX_RESAMPLES
-from .options import (RegistryHelpOption, axis_names, fit_metric_option, form_option, metric_option, step_option,
+from .options import (RegistryHelpOption, axis_names, echo_notes, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
 from .signals import begin_work
 
@@ -52,6 +52,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 
     fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                      floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
+    echo_notes(fitted.notes)
     click.echo("\n".join(fitted.lines()))
 
 
@@ -117,6 +118,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
                         save=not no_save, force=force, compare_with=compare_with, export=export)
+    echo_notes(report.notes)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
     click.echo(f"report: {report.path}")

@@ -104,3 +104,10 @@ step_option = click.option("--step", type=int, default=None, metavar="K",
                            help="GD step to read (default: each trial's final step).")
 where_option = click.option("--where", default=None, metavar="SQL",
                             help="Only metric rows matching this SQL condition, e.g. \"alpha = 1\".")
+
+
+def echo_notes(notes) -> None:
+    """An analysis's lines on its data (partial, trials outside the last run's grid), on standard
+    error before its result: ``explorer.analysis.data.data_notes``."""
+    for line in notes or ():
+        click.echo(line, err=True)

@@ -29,8 +29,15 @@ class RunLog:
         self.started_at = dt.datetime.now(dt.timezone.utc)
         self.written = False
 
+    def record_spec(self) -> dict:
+        """The resolved spec, with ``axes``: each store column's values in the run's grid (the
+        scalar of a key not on the grid as one value), what names a trial outside it."""
+        axes = {name: list(values) for name, values in self.spec.axes().items()}
+        axes["problem_seed"] = list(self.spec.problem_seeds())
+        return {**self.spec.to_dict(), "axes": axes}
+
     def _write(self, ended_at: dt.datetime | None) -> None:
-        self.store.write_run(self.spec.name, self.run_id, spec=self.spec.to_dict(), planned_keys=self.planned,
+        self.store.write_run(self.spec.name, self.run_id, spec=self.record_spec(), planned_keys=self.planned,
                              started_at=self.started_at, ended_at=ended_at, only_keys=self.only, ttl_s=self.ttl_s)
 
     def start(self) -> None:
