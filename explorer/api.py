@@ -17,6 +17,7 @@ prints what it returns).
 | ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
 | fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
 | optimum, transfer | ``optimum``, ``transfer`` |
+| watch | ``watch`` (one refresh: ``explorer.watch.Watcher``) |
 | reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
 
 Commands that print as they go (check, compact, phase, demo) take ``echo``, which receives each
@@ -389,7 +390,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
     ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
     ``compare`` makes it; ``export``: also render every chart as these files (``"png,svg"``,
     ``["png"]``; vl-convert, most of a report's time: none by default). The page's header says
-    when the data is partial or holds trials outside the last run's grid (``Report.notes``);
+    when the data is partial or holds trials outside the last run's grid (``Report.data_notes``);
     ``reload_s``: the page reloads itself that often (``explorer watch --html``). Fits and the model
     comparison of rows and options seen before are read back from the user's fit cache
     (``explorer.report.fit_cache``: the same numbers)."""
@@ -409,7 +410,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
                               cache=FitCache())
         notes = data_notes(st, sweep, con=con, where=where)
         rewrite_with_header(report.path, notes, reload_s)
-        report.notes = notes
+        report.data_notes = notes
         return report
 
 
@@ -467,7 +468,7 @@ class SweepFit:
     advice: dict | None = None  # shape_advice at the budgets asked
     written_to: str | None = None  # the store the fit was written to (None: not saved)
     targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
-    notes: list[str] = field(default_factory=list)  # partial data, trials outside the last run's grid (one line each)
+    data_notes: list[str] = field(default_factory=list)  # partial data, trials outside the last run's grid (one line each)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
@@ -541,7 +542,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None, targets=targets, notes=notes)
+                        shape_advice(result, budgets) if budgets else None, targets=targets, data_notes=notes)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri
@@ -591,7 +592,7 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
         finally:
             con.close()
         result = optima(runs, n_boot=n_boot, seed=seed)
-        result.sweep, result.where, result.notes = sweep, where, notes
+        result.sweep, result.where, result.data_notes = sweep, where, notes
         if save:
             st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
     return result
@@ -622,7 +623,7 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
     result = fit_transfer(found, across, drop_edges=drop_edges)
-    result.notes = found.notes
+    result.data_notes = found.data_notes
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)
@@ -658,8 +659,42 @@ def coordcheck(sweep: str, *, store: Store | str = "results", step: int | None =
         finally:
             con.close()
     result = coord_exponents(sizes, n_boot=n_boot, seed=seed)
-    result.notes = notes
+    result.data_notes = notes
     return result
+
+
+def watch(sweep: str, store: Store | str | os.PathLike = "results", *, every: float = 10.0, once: bool = False,
+          as_json: bool = False, html: str | os.PathLike | None = None, n_boot: int = 200, seed: int = 0,
+          echo: Echo = print, live: bool | None = False):
+    """Follow a sweep while it runs (``explorer watch``; ``explorer.watch``): every ``every``
+    seconds its trials by status, rate and ETA, and the answer so far (each slice's optimum and the
+    transfer law for a sweep with an lr or alpha axis, else the default fit), with how much each
+    interval narrowed; until its last run ends (or ``once``), reading the store without a lock.
+
+        snap = explorer.api.watch("lrwidth", "results", once=True, echo=lambda line: None)
+        snap.as_dict()["answer"]
+
+    Args:
+        as_json: one JSON object per refresh (``Snapshot.as_dict``). html: also rewrite the report
+            page in that folder at each refresh with new rows, reloading itself until the end.
+        live: a rich live display (the CLI's default on a terminal); else plain lines to ``echo``.
+
+    Returns:
+        The last ``Snapshot``.
+
+    Raises:
+        SweepDataError: an unknown sweep. StoreAccessError: an unreachable store.
+    """
+    from .watch import Watcher, watch_loop
+
+    with store_errors():
+        st = open_store(store, sweep=sweep)
+
+        def page(out, reload_s):
+            return report(sweep, st, out, save=False, force=True, n_boot=n_boot, reload_s=reload_s)
+
+        return watch_loop(Watcher(st, sweep, n_boot=n_boot, seed=seed), every=every, once=once, as_json=as_json,
+                          html=html, make_report=page, echo=echo, live=live)
 
 
 # --- the papers: explorer reproduce ----------------------------------------------------------

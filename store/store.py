@@ -208,6 +208,12 @@ class Store:
         """
         return lookup.trial_rows(self._files, sweep, "metrics", set(keys))
 
+    def trial_records(self, sweep: str, keys: Iterable[str]) -> pa.Table | None:
+        """The trials rows of the sweep's trials of ``keys`` (None when none has one), read like
+        ``trial_metrics``: what a reader that follows a running sweep (``explorer watch``) adds to
+        the rows it already holds."""
+        return lookup.trial_rows(self._files, sweep, "trials", set(keys))
+
     def get_or_compute_reference(
         self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *,
         stale_after_s: float = references.STALE_AFTER_S, validate: references.Validate | None = None,

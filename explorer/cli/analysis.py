@@ -52,7 +52,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 
     fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                      floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
-    echo_notes(fitted.notes)
+    echo_notes(fitted.data_notes)
     click.echo("\n".join(fitted.lines()))
 
 
@@ -118,7 +118,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
                         save=not no_save, force=force, compare_with=compare_with, export=export)
-    echo_notes(report.notes)
+    echo_notes(report.data_notes)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in {out}/fits.csv", err=True)
     click.echo(f"report: {report.path}")

@@ -43,7 +43,7 @@ def optimum_command(sweep: str, store_uri: str, axis: str, metric: str, by: str 
 
     found = api.optimum(sweep, axis, store=store_uri, metric=metric, by=by.split(",") if by else None, step=step,
                         where=where, n_boot=n_boot, seed=seed, save=save)
-    echo_notes(found.notes)
+    echo_notes(found.data_notes)
     click.echo("\n".join(found.lines()))
     if save:
         click.echo(f"wrote {len(found.table)} rows (kind optima)")
@@ -77,7 +77,7 @@ def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, .
 
     result = api.transfer(sweep, axis, across, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
                           seed=seed, drop_edges=drop_edges, save=save)
-    echo_notes(result.notes)
+    echo_notes(result.data_notes)
     click.echo("\n".join(result.lines()))
 
 
@@ -101,5 +101,5 @@ def coordcheck_command(sweep: str, store_uri: str, step: int | None, where: str 
     from .. import api
 
     checked = api.coordcheck(sweep, store=store_uri, step=step, where=where, n_boot=n_boot, seed=seed)
-    echo_notes(checked.notes)
+    echo_notes(checked.data_notes)
     click.echo("\n".join(checked.lines()))

@@ -59,12 +59,12 @@ def test_a_rerun_of_fewer_draws_names_the_outside_trials_and_the_where_that_drop
             f'--where "problem_seed <> 2" leaves them out')
     assert run_state(st, "planted").lines() == [line]
     found = api.optimum("planted", "lr", store=st, n_boot=20, save=False)
-    assert found.notes == [line]
+    assert found.data_notes == [line]
     cli = CliRunner().invoke(main, ["optimum", "--sweep", "planted", "--store", st.uri, "--bootstrap", "5",
                                     "--no-save"])
     assert cli.exit_code == 0 and line in cli.output
     dropped = api.optimum("planted", "lr", store=st, n_boot=20, save=False, where="problem_seed <> 2")
-    assert dropped.notes == []  # the suggested filter leaves them out, and the line goes
+    assert dropped.data_notes == []  # the suggested filter leaves them out, and the line goes
     narrowed = run_state(st, "planted", where="L = 4").lines("L = 4")
     assert narrowed == [f"{outside // 3} trials outside the last run's grid (problem_seed = 2) are included; "
                         f'--where "(L = 4) AND problem_seed <> 2" leaves them out']

@@ -1,0 +1,168 @@
+"""One refresh of ``explorer watch``: where a sweep stands, read from the store without a lock.
+
+A ``Watcher`` follows one sweep. Each ``refresh()`` lists the keys of the trials written so far
+(names only) and reads the rows of the new ones alone (``Store.trial_metrics``,
+``Store.trial_records``: exactly their files), keeping every trial's rows it has read; failed
+trials are read again (a rerun replaces them). When no trial was added the answer of the last
+refresh is reused as it is; otherwise it is computed again on an in-memory DuckDB of the rows held,
+with the functions of ``explorer optimum``/``transfer``/``fit`` (``answer``). The run record
+(``Store.runs``) says what the last run set out to do and whether it still runs.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from store import STATUSES, Store
+
+from ..analysis.data import run_state
+from ..sweeps.progress import eta_seconds
+from .answer import Interval, compute_answer
+
+FAILED = "failed"
+
+
+@dataclass
+class Snapshot:
+    """A sweep as one refresh saw it (``as_dict``: the object ``--json`` prints)."""
+
+    sweep: str
+    counts: dict[str, int]  # ok, diverged, failed: every stored trial of the sweep
+    running: int  # trials of the last run that a live driver holds, not complete yet
+    pending: int  # trials of the last run not complete and no longer run (the run stopped)
+    total: int  # trials of the last run
+    done: int  # of them, complete
+    partial: bool
+    ended: bool
+    rate: float | None  # trials per second, as measured so far
+    eta_s: float | None
+    kind: str | None  # "optima" or "fit"
+    intervals: list[Interval] = field(default_factory=list)
+    why_no_answer: str | None = None
+    narrowed: dict[str, float] = field(default_factory=dict)  # name -> 1 - width now / width at the last refresh
+    notes: list[str] = field(default_factory=list)  # partial, trials outside the last run's grid
+    cpu_s: float = 0.0  # CPU time of this refresh
+
+    def as_dict(self) -> dict:
+        return {"sweep": self.sweep, **{s: self.counts.get(s, 0) for s in STATUSES}, "running": self.running,
+                "pending": self.pending, "total": self.total, "done": self.done, "partial": self.partial,
+                "ended": self.ended, "rate_per_s": self.rate, "eta_s": self.eta_s,
+                "answer": {"kind": self.kind, "intervals": [i.as_dict() for i in self.intervals],
+                           "why_none": self.why_no_answer},
+                "narrowed": self.narrowed, "notes": self.notes}
+
+
+def _by_key(table: pa.Table) -> dict[str, pa.Table]:
+    """``trial_key -> its rows`` of ``table`` (one sort, then slices)."""
+    keys = np.asarray(table.column("trial_key").to_pylist(), dtype=object)
+    order = np.argsort(keys, kind="stable")
+    ordered = table.take(pa.array(order))
+    names, starts = np.unique(keys[order], return_index=True)
+    ends = list(starts[1:]) + [len(keys)]
+    return {str(name): ordered.slice(int(a), int(b - a)) for name, a, b in zip(names, starts, ends)}
+
+
+class Watcher:
+    """Follows one sweep of a store; ``refresh()`` gives a ``Snapshot``."""
+
+    def __init__(self, store: Store, sweep: str, *, n_boot: int = 200, seed: int = 0, metric: str | None = None):
+        self.store, self.sweep, self.n_boot, self.seed, self.metric = store, sweep, n_boot, seed, metric
+        self.statuses: dict[str, str] = {}
+        self.metrics: dict[str, pa.Table] = {}
+        self.trials: dict[str, pa.Table] = {}
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.answer: tuple[str | None, list[Interval], str | None] = (None, [], None)
+        self.previous: dict[str, float] = {}  # interval name -> its width at the last refresh
+        self.first_seen: tuple[float, int] | None = None  # (time, trials of the run done) at the first refresh
+
+    def _read_new(self) -> bool:
+        """Read the rows of trials not held yet (and of failed ones again); True when any changed."""
+        keys = self.store.completed_trial_keys(self.sweep)
+        new = {k for k in keys if k not in self.statuses or self.statuses[k] == FAILED}
+        if not new:
+            return False
+        statuses = self.store.trial_column(self.sweep, "status", new)
+        changed = {k for k in new if self.statuses.get(k) != statuses.get(k) or k not in self.metrics}
+        if not changed:
+            return False
+        metrics = self.store.trial_metrics(self.sweep, changed)
+        trials = self.store.trial_records(self.sweep, changed)
+        for table, held in ((metrics, self.metrics), (trials, self.trials)):
+            if table is not None:
+                held.update(_by_key(table))
+        self.statuses.update({k: str(v) for k, v in statuses.items() if v is not None})
+        return True
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        con.register("metrics", pa.concat_tables(list(self.metrics.values()), promote_options="default"))
+        con.register("trials", pa.concat_tables(list(self.trials.values()), promote_options="default"))
+        return con
+
+    def _axes(self, run) -> dict[str, int]:
+        """How many values each column takes: the last run's grid, else the rows held."""
+        if run is not None and run.spec.get("axes"):
+            return {c: len(v) for c, v in run.spec["axes"].items()}
+        if self.con is None:
+            return {}
+        columns = [c for c in ("L", "M", "D", "lr", "alpha") if c in
+                   {r[0] for r in self.con.execute("SELECT name FROM pragma_table_info('metrics')").fetchall()}]
+        counts = self.con.execute(
+            "SELECT " + ", ".join(f'count(DISTINCT "{c}")' for c in columns) + " FROM metrics").fetchone()
+        return dict(zip(columns, counts))
+
+    def refresh(self) -> Snapshot:
+        cpu = time.process_time()
+        found = self.store.runs(self.sweep, last=1)
+        run = found[-1] if found else None
+        if self._read_new() and self.metrics:
+            if self.con is not None:
+                self.con.close()
+            self.con = self._connection()
+            self.answer = compute_answer(self.con, self.sweep, self._axes(run), n_boot=self.n_boot, seed=self.seed,
+                                         metric=self.metric)
+        state = run_state(self.store, self.sweep, con=self.con, statuses=self.statuses, run=run) \
+            if self.con is not None else run_state(self.store, self.sweep, statuses=self.statuses, run=run)
+        kind, intervals, why = self.answer
+        counts = {s: 0 for s in STATUSES}
+        for status in self.statuses.values():
+            counts[status] = counts.get(status, 0) + 1
+        rate, eta = self._pace(state, run)
+        widths = {i.name: i.width for i in intervals if i.width is not None}
+        narrowed = {name: 1 - width / self.previous[name] for name, width in widths.items()
+                    if self.previous.get(name) and width != self.previous[name]}
+        self.previous = widths
+        snap = Snapshot(self.sweep, counts, state.running, state.pending, state.total, state.done, state.partial,
+                        state.ended, rate, eta, kind, intervals, why, narrowed, state.lines())
+        snap.cpu_s = time.process_time() - cpu
+        return snap
+
+    def _pace(self, state, run) -> tuple[float | None, float | None]:
+        """Trials per second and seconds left: from what this watcher saw complete, else (its first
+        refresh) from the run's start; ``progress.eta_seconds`` turns them into an ETA."""
+        now = time.time()
+        if run is None or not state.live:
+            return None, (0.0 if not state.partial else None)
+        if self.first_seen is None:
+            self.first_seen = (now, state.done)
+        seen_at, seen_done = self.first_seen
+        if state.done > seen_done and now > seen_at:
+            elapsed, done, total = now - seen_at, state.done - seen_done, state.total - seen_done
+        else:
+            started = run.started_at.timestamp() if isinstance(run.started_at, dt.datetime) else now
+            elapsed, done, total = now - started, state.done, state.total
+        if done <= 0 or elapsed <= 0:
+            return None, None
+        eta = eta_seconds(elapsed, done, total)
+        return done / elapsed, (eta if math.isfinite(eta) else None)
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None

@@ -1,0 +1,68 @@
+"""``explorer watch`` on a planted lr sweep written to a store: its JSON refresh, the answer equal
+to ``explorer optimum``/``transfer`` on the same rows, the rows of new trials alone read at a
+refresh, and its end when the last run ends."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from explorer import api
+from explorer.analysis.hyper import planted_runs
+from explorer.cli import main
+from explorer.watch import Watcher
+from store import Store, new_run_id
+
+from .analysis_data import write_to_store
+from .hyper_data import planted_metrics
+
+NOW = dt.datetime.now(dt.timezone.utc)
+KEYS = ("sweep", "ok", "diverged", "failed", "running", "pending", "partial", "ended", "answer")
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    runs, _ = planted_runs(0.0, rng=np.random.default_rng(7), n_draws=2, n_seeds=2, diverge_at=1e9,
+                           Ls=(4, 16, 64), grid=2.0 ** np.arange(-2, 4))
+    frame = planted_metrics(runs, steps=1)
+    root = tmp_path_factory.mktemp("watch") / "results"
+    write_to_store(frame, Store(root, durable=False))
+    return root, frame, runs
+
+
+def _record(st, keys, runs, *, ended):
+    axes = {"L": [4, 16, 64], "lr": [float(x) for x in runs.grid], "problem_seed": [0, 1]}
+    st.write_run("planted", new_run_id(), spec={"name": "planted", "axes": axes}, planned_keys=keys,
+                 started_at=NOW, ended_at=ended)
+
+
+def test_a_refresh_while_the_run_lives_and_after_it_ends(planted, tmp_path):
+    root, frame, runs = planted
+    shutil.copytree(root, tmp_path / "results")
+    st = Store(tmp_path / "results", durable=False)
+    keys = sorted(frame["trial_key"].unique())
+    _record(st, keys + ["later"], runs, ended=None)
+    result = CliRunner().invoke(main, ["watch", "--sweep", "planted", "--store", st.uri, "--once", "--json",
+                                       "--bootstrap", "20"])
+    assert result.exit_code == 0, result.output
+    snap = json.loads(result.output.strip().splitlines()[-1])
+    assert set(KEYS) <= set(snap) and snap["ok"] == len(keys) and snap["running"] == 1
+    assert snap["partial"] and not snap["ended"] and snap["answer"]["kind"] == "optima"
+
+    watcher = Watcher(st, "planted", n_boot=20)
+    first = watcher.refresh()
+    again = watcher.refresh()  # nothing new: the same answer, no rows read
+    assert again.intervals == first.intervals and again.narrowed == {}
+    found = api.optimum("planted", "lr", store=st, n_boot=20, save=False)
+    law = api.transfer("planted", "lr", ["L"], store=st, n_boot=20, save=False)
+    expected = [float(v) for v in found.table["optimum"]] + [float(law.fits[0].estimate[1])]
+    assert np.allclose([i.estimate for i in first.intervals], expected)
+    assert np.allclose(first.intervals[-1].low, law.fits[0].low[1]) and first.intervals[-1].name == "gamma"
+
+    _record(st, keys, runs, ended=NOW)  # a later run, ended: the watch ends with the final answer
+    done = api.watch("planted", st, n_boot=20, echo=lambda line: None, every=0.5)
+    assert done.ended and not done.partial and done.running == 0
