@@ -551,7 +551,14 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
 
 def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
     """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
-    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``)."""
+    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``); for the
+    transfer law's gamma or delta (``["delta=0.15"]``), the problem draws that reach them
+    (``explorer.experiment_design.transfer_design``: out, name, force; a ``TransferDesign``)."""
+    from .experiment_design.transfer_design import design_transfer, wants_transfer
+
+    if wants_transfer(targets):
+        return design_transfer(sweep, targets, store, **{k: v for k, v in options.items()
+                                                         if k in ("out", "name", "force") and v is not None})
     from .experiment_design.designer import design as designed
 
     return designed(sweep, targets, store=store, **options)
@@ -583,16 +590,19 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
     """
     from .analysis.data import data_notes
     from .analysis.hyper import axis_runs, optima
+    from .experiment_design.design_record import read_targets
 
     with store_errors():
         st, con = open_sweep(store, sweep)
         try:
             runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
             notes = data_notes(st, sweep, con=con, where=where)
+            designed = read_targets(con, sweep)
         finally:
             con.close()
         result = optima(runs, n_boot=n_boot, seed=seed)
         result.sweep, result.where, result.data_notes = sweep, where, notes
+        result.design_targets = designed
         if save:
             st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
     return result
@@ -623,7 +633,9 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
     result = fit_transfer(found, across, drop_edges=drop_edges)
-    result.data_notes = found.data_notes
+    from .experiment_design.transfer_design import transfer_target_lines
+
+    result.data_notes = found.data_notes + transfer_target_lines(found.design_targets, result)
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)

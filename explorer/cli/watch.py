@@ -21,7 +21,7 @@ from .options import store_option, sweep_required_option
               metavar="N", help="Resamples of the answer's intervals (as optimum, transfer and fit).")
 def watch_command(sweep: str, store_uri: str, every: float, once: bool, as_json: bool, html: str | None,
                   n_boot: int) -> None:
-    """Follow a sweep while it runs: trials, pace and the answer so far.
+    """Follow a running sweep: trials, ETA, the answer so far.
 
     Trials by status, rate and ETA; the answer so far (each slice's optimum and the transfer law
     for a sweep with an lr or alpha axis, else the default fit) with how much each interval

@@ -31,10 +31,11 @@ class RunLog:
 
     def record_spec(self) -> dict:
         """The resolved spec, with ``axes``: each store column's values in the run's grid (the
-        scalar of a key not on the grid as one value), what names a trial outside it."""
+        scalar of a key not on the grid as one value), what names a trial outside it; and
+        ``given``: the keys its user wrote (``section.key``), what a design copies."""
         axes = {name: list(values) for name, values in self.spec.axes().items()}
         axes["problem_seed"] = list(self.spec.problem_seeds())
-        return {**self.spec.to_dict(), "axes": axes}
+        return {**self.spec.to_dict(), "axes": axes, "given": sorted(self.spec.given)}
 
     def _write(self, ended_at: dt.datetime | None) -> None:
         self.store.write_run(self.spec.name, self.run_id, spec=self.record_spec(), planned_keys=self.planned,

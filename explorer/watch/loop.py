@@ -70,7 +70,7 @@ def watch_loop(watcher: Watcher, *, every: float = 10.0, once: bool = False, as_
             else:
                 for line in plain_lines(snap):
                     echo(line)
-            if once or snap.ended:
+            if once or (snap.ended and watcher.read_problem is None):
                 return snap
             sleep(every)
     finally:

@@ -5,7 +5,8 @@ A ``Watcher`` follows one sweep. Each ``refresh()`` lists the keys of the trials
 ``Store.trial_records``: exactly their files), keeping every trial's rows it has read; failed
 trials are read again (a rerun replaces them). When no trial was added the answer of the last
 refresh is reused as it is; otherwise it is computed again on an in-memory DuckDB of the rows held,
-with the functions of ``explorer optimum``/``transfer``/``fit`` (``answer``). The run record
+with the functions of ``explorer optimum``/``transfer``/``fit`` (``answer``), with
+``RUNNING_BOOT`` resamples while the run is live and the command's own once it ended. The run record
 (``Store.runs``) says what the last run set out to do and whether it still runs.
 """
 from __future__ import annotations
@@ -19,13 +20,18 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from store import STATUSES, Store
+from store import STATUSES, Store, StoreError
 
 from ..analysis.data import run_state
 from ..sweeps.progress import eta_seconds
 from .answer import Interval, compute_answer
 
 FAILED = "failed"
+# Resamples of the answer while the run is live (its final answer, once it ended, has the
+# command's own, so it is ``explorer optimum``'s and ``transfer``'s): a refresh after new trials
+# then stays within a second of CPU at 2592 trials (docs/benchmarks.md).
+RUNNING_BOOT = 100
+READ_ATTEMPTS, READ_RETRY_S = 5, 0.5
 
 
 @dataclass
@@ -71,8 +77,12 @@ def _by_key(table: pa.Table) -> dict[str, pa.Table]:
 class Watcher:
     """Follows one sweep of a store; ``refresh()`` gives a ``Snapshot``."""
 
-    def __init__(self, store: Store, sweep: str, *, n_boot: int = 200, seed: int = 0, metric: str | None = None):
+    def __init__(self, store: Store, sweep: str, *, n_boot: int = 200, seed: int = 0, metric: str | None = None,
+                 running_boot: int = RUNNING_BOOT):
         self.store, self.sweep, self.n_boot, self.seed, self.metric = store, sweep, n_boot, seed, metric
+        self.running_boot = min(running_boot, n_boot)
+        self.answer_boot = 0  # the resamples of the answer held
+        self.read_problem: str | None = None  # why the last refresh read no new rows, when it could not
         self.statuses: dict[str, str] = {}
         self.metrics: dict[str, pa.Table] = {}
         self.trials: dict[str, pa.Table] = {}
@@ -82,6 +92,19 @@ class Watcher:
         self.first_seen: tuple[float, int] | None = None  # (time, trials of the run done) at the first refresh
 
     def _read_new(self) -> bool:
+        """``_read_once``, again after a moment when the files moved meanwhile (the sweep's end
+        compacts them); after ``READ_ATTEMPTS`` the rows held are kept until the next refresh."""
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return self._read_once()
+            except StoreError:
+                if attempt == READ_ATTEMPTS - 1:
+                    self.read_problem = "the store's files kept moving (a compaction?): read again at the next refresh"
+                    return False
+                time.sleep(READ_RETRY_S)
+        return False
+
+    def _read_once(self) -> bool:
         """Read the rows of trials not held yet (and of failed ones again); True when any changed."""
         keys = self.store.completed_trial_keys(self.sweep)
         new = {k for k in keys if k not in self.statuses or self.statuses[k] == FAILED}
@@ -121,12 +144,17 @@ class Watcher:
         cpu = time.process_time()
         found = self.store.runs(self.sweep, last=1)
         run = found[-1] if found else None
+        n_boot = self.running_boot if run is not None and run.live else self.n_boot
+        self.read_problem = None
         if self._read_new() and self.metrics:
             if self.con is not None:
                 self.con.close()
             self.con = self._connection()
-            self.answer = compute_answer(self.con, self.sweep, self._axes(run), n_boot=self.n_boot, seed=self.seed,
+            self.answer_boot = 0
+        if self.con is not None and self.answer_boot != n_boot:  # new rows, or the run ended: the final resamples
+            self.answer = compute_answer(self.con, self.sweep, self._axes(run), n_boot=n_boot, seed=self.seed,
                                          metric=self.metric)
+            self.answer_boot = n_boot
         state = run_state(self.store, self.sweep, con=self.con, statuses=self.statuses, run=run) \
             if self.con is not None else run_state(self.store, self.sweep, statuses=self.statuses, run=run)
         kind, intervals, why = self.answer
@@ -139,7 +167,8 @@ class Watcher:
                     if self.previous.get(name) and width != self.previous[name]}
         self.previous = widths
         snap = Snapshot(self.sweep, counts, state.running, state.pending, state.total, state.done, state.partial,
-                        state.ended, rate, eta, kind, intervals, why, narrowed, state.lines())
+                        state.ended, rate, eta, kind, intervals, why, narrowed,
+                        state.lines() + ([self.read_problem] if self.read_problem else []))
         snap.cpu_s = time.process_time() - cpu
         return snap
 

@@ -40,7 +40,8 @@ def planted_store(planted, tmp_path):
     return Store(tmp_path / "results", durable=False), frame, runs
 
 
-def _record(st, keys, *, draws, grid, started=NOW, ended=NOW):
+def _record(st, keys, *, draws, grid, started=None, ended=NOW):
+    started = started or dt.datetime.now(dt.timezone.utc)  # a live run started now, whenever the test runs
     axes = {"L": [4, 16, 64], "M": [16], "D": [8], "lr": [float(x) for x in grid], "problem_seed": list(draws),
             "preset": ["mlu"], "alpha": [1.0]}
     st.write_run("planted", new_run_id(started), spec={"name": "planted", "axes": axes}, planned_keys=keys,
@@ -89,7 +90,7 @@ def test_a_live_run_with_trials_left_is_partial_and_says_intervals_will_narrow(p
     assert state.partial and state.live and not state.ended and state.running == 7
     line = f"partial: {len(keys)} of {len(planned)} trials of the last run; intervals will narrow"
     assert state.lines() == [line]
-    _record(st, planned, draws=[0, 1, 2], grid=runs.grid, started=NOW + dt.timedelta(seconds=1))  # a later run that ended without them
+    _record(st, planned, draws=[0, 1, 2], grid=runs.grid, started=dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1))  # a later run that ended without them
     state = run_state(st, "planted")
     assert state.ended and state.pending == 7
     assert state.lines() == [f"partial: {len(keys)} of {len(planned)} trials of the last run, which ended without "
@@ -113,3 +114,28 @@ def test_the_report_header_says_it_escaped_and_a_watched_page_reloads(tmp_path):
     header = text.split("</h1>")[1].split("<p>rest")[0]
     assert "partial: 3 of 9 trials of the last run; intervals will narrow" in header and "&lt;b&gt;x&lt;/b&gt;" in header
     assert [p.name for p in tmp_path.iterdir()] == ["index.html"]  # no temporary left
+
+
+def test_a_design_for_transfer_proposes_the_draws_of_the_target_half_width(planted_store, tmp_path):
+    from explorer.config.spec import load_spec
+    from explorer.experiment_design.transfer_design import design_transfer
+
+    st, frame, runs = planted_store
+    grid = {"L": [4, 16, 64], "M": [16], "D": [8], "lr": [float(x) for x in runs.grid], "problem_seeds": [0, 1, 2],
+            "seeds": 2}
+    spec = {"name": "planted", "grid": grid, "train": {"steps": 1}, "given": [f"grid.{k}" for k in grid] + ["train.steps"],
+            "axes": {"L": grid["L"], "lr": grid["lr"], "problem_seed": [0, 1, 2]}}
+    st.write_run("planted", new_run_id(), spec=spec, planned_keys=sorted(frame["trial_key"].unique()),
+                 started_at=NOW, ended_at=NOW)
+    law = api.transfer("planted", "lr", ["L"], store=st, save=False)  # the design's 200 resamples
+    half = (law.fits[0].high[1] - law.fits[0].low[1]) / 2
+    target = half / 2  # four times the draws
+    out = tmp_path / "d.toml"
+    design = api.design("planted", [f"gamma={target}"], store=st, out=str(out))
+    assert len(design.draws) == int(np.ceil(3 * (half / target) ** 2)) == 12 and design.draws[:3] == [0, 1, 2]
+    designed = load_spec(out)
+    assert designed.name == "planted_design" and designed.problem_seeds() == tuple(range(12))
+    assert designed.grid.lr == tuple(grid["lr"]) and designed.train.steps == 1
+    assert np.isclose(design.predicted["gamma"], half * np.sqrt(3 / 12))
+    with pytest.raises(Exception, match="does not vary M"):
+        api.design("planted", ["delta=0.1"], store=st)

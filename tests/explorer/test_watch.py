@@ -37,7 +37,7 @@ def planted(tmp_path_factory):
 def _record(st, keys, runs, *, ended):
     axes = {"L": [4, 16, 64], "lr": [float(x) for x in runs.grid], "problem_seed": [0, 1]}
     st.write_run("planted", new_run_id(), spec={"name": "planted", "axes": axes}, planned_keys=keys,
-                 started_at=NOW, ended_at=ended)
+                 started_at=dt.datetime.now(dt.timezone.utc), ended_at=ended)
 
 
 def test_a_refresh_while_the_run_lives_and_after_it_ends(planted, tmp_path):

@@ -12,7 +12,8 @@ from store import InvalidNameError, Store, new_run_id
 NOW = dt.datetime.now(dt.timezone.utc)
 
 
-def _write(st: Store, run_id: str, keys, *, started=NOW, ended=None, only=None, ttl_s=60.0):
+def _write(st: Store, run_id: str, keys, *, started=None, ended=None, only=None, ttl_s=60.0):
+    started = started or dt.datetime.now(dt.timezone.utc)
     st.write_run("s", run_id, spec={"name": "s", "grid": {"L": [4, 8], "problem_seeds": [1, 2]}}, planned_keys=keys,
                  started_at=started, ended_at=ended, only_keys=only, ttl_s=ttl_s)
 
