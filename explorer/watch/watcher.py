@@ -87,6 +87,8 @@ class Watcher:
         self.metrics: dict[str, pa.Table] = {}
         self.trials: dict[str, pa.Table] = {}
         self.con: duckdb.DuckDBPyConnection | None = None
+        self.joined: dict[str, pa.Table] = {}  # kind -> every row held, as registered on ``con``
+        self.added: dict[str, list[pa.Table]] = {}  # kind -> rows read since ``joined`` was made
         self.answer: tuple[str | None, list[Interval], str | None] = (None, [], None)
         self.previous: dict[str, float] = {}  # interval name -> its width at the last refresh
         self.first_seen: tuple[float, int] | None = None  # (time, trials of the run done) at the first refresh
@@ -116,16 +118,30 @@ class Watcher:
             return False
         metrics = self.store.trial_metrics(self.sweep, changed)
         trials = self.store.trial_records(self.sweep, changed)
-        for table, held in ((metrics, self.metrics), (trials, self.trials)):
+        if changed & self.metrics.keys():  # a failed trial run again: its old rows go, the tables are rebuilt
+            self.joined = {}
+        for kind, table, held in (("metrics", metrics, self.metrics), ("trials", trials, self.trials)):
             if table is not None:
                 held.update(_by_key(table))
+                self.added.setdefault(kind, []).append(table)
         self.statuses.update({k: str(v) for k, v in statuses.items() if v is not None})
         return True
 
+    def _joined(self, kind: str, held: dict[str, pa.Table]) -> pa.Table:
+        """All rows held of ``kind``: the last refresh's table with the new rows appended (the
+        whole table again only after a rerun replaced rows)."""
+        if kind in self.joined:
+            table = pa.concat_tables([self.joined[kind], *self.added.get(kind, [])], promote_options="default")
+        else:
+            table = pa.concat_tables(list(held.values()), promote_options="default")
+        self.joined[kind] = table
+        return table
+
     def _connection(self) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect()
-        con.register("metrics", pa.concat_tables(list(self.metrics.values()), promote_options="default"))
-        con.register("trials", pa.concat_tables(list(self.trials.values()), promote_options="default"))
+        con.register("metrics", self._joined("metrics", self.metrics))
+        con.register("trials", self._joined("trials", self.trials))
+        self.added = {}
         return con
 
     def _axes(self, run) -> dict[str, int]:
