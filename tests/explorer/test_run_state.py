@@ -118,7 +118,6 @@ def test_the_report_header_says_it_escaped_and_a_watched_page_reloads(tmp_path):
 
 def test_a_design_for_transfer_proposes_the_draws_of_the_target_half_width(planted_store, tmp_path):
     from explorer.config.spec import load_spec
-    from explorer.experiment_design.transfer_design import design_transfer
 
     st, frame, runs = planted_store
     grid = {"L": [4, 16, 64], "M": [16], "D": [8], "lr": [float(x) for x in runs.grid], "problem_seeds": [0, 1, 2],
