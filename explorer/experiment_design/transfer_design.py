@@ -26,6 +26,12 @@ AXES = ("lr", "alpha")
 MAX_DRAWS = 256
 
 
+def _position(target: str, across) -> int:
+    """The index of ``target``'s exponent among a transfer fit's parameters (c, then one exponent
+    per axis of ``across``, in its order), whatever name the law gives it (gamma across M alone)."""
+    return 1 + list(across).index(TRANSFER_TARGETS[target])
+
+
 def wants_transfer(targets) -> bool:
     """Whether ``targets`` (``["delta=0.15"]`` or a mapping) ask for a transfer exponent."""
     names = targets.keys() if isinstance(targets, Mapping) else [str(t).partition("=")[0].strip() for t in targets]
@@ -147,7 +153,7 @@ def design_transfer(sweep: str, targets, store="results", *, out=None, name: str
     for fit in law.fits:
         label = ", ".join(f"{c}={fit.values.get(c)}" for c in columns if c in fit.values) or "all"
         for target, half_wanted in wanted.items():
-            p = list(fit.parameters).index(target)
+            p = _position(target, across)
             half = (fit.high[p] - fit.low[p]) / 2
             if not math.isfinite(half):
                 raise DesignError(f"target {target}: the pilot does not measure it in {label} (no interval): "
@@ -181,10 +187,10 @@ def transfer_target_lines(targets: dict, law) -> list[str]:
         if name not in TRANSFER_TARGETS:
             continue
         told = f" (predicted +- {predicted:.3g})" if math.isfinite(predicted) else ""
+        if TRANSFER_TARGETS[name] not in law.across:
+            continue
         for fit in law.fits:
-            if name not in fit.parameters:
-                continue
-            p = list(fit.parameters).index(name)
+            p = _position(name, law.across)
             half = (fit.high[p] - fit.low[p]) / 2
             group = ", ".join(f"{c}={v}" for c, v in fit.values.items()) or "all"
             if not math.isfinite(half):
