@@ -66,3 +66,26 @@ def test_a_refresh_while_the_run_lives_and_after_it_ends(planted, tmp_path):
     _record(st, keys, runs, ended=NOW)  # a later run, ended: the watch ends with the final answer
     done = api.watch("planted", st, n_boot=20, echo=lambda line: None, every=0.5)
     assert done.ended and not done.partial and done.running == 0
+
+
+def test_the_html_page_is_replaced_whole_and_reloads_until_the_end(tmp_path):
+    from explorer.watch import write_page
+    from explorer.watch.watcher import Snapshot
+
+    calls = []
+
+    def make_report(folder, reload_s):
+        calls.append(reload_s)
+        folder.mkdir(parents=True)
+        (folder / "index.html").write_text(f"<head></head><h1>x</h1> reload={reload_s}")
+        (folder / "charts").mkdir()
+        (folder / "charts" / "a.html").write_text("chart")
+
+    snap = Snapshot("s", {}, 1, 0, 2, 1, True, False, None, None, None)
+    out = tmp_path / "page"
+    assert write_page(make_report, snap, out, 5.0) is None
+    assert (out / "index.html").read_text().endswith("reload=5.0") and (out / "charts" / "a.html").exists()
+    snap.ended = True
+    write_page(make_report, snap, out, 5.0)
+    assert calls == [5.0, None] and (out / "index.html").read_text().endswith("reload=None")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page"]  # the staging folder is gone
