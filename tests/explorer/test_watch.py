@@ -89,3 +89,25 @@ def test_the_html_page_is_replaced_whole_and_reloads_until_the_end(tmp_path):
     write_page(make_report, snap, out, 5.0)
     assert calls == [5.0, None] and (out / "index.html").read_text().endswith("reload=None")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page"]  # the staging folder is gone
+
+
+@pytest.mark.slow
+def test_a_refresh_reads_an_s3_store_as_a_local_one(planted, s3_endpoint):
+    import uuid
+
+    import pyarrow.fs as pafs
+
+    _, frame, runs = planted
+    fs = pafs.S3FileSystem(endpoint_override=s3_endpoint, scheme="http", allow_delayed_open=True,
+                           allow_bucket_creation=True, access_key="testing", secret_key="testing", region="us-east-1")
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    fs.create_dir(bucket)
+    st = Store(f"s3://{bucket}/results", filesystem=fs)
+    write_to_store(frame, st)
+    keys = sorted(frame["trial_key"].unique())
+    _record(st, keys + ["later"], runs, ended=None)
+    snap = Watcher(st, "planted", n_boot=20).refresh()
+    assert snap.counts["ok"] == len(keys) and snap.partial and snap.running == 1 and snap.kind == "optima"
+    found = api.optimum("planted", "lr", store=st, n_boot=20, save=False)
+    assert np.allclose([i.estimate for i in snap.intervals if i.name.startswith("lr*")],
+                       found.table["optimum"].to_numpy(dtype=float))
