@@ -111,3 +111,21 @@ def test_a_refresh_reads_an_s3_store_as_a_local_one(planted, s3_endpoint):
     found = api.optimum("planted", "lr", store=st, n_boot=20, save=False)
     assert np.allclose([i.estimate for i in snap.intervals if i.name.startswith("lr*")],
                        found.table["optimum"].to_numpy(dtype=float))
+
+
+def test_the_live_display_renders_the_status_notes_and_answer():
+    import io
+
+    from rich.console import Console
+
+    from explorer.watch import Interval
+    from explorer.watch.display import renderable
+    from explorer.watch.watcher import Snapshot
+
+    snap = Snapshot("s", {"ok": 3}, 1, 0, 4, 3, True, False, 0.5, 2.0, "optima",
+                    [Interval("lr* (L=4)", 1.5, 1.0, 2.0, ""), Interval("gamma", 0.1, -0.2, 0.4, "not measured")],
+                    None, {"gamma": 0.25}, ["partial: 3 of 4 trials of the last run; intervals will narrow"])
+    console = Console(file=io.StringIO(), width=120)
+    console.print(renderable(snap))
+    text = console.file.getvalue()
+    assert "s: ok 3" in text and "partial: 3 of 4" in text and "lr* (L=4)" in text and "+25%" in text
