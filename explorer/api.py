@@ -17,6 +17,7 @@ prints what it returns).
 | ls, check, compact, rm, sql | ``ls``, ``check``, ``compact``, ``rm``, ``sql`` |
 | fit, phase, report, compare, design | ``fit``, ``phase``, ``report``, ``compare``, ``design`` |
 | optimum, transfer | ``optimum``, ``transfer`` |
+| watch | ``watch`` (one refresh: ``explorer.watch.Watcher``) |
 | reproduce (--list, --dry-run) | ``reproduce``, ``reproduce_list``, ``reproduce_dry_run`` |
 
 Commands that print as they go (check, compact, phase, demo) take ``echo``, which receives each
@@ -393,17 +394,20 @@ def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = 
 def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
            metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
            n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None,
-           export: str | Sequence[str] = ()) -> Report:
+           export: str | Sequence[str] = (), reload_s: float | None = None) -> Report:
     """A sweep's offline HTML report in ``out`` (``explorer.report.page.build_report``), its fits
     also written to the store unless ``save`` is False (or the store is read-only:
     ``Report.fits_not_saved`` says why); ``compare_with``: add the comparison with that sweep, as
     ``compare`` makes it; ``export``: also render every chart as these files (``"png,svg"``,
-    ``["png"]``; vl-convert, most of a report's time: none by default). Fits and the model
+    ``["png"]``; vl-convert, most of a report's time: none by default). The page's header says
+    when the data is partial or holds trials outside the last run's grid (``Report.data_notes``);
+    ``reload_s``: the page reloads itself that often (``explorer watch --html``). Fits and the model
     comparison of rows and options seen before are read back from the user's fit cache
     (``explorer.report.fit_cache``: the same numbers)."""
-    from .analysis.data import code_mix_line
+    from .analysis.data import code_mix_line, data_notes
     from .report.fit_cache import FitCache
     from .report.page import build_report
+    from .report.page_header import rewrite_with_header
 
     with store_errors():
         st, con = open_sweep(store, sweep, where)
@@ -411,11 +415,14 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
         if compare_with is not None:
             comparison = compare(sweep, compare_with, store=st, metric=metric, step=step, where=where,
                                  n_boot=max(n_boot, 2), save=save)
-        built = build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
-                             form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
-                             cache=FitCache())
-        built.code_note = code_mix_line(con, sweep)
-        return built
+        report = build_report(con, sweep, out, store=st if save else None, metric=metric, step=step, where=where,
+                              form=form, n_boot=n_boot, force=force, comparison=comparison, exports=export,
+                              cache=FitCache())
+        report.code_note = code_mix_line(con, sweep)
+        notes = data_notes(st, sweep, con=con, where=where)
+        rewrite_with_header(report.path, notes, reload_s)
+        report.data_notes = notes
+        return report
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
@@ -475,6 +482,7 @@ class SweepFit:
     written_to: str | None = None  # the store the fit was written to (None: not saved)
     targets: dict = field(default_factory=dict)  # a designed sweep's targets: name -> (half-width, predicted)
     code_note: str | None = None  # the sweep's trials come from several versions of the code
+    data_notes: list[str] = field(default_factory=list)  # partial data, trials outside the last run's grid (one line each)
 
     def lines(self) -> list[str]:
         """What ``explorer fit`` prints: the fit's table, the ranking, the advice, where it was written."""
@@ -526,7 +534,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
             its Gram rows names the law that fits the RMS errors instead). SweepDataError: an
             unknown sweep. QueryError: a bad ``where``. ExpressionError: an invalid expression.
     """
-    from .analysis.data import code_mix_line
+    from .analysis.data import code_mix_line, data_notes
     from .analysis.fitting import compare_laws, fit_sweep
     from .analysis.laws import method_of, resolve_form
     from .analysis.shapes import shape_advice
@@ -542,6 +550,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
                                floor=floor, bias=bias, fluct=fluct)
             targets = read_targets(con, sweep)
             code_note = code_mix_line(con, sweep)
+            notes = data_notes(st, sweep, con=con, where=where)
         except (NoDecompositionError, FitError) as exc:
             method = method_of(label, metric)
             if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
@@ -550,7 +559,8 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         finally:
             con.close()
         done = SweepFit(result, compare_laws(result.grid, floor=floor, seed=seed) if compare else None,
-                        shape_advice(result, budgets) if budgets else None, targets=targets, code_note=code_note)
+                        shape_advice(result, budgets) if budgets else None, targets=targets, code_note=code_note,
+                        data_notes=notes)
         if save:
             st.write_fit(result.sweep, result.fit_id, result.rows().to_dict("records"))
             done.written_to = st.uri
@@ -559,7 +569,14 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
 
 def design(sweep: str, targets, store: Store | str | os.PathLike = "results", **options):
     """The cheapest sweep predicted to measure each target exponent, from the pilot ``sweep``
-    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``)."""
+    (``explorer.experiment_design.designer.design``: its arguments, its ``DesignResult``); for the
+    transfer law's gamma or delta (``["delta=0.15"]``), the problem draws that reach them
+    (``explorer.experiment_design.transfer_design``: out, name, force; a ``TransferDesign``)."""
+    from .experiment_design.transfer_design import design_transfer, wants_transfer
+
+    if wants_transfer(targets):
+        return design_transfer(sweep, targets, store, **{k: v for k, v in options.items()
+                                                         if k in ("out", "name", "force") and v is not None})
     from .experiment_design.designer import design as designed
 
     return designed(sweep, targets, store=store, **options)
@@ -589,16 +606,21 @@ def optimum(sweep: str, axis: str = "lr", *, store: Store | str = "results", met
         FitError: the sweep does not vary ``axis`` (or it is not a positive number), a bad ``by`` or
             metric. SweepDataError: an unknown sweep, a step past the last. QueryError: a bad ``where``.
     """
+    from .analysis.data import data_notes
     from .analysis.hyper import axis_runs, optima
+    from .experiment_design.design_record import read_targets
 
     with store_errors():
         st, con = open_sweep(store, sweep, where)
         try:
             runs = axis_runs(con, sweep, axis, metric=metric, step=step, by=by, where=where)
+            notes = data_notes(st, sweep, con=con, where=where)
+            designed = read_targets(con, sweep)
         finally:
             con.close()
         result = optima(runs, n_boot=n_boot, seed=seed)
-        result.sweep, result.where = sweep, where
+        result.sweep, result.where, result.data_notes = sweep, where, notes
+        result.design_targets = designed
         if save:
             st.write_optima(sweep, result.request_id("optimum"), result.store_rows())
     return result
@@ -633,6 +655,9 @@ def transfer(sweep: str, axis: str = "lr", across: Sequence[str] = ("L",), *, st
     found = optimum(sweep, axis, store=store, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                     save=False)
     result = fit_transfer(found, across, drop_edges=drop_edges, pairs=pairs)
+    from .experiment_design.transfer_design import transfer_target_lines
+
+    result.data_notes = found.data_notes + transfer_target_lines(found.design_targets, result)
     if save:
         with store_errors():
             st = open_store(store, sweep=sweep)
@@ -657,15 +682,53 @@ def coordcheck(sweep: str, *, store: Store | str = "results", step: int | None =
         SweepDataError: an unknown sweep, a bad step, rows without the coordinate-check columns.
         FitError: a sweep varying neither M nor L. QueryError: a bad ``where``.
     """
+    from .analysis.data import data_notes
     from .analysis.hyper import coord_exponents, coord_sizes
 
     with store_errors():
-        _, con = open_sweep(store, sweep, where)
+        st, con = open_sweep(store, sweep, where)
         try:
             sizes = coord_sizes(con, sweep, step=step, where=where)
+            notes = data_notes(st, sweep, con=con, where=where)
         finally:
             con.close()
-    return coord_exponents(sizes, n_boot=n_boot, seed=seed)
+    result = coord_exponents(sizes, n_boot=n_boot, seed=seed)
+    result.data_notes = notes
+    return result
+
+
+def watch(sweep: str, store: Store | str | os.PathLike = "results", *, every: float = 10.0, once: bool = False,
+          as_json: bool = False, html: str | os.PathLike | None = None, n_boot: int = 200, seed: int = 0,
+          echo: Echo = print, live: bool | None = False):
+    """Follow a sweep while it runs (``explorer watch``; ``explorer.watch``): every ``every``
+    seconds its trials by status, rate and ETA, and the answer so far (each slice's optimum and the
+    transfer law for a sweep with an lr or alpha axis, else the default fit), with how much each
+    interval narrowed; until its last run ends (or ``once``), reading the store without a lock.
+
+        snap = explorer.api.watch("lrwidth", "results", once=True, echo=lambda line: None)
+        snap.as_dict()["answer"]
+
+    Args:
+        as_json: one JSON object per refresh (``Snapshot.as_dict``). html: also rewrite the report
+            page in that folder at each refresh with new rows, reloading itself until the end.
+        live: a rich live display (the CLI's default on a terminal); else plain lines to ``echo``.
+
+    Returns:
+        The last ``Snapshot``.
+
+    Raises:
+        SweepDataError: an unknown sweep. StoreAccessError: an unreachable store.
+    """
+    from .watch import Watcher, watch_loop
+
+    with store_errors():
+        st = open_store(store, sweep=sweep)
+
+        def page(out, reload_s):
+            return report(sweep, st, out, save=False, force=True, n_boot=n_boot, reload_s=reload_s)
+
+        return watch_loop(Watcher(st, sweep, n_boot=n_boot, seed=seed), every=every, once=once, as_json=as_json,
+                          html=html, make_report=page, echo=echo, live=live)
 
 
 # --- the papers: explorer reproduce ----------------------------------------------------------

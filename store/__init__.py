@@ -13,6 +13,7 @@ from .layout import DATA_KINDS, check_sweep
 from .owners import owner_dead_here, owner_identity
 from .printable import printable
 from .redaction import redact_uri
+from .runs import RunRecord, new_run_id
 from .query import run as run_query
 from .schema import COLUMNS, CONFIG_COLUMNS, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, schema
 from .store import Store
@@ -30,6 +31,7 @@ __all__ = [
     "InvalidNameError",
     "LeftOutFilesWarning",
     "QueryTimeout",
+    "RunRecord",
     "SCHEMA_VERSION",
     "STATUSES",
     "SchemaError",
@@ -43,6 +45,7 @@ __all__ = [
     "check_read_only",
     "check_sweep",
     "code_fingerprint",
+    "new_run_id",
     "owner_dead_here",
     "owner_identity",
     "package_root",

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from .files import Entry, Files
 from .layout import (
-    COMPACTED_PREFIX, LEASES_DIR, QUARANTINE_DIR, REFERENCES_DIR, classify, join, kind_dir, parse_kind_dir, parse_sweep_dir, references_dir,
+    COMPACTED_PREFIX, LEASES_DIR, QUARANTINE_DIR, RUNS_DIR, REFERENCES_DIR, classify, join, kind_dir, parse_kind_dir, parse_sweep_dir, references_dir,
     single_key,
 )
 from .schema import KEY_COLUMN
@@ -170,7 +170,7 @@ def unexpected_entries(files: Files) -> list[Entry]:
             if entry.name == REFERENCES_DIR:
                 continue
             for child in files.list_dir(entry.path, stat=True):
-                if not (child.is_dir and (parse_kind_dir(child.name) or child.name == LEASES_DIR)):
+                if not (child.is_dir and (parse_kind_dir(child.name) or child.name in (LEASES_DIR, RUNS_DIR))):
                     odd.append(child)
         elif not entry.name.startswith(".") and not (entry.is_dir and entry.name == QUARANTINE_DIR):
             odd.append(entry)

@@ -6,6 +6,7 @@
     .../.tmp.<token>.<name>                                      a write in progress (hidden)
     <root>/references/.lock.<ref_key>                            a reference being computed
     <root>/sweep=<sweep>/.leases/<trial_key>                     a driver's claim on a trial
+    <root>/sweep=<sweep>/.runs/<run_id>.json                     the record of one ``sweep`` run
     <root>/quarantine/<relative path>                            unreadable files moved aside
 
 Only sweep and kind partition the data (low cardinality; never L, M, D). Names are checked
@@ -29,6 +30,7 @@ TEMP_PREFIX = ".tmp."
 LOCK_PREFIX = ".lock."
 COMPACTED_PREFIX = "compacted."
 LEASES_DIR = ".leases"  # in a sweep directory: claims of concurrent drivers
+RUNS_DIR = ".runs"  # in a sweep directory: one record per ``sweep`` run (store/runs.py)
 QUARANTINE_DIR = "quarantine"  # at the root: files `explorer check --quarantine` moved aside
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")

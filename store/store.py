@@ -9,6 +9,8 @@
     st.write_round(sweep, round_id, rows)          # an adaptive sweep's round log
     st.write_comparison(sweep, comparison_id, rows)  # two fitted sweeps compared (explorer compare)
     st.write_optima(sweep, optima_id, rows)        # best hyperparameters and their transfer (explorer optimum)
+    st.write_run(sweep, run_id, spec=..., planned_keys=..., started_at=...)  # one ``sweep`` run's record
+    st.runs(sweep, last=1)                      # -> [RunRecord]: the last run, live or not
     st.query("SELECT L, avg(err_out) FROM metrics GROUP BY L")   # -> pyarrow Table
     st.connect(sweep)                           # -> DuckDB connection on the views, for many queries
     st.check(); st.compact(sweep); st.remove_temporaries(sweep, before)
@@ -28,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references
+from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references, runs
 from .catalog import completed_keys, list_kind, list_references, list_sweeps
 from .control import MalformedControl, read_control
 from .errors import StoreQueryError
@@ -142,6 +144,29 @@ class Store:
         """
         write_optima(self._files, sweep, optima_id, rows)
 
+    def write_run(self, sweep: str, run_id: str, *, spec: Mapping, planned_keys: Iterable[str],
+                  started_at: _dt.datetime, ended_at: _dt.datetime | None = None,
+                  only_keys: Iterable[str] | None = None, ttl_s: float = leases.DEFAULT_TTL_S) -> None:
+        """Write (at its start) or rewrite (at its end) the record of one ``sweep`` run
+        (``store/runs.py``): its resolved spec, the trial keys of its grid, the subset it set out
+        to run when one (``only_keys``), its start and end. ``runs.new_run_id`` gives ids that sort
+        by start time; the run's owner is this process (``owner_identity``).
+
+        Raises:
+            InvalidNameError: a bad sweep name or run id. StoreError: the store cannot be written.
+        """
+        runs.write_run(self._files, sweep, run_id, spec=spec, planned_keys=list(planned_keys), started_at=started_at,
+                       ended_at=ended_at, only_keys=None if only_keys is None else list(only_keys), ttl_s=ttl_s)
+
+    def runs(self, sweep: str, last: int | None = None) -> list[runs.RunRecord]:
+        """The sweep's run records, oldest first (the ``last`` ones when given), each with
+        ``live`` judged now from the sweep's lease heartbeats. No lock is taken.
+
+        Raises:
+            InvalidNameError: a bad sweep name. StoreError: a record cannot be read.
+        """
+        return runs.read_runs(self._files, sweep, last)
+
     # -- reading -------------------------------------------------------------------------------
     def completed_trial_keys(self, sweep: str) -> set[str]:
         """Keys of the sweep's trials that have a trials row (written after their metrics).
@@ -182,6 +207,12 @@ class Store:
             InvalidNameError: a bad sweep name. StoreError: an unreadable file.
         """
         return lookup.trial_rows(self._files, sweep, "metrics", set(keys))
+
+    def trial_records(self, sweep: str, keys: Iterable[str]) -> pa.Table | None:
+        """The trials rows of the sweep's trials of ``keys`` (None when none has one), read like
+        ``trial_metrics``: what a reader that follows a running sweep (``explorer watch``) adds to
+        the rows it already holds."""
+        return lookup.trial_rows(self._files, sweep, "trials", set(keys))
 
     def get_or_compute_reference(
         self, ref_key: str, compute: Callable[[], tuple[Mapping[str, np.ndarray], Mapping]], *,

@@ -8,7 +8,7 @@ import click
 
 from ..bounds import MAX_RESAMPLES
 from ..formatting import shell_word
-from .options import (RegistryHelpOption, axis_names, bounded_list, fit_metric_option, form_option, metric_option, step_option,
+from .options import (RegistryHelpOption, axis_names, bounded_list, echo_notes, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
 from .signals import begin_work
 
@@ -55,6 +55,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
 
     fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
                      floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
+    echo_notes(fitted.data_notes)
     click.echo("\n".join(fitted.lines()))
 
 
@@ -122,6 +123,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,
                         save=not no_save, force=force, compare_with=compare_with, export=export)
+    echo_notes(report.data_notes)
     if report.fits_not_saved:
         click.echo(f"note: fits not saved to the store ({report.fits_not_saved}); they are in "
                    f"{shell_word(os.path.join(out, 'fits.csv'))}", err=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..bounds import MAX_RESAMPLES
-from .options import bounded_list, step_option, store_option, sweep_required_option, where_option
+from .options import bounded_list, echo_notes, step_option, store_option, sweep_required_option, where_option
 
 _axis_option = click.option("--axis", default="lr", show_default=True, metavar="AXIS",
                             help="The numeric grid axis minimised over, e.g. lr, alpha or sigma_u.")
@@ -43,6 +43,7 @@ def optimum_command(sweep: str, store_uri: str, axis: str, metric: str, by: str 
 
     found = api.optimum(sweep, axis, store=store_uri, metric=metric, by=by.split(",") if by else None, step=step,
                         where=where, n_boot=n_boot, seed=seed, save=save)
+    echo_notes(found.data_notes)
     click.echo("\n".join(found.lines()))
     if save:
         click.echo(f"wrote {len(found.table)} rows (kind optima)")
@@ -82,6 +83,7 @@ def transfer_command(sweep: str, store_uri: str, axis: str, across: tuple[str, .
     result = api.transfer(sweep, axis, across, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
                           seed=seed, drop_edges=drop_edges, save=save,
                           pairs=list(pairs) if pairs else None)
+    echo_notes(result.data_notes)
     click.echo("\n".join(result.lines()))
 
 
@@ -104,5 +106,6 @@ def coordcheck_command(sweep: str, store_uri: str, step: int | None, where: str 
     """
     from .. import api
 
-    click.echo("\n".join(api.coordcheck(sweep, store=store_uri, step=step, where=where, n_boot=n_boot,
-                                         seed=seed).lines()))
+    checked = api.coordcheck(sweep, store=store_uri, step=step, where=where, n_boot=n_boot, seed=seed)
+    echo_notes(checked.data_notes)
+    click.echo("\n".join(checked.lines()))

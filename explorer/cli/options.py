@@ -114,3 +114,10 @@ def bounded_list(ctx, param, value):
     if value is not None and len(value) > MAX_LIST_ITEMS:
         raise click.BadParameter(f"{len(value):,} given; at most {MAX_LIST_ITEMS} are accepted")
     return value
+
+
+def echo_notes(notes) -> None:
+    """An analysis's lines on its data (partial, trials outside the last run's grid), on standard
+    error before its result: ``explorer.analysis.data.data_notes``."""
+    for line in notes or ():
+        click.echo(line, err=True)

@@ -51,6 +51,7 @@ from .interrupts import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
 from .ray_probe import SESSION_ADDRESS
+from .run_record import RunLog
 from .results import SweepResult, count_started_since, count_statuses
 from .store_lost import stop_when_store_lost
 
@@ -113,15 +114,21 @@ def run_sweep(
     launch = _Launch(address, max_concurrent, num_cpus, lease_ttl_s, progress, stream)
     with SignalGuard(stops_store_waits=True) as guard:
         try:
-            the_plan = _plan(spec, guard, progress, stream, only_keys)
+            the_plan = _plan(spec, guard, progress, stream)
         except SweepInterrupted as exc:  # planning 10^5 trials takes seconds: nothing ran, nothing to clean
             return SweepResult(name=spec.name, store=store.uri, total=0, skipped=0, ran=0, planned=False,
                                interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
+        log = RunLog(store, spec, the_plan, only_keys, driver_ttl_s(lease_ttl_s))
+        if only_keys is not None:
+            the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in frozenset(only_keys)))
+        log.start()
         try:
             result = _run_plan(spec, store, the_plan, guard, launch)
         except SweepInterrupted as exc:  # in a wait for the store outside the Ray phase (interrupts)
             return SweepResult(name=spec.name, store=store.uri, total=len(the_plan.trials), skipped=0, ran=0,
                                interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
+        finally:
+            log.end()
         if result.interrupted is None and guard.signum is not None:  # a signal during compaction or the last reads
             result.interrupted = guard.signum
         result.resume = resume_command() if result.interrupted is not None else None
@@ -144,17 +151,13 @@ class TuneRunner:
                          progress=self.progress, num_cpus=self.num_cpus, only_keys=keys)
 
 
-def _plan(spec: SweepSpec, guard: SignalGuard, progress: bool, stream, only_keys) -> Plan:
-    """The plan of ``spec`` (only the trials with ``only_keys`` when given); a signal while
-    planning raises ``SweepInterrupted``."""
+def _plan(spec: SweepSpec, guard: SignalGuard, progress: bool, stream) -> Plan:
+    """The plan of ``spec``, all of it (``run_sweep`` keeps the trials with ``only_keys`` when
+    given, after the run's record took the whole grid); a signal while planning raises ``SweepInterrupted``."""
     points = spec.grid_points()
     if progress and points >= PLANNING_NOTE_POINTS:  # seconds of silence otherwise
         print(f"planning: {points:,} trials", file=stream or sys.stderr, flush=True)
-    the_plan = plan(spec, SCHEMA_VERSION, check=guard.check)
-    if only_keys is not None:
-        chosen = frozenset(only_keys)
-        the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in chosen))
-    return the_plan
+    return plan(spec, SCHEMA_VERSION, check=guard.check)
 
 
 def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard, launch: _Launch) -> SweepResult:

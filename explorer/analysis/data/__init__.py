@@ -4,7 +4,8 @@
 SQL pieces every query is built from and the one place a store error becomes a ``QueryError``;
 ``reference_choice`` reads each grid point against one reference; ``sweep_data`` gives the tables
 the fits, the phase diagram and the report read (``grid_errors``, ``step_errors``, ``seed_grams``,
-``held_axes``, ``status_counts``).
+``held_axes``, ``status_counts``); ``last_run`` reads the sweep against its last run (partial data,
+trials outside its grid: ``data_notes``).
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -43,6 +44,9 @@ _LAZY = {
     "where_clause": "queries",
     "ReferenceChoice": "reference_choice",
     "choose_references": "reference_choice",
+    "RunState": "last_run",
+    "data_notes": "last_run",
+    "run_state": "last_run",
     "grid_errors": "sweep_data",
     "held_axes": "sweep_data",
     "seed_grams": "sweep_data",
