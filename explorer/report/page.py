@@ -57,7 +57,7 @@ from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
 from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_axes, query_cache, query_frame,
-                             require_sweep_rows, status_counts, sweep_is, table_columns)
+                             require_measured, require_sweep_rows, status_counts, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
 REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
@@ -284,10 +284,19 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     report.hyper = _hyper_answers(con, sweep, report.varying, where, n_boot, seed)
     for answer in report.hyper:
         report.not_made.update(answer.why)
-    grid, fit_where = held_grid(report, con, sweep, metric, step, where)
+    try:
+        require_measured(con, sweep, metric)
+    except SweepDataError as exc:  # a loss-only sweep (reference kind none): no error to fit or chart, said once
+        report.not_made[f"the fits and error charts of {metric}"] = one_line(exc)
+        report.fixed, measured = {}, False
+        grid, fit_where = None, where
+    else:
+        measured = True
+        grid, fit_where = held_grid(report, con, sweep, metric, step, where)
 
-    _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
-               cache=cache, fit=grid is not None)
+    if measured:
+        _fit_forms(report, con, sweep, form, metric=metric, step=step, where=fit_where, n_boot=n_boot, seed=seed,
+                   cache=cache, fit=grid is not None)
     if report.fits:
         try:
             # the laws the report fits or could (one it skips, as joint on a single-D sweep, is not ranked)
@@ -312,7 +321,8 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
     points = main.grid if main is not None else grid
     if points is not None:
         report.slopes = made(report, "the local slopes", lambda: diagnostic_charts.local_slopes(points))
-    add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
+    if measured:
+        add_charts(report, con, sweep, metric, step, where, fit_where, points, main)
     report.charts.update(_comparison_charts(comparison))
     report.charts.update(_hyper_charts(con, sweep, report.varying, where, n_boot, seed, report.hyper))
     report.summary = summary_sentences(report, grid, metric)

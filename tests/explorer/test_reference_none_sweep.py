@@ -107,3 +107,32 @@ def test_fit_refuses_in_one_line_naming_the_kind(swept):
     assert done.exit_code != 0
     assert len(done.output.strip().splitlines()) == 1, done.output
     assert "reference kind none" in done.output and "err_out" in done.output
+
+
+def test_the_report_leads_with_the_optima_and_leaves_the_errors_out_in_one_line(swept, tmp_path):
+    """A loss-only study's report: its summary opens with the optima and the transfer verdicts,
+    the fits and error charts it cannot make are one line naming the kind, optima.csv holds the
+    optima (the same as ``optimum``)."""
+    import csv
+    import html
+    import re
+
+    st, _, _ = swept
+    out = tmp_path / "report"
+    done = CliRunner().invoke(main, ["report", "--sweep", "loss_only", "--store", st.uri, "--out", str(out),
+                                     "--bootstrap", "50"])
+    assert done.exit_code == 0, done.output
+    notes = [line for line in done.output.splitlines() if line.startswith("note: not made")]
+    assert len(notes) == 1 and "reference kind none" in notes[0], done.output
+    page = re.sub(r"<script.*?</script>|<style.*?</style>", "", (out / "index.html").read_text(), flags=re.S)
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    summary = text[text.index("Summary"):]
+    assert summary.index("Optimum of lr") < summary.index("Transfer of lr across L") < summary.index("Not made")
+    with open(out / "optima.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["axis"] == "lr" and not r["parameter"]]
+    found = optimum("loss_only", "lr", store=st, n_boot=50, save=False).table
+    assert len(rows) == len(found) == 4
+    shown = {(r["preset"], int(r["L"])): float(r["optimum"] or "nan") for r in rows}
+    for _, row in found.iterrows():
+        mine = shown[(row["preset"], int(row["L"]))]
+        assert mine == pytest.approx(row["optimum"]) or (math.isnan(mine) and math.isnan(row["optimum"]))
