@@ -8,14 +8,13 @@ measures no error (``MEASURES_ERROR``), so that the trial's rows carry null erro
 Its arrays are shaped by the trial (steps, samples, outputs, width D): ``NoReferenceConfig.key``
 hashes exactly those, so that one empty reference serves every trial of that shape.
 
-This module imports no torch: a spec of this kind is read, planned and priced without it.
+This module imports no torch (nor numpy until a reference is made): a spec of this kind is read,
+planned and priced without them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from .config import TrialConfig, stable_hash
 
@@ -46,6 +45,8 @@ class NoReferenceConfig:
 
 def empty_reference(config: NoReferenceConfig) -> "Reference":
     """The empty reference: NaN outputs, hidden states, loss and errors, measuring nothing."""
+    import numpy as np  # not at import: a spec error must import nothing heavy
+
     from .reference import Reference  # imports torch: only a worker that trains pays for it
 
     K1, N, d_out, D = config.shape()

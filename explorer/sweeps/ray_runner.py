@@ -36,7 +36,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from store import FINAL_STATUSES, SCHEMA_VERSION, Store
@@ -68,6 +68,9 @@ class _Launch:
     lease_ttl_s: float | None
     progress: bool  # show the progress line
     stream: object  # where it goes (None: standard error)
+    # the run's record (RunLog.start), written once the run is past its refusals: a sweep refused
+    # (resources no node has) leaves nothing in the store
+    begin: Callable[[], None] = lambda: None
 
 
 def run_sweep(
@@ -111,7 +114,6 @@ def run_sweep(
     check_environment()  # a bad EXPLORER_* variable is one line before any work, not a worker's traceback
     started = time.monotonic()
     store = open_store(store)
-    launch = _Launch(address, max_concurrent, num_cpus, lease_ttl_s, progress, stream)
     with SignalGuard(stops_store_waits=True) as guard:
         try:
             the_plan = _plan(spec, guard, progress, stream)
@@ -119,9 +121,9 @@ def run_sweep(
             return SweepResult(name=spec.name, store=store.uri, total=0, skipped=0, ran=0, planned=False,
                                interrupted=exc.signum, resume=resume_command(), wall_s=time.monotonic() - started)
         log = RunLog(store, spec, the_plan, only_keys, driver_ttl_s(lease_ttl_s))
+        launch = _Launch(address, max_concurrent, num_cpus, lease_ttl_s, progress, stream, begin=log.start)
         if only_keys is not None:
             the_plan = replace(the_plan, trials=tuple(t for t in the_plan.trials if t.trial_key in frozenset(only_keys)))
-        log.start()
         try:
             result = _run_plan(spec, store, the_plan, guard, launch)
         except SweepInterrupted as exc:  # in a wait for the store outside the Ray phase (interrupts)
@@ -181,6 +183,7 @@ def _run_plan(spec: SweepSpec, store: Store, the_plan: Plan, guard: SignalGuard,
     elif todo:  # the signal came while the store was read: nothing started
         result.interrupted = guard.signum
     else:
+        launch.begin()  # a run with nothing to run is a run: its grid says which trials are left over
         remove_dead_writers_temporaries(store, spec.name)
         compact_leftovers(store, spec.name, bar)  # what a killed run or compaction left unmerged
     count_statuses(result, store, the_plan, known)
@@ -231,6 +234,7 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
                 if kind == "session":
                     bar.message("Ray: joined the session Ray (`explorer ray status`; `explorer ray stop` ends it)")
                 slots = check_resources(spec)
+                launch.begin()
                 limit = launch.max_concurrent or spec.resources.max_concurrent
                 _claim_and_run(spec, store, the_plan, todo, known, guard, leases, claimed, result, bar,
                                min(slots, limit) if limit else slots, limit)

@@ -75,7 +75,7 @@ def test_the_held_out_optima_and_the_width_law_are_what_a_plain_script_finds(stu
     a = result.differences["a"].iloc[0]
     expected = slopes[("mlu", "mean_field")] - slopes[("standard", "raw")]
     assert float(difference) == pytest.approx(-expected if "mlu" in a else expected, abs=1e-9)
-    assert "paired difference gamma" in "\n".join(result.lines())  # the first --across axis names its exponent gamma
+    assert "paired difference delta" in "\n".join(result.lines())  # the exponent across M is delta
 
 
 def test_optimum_of_the_training_loss_still_reads_the_same_sweep(studied):

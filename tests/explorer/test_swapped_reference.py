@@ -9,7 +9,9 @@ import pytest
 
 import explorer
 from store import Store
+from store import references
 from store.layout import reference_file
+from store.references import parquet_bytes
 
 SPEC = {
     "name": "swap",
@@ -26,7 +28,11 @@ def test_new_draw_2_trials_never_use_a_swapped_in_draw_1_reference(tmp_path):
     keys = {r["problem_seed"]: r["ref_key"] for r in store.query(
         "SELECT DISTINCT problem_seed, ref_key FROM metrics ORDER BY ALL").to_pylist()}
     assert sorted(keys) == [1, 2] and keys[1] != keys[2]
-    shutil.copyfile(reference_file(store.files.root, keys[1]), reference_file(store.files.root, keys[2]))
+    # draw 1's reference under draw 2's name, as a single file (the sweep's end compacted both into
+    # the reference cache's rows; a single file is read before them)
+    arrays, meta = references.read(store.files, keys[1])
+    table, meta_json = references.encode(keys[1], arrays, meta)
+    store.files.put(reference_file(store.files.root, keys[2]), parquet_bytes(table, {references.META_KEY: meta_json}))
 
     extended = {**SPEC, "grid": {**SPEC["grid"], "L": [2, 4, 8]}}
     result = explorer.sweep(extended, store=tmp_path, progress=False, num_cpus=2)

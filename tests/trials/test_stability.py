@@ -64,7 +64,8 @@ def test_output_far_beyond_the_targets_is_diverged():
 
 # Studies of an optimum along lr or alpha cross the divergence edge by design (their divergences
 # are their data, and their grids vary what this test holds at the spec's defaults).
-OPTIMUM_STUDIES = ("lr_transfer", "alpha_transfer")
+OPTIMUM_STUDIES = ("lr_transfer", "alpha_transfer", "lr_width", "adam_width_standard", "adam_width_mlu",
+                   "adam_depth_standard", "adam_depth_completep")
 
 
 def _example_grids():
