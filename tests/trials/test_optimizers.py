@@ -183,6 +183,10 @@ BEFORE_OPTIMIZERS = {
 }
 
 
+# The hex values are torch 2.13.0's CPU build's: another build's kernels differ in the last bits
+# (torch 2.11.0+cu130 on a 16-core machine gave other bits for both, 2026-12-04), which says
+# nothing about the optimizers.
+@pytest.mark.skipif(not torch.__version__.startswith("2.13.0"), reason="values recorded with torch 2.13.0's CPU build")
 @pytest.mark.parametrize("preset,scaling", [("mlu", "mean_field"), ("standard", "raw")])
 def test_gradient_descent_rows_are_bit_identical_to_before_the_optimizers(preset, scaling):
     cfg = TrialConfig(L=3, M=6, D=4, preset=preset, lr_scaling=scaling, lr=0.1, steps=3, seeds=(0, 1), device="cpu",
