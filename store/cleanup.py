@@ -24,7 +24,6 @@ from collections.abc import Iterable
 
 from .catalog import completed_keys, list_kind, list_references
 from .files import Entry, Files
-from .files import Entry
 from .layout import DATA_KINDS, check_key, check_sweep, key_file
 from .owners import temporary_writer
 

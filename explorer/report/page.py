@@ -42,7 +42,7 @@ from markupsafe import Markup
 from . import diagnostic_charts
 from .chart_files import (CHART_FORMATS, PAGE_FORMATS, bundle_digest, chart_html, export_formats, json_default, save_chart,
                           vega_bundle)
-from ..errors import FitError, QueryError, SweepDataError
+from ..errors import FitError, SweepDataError
 from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
 from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
 from ..formatting import fmt

@@ -3,7 +3,6 @@ the grid extended. The new draw-2 trials must be measured against draw 2's own r
 (recomputed, the foreign file quarantined), never against draw 1's."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 

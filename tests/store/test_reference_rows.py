@@ -4,7 +4,6 @@ after a compaction) still read and take precedence."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import store_testkit as kit
 
 from store import compaction, references
