@@ -8,6 +8,7 @@ import click
 
 from ..bounds import MAX_RESAMPLES
 from ..formatting import shell_word
+from .flag_words import fit_flag_words
 from .options import (RegistryHelpOption, axis_names, bounded_list, echo_notes, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
 from .signals import begin_work
@@ -53,8 +54,9 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
                "explorer.store_access")
     from .. import api
 
-    fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot, seed=seed,
-                     floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
+    with fit_flag_words():  # a law whose data is missing: the --form that fits the sweep instead
+        fitted = api.fit(sweep, form, store=store_uri, metric=metric, step=step, where=where, n_boot=n_boot,
+                         seed=seed, floor=floor, save=save, compare=compare, budgets=budgets, bias=bias, fluct=fluct)
     echo_notes(fitted.data_notes)
     click.echo("\n".join(fitted.lines()))
 

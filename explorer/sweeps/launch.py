@@ -12,25 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..config.sections import SweepSpec
-from ..config.spec import load_spec
 from ..store_access import open_store
-from .ray_probe import SESSION_ADDRESS
+from .runnable import runnable_spec  # the spec's checks, shared with the adaptive launch
 
 if TYPE_CHECKING:
     from store import Store
 
     from .results import SweepResult
-
-
-def runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -> SweepSpec:
-    """The spec, loaded before Ray is even imported (spec errors first); with an embedded Ray
-    (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
-    spec = load_spec(spec_or_path, overrides)
-    if address in (None, SESSION_ADDRESS):
-        from ..config.estimate import available_memory_bytes, check_fits_memory
-
-        check_fits_memory(spec, available_memory_bytes())
-    return spec
 
 
 def sweep(

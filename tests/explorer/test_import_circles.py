@@ -108,7 +108,7 @@ NAMED = import_graph(ROOT, through_faces=False)  # what the import statements na
 def test_the_graph_sees_relative_lazy_type_checking_and_face_imports():
     assert "explorer.errors" in GRAPH["explorer.cli.group"]  # relative, at the top
     assert "explorer.config.sections" in GRAPH["explorer.sweeps.adaptive.runners"]  # under TYPE_CHECKING
-    assert "explorer.sweeps.adaptive.session_runner" in GRAPH["explorer.api"]  # lazily, through the face
+    assert "explorer.sweeps.adaptive.launch" in GRAPH["explorer.api.sweep"]  # lazily, through the face
     assert "explorer.sweeps.adaptive" in GRAPH["explorer.sweeps.dry_run"]  # the face itself
 
 

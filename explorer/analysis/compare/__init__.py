@@ -4,7 +4,8 @@ share, and the difference with an interval that lets their shared randomness can
 ``pairing`` pairs two ``seed_grams`` frames and fits them jointly (the problem draws' jackknife,
 each draw left out of both); ``sides`` reads both sides from the store, refuses sides that are not
 comparable and makes the ``Comparison`` (its rows, its lines); ``seed_paths`` names the seeds that
-took different paths in the two sweeps, whose noise the pairing cannot cancel.
+took different paths in the two sweeps, whose noise the pairing cannot cancel; ``stored`` compares
+two sweeps of a store as ``explorer compare`` does.
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -23,6 +24,7 @@ _LAZY = {
     "compare": "sides",
     "side_warnings": "sides",
     "sides_by": "sides",
+    "compare_stored": "stored",
     "RATIO_PARAMETERS": "pairing",
     "Paired": "pairing",
     "PairedFit": "pairing",

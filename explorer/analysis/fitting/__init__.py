@@ -7,7 +7,8 @@ in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` i
 with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
 (cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
 over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
-adaptive sweep's targets from a fit; ``tie`` tests the theory's tie of two exponents (g = b).
+adaptive sweep's targets from a fit; ``stored_sweep`` fits a stored sweep for ``explorer fit``,
+naming the law that fits it instead where the law's data is missing; ``tie`` tests the theory's tie of two exponents (g = b).
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -20,6 +21,7 @@ _LAZY = {
     "SweepReader": "dispatch",
     "data_and_fitter": "dispatch",
     "fit_sweep": "dispatch",
+    "fit_stored_sweep": "stored_sweep",
     "fit": "rms_fit",
     "spread": "bootstrap",
     "FITS_COLUMNS": "result",

@@ -4,6 +4,7 @@ at a time, until the targets' CIs are narrow enough or the budget is spent (docs
 The wing's face: code outside it imports these names, never a module inside it. Each is
 imported on first use (PEP 562), so that reading a spec or a dry run does not import Ray:
 
+- ``adaptive_sweep`` (``launch``): the launch of an adaptive sweep, the twin of ``explorer sweep --adaptive``;
 - ``run_adaptive``, ``AdaptiveLoop`` (``loop``): one run of the loop; ``AdaptiveResult``,
   ``adaptive_status``, ``read_rounds`` (``rounds``): what it did, and its rounds log;
 - ``TrialRunner``, ``RoundRunner`` (``runners``): the interfaces the loop's runners declare;
@@ -20,6 +21,7 @@ import importlib
 
 # name -> the module of this wing that defines it.
 _LAZY = {
+    "adaptive_sweep": "launch",
     "run_adaptive": "loop",
     "AdaptiveLoop": "loop",
     "FIT_SEED": "loop",
