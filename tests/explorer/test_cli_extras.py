@@ -63,12 +63,13 @@ def test_left_out_files_are_one_warning_line_in_fit_phase_and_report(two_sweeps,
 
 
 def test_ctrl_c_outside_a_sweeps_own_handlers_is_one_line_and_the_sigint_code(tmp_path, monkeypatch):
-    import explorer.api
+    import importlib
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(explorer.api, "open_store", interrupted)
+    # the twin of explorer sql lives in explorer/api/store.py
+    monkeypatch.setattr(importlib.import_module("explorer.api.store"), "open_store", interrupted)
     done = CliRunner().invoke(main, ["sql", "SELECT 1", "--store", str(tmp_path)])
     assert done.exit_code == 130
     assert done.output.strip() == "interrupted (SIGINT)"
