@@ -145,7 +145,7 @@ def real(args) -> None:
 
 
 def synthetic(args) -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "explorer"))
+    sys.path.insert(0, str(ROOT / "tests" / "explorer" / "sweeps" / "adaptive"))
     from adaptive_fake import FakeRunner, free_law
 
     from explorer.sweeps.adaptive import run_adaptive

@@ -4,7 +4,7 @@
 With two problem draws each variance of ``explorer compare`` has one degree of freedom, so one
 pair's ratio of unpaired to paired width is a ratio of two such estimates: it can land far from
 what the pairing buys on average. This runs two real sweeps on the grid of
-``tests/explorer/test_compare_real.py`` (L = 4..64, M = 16..1024, D = 8, 4 seeds, 10 steps,
+``tests/end_to_end/test_compare_real.py`` (L = 4..64, M = 16..1024, D = 8, 4 seeds, 10 steps,
 references of 512 x 256 particles, 2 replicas) with G draws, differing only in the learning rate,
 and prints
 

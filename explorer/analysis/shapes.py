@@ -38,7 +38,7 @@ parameter count P = 2 L M D, and a hand-set curve c P^(-e) along the lower edge 
   the smallest or largest value the grid has). Where the best shape sits on the grid's edge, the
   frontier follows the edge (at small P, M = 1 and only D grows), not the trade-off between the
   error terms the exponent is about: on the authors' 20 x 20 grid the theory's law gives a whole
-  frontier's exponent of 0.183 instead of 1/6, its interior 0.167 (tests/explorer/test_frontier.py).
+  frontier's exponent of 0.183 instead of 1/6, its interior 0.167 (tests/explorer/analysis/test_frontier.py).
 - ``frontier_slope``: the least-squares slope of log err against log P over the interior points,
   so ``err ~ P^slope``; the paper's exponent ``e`` is ``-slope``.
 - ``frontier_exponent``: the exponent over problem draws. Each draw (its own data, embeddings,

@@ -1,6 +1,6 @@
 """docs/cli.md, the command reference: every command's ``--help`` at a fixed width, so the page is
 the same on every terminal. ``python -m explorer.cli.reference > docs/cli.md`` regenerates it;
-tests/explorer/test_cli_commands.py compares."""
+tests/explorer/cli/test_cli_commands.py compares."""
 from __future__ import annotations
 
 import click

@@ -44,7 +44,7 @@ The time model is single-core seconds: a fixed cost, the Python loop over layers
 the batched tensor work per unit coordinate, sample, seed and step (memory-bound on CPUs), with
 the metrics at every step; see ``_SECONDS`` for the constants and how they were measured.
 Both are estimates for planning and refusing the impossible, not promises: the tests in
-``tests/explorer/test_estimate.py`` hold the memory model within 2x of measured peaks (resident
+``tests/explorer/config/test_estimate.py`` hold the memory model within 2x of measured peaks (resident
 high-water mark in a fresh process) over shapes where X, Y, the activations, the samples' Gram,
 the hidden states, the units or the particles dominate, for trials and references.
 """
@@ -77,7 +77,7 @@ PROCESS_BYTES = 600 * 2**20  # a trial worker: Python + torch + numpy + pyarrow,
 # (8, 4, 8, 10, 3, 10) to (16, 1024, 16, 100, 3, 3) and (32, 256, 64, 10, 3, 5), both dtypes:
 # the model is within 0.4x - 1.3x of the measured wall times (0.88 - 1.26x on 9 of them; the
 # low ones were measured while other jobs loaded the machine). Measured by the script in
-# tests/explorer/test_estimate.py (``_MEASURE``).
+# tests/explorer/config/test_estimate.py (``_MEASURE``).
 _SECONDS = {"fixed": 3e-3, "per_layer_step": 2e-4, "per_entry": {"float64": 1.5e-8, "float32": 7e-9}, "draw": 1.7e-8}
 
 

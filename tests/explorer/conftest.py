@@ -1,6 +1,6 @@
-"""Fixtures of the sweep tests (test_sweep*.py, test_cli_sweep.py): Ray's environment, a local
-Ray per module, and the row counts every sweep test checks. The analysis tests in this folder
-keep their fixtures in their own modules."""
+"""Fixtures of the sweep tests (sweeps/, cli/test_cli_sweep.py, and tests/end_to_end through its
+conftest): Ray's environment, a local Ray per module, and the row counts every sweep test checks.
+The analysis tests keep their fixtures in their own modules and the shared data modules here."""
 from __future__ import annotations
 
 import os

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .analysis_data import law_rows
+from tests.explorer.analysis_data import law_rows
 
 
 def planted_metrics(runs, *, sweep: str = "planted", steps: int = 3, extra: dict | None = None) -> pd.DataFrame:

@@ -16,78 +16,10 @@ import pathlib
 
 import pytest
 
-from .test_imports import find_cycle  # one circle as a path that ends where it starts, or None
+from tests.import_graph import find_cycle, import_graph, module_name, rooms
+from tests.paths import REPO_ROOT
 
-ROOT = pathlib.Path(__file__).parents[2]
-
-
-def module_name(path: pathlib.Path, root: pathlib.Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def module_path(dotted: str, root: pathlib.Path) -> pathlib.Path | None:
-    """The file of a module or package ``a.b.c`` under ``root``, or None."""
-    base = root.joinpath(*dotted.split("."))
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    return None
-
-
-def lazy_table(init: pathlib.Path) -> dict[str, str]:
-    """A face's ``_LAZY`` table (name -> module, relative to the package), empty when it has none."""
-    for node in ast.parse(init.read_text()).body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets):
-                return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
-                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
-    return {}
-
-
-def imported_modules(path: pathlib.Path, root: pathlib.Path, top: str, through_faces: bool = True) -> set[str]:
-    """The modules of package ``top`` a file imports, anywhere in it (functions and TYPE_CHECKING
-    blocks included): ``from package import module`` is that module; a name from a lazy face is
-    the face and (``through_faces``) the module behind it."""
-    name = module_name(path, root)
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            module = node.module or ""
-            if node.level:
-                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-                package = package[:len(package) - node.level + 1]
-                module = ".".join(package + ([module] if module else []))
-            for alias in node.names:
-                if module_path(f"{module}.{alias.name}", root) is not None:
-                    found.add(f"{module}.{alias.name}")
-                    continue
-                found.add(module)
-                face = module_path(module, root)
-                behind = lazy_table(face).get(alias.name) if face is not None and face.name == "__init__.py" else None
-                if behind is not None and through_faces:
-                    found.add(f"{module}.{behind}")
-    return {m for m in found if m.split(".")[0] == top and m != name and module_path(m, root) is not None}
-
-
-def import_graph(root: pathlib.Path, top: str = "explorer", through_faces: bool = True) -> dict[str, set[str]]:
-    """module -> the modules of ``top`` it imports (``imported_modules``)."""
-    return {module_name(p, root): imported_modules(p, root, top, through_faces) for p in sorted((root / top).rglob("*.py"))}
-
-
-def rooms(graph: dict[str, set[str]], depth: int = 2) -> dict[str, set[str]]:
-    """The graph between the folders at ``depth`` (explorer.sweeps, explorer.api, ...)."""
-    def room(module: str) -> str:
-        return ".".join(module.split(".")[:depth])
-
-    out: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        out.setdefault(room(module), set()).update(room(t) for t in targets if room(t) != room(module))
-    return out
+ROOT = REPO_ROOT
 
 
 def wings(root: pathlib.Path, top: str = "explorer") -> list[str]:

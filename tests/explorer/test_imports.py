@@ -20,7 +20,6 @@ that a new import or a grown function is checked too:
 from __future__ import annotations
 
 import ast
-import functools
 import importlib
 import pathlib
 import subprocess
@@ -28,7 +27,11 @@ import sys
 
 import pytest
 
-EXPLORER = pathlib.Path(__file__).parents[2] / "explorer"
+from tests import import_graph
+from tests.import_graph import find_cycle
+from tests.paths import REPO_ROOT
+
+EXPLORER = REPO_ROOT / "explorer"
 SOURCES = sorted(EXPLORER.rglob("*.py"))
 
 
@@ -76,7 +79,7 @@ def test_explorer_fit_does_not_import_altair():
 
 # --- the house rules ---------------------------------------------------------------------------
 
-ROOT = pathlib.Path(__file__).parents[2]
+ROOT = REPO_ROOT
 PACKAGES = ("explorer", "store", "trials")
 OURS = (*PACKAGES, "tests", "benchmarks")
 CODE = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
@@ -89,121 +92,29 @@ MAX_FUNCTION_LINES = 100
 
 
 def module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return import_graph.module_name(path, ROOT)
 
 
-def is_module(dotted: str) -> bool:
-    base = ROOT.joinpath(*dotted.split("."))
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
-
-
-def imports(path: pathlib.Path) -> list[tuple[str, str | None, int]]:
-    """(module, name or None, line) for every import of a file, relative ones resolved; a
-    ``from package import module`` names the module itself (name None)."""
-    return list(_imports(path, path.stat().st_mtime_ns))
-
-
-@functools.lru_cache(maxsize=None)
-def _imports(path: pathlib.Path, mtime: int) -> tuple:
-    return tuple(_read_imports(path))
-
-
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """The ids of the import nodes under ``if TYPE_CHECKING:`` (they never run)."""
-    skipped = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
-            skipped |= {id(inner) for stmt in node.body for inner in ast.walk(stmt)}
-    return skipped
-
-
-def _read_imports(path: pathlib.Path):
-    tree = ast.parse(path.read_text())
-    skipped = _type_checking_only(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, None, node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
-            module = node.module or ""
-            if node.level:
-                package = module_name(path).split(".")
-                if path.name != "__init__.py":
-                    package = package[:-1]
-                module = ".".join(package[:len(package) - node.level + 1] + ([module] if module else []))
-            for alias in node.names:
-                if is_module(f"{module}.{alias.name}"):
-                    yield f"{module}.{alias.name}", None, node.lineno
-                else:
-                    yield module, alias.name, node.lineno
+def imports(path: pathlib.Path) -> list[import_graph.Import]:
+    """(module, name or None, line) for every import of a file that runs (those under
+    ``if TYPE_CHECKING:`` never do)."""
+    return import_graph.imports(path, ROOT, type_checking=False)
 
 
 def where(path: pathlib.Path, line: int) -> str:
     return f"{path.relative_to(ROOT)}:{line}"
 
 
-@functools.lru_cache(maxsize=None)
 def face_table(package: str) -> dict[str, str]:
-    """A lazy face's name -> the module of its package that defines it (the ``_LAZY`` dict of the
-    package's ``__init__``, read from the source), {} for a package without one."""
-    init = ROOT.joinpath(*package.split(".")) / "__init__.py"
-    if not init.is_file():
-        return {}
-    for node in ast.parse(init.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_LAZY" for t in node.targets):
-            return {key.value: f"{package}.{value.value}" for key, value in zip(node.value.keys, node.value.values)}
-    return {}
-
-
-def defining_module(module: str, name: str | None) -> str:
-    """The module an import reaches: ``from explorer.analysis.fitting import fit`` reaches the
-    module the face serves ``fit`` from, any other import the module it names."""
-    return face_table(module).get(name, module) if name else module
+    """A lazy face's name -> the module of its package that defines it, {} for a package without one."""
+    return import_graph.lazy_table(package, ROOT)
 
 
 def explorer_graph() -> dict[str, set[str]]:
     """explorer module -> the explorer modules it imports (a package's ``__init__`` is not an edge:
     importing ``explorer.sweeps.worker`` runs it, but it imports nothing; a name imported from a
     lazy face is an edge to the module that defines it)."""
-    graph: dict[str, set[str]] = {}
-    for path in CODE:
-        name = module_name(path)
-        if name.startswith("explorer"):
-            reached = {defining_module(m, n) for m, n, _ in imports(path)}
-            graph[name] = {m for m in reached
-                           if m.startswith("explorer.") and m != name and (ROOT / (m.replace(".", "/") + ".py")).is_file()}
-    return graph
-
-
-def part_of(module: str) -> str:
-    """The room a module belongs to: its subpackage (explorer.sweeps) or itself (explorer.cli)."""
-    parts = module.split(".")
-    return ".".join(parts[:2])
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        state[node] = 2
-        stack.pop()
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)):
-            return found
-    return None
+    return import_graph.import_graph(ROOT, "explorer", type_checking=False, packages=False)
 
 
 def test_the_checks_see_absolute_relative_and_lazy_imports():
@@ -247,10 +158,7 @@ def test_no_import_cycle_among_the_explorer_modules():
 
 
 def test_no_import_cycle_among_the_explorer_subpackages():
-    rooms: dict[str, set[str]] = {}
-    for module, targets in explorer_graph().items():
-        rooms.setdefault(part_of(module), set()).update(part_of(t) for t in targets if part_of(t) != part_of(module))
-    cycle = find_cycle(rooms)
+    cycle = find_cycle(import_graph.rooms(explorer_graph()))
     assert cycle is None, " -> ".join(cycle)
 
 

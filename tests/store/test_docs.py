@@ -1,13 +1,14 @@
 """docs/store.md documents every stored column and every store command."""
 from __future__ import annotations
 
-import pathlib
 
 import pytest
 
 from store import COLUMNS
 
-DOC = (pathlib.Path(__file__).parents[2] / "docs" / "store.md").read_text()
+from tests.paths import REPO_ROOT
+
+DOC = (REPO_ROOT / "docs" / "store.md").read_text()
 
 
 @pytest.mark.parametrize("kind", sorted(COLUMNS))
@@ -23,7 +24,7 @@ def test_every_store_command_is_documented_with_an_example(command):
 
 
 def test_the_security_notes_cover_the_sql_sandbox_and_store_files():
-    notes = (pathlib.Path(__file__).parents[2] / "docs" / "security.md").read_text()
+    notes = (REPO_ROOT / "docs" / "security.md").read_text()
     assert "## SQL sandbox and store files" in notes
     for needle in ("extract_statements", "validate_filter", "--quarantine", "--repair", "enable_external_access"):
         assert needle in notes

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import pathlib
 import tomllib
 
 import numpy as np
@@ -14,7 +13,9 @@ from trials.metrics import METRICS, Baseline, Snapshot
 from trials.model import ResNet
 from trials.train import FLAGS, blown_up
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+from tests.paths import REPO_ROOT
+
+EXAMPLES = REPO_ROOT / "examples"
 
 
 @pytest.fixture(scope="module")
