@@ -130,14 +130,14 @@ def check_where(con, where: str, table: str = "metrics") -> None:
         QueryError: the one line.
     """
     import duckdb
-    from store import validate_filter
+    from store import column_names, probe_filter, validate_filter
 
     from .formatting import shown_text
 
     with store_errors():  # one condition first: "1=1) OR (1=1" is refused as the analyses refuse it
         validate_filter(where)
     try:
-        con.execute(f'SELECT * FROM "{table}" WHERE ({where}) LIMIT 0').fetchall()
+        probe_filter(con, where, table)
     except duckdb.Error as exc:
         text = " ".join(str(exc).split("\n")[0].split())
         shown = shown_text(where, 80)
@@ -145,7 +145,7 @@ def check_where(con, where: str, table: str = "metrics") -> None:
         if missing is None:
             raise QueryError(f"--where {shown!r}: {text}") from None
         column = missing.group(1)
-        columns = [str(row[0]) for row in con.execute(f'DESCRIBE "{table}"').fetchall()]
+        columns = column_names(con, table)
         raise QueryError(f"--where {shown!r}: the rows have no column {column!r}{_did_you_mean(column, columns)}; "
                          f"`explorer sql \"DESCRIBE {table}\"` lists them") from None
 

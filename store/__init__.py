@@ -6,7 +6,8 @@ from .errors import (ForeignReferenceError, InvalidNameError, QueryTimeout, Sche
                      StoreUnreachable, UnreadableFileError)
 from .heartbeat import DEFAULT_TTL_S
 from .integrity import CheckReport
-from .query import VIEW_NAMES, LeftOutFilesWarning, check_read_only, register_kind, validate_filter
+from .query import (VIEW_NAMES, LeftOutFilesWarning, check_read_only, column_names, probe_filter, register_kind,
+                    table_connection, validate_filter)
 from .compaction import CompactionReport
 from .fingerprint import code_fingerprint, package_root
 from .layout import DATA_KINDS, check_sweep
@@ -44,15 +45,18 @@ __all__ = [
     "register_kind",
     "check_read_only",
     "check_sweep",
+    "column_names",
     "code_fingerprint",
     "new_run_id",
     "owner_dead_here",
     "owner_identity",
     "package_root",
     "printable",
+    "probe_filter",
     "redact_uri",
     "run_query",
     "schema",
+    "table_connection",
     "trial_row_from_metrics",
     "validate_filter",
 ]

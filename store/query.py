@@ -126,6 +126,28 @@ def register_kind(con: duckdb.DuckDBPyConnection, kind: str, parts: list[ds.Data
     con.execute(f'CREATE VIEW "{kind}" AS ' + " UNION ALL ".join(f"SELECT {star} FROM {n}" for n in names))
 
 
+def table_connection(kind: str, parts: list[ds.Dataset | pa.Table]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection whose one view ``kind`` holds ``parts`` (``register_kind``:
+    rows the caller already read, e.g. the adaptive sweep's kept rows), its progress bar off as
+    ``connect``'s connections have it."""
+    con = duckdb.connect()
+    register_kind(con, kind, parts)
+    con.execute("SET enable_progress_bar = false")  # as the store's connections
+    return con
+
+
+def probe_filter(con: duckdb.DuckDBPyConnection, where: str, table: str = "metrics") -> None:
+    """Run the condition ``where`` on ``table`` without reading a row, so that a filter the rows
+    cannot take fails here (``duckdb.Error``: an unknown column, a type mismatch), before a query
+    that scans them."""
+    con.execute(f'SELECT * FROM "{table}" WHERE ({where}) LIMIT 0').fetchall()
+
+
+def column_names(con: duckdb.DuckDBPyConnection, table: str = "metrics") -> list[str]:
+    """The column names of the view or table ``table`` on ``con`` (``duckdb.Error`` when it has none)."""
+    return [str(row[0]) for row in con.execute(f'DESCRIBE "{table}"').fetchall()]
+
+
 class LeftOutFilesWarning(UserWarning):
     """The views left out files that match no schema version of their kind (see ``explorer check``)."""
 

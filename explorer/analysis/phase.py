@@ -52,8 +52,8 @@ import pandas as pd
 
 from ..errors import SweepDataError
 from ..formatting import fmt
-from .data import (DRAW_COLUMN, FLAGS_COLUMN, GRID_COLUMNS, choose_references, final_step_clause, held_axes, held_where, plain_value,
-                   query_frame, require_sweep_rows, sweep_is, table_columns, where_clause)
+from .data import (GRID_COLUMNS, cells_per_value, choose_references, held_axes, held_where, phase_seed_rows, plain_value,
+                   require_sweep_rows, table_columns)
 
 PHASES = ("mlu", "lazy", "trivial", "diverged", "failed")
 AXES = ("L", "M", "D") + GRID_COLUMNS
@@ -119,9 +119,7 @@ def _held_for_phase(con, sweep: str, x: str, y: str, columns: list[str], where: 
     fixed: dict = {}
     preferred = held_axes(con, sweep, (x, y), where)
     for col in preferred:
-        sql = (f'SELECT "{col}" AS v, count(DISTINCT ("{x}", "{y}")) AS cells FROM metrics '
-               f"WHERE {sweep_is(sweep)}{where_clause(held_where(fixed, where))} GROUP BY 1")
-        counts = query_frame(con, sql)
+        counts = cells_per_value(con, sweep, col, x, y, held_where(fixed, where))
         top = [plain_value(v) for v in counts[counts["cells"] == counts["cells"].max()]["v"]]
         present = [v for v in top if v is not None]
         if preferred[col] in top:
@@ -176,31 +174,7 @@ def seed_rows(con, sweep: str, axes, *, where: str | None, step: int | None, rul
     output_change (null unless it ended ok), initial_residual (sqrt of the step-0 loss), whether
     it diverged, failed, has its final row, carries a stability flag other than init_noise
     (``flagged``), its init noise and whether it is marked (``init_noise_flag``)."""
-    columns = table_columns(con)
-    final = final_step_clause(columns, sweep, step)
-    alpha = '"alpha"' if "alpha" in columns else "1.0"
-    anti = '"antithetic"' if "antithetic" in columns else "FALSE"
-    scale = '"residual_scale" * "L" * "M"' if "residual_scale" in columns else alpha  # alpha_eff
-    noise = f'CASE WHEN {anti} THEN 0.0 ELSE {scale} * sqrt("D" / ("L" * "M")) END'
-    init_flag, other_flag = _flag_conditions(columns, noise, rule)
-    names = list(dict.fromkeys([*axes, "L", "M", "D"]))
-    kept = [f'any_value("{a}") AS "{a}"' for a in names]
-    kept.append(f"any_value({alpha}) AS alpha" if "alpha" not in names else "")
-    kept.append(f'any_value("{DRAW_COLUMN}") AS draw' if DRAW_COLUMN in columns else "1 AS draw")
-
-    def at_final(c):
-        return f"max(CASE WHEN {final} AND status = 'ok' THEN {c} END) AS {c}"
-
-    sql = f"""
-        SELECT {", ".join(k for k in kept if k)}, trial_key, seed, bool_or({anti}) AS antithetic,
-               max({noise}) AS init_noise, bool_or({init_flag}) AS init_noise_flag,
-               bool_or(status = 'diverged') AS diverged, bool_or(status = 'failed') AS failed,
-               max(CASE WHEN {final} AND status = 'ok' THEN 1 ELSE 0 END) AS has_final,
-               max(CASE WHEN step = 0 THEN sqrt(loss) END) AS initial_residual,
-               {at_final('feature_update')}, {at_final('lin_ratio')}, {at_final('output_change')},
-               bool_or({other_flag}) AS flagged
-        FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY trial_key, seed"""
-    seeds = query_frame(con, sql)
+    seeds = phase_seed_rows(con, sweep, axes, where=where, step=step, init_noise=rule.init_noise)
     for c in ("feature_update", "lin_ratio", "output_change", "initial_residual", "init_noise"):
         seeds[c] = seeds[c].astype(float)
     for c in ("flagged", "init_noise_flag", "diverged", "failed", "antithetic"):
@@ -250,20 +224,6 @@ def _typed_cells(cells: pd.DataFrame, rule: PhaseRule) -> pd.DataFrame:
     cells["init_noise_flag"] = cells["init_noise_flag"].fillna(False).astype(bool)
     cells["phase"] = classify(cells, rule)
     return cells
-
-
-def _flag_conditions(columns, noise: str, rule: PhaseRule) -> tuple[str, str]:
-    """SQL booleans on a metric row: (it is marked init_noise, it carries another flag). Marked:
-    its init noise alpha_eff sqrt(D / (L M)) is >= ``rule.init_noise``, or the trials flagged it
-    (their own rule, with the sweep's init_noise_limit, in the ``flags`` column)."""
-    criterion = f"({noise} >= {float(rule.init_noise)!r})"
-    if FLAGS_COLUMN not in columns:
-        return criterion, "FALSE"
-    names = f'string_split(replace("{FLAGS_COLUMN}", \' \', \'\'), \',\')'
-    init = f'({criterion} OR coalesce(list_contains({names}, \'init_noise\'), FALSE))'
-    other = (f'coalesce(regexp_replace(replace("{FLAGS_COLUMN}", \'init_noise\', \'\'), \'[ ,]\', \'\', \'g\') '
-             f"<> '', FALSE)")
-    return init, other
 
 
 def format_phase(diagram: PhaseDiagram) -> str:

@@ -152,14 +152,12 @@ def pilot_model(store, sweep: str, n_boot: int = 100) -> PilotModel:
         SweepDataError, NoDecompositionError: as ``seed_grams``.
     """
     from ..analysis.decomposed import fit_decomposed
-    from ..analysis.data import seed_grams
+    from ..analysis.data import first_ok_trial, seed_grams
 
     con = store.connect(sweep=sweep, read_only=True)
     try:
         frame = seed_grams(con, sweep)
-        columns = ", ".join(_TRIAL_COLUMNS)
-        configs = con.execute(f"SELECT {columns}, config_json FROM trials WHERE sweep = ? AND status = 'ok' LIMIT 1",
-                              [sweep]).fetchall()
+        configs = first_ok_trial(con, sweep, _TRIAL_COLUMNS)
     finally:
         con.close()
     _check_usable(frame, sweep)

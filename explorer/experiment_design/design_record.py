@@ -52,11 +52,11 @@ def write_record(store, sweep: str, rows: list[dict]) -> str | None:
 def read_targets(con, sweep: str) -> dict:
     """name -> (target half-width, predicted half-width) of the design recorded for ``sweep``
     ({} when none: a sweep ``explorer design`` did not write, or a store without fits)."""
-    views = {str(v) for (v,) in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
-    if "latest_fits" not in views:  # a connection without the fits views holds no design
+    from ..analysis.data import fit_parameters, view_names
+
+    if "latest_fits" not in view_names(con):  # a connection without the fits views holds no design
         return {}
-    rows = con.execute("SELECT parameter, estimate FROM latest_fits WHERE sweep = ? AND form = ? AND fit_id = ?",
-                       [sweep, DESIGN_FORM, DESIGN_FIT_ID]).fetchall()
+    rows = fit_parameters(con, sweep, DESIGN_FORM, DESIGN_FIT_ID)
     values = {str(p): float(v) for p, v in rows}
     return {p[len("target_"):]: (v, values.get("predicted_" + p[len("target_"):], math.nan))
             for p, v in values.items() if p.startswith("target_")}

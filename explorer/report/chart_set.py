@@ -9,7 +9,7 @@ import pandas as pd
 
 from . import charts as _charts
 from . import diagnostic_charts
-from ..analysis.data import grid_errors, held_where, query_frame, status_counts, step_errors, sweep_is
+from ..analysis.data import grid_errors, held_where, round_rows, status_counts, step_errors
 from ..errors import QueryError, SweepDataError
 from .contents import Report
 from .held_slice import held_words, made
@@ -94,7 +94,7 @@ def add_adaptive_charts(c: dict, con, sweep: str) -> None:
     """An adaptive sweep's two charts (its ``rounds`` log): the chosen points over the grid, and
     the targets' CI half-widths against the compute spent."""
     try:
-        rounds = query_frame(con, f"SELECT * FROM rounds WHERE {sweep_is(sweep)}")
+        rounds = round_rows(con, sweep)
     except (QueryError, SweepDataError):  # a connection without the rounds view
         return
     if rounds.empty:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.data import (final_step_clause, grid_errors, held_where, plain_value, query_frame, status_counts,
-                             sweep_is, table_columns, where_clause)
+from ..analysis.data import (final_step_clause, grid_errors, held_where, ok_rows_per_value, plain_value, status_counts,
+                             table_columns, where_clause)
 from ..errors import FitError, SweepDataError, UsageError
 from ..formatting import fmt
 from .contents import Report
@@ -78,12 +78,9 @@ def training_slice(con, sweep: str, fixed: dict, metric: str, step: int | None, 
     at the step; among equals, the one that keeps most of ``fixed``'s values, then the smallest.
     None: no slice has any."""
     columns = list(fixed)
-    quoted = ", ".join(f'"{c}"' for c in columns)
-    sql = (f"SELECT {quoted}, count(*) AS n FROM metrics WHERE {sweep_is(sweep)} AND status = 'ok' "
-           f"AND isfinite(\"{metric}\") AND {final_step_clause(table_columns(con), sweep, step)}"
-           f"{where_clause(where)} GROUP BY {quoted}")
+    at_step, condition = final_step_clause(table_columns(con), sweep, step), where_clause(where)
     try:
-        found = query_frame(con, sql)
+        found = ok_rows_per_value(con, sweep, columns, metric, at_step, condition)
     except UsageError:
         return None
     if found.empty:

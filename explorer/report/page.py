@@ -56,7 +56,7 @@ from .output_folder import OutputFolder
 from .summary import result_field, summary_sentences
 from ..analysis.phase import phase_diagram
 from ..analysis.shapes import shape_advice
-from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, held_axes, query_cache, query_frame,
+from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, distinct_counts, held_axes, query_cache,
                              require_measured, require_sweep_rows, status_counts, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
@@ -92,8 +92,7 @@ def varying_axes(con, sweep: str, where: str | None = None) -> list[str]:
     """The sweep's columns among L, M, D and the grid columns that take more than one value."""
     columns = table_columns(con)
     candidates = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS) if c in columns]
-    counts = query_frame(con, "SELECT " + ", ".join(f'count(DISTINCT "{c}") AS "{c}"' for c in candidates)
-                         + f" FROM metrics WHERE {sweep_is(sweep)}" + (f" AND ({where})" if where else ""))
+    counts = distinct_counts(con, sweep, candidates, where)
     return [c for c in candidates if int(counts[c].iloc[0]) > 1]
 
 

@@ -79,8 +79,9 @@ def resolve(entries: tuple[LeftOut, ...], largest: dict) -> tuple[LeftOut, ...]:
 
 def kept_where(base: str | None, entries: tuple[LeftOut, ...]) -> str | None:
     """The SQL condition of the rows a claim keeps: its own ``base`` region and none of the left-out ones."""
-    parts = ([f"({base})"] if base else []) + [f"NOT ({e.where})" for e in entries]
-    return " AND ".join(parts) if parts else None
+    from ..analysis.data import excluding
+
+    return excluding(base, [e.where for e in entries])
 
 
 def describe(entries: tuple[LeftOut, ...]) -> str:

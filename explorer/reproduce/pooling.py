@@ -79,19 +79,11 @@ def with_blown_up_runs(con, sweep: str, grid: pd.DataFrame, metric: str, step: i
     """``grid`` with ``n_blown_up``: per (L, M, D, problem draw), the seeds the store marks diverged
     that have no finite ``metric`` row with status ok at ``step`` (the tool ends a diverged seed's
     rows, where the notebook keeps the run and counts it as 0)."""
-    from ..analysis.data import query_frame, sweep_is
+    from ..analysis.data import blown_up_counts
 
     if con is None or step is None or "problem_seed" not in grid or grid.empty:
         return grid.assign(n_blown_up=0)
-    sql = f"""
-        SELECT L, M, D, problem_seed, count(DISTINCT (trial_key, seed)) AS n_blown_up
-        FROM metrics d
-        WHERE d.{sweep_is(sweep)} AND status = 'diverged' AND NOT EXISTS (
-            SELECT 1 FROM metrics o WHERE o.sweep = d.sweep AND o.trial_key = d.trial_key AND o.seed = d.seed
-              AND o.step = {int(step)} AND o.status = 'ok' AND isfinite(o.{metric}))
-        GROUP BY L, M, D, problem_seed
-    """
-    counts = query_frame(con, sql)
+    counts = blown_up_counts(con, sweep, metric, step)
     if counts.empty:
         return grid.assign(n_blown_up=0)
     keys = ["L", "M", "D", "problem_seed"]

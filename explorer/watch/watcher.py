@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from store import STATUSES, Store, StoreError
 
-from ..analysis.data import run_state
+from ..analysis.data import all_distinct_counts, metrics_column_names, run_state
 from ..sweeps.progress import eta_seconds
 from .answer import Interval, compute_answer
 
@@ -150,10 +150,8 @@ class Watcher:
             return {c: len(v) for c, v in run.spec["axes"].items()}
         if self.con is None:
             return {}
-        columns = [c for c in ("L", "M", "D", "lr", "alpha") if c in
-                   {r[0] for r in self.con.execute("SELECT name FROM pragma_table_info('metrics')").fetchall()}]
-        counts = self.con.execute(
-            "SELECT " + ", ".join(f'count(DISTINCT "{c}")' for c in columns) + " FROM metrics").fetchone()
+        columns = [c for c in ("L", "M", "D", "lr", "alpha") if c in set(metrics_column_names(self.con))]
+        counts = all_distinct_counts(self.con, columns)
         return dict(zip(columns, counts))
 
     def refresh(self) -> Snapshot:

@@ -27,8 +27,8 @@ from .seed_paths import departing_seeds, departure_warning
 from ...errors import FitError, QueryError, SweepDataError
 from ..laws import DEFAULT_FORM, resolve_form
 from ..fitting import check_single_slice
-from ..data import (GRID_COLUMNS, column_is, column_values, held_axes, held_where, plain_value, query_frame, seed_grams,
-                   sql_literal, sweep_is, table_columns, where_clause)
+from ..data import (GRID_COLUMNS, all_of, column_is, column_values, held_axes, held_where, plain_value, reference_metas,
+                   seed_grams, sweep_is, table_columns, where_clause)
 
 # Columns that define the data a problem seed draws: sides that differ in them share no draws.
 PROBLEM_COLUMNS = ("d_in", "d_out", "samples", "coupled_dim")
@@ -150,7 +150,7 @@ def at_where(con, sweeps, at: dict | None, where: str | None = None) -> str | No
         FitError: not a configuration column, or a value a compared sweep does not hold (the message
             lists the values it has).
     """
-    parts = []
+    chosen: dict = {}
     for column, given in (at or {}).items():
         if column not in GRID_COLUMNS or column not in table_columns(con):
             raise FitError(f"--at {column}={given}: not a configuration column; use one of "
@@ -162,9 +162,8 @@ def at_where(con, sweeps, at: dict | None, where: str | None = None) -> str | No
             if not match:
                 raise FitError(f"--at {column}={given}: sweep {sweep!r} has no such {column}; it holds "
                                f"{', '.join(fmt(v, 'g') for v in values) or 'none'}")
-        parts.append(column_is(column, match[0]))
-    parts += [f"({where})"] if where else []
-    return " AND ".join(parts) if parts else None
+        chosen[column] = match[0]
+    return held_where(chosen, where)
 
 
 def _same_value(stored, given) -> bool:
@@ -197,8 +196,7 @@ def refuse_held_slices(side: Side, fixed: dict, con, condition: str | None, by: 
 
 
 def _side_where(side: Side, where: str | None) -> str | None:
-    parts = [f"({p})" for p in (side.where, where) if p]
-    return " AND ".join(parts) if parts else None
+    return all_of(side.where, where)
 
 
 def _configuration(con, side: Side, where: str | None) -> dict:
@@ -237,8 +235,7 @@ def reference_settings(con, frame) -> dict:
     if not keys:
         return {}
     try:
-        metas = query_frame(con, 'SELECT ref_key, any_value(meta_json) AS meta FROM "references" WHERE ref_key IN ('
-                                 + ", ".join(sql_literal(k) for k in keys) + ") GROUP BY ref_key")
+        metas = reference_metas(con, keys)
     except (QueryError, SweepDataError):
         return {}
     found: dict = {}

@@ -5,7 +5,13 @@ SQL pieces every query is built from and the one place a store error becomes a `
 ``reference_choice`` reads each grid point against one reference; ``sweep_data`` gives the tables
 the fits, the phase diagram and the report read (``grid_errors``, ``step_errors``, ``seed_grams``,
 ``held_axes``, ``status_counts``); ``last_run`` reads the sweep against its last run (partial data,
-trials outside its grid: ``data_notes``).
+trials outside its grid: ``data_notes``). The other named queries, one module per concept:
+``counts`` (how many values, cells, rows), ``run_rows`` (one row per run, for the phase diagram,
+the hyperparameter runs and the coordinate check) and ``records`` (the rounds log, recorded fits,
+stored trial configurations, references' metadata, some trials' rows).
+
+This wing is the one place the explorer writes SQL (the store's own queries stay in ``store/``;
+tests/explorer/analysis/data/test_sql_in_one_place.py checks).
 
 Every public name is imported on first use (``explorer.faces``, PEP 562): code outside this
 wing imports these names, never a module inside it.
@@ -26,6 +32,26 @@ _LAZY = {
     "GRID_COLUMNS": "queries",
     "REFERENCE_ERROR": "metrics",
     "code_mix_line": "code_versions",
+    "all_distinct_counts": "counts",
+    "blown_up_counts": "counts",
+    "cells_per_value": "counts",
+    "distinct_counts": "counts",
+    "metrics_column_names": "counts",
+    "non_null_counts": "counts",
+    "ok_rows_per_value": "counts",
+    "axis_run_rows": "run_rows",
+    "coord_run_rows": "run_rows",
+    "phase_seed_rows": "run_rows",
+    "first_ok_trial": "records",
+    "fit_parameters": "records",
+    "reference_metas": "records",
+    "round_rows": "records",
+    "stored_round_rows": "records",
+    "trial_metric_rows": "records",
+    "view_names": "records",
+    "all_of": "queries",
+    "described": "queries",
+    "excluding": "queries",
     "column_is": "queries",
     "column_values": "queries",
     "final_step_clause": "queries",

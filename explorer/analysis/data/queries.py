@@ -116,13 +116,22 @@ def query_frame(con, sql: str) -> pd.DataFrame:
     return query_table(con, sql).to_pandas()
 
 
+def described(con, table: str = "metrics") -> pd.DataFrame:
+    """DuckDB's description of a view or table: a row per column (``column_name``, ``column_type``, ...).
+
+    Raises:
+        QueryError: the connection has no such view or table.
+    """
+    return query_frame(con, f'DESCRIBE "{table}"')
+
+
 def table_columns(con, table: str = "metrics") -> list[str]:
     """Column names of a view or table on a DuckDB connection."""
     try:
-        described = query_frame(con, f'DESCRIBE "{table}"')
+        described_table = described(con, table)
     except QueryError as exc:  # a catalog error: no such view
         raise SweepDataError(f"the store has no {table!r} table: {exc}") from None
-    return [str(name) for name in described["column_name"]]
+    return [str(name) for name in described_table["column_name"]]
 
 
 def sweep_is(sweep: str) -> str:
@@ -303,10 +312,24 @@ def held_where(fixed: dict, where: str | None = None) -> str | None:
     return " AND ".join(parts) if parts else None
 
 
+def all_of(*conditions: str | None) -> str | None:
+    """The SQL condition holding where every one of ``conditions`` holds (each parenthesized; the
+    empty ones left out); None for none."""
+    parts = [f"({c})" for c in conditions if c]
+    return " AND ".join(parts) if parts else None
+
+
+def excluding(base: str | None, left_out) -> str | None:
+    """The SQL condition of the rows in ``base`` (None: all) and in none of the conditions
+    ``left_out``; None for no condition at all."""
+    parts = ([f"({base})"] if base else []) + [f"NOT ({where})" for where in left_out]
+    return " AND ".join(parts) if parts else None
+
+
 __all__ = [
     "DRAW_COLUMN", "FLAGS_COLUMN", "FLOOR_FACTOR", "GRID_COLUMNS", "NO_DECOMPOSITION",
-    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "cached", "cached_queries", "column_is", "column_values",
-    "count_flags", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
+    "NOT_GRID_COLUMNS", "REQUIRED_COLUMNS", "all_of", "cached", "cached_queries", "column_is", "column_values",
+    "count_flags", "described", "excluding", "final_step_clause", "flag_names_expr", "flagged_expr", "grid_columns",
     "held_where", "plain_value", "point_columns", "query_cache", "query_frame", "query_table", "quoted",
     "require_measured", "require_sweep_rows", "sql_literal", "sweep_is", "table_columns", "where_clause",
 ]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...errors import FitError, SweepDataError
 from ...formatting import fmt
-from ..data import DRAW_COLUMN, plain_value, query_frame, require_sweep_rows, sweep_is, table_columns, where_clause
+from ..data import coord_run_rows, non_null_counts, plain_value, require_sweep_rows, table_columns
 from .resample import Runs, interval, resampled_runs
 from .runs import varying_axes
 
@@ -122,20 +122,13 @@ def coord_sizes(con, sweep: str, step: int | None = None, where: str | None = No
         raise FitError(f"sweep {sweep!r} varies neither M nor L (it varies {', '.join(varying) or 'nothing'}): "
                        "the coordinate check measures how sizes scale with them")
     coords = [c for c in COORD_COLUMNS if c in columns]
-    held = query_frame(con, "SELECT " + (", ".join(f'count("{c}") AS "{c}"' for c in coords) or "0 AS none")
-                       + f" FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)}")
+    held = non_null_counts(con, sweep, coords, where)
     if not coords or int(held[coords].to_numpy().sum()) == 0:
         raise SweepDataError(f"sweep {sweep!r} has no coordinate check (its rows' coord_update and coord_branch "
                              "columns are null: written before they were stored); rerun it to measure them")
     quantities = tuple(q for q in QUANTITIES if q in columns)
     groups = [c for c in varying if c not in ("L", "M")]
-    draw = f'"{DRAW_COLUMN}"' if DRAW_COLUMN in columns else "0"
-    at = "steps" if step is None else str(int(step))
-    frame = query_frame(con, f"""
-        SELECT {''.join(f'"{g}", ' for g in groups)}"M", "L", {draw} AS draw, "seed", trial_key, max(steps) AS steps,
-               {', '.join(f'any_value("{q}") FILTER (WHERE step = {at} AND status = {chr(39)}ok{chr(39)}) AS "{q}"'
-                          for q in quantities)}
-        FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY ALL""")
+    frame = coord_run_rows(con, sweep, columns, groups, quantities, step, where)
     if step is not None and step > int(frame["steps"].max()):
         raise SweepDataError(f"--step {step}: the sweep's trials run {int(frame['steps'].max())} steps")
     for g in groups:

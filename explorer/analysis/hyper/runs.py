@@ -13,8 +13,8 @@ import pandas as pd
 from ...bounds import bounded_items
 from ...errors import FitError, SweepDataError, UsageError
 from ...formatting import fmt
-from ..data import (DRAW_COLUMN, GRID_COLUMNS, HELD_OUT_METRICS, column_values, plain_value, query_frame, require_measured,
-                    require_sweep_rows, sweep_is, table_columns, where_clause)
+from ..data import (DRAW_COLUMN, GRID_COLUMNS, HELD_OUT_METRICS, axis_run_rows, column_values, described, plain_value,
+                    require_measured, require_sweep_rows, sweep_is, table_columns, where_clause)
 from .resample import Runs
 
 SHAPE_AXES = ("L", "M", "D")
@@ -23,8 +23,8 @@ AXIS_COLUMNS = SHAPE_AXES + GRID_COLUMNS
 
 def numeric_metrics(con) -> list[str]:
     """The floating-point columns of ``metrics`` that are not configuration (the metrics a run measured)."""
-    described = query_frame(con, 'DESCRIBE "metrics"')
-    return [str(n) for n, t in zip(described["column_name"], described["column_type"])
+    columns = described(con)
+    return [str(n) for n, t in zip(columns["column_name"], columns["column_type"])
             if str(t) in ("DOUBLE", "FLOAT") and str(n) not in AXIS_COLUMNS and str(n) != "wall_s"]
 
 
@@ -117,15 +117,9 @@ def axis_runs(con, sweep: str, axis: str, metric: str = "loss", step: int | None
     check_axis(axis, varying, sweep, con, where)
     columns = slice_columns(axis, varying, by)
     draw = DRAW_COLUMN if DRAW_COLUMN in table_columns(con) else None
-    keys = [f'"{c}"' for c in columns] + [f'"{axis}"'] + ([f'"{draw}"'] if draw else []) + ['"seed"', "trial_key"]
-    at = "steps" if step is None else str(int(step)) if isinstance(step, (int, np.integer)) and step >= 0 else None
-    if at is None:
+    if step is not None and not (isinstance(step, (int, np.integer)) and step >= 0):
         raise SweepDataError(f"--step must be a non-negative integer, got {step!r}")
-    frame = query_frame(con, f"""
-        SELECT {', '.join(keys)}, max(step) AS last_step, arg_max(status, step) AS last_status,
-               any_value("{metric}") FILTER (WHERE step = {at}) AS value,
-               any_value(status) FILTER (WHERE step = {at}) AS status_k, max(steps) AS steps, max({at}) AS at_step
-        FROM metrics WHERE {sweep_is(sweep)}{where_clause(where)} GROUP BY ALL""")
+    frame = axis_run_rows(con, sweep, [*columns, axis, *([draw] if draw else []), "seed"], metric, step, where)
     _check_step(frame, step)
     if metric in HELD_OUT_METRICS and frame["value"].isna().all():
         raise FitError(f"--metric {metric}: sweep {sweep!r} has no held-out set ([problem] test_samples = 0); "

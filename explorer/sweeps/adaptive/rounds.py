@@ -10,6 +10,7 @@ import pandas as pd
 
 from store import Store
 
+from ...analysis.data import stored_round_rows
 from ...analysis.fitting import positive_parameters, target_lines
 from .selection import Candidate, Choice
 
@@ -85,9 +86,7 @@ def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
     """The sweep's ``rounds`` rows (empty frame when it has none), sorted by round."""
     if sweep not in store.sweeps():
         return pd.DataFrame()
-    table = store.query(f"SELECT * FROM rounds WHERE sweep = '{sweep}' ORDER BY round, entry, trial_key, parameter",
-                        sweep=sweep)
-    return table.to_pandas()
+    return stored_round_rows(store, sweep).to_pandas()
 
 
 def point_log_rows(choices: list[Choice] | list[Candidate], reason: str) -> list[dict]:

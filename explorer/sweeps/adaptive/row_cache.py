@@ -25,9 +25,9 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
-from store import register_kind
+from store import table_connection
 
-from ...analysis.data import sql_literal, sweep_is
+from ...analysis.data import trial_metric_rows
 
 BATCH = 500  # trial keys per IN list of one read
 MAX_KEPT_BYTES = 256 * 2**20  # beyond this the rows are not kept (each refit reads the store)
@@ -84,9 +84,7 @@ class SweepRows:
         try:
             parts = []
             for start in range(0, len(keys), BATCH):
-                listed = ", ".join(sql_literal(k) for k in keys[start:start + BATCH])
-                parts.append(con.sql(f"SELECT * FROM metrics WHERE {sweep_is(self.sweep)} "
-                                     f"AND trial_key IN ({listed})").to_arrow_table())
+                parts.append(trial_metric_rows(con, self.sweep, keys[start:start + BATCH]))
         finally:
             con.close()
         return pa.concat_tables(parts)
@@ -110,10 +108,7 @@ class SweepRows:
         table = None if self.too_large else self.table()
         if table is None:
             return self.store.connect(sweep=self.sweep, views=("metrics",))
-        con = duckdb.connect()
-        register_kind(con, "metrics", [table])
-        con.execute("SET enable_progress_bar = false")  # as the store's connections
-        return con
+        return table_connection("metrics", [table])
 
 
 __all__ = ["SweepRows"]
