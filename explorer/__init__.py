@@ -3,9 +3,9 @@
 Every public name is imported on first use, so that ``import explorer`` stays light (no torch,
 no Ray, no scipy, no Altair until a function that needs them is called).
 """
-from .signal_hold import hold_startup_signals
+from .signals import hold_startup_signals
 
-hold_startup_signals()  # the explorer command only: a Ctrl-C from here on is one line, exit 130 (signal_hold)
+hold_startup_signals()  # the explorer command only: a Ctrl-C from here on is one line, exit 130 (signals.hold)
 
 import importlib  # noqa: E402
 

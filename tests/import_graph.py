@@ -1,5 +1,6 @@
 """The import graph of our packages, read from the source and never imported: the one builder the
-import-rule tests share (tests/explorer/test_imports.py, tests/explorer/test_import_circles.py).
+import-rule tests share (tests/explorer/test_imports.py, tests/explorer/test_import_circles.py,
+tests/explorer/signals/test_signals_wing.py), with the one finder of the lazy faces (``lazy_faces``).
 
 Every ``import`` and ``from ... import`` of a file counts, relative ones resolved and those inside
 functions included; ``from package import module`` names the module. Those under
@@ -57,6 +58,29 @@ def _lazy_table(init: pathlib.Path, package: str) -> tuple[tuple[str, str], ...]
                 return tuple((k.value, f"{package}.{v.value}") for k, v in zip(node.value.keys, node.value.values)
                              if isinstance(k, ast.Constant) and isinstance(v, ast.Constant))
     return ()
+
+
+def lazy_faces(root: pathlib.Path, top: str = "explorer") -> list[str]:
+    """The packages under ``top`` (not ``top`` itself) whose ``__init__`` is a lazy face: it binds
+    ``__getattr__``, by a ``def`` or by ``explorer.faces.lazy_face``'s assignment."""
+    found = []
+    for init in sorted((root / top).rglob("__init__.py")):
+        name = module_name(init, root)
+        if name != top and _binds_getattr(ast.parse(init.read_text())):
+            found.append(name)
+    return found
+
+
+def _binds_getattr(tree: ast.Module) -> bool:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return True
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                if any(isinstance(n, ast.Name) and n.id == "__getattr__" for n in names):
+                    return True
+    return False
 
 
 def imports(path: pathlib.Path, root: pathlib.Path, type_checking: bool = True) -> list[Import]:

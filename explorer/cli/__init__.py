@@ -3,7 +3,8 @@
 click.
 
 - ``group``: the ``explorer`` group, ``main``: errors, signals and the store's warnings as one line;
-- ``options``: the options several commands share; ``signals``: how a command ends on SIGINT or SIGTERM;
+- ``options``: the options several commands share (how a command ends on SIGINT or SIGTERM is
+  ``explorer.signals``');
 - the commands, a module per group: ``store`` (ls, check, compact, rm, sql), ``sweep`` (sweep,
   status, demo), ``session`` (ray start, stop, status), ``analysis`` (fit, phase, report), ``compare``,
   ``hyper`` (optimum, transfer, coordcheck), ``design``, ``watch``, ``reproduce``;

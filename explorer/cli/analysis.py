@@ -11,7 +11,24 @@ from ..formatting import shell_word
 from .flag_words import fit_flag_words
 from .options import (RegistryHelpOption, axis_names, bounded_list, echo_notes, fit_metric_option, form_option, metric_option, step_option,
                       store_option, sweep_required_option, where_option)
-from .signals import begin_work
+from ..signals import begin_work
+
+
+def _fitting_stack() -> tuple:
+    """The fitting stack (scipy, the store) and the twins, imported while a signal still ends the
+    command cleanly (``begin_work``): the fit's dispatch and its fit to RMS errors."""
+    from .. import api
+    from ..analysis.fitting import fit_sweep  # its dispatch
+    from ..analysis.fitting import fit  # its fit to RMS errors
+    from ..store_access import store_errors
+    return api, fit_sweep, fit, store_errors
+
+
+def _report_stack() -> tuple:
+    """The twins and the report's page (Altair), imported while a signal still ends the command."""
+    from .. import api
+    from ..report.page import build_report
+    return api, build_report
 
 
 @click.command("fit")
@@ -49,9 +66,7 @@ def fit_command(sweep: str, store_uri: str, metric: str, step: int | None, form:
     numbers cannot. Example: explorer fit --sweep demo --form free_rss (one draw: --where
     "problem_seed = 2"; rank the laws: --compare)
     """
-    # the fitting stack (scipy, the store) imported while a signal still ends the command cleanly
-    begin_work("explorer.api", "explorer.analysis.fitting.dispatch", "explorer.analysis.fitting.rms_fit",
-               "explorer.store_access")
+    begin_work(_fitting_stack)
     from .. import api
 
     with fit_flag_words():  # a law whose data is missing: the --form that fits the sweep instead
@@ -120,7 +135,7 @@ def report_command(sweep: str, store_uri: str, out: str, metric: str, step: int 
     refused unless --force; a read-only store gets the report without its fits saved (one line).
     Example: explorer report --sweep demo --out report
     """
-    begin_work("explorer.api", "explorer.report.page")
+    begin_work(_report_stack)
     from .. import api
 
     report = api.report(sweep, store_uri, out, metric=metric, step=step, where=where, form=form, n_boot=n_boot,

@@ -2,7 +2,7 @@
 
 Errors a user can cause (a bad spec, a bad store, bad SQL, a bad option) print one line and exit
 non-zero; the traceback appears only with ``explorer --debug ...``. A signal is one line too
-(``signals.OneLineSignals``), and the store's LeftOutFilesWarning a ``warning:`` line. The
+(``explorer.signals.OneLineSignals``), and the store's LeftOutFilesWarning a ``warning:`` line. The
 commands are registered on ``main`` by the package (``explorer.cli``).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .. import __version__
 from ..config.env_settings import check_environment
 from ..errors import UsageError
 from ..formatting import error_line
-from .signals import OneLineSignals
+from ..signals import OneLineSignals
 
 
 class _CleanErrors(OneLineSignals, click.Group):

@@ -7,7 +7,16 @@ import sys
 import click
 
 from .options import store_option
-from .signals import begin_work
+from ..signals import begin_work
+
+
+def _reproduction_stack() -> tuple:
+    """The twins (the store), the reproductions and the Tune driver, imported where a signal still
+    ends the command (``begin_work``)."""
+    from .. import api
+    from ..reproduce.run import reproduce
+    from ..sweeps.ray_runner import run_sweep
+    return api, reproduce, run_sweep
 
 
 @click.command("reproduce")
@@ -39,7 +48,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
-    begin_work("explorer.api", "explorer.reproduce.run", "explorer.sweeps.ray_runner")
+    begin_work(_reproduction_stack)
     from .. import api
 
     if list_:

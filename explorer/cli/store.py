@@ -8,7 +8,7 @@ import sys
 import click
 
 from .options import store_option, sweep_filter_option
-from .signals import begin_work
+from ..signals import begin_work
 
 # The store's kinds partitioned by sweep (store.DATA_KINDS; a test keeps them equal), written
 # out so that `explorer --help` and a spec error do not import the store (pyarrow, duckdb).
@@ -100,6 +100,16 @@ class _SqlCommand(click.Command):
             formatter.write_text(inspect.cleandoc(self.help).replace("{views}", ", ".join(VIEW_NAMES)))
 
 
+def _query_stack() -> tuple:
+    """The store's face, the twins and the table renderer, imported where a signal still ends the
+    command (``begin_work``)."""
+    from store import Store
+
+    from .. import api
+    from ..report.tables import render
+    return Store, api, render
+
+
 @click.command("sql", cls=_SqlCommand)
 @click.argument("query")
 @store_option
@@ -122,7 +132,7 @@ def sql_command(query: str, store_uri: str, sweep: str | None, fmt: str, timeout
     """
     import warnings
 
-    begin_work("store", "explorer.api", "explorer.report.tables")
+    begin_work(_query_stack)
     from store import LeftOutFilesWarning
 
     from .. import api

@@ -3,16 +3,31 @@
 ``every_sweep_status_lines``, ``demo``).
 
 A spec is read before the store, Ray or torch is imported, with the start-up signals still held
-(``signals.import_held``): a spec error is one quick line."""
+(``explorer.signals.import_held``): a spec error is one quick line."""
 from __future__ import annotations
 
 import sys
 
 import click
 
+from ..signals import begin_work, import_held
 from ..store_access import store_errors
 from .options import store_option
-from .signals import begin_work, import_held
+
+
+def _spec_reader() -> tuple:
+    """What reading a spec imports: its reader, the store's and the trials' faces (``import_held``)."""
+    from ..config.spec import load_spec
+    from store import Store
+    from trials import TrialConfig
+    return load_spec, Store, TrialConfig
+
+
+def _sweep_driver() -> tuple:
+    """The twins (the store) and the Tune driver, imported where a signal still ends the command."""
+    from .. import api
+    from ..sweeps.ray_runner import run_sweep
+    return api, run_sweep
 
 
 @click.command("sweep", context_settings={"ignore_unknown_options": True})
@@ -42,7 +57,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
     Example: explorer sweep examples/quick.toml --store results
     (adaptive: explorer sweep examples/rates_adaptive.toml --adaptive; see docs/sweeps.md)
     """
-    import_held("explorer.config.spec", "store", "trials")  # what reading a spec imports
+    import_held(_spec_reader)
     from ..config.spec import load_spec
 
     loaded = load_spec(spec, overrides)  # before the store, Ray or torch is imported: a spec error is quick
@@ -53,7 +68,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         for line in api.dry_run(loaded, address=address, adaptive=adaptive, store=store_uri):
             click.echo(line)
         return
-    begin_work("explorer.api", "explorer.sweeps.ray_runner")  # the store and Ray, where a signal still ends it
+    begin_work(_sweep_driver)
     from .. import api
 
     if adaptive:

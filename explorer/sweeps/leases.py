@@ -14,7 +14,7 @@ from store import DEFAULT_TTL_S, Store, owner_dead_here, owner_identity
 from ..config.env_settings import setting
 from ..errors import UsageError
 
-from .interrupts import SIGNAL_POLL_S
+from ..signals import SIGNAL_POLL_S
 from .progress import Progress
 from .results import SweepResult
 

@@ -47,7 +47,7 @@ from ..config.sections import SweepSpec
 from ..store_access import open_store
 from .dry_run import left_to_run, reference_cached
 from .cleanup import compact_leftovers, compact_trials, release_after_run, remove_dead_writers_temporaries
-from .interrupts import SignalGuard, SweepInterrupted, resume_command
+from ..signals import SignalGuard, SweepInterrupted, resume_command
 from .leases import Leases, driver_ttl_s, note_other_drivers, wait_for
 from .progress import Progress
 from .ray_probe import SESSION_ADDRESS

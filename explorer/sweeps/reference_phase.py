@@ -16,7 +16,7 @@ from ..config.planning import Plan, PlannedTrial
 from ..config.sections import SweepSpec
 from . import resources
 from .failures import error_text, root_cause
-from .interrupts import SIGNAL_POLL_S
+from ..signals import SIGNAL_POLL_S
 from .progress import Progress
 from .ray_import import ray
 from .reference_cache import reference_task

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from store import Store, StoreError, StoreUnreachable
 
 from ..formatting import shown_ends
-from .interrupts import resume_command
+from ..signals import resume_command
 from .progress import Progress
 
 STORE_LOST = "store_lost"  # the key of a worker's report that the store is unreachable

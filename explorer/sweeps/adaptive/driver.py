@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from store import FINAL_STATUSES
 
 from ...analysis.fitting import target_lines, targets_of
-from ..interrupts import SIGNAL_POLL_S
+from ...signals import SIGNAL_POLL_S
 from .rounds import AdaptiveResult, point_log_rows, read_rounds
 from .runners import RoundRunner, TrialRunner
 from .selection import Choice

@@ -48,7 +48,7 @@ from ...config.reference_kinds import kind_named
 from ...config.sections import SweepSpec
 from ...config.spec_rules import adaptive_targets
 from ...errors import FitError, SweepDataError, spec_error
-from ..interrupts import SignalGuard, resume_command
+from ...signals import SignalGuard, resume_command
 from . import stopping
 from .driver import BlockingRunner, RoundDriver
 from .rounds import AdaptiveResult, point_log_rows, round_id, target_log_rows

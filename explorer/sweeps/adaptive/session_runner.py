@@ -25,7 +25,7 @@ from store import SCHEMA_VERSION, Store, StoreError
 from ...config.planning import plan
 from ...config.sections import SweepSpec
 from ..cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
-from ..interrupts import SIGNAL_POLL_S, SignalGuard
+from ...signals import SIGNAL_POLL_S, SignalGuard
 from ..progress import Progress
 from ..ray_session import ray_session
 from ..reference_phase import run_references

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 
-from tests.explorer.cli.signal_probe import EXPLORER, run_and_signal
+from tests.explorer.signals.signal_probe import EXPLORER, run_and_signal
 from tests.paths import REPO_ROOT, STORE_TESTKIT
 
 ROOT = str(REPO_ROOT)

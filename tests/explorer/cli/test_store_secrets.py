@@ -95,7 +95,7 @@ def test_an_unreachable_or_unparsable_store_is_one_line_without_its_credentials(
 
 
 def test_the_resume_command_shows_the_store_without_its_credentials(monkeypatch):
-    from explorer.sweeps.interrupts import resume_command
+    from explorer.signals import resume_command
 
     monkeypatch.setattr(sys, "argv", ["/venv/bin/explorer", "sweep", "a.toml", "--store", f"s3://{KEY}:{SECRET}@b/p"])
     assert resume_command() == "explorer sweep a.toml --store 's3://***@b/p'"
@@ -130,7 +130,7 @@ def test_the_resume_command_shows_a_spec_name_with_control_or_bidi_characters_es
     import shutil
     import subprocess
 
-    from explorer.sweeps.interrupts import resume_command
+    from explorer.signals import resume_command
 
     name = "a\u202eLMTH\x1b[2J\nb.toml"
     monkeypatch.setattr(sys, "argv", ["/venv/bin/explorer", "sweep", name, "--store", "r s"])

@@ -14,7 +14,7 @@ import pytest
 from explorer.config.planning import plan
 from explorer.config.spec import parse_spec
 from explorer.sweeps import reference_cache, reference_phase
-from explorer.sweeps.interrupts import SweepInterrupted
+from explorer.signals import SweepInterrupted
 from explorer.sweeps.progress import Progress
 from store import SCHEMA_VERSION, Store, StoreUnreachable
 from store.layout import reference_file

@@ -3,7 +3,7 @@ adaptive round), to the driver alone and to its process group as a terminal's Ct
 driver exits 128 + the signal with the command that resumes it and no traceback; the rerun
 completes and `explorer check` finds the store clean.
 
-The handler only records the signal (explorer/sweeps/interrupts.py): raised inside ``ray.wait`` it came
+The handler only records the signal (explorer/signals/interrupts.py): raised inside ``ray.wait`` it came
 out as ``SystemError: <cyfunction CoreWorker.wait ...> returned a result with an exception set``
 and exit 1."""
 from __future__ import annotations

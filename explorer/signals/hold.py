@@ -7,17 +7,20 @@ could miss it altogether. So ``explorer/__init__`` installs the hold (``hold_sta
 before anything else is imported, only in the explorer process, and ``begin_work`` ends it and
 raises what was recorded, at a point where the CLI turns it into one line and exit 130 or 143.
 Short commands begin their work when click has resolved them; the long ones (sql, sweep, fit,
-report, reproduce) once their modules are imported. Meanwhile every remote store call's wait
-(``store.interrupt.stoppable``) acts on the record through ``stop_waiting()``.
+report, reproduce) once their modules are imported: each gives ``begin_work`` the functions that
+import them (through the wings' faces, as any import does), run in a helper thread. Meanwhile
+every remote store call's wait (``store.interrupt.stoppable``) acts on the record through
+``stop_waiting()``.
 
-Only ``os``, ``signal`` and ``sys`` are imported here: the window before the hold is the
-interpreter's own start-up.
+Only ``os``, ``signal`` and ``sys`` are imported here (and ``explorer.faces`` by this wing's face):
+the window before the hold is the interpreter's own start-up.
 """
 from __future__ import annotations
 
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 
 class StartupHold:
@@ -30,8 +33,8 @@ class StartupHold:
         self._sigterm_handler = signal.SIG_DFL
 
     def raises(self, exception, sigterm_handler) -> None:
-        """What a recorded signal raises (``explorer.cli.signals``: KeyboardInterrupt or
-        ``Terminated``), and SIGTERM's handler once the hold ends."""
+        """What a recorded signal raises (``handlers``: KeyboardInterrupt or ``Terminated``), and
+        SIGTERM's handler once the hold ends."""
         self._exception, self._sigterm_handler = exception, sigterm_handler
 
     def _handler(self, signum, frame) -> None:
@@ -78,34 +81,34 @@ def hold_startup_signals() -> None:
         HOLD.install()
 
 
-def begin_work(*modules: str) -> None:
+def begin_work(*loaders: Callable[[], object]) -> None:
     """The command's work begins: signals raise from now on, and one recorded since start-up is
     raised now.
 
     Args:
-        modules: modules the command needs (the store: pyarrow, DuckDB), imported first in a helper
+        loaders: functions that import what the command needs (the store: pyarrow, DuckDB), each
+            by its imports through the wings' faces (``from .. import api``); run first in a helper
             thread while this one waits in Python: a signal during those seconds of imports ends
             the command at once, never inside an extension's initialisation. The helper is then
             abandoned (``abandoned_imports``).
     """
-    import_held(*modules)
+    import_held(*loaders)
     HOLD.release()
     HOLD.check()
 
 
-def import_held(*modules: str) -> None:
-    """Import ``modules`` as ``begin_work`` does, and go on holding signals (a command with two
+def import_held(*loaders: Callable[[], object]) -> None:
+    """Run ``loaders`` as ``begin_work`` does, and go on holding signals (a command with two
     steps of imports: the sweep reads its spec before the store is imported)."""
-    if modules and HOLD.holding:
-        import importlib
+    if loaders and HOLD.holding:
         import threading
 
         done = threading.Event()
 
         def load() -> None:
             try:
-                for name in modules:
-                    importlib.import_module(name)
+                for loader in loaders:
+                    loader()
             except BaseException:  # noqa: BLE001 - the import is done again, and fails, in the command
                 pass
             finally:

@@ -6,10 +6,10 @@ SIGINT raises Python's KeyboardInterrupt; ``terminate_as_exception`` makes SIGTE
 ``Terminated`` the same way (a BaseException: no ``except Exception`` on the way swallows it).
 A DuckDB query that Ctrl-C stops raises ``RuntimeError("Query interrupted")`` (or DuckDB's
 ``InterruptException``) instead: ``is_interrupted_query`` recognises it. A sweep arms its own
-handlers while it runs (``explorer.sweeps.ray_runner``), and restores these after.
+handlers while it runs (``interrupts.SignalGuard``), and restores these after.
 
 The start-up window, from the process's first line until a command's work begins, is
-``explorer.signal_hold``'s.
+``hold``'s.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..signal_hold import HOLD, abandoned_imports, begin_work, import_held, is_cli_process
+from .hold import HOLD, abandoned_imports, begin_work, is_cli_process
 
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -45,7 +45,7 @@ class OneLineSignals:
     """What the CLI's click group adds: SIGTERM raises ``Terminated`` while a command runs, and a
     signal that stops a command is one line and the shell's code for it (before a sweep arms its
     own handlers, or in any other command: nothing is half-written, every write is atomic). For
-    the start-up window (``explorer.signal_hold``), a command begins its work once click has
+    the start-up window (``hold``), a command begins its work once click has
     resolved it, unless it is one of ``begin_work_themselves`` (they call ``begin_work`` once
     their modules are imported); and the process ends at once, with its exit code, when a store
     call or an import was abandoned (``exit_now_if_abandoned``)."""
@@ -128,7 +128,7 @@ def interrupted_signal(exc: BaseException) -> int | None:
         seen.add(id(exc))
         if isinstance(exc, Terminated):
             return signal.SIGTERM
-        signum = getattr(exc, "signum", None)  # a sweep's SweepInterrupted (explorer.sweeps: Ray's room)
+        signum = getattr(exc, "signum", None)  # a sweep's SweepInterrupted (``interrupts``)
         if not isinstance(exc, Exception) and signum in EXIT_CODES:
             return signum
         if isinstance(exc, KeyboardInterrupt) or is_interrupted_query(exc):

@@ -1,6 +1,6 @@
 """A Ctrl-C in a command's start-up window stops it just the same (issue 31, item 3): from the
 first line of ``explorer`` until its work begins, SIGINT is held and acted on as the work
-begins (explorer.signal_hold). It used to land in an import (a traceback, exit -2, or an abort
+begins (explorer.signals.hold). It used to land in an import (a traceback, exit -2, or an abort
 inside an extension's initialisation) or be lost while the query ran on.
 
 Real ``explorer`` processes, SIGINT at its default disposition, sent at 20 moments from 0.1 to
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.explorer.cli.signal_probe import EXPLORER, run_and_signal
+from tests.explorer.signals.signal_probe import EXPLORER, run_and_signal
 from tests.paths import REPO_ROOT, STORE_TESTKIT
 
 sys.path.insert(0, str(STORE_TESTKIT))

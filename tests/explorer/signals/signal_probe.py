@@ -28,7 +28,7 @@ def start(args: list[str], env: dict | None = None, cwd=None) -> subprocess.Pope
 
 def wait_for_own_code(process: subprocess.Popen, timeout_s: float = 120.0) -> None:
     """Until the process catches SIGTERM: the first line of ``explorer`` ran (its start-up hold,
-    explorer.signal_hold); before that, the interpreter itself is starting."""
+    explorer.signals.hold); before that, the interpreter itself is starting."""
     bit = 1 << (signal.SIGTERM - 1)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and process.poll() is None:
