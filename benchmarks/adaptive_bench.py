@@ -78,7 +78,7 @@ def references(target: Path, source: str | None) -> None:
     if source:
         shutil.copytree(Path(source) / "references", target / "references")
         return
-    from explorer.sweeps.reference_cache import load_reference
+    from explorer.sweeps.references.cache import load_reference
 
     store = Store(target)
     for ref in plan(load_spec(FULL_SPEC), SCHEMA_VERSION).references:

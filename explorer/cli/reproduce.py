@@ -39,7 +39,7 @@ def reproduce_command(name: str | None, scale: str, store_uri: str, address: str
 
     Example: explorer reproduce companion-linear --scale laptop --store results
     """
-    begin_work("explorer.api", "explorer.reproduce.run", "explorer.sweeps.ray_runner")
+    begin_work("explorer.api", "explorer.reproduce.run", "explorer.sweeps.run.runner")
     from .. import api
 
     if list_:

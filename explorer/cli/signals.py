@@ -6,7 +6,7 @@ SIGINT raises Python's KeyboardInterrupt; ``terminate_as_exception`` makes SIGTE
 ``Terminated`` the same way (a BaseException: no ``except Exception`` on the way swallows it).
 A DuckDB query that Ctrl-C stops raises ``RuntimeError("Query interrupted")`` (or DuckDB's
 ``InterruptException``) instead: ``is_interrupted_query`` recognises it. A sweep arms its own
-handlers while it runs (``explorer.sweeps.ray_runner``), and restores these after.
+handlers while it runs (``explorer.sweeps.run.runner``), and restores these after.
 
 The start-up window, from the process's first line until a command's work begins, is
 ``explorer.signal_hold``'s.

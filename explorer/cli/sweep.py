@@ -53,7 +53,7 @@ def sweep_command(spec: str, overrides: tuple[str, ...], store_uri: str, address
         for line in api.dry_run(loaded, address=address, adaptive=adaptive, store=store_uri):
             click.echo(line)
         return
-    begin_work("explorer.api", "explorer.sweeps.ray_runner")  # the store and Ray, where a signal still ends it
+    begin_work("explorer.api", "explorer.sweeps.run.runner")  # the store and Ray, where a signal still ends it
     from .. import api
 
     if adaptive:

@@ -7,7 +7,7 @@ close (CI excludes), not measured or disagrees, always with the reason. The repo
 table (CLI, ``claims.csv``, ``claims.md``, ``index.html``: the same grades, a headline counting
 each) and charts of the authors' curves over our points. The fits behind the claims are stored
 (kind ``fits``, fit id ``reproduce-EXPERIMENT-CLAIM``). Sweeps resume like every sweep
-(``explorer.sweeps.launch.sweep``): rerunning skips the trials the store has.
+(``explorer.sweeps.sweep``): rerunning skips the trials the store has.
 """
 from __future__ import annotations
 
@@ -326,7 +326,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             written (a verdict on a partial sweep would be a false one); the message counts the
             trials that are complete.
     """
-    from ..sweeps.launch import sweep
+    from ..sweeps import sweep
     from ..errors import RunInterrupted, UsageError
     from ..store_access import open_sweep
 

@@ -5,6 +5,7 @@ The wing's face: code outside it imports these names, never a module inside it. 
 imported on first use (PEP 562), so that reading a spec or a dry run does not import Ray:
 
 - ``adaptive_sweep`` (``launch``): the launch of an adaptive sweep, the twin of ``explorer sweep --adaptive``;
+  ``adaptive_dry_run_lines`` (``preview``): its dry run, the candidates, budget and initial design;
 - ``run_adaptive``, ``AdaptiveLoop`` (``loop``): one run of the loop; ``AdaptiveResult``,
   ``adaptive_status``, ``read_rounds`` (``rounds``): what it did, and its rounds log;
 - ``TrialRunner``, ``RoundRunner`` (``runners``): the interfaces the loop's runners declare;
@@ -22,6 +23,7 @@ import importlib
 # name -> the module of this wing that defines it.
 _LAZY = {
     "adaptive_sweep": "launch",
+    "adaptive_dry_run_lines": "preview",
     "run_adaptive": "loop",
     "AdaptiveLoop": "loop",
     "FIT_SEED": "loop",

@@ -42,12 +42,9 @@ from store import StoreError, StoreUnreachable
 from ...config.estimate import trial_memory_bytes
 from ...config.planning import Plan, PlannedTrial
 from ...config.sections import SweepSpec
-from .. import resources
-from ..failures import LOST_ACTOR_RETRIES, error_text, root_cause
-from ..ray_import import ray
-from ..reference_cache import load_reference
-from ..store_lost import unreachable
-from ..threads import apply_torch_threads
+from ..tracking import LOST_ACTOR_RETRIES, error_text, root_cause, unreachable
+from ..ray import apply_torch_threads, largest_node_memory, memory_request, ray
+from ..references import load_reference
 from ..worker import Job, run_point
 
 
@@ -124,8 +121,8 @@ class PointPool:
                   reference_errors=dict(diverged or {}), rerun=frozenset(), retries=spec.resources.retries,
                   ledger=None)
         self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
-        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
-                                          resources.largest_node_memory())
+        memory = memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
+                                          largest_node_memory())
         self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
                             max_restarts=0, **({"memory": memory} if memory else {}))
         self.job_ref = ray.put(job)

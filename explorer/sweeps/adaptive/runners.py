@@ -3,7 +3,7 @@
 Two kinds are interchangeable:
 
 - a ``TrialRunner`` is called with a spec and trial keys and returns once those trials have run
-  (their rows are in the store): ``explorer.sweeps.ray_runner.TuneRunner`` (a Ray Tune sweep of
+  (their rows are in the store): ``explorer.sweeps.run.runner.TuneRunner`` (a Ray Tune sweep of
   those keys) and ``planted_runner.PlantedRunner`` (rows of a planted law, no Ray, no torch);
 - a ``RoundRunner`` runs in the background: the loop queues keys (``submit``), collects those
   that finished (``wait``) and may queue the next round while a round's last points run

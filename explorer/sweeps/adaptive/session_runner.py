@@ -24,12 +24,10 @@ from store import SCHEMA_VERSION, Store, StoreError
 
 from ...config.planning import plan
 from ...config.sections import SweepSpec
-from ..cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
+from ..tracking import LOCK_WAIT_S, Progress, compact_trials, release_dead_locks, remove_leftovers
 from ..interrupts import SIGNAL_POLL_S, SignalGuard
-from ..progress import Progress
-from ..ray_session import ray_session
-from ..reference_phase import run_references
-from ..resources import check_resources
+from ..ray import check_resources, ray_session
+from ..references import run_references
 from .point_pool import PointPool, PointRecord
 
 

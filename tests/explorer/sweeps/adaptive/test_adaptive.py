@@ -537,7 +537,7 @@ def test_a_second_driver_of_an_adaptive_sweep_is_refused_in_one_line(tmp_path):
 
     from explorer.cli import main
     from explorer.config.spec import load_spec
-    from explorer.sweeps.leases import ADAPTIVE_DRIVER_KEY, sole_adaptive_driver
+    from explorer.sweeps.tracking.leases import ADAPTIVE_DRIVER_KEY, sole_adaptive_driver
 
     spec = REPO_ROOT / "examples" / "rates_adaptive.toml"
     name = load_spec(spec).name
