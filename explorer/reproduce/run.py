@@ -280,7 +280,7 @@ def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(f"reproduce-{name}-{scale}")
 
 
-def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
+def experiment_dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
                   cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
     sweep SPEC --dry-run``), a row per claim (its sweep, its metric, the paper's number) and where
@@ -293,7 +293,7 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
     for role in exp.sweeps:
         spec = exp.load(role, scale)
         lines.append(f"{role}: {exp.spec_path(role, scale)}")
-        lines += ["  " + line for line in estimate.dry_run_lines(plan(spec), available_bytes, cpus)[:-1]]
+        lines += ["  " + line for line in estimate.estimate_lines(plan(spec), available_bytes, cpus)[:-1]]
     lines.append("claims (id, sweep, metric: what the paper says):")
     lines += [f"  {c.id} ({c.sweep}, {c.metric}): {c.paper_text or 'reported beside the paper, not graded'}"
               for c in exp.claims]
@@ -437,5 +437,5 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     return [("err_out", steps)]
 
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "dry_run_lines", "list_lines", "markdown_table",
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "experiment_dry_run_lines", "list_lines", "markdown_table",
            "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit", "scale_cost"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 
 from store import StoreError, StoreUnreachable
 
-from ...config.estimate import trial_memory_bytes
+from ...config.cost_model import trial_memory_bytes
 from ...config.planning import Plan, PlannedTrial
 from ...config.sections import SweepSpec
 from ..tracking import LOST_ACTOR_RETRIES, error_text, root_cause, unreachable

@@ -4,8 +4,10 @@ refused (a dry run prices a grid for a larger machine too). Nothing runs, no sto
 grid sweep's dry run is ``explorer.sweeps.run.dry_run``'s."""
 from __future__ import annotations
 
-from ...config import estimate
-from ...config.estimate import reference_memory_bytes, too_large_lines, trial_memory_bytes
+from ...config import host_memory
+from ...config.cost_model import trial_memory_bytes
+from ...config.estimate import reference_memory_bytes
+from ...config.memory_refusal import too_large_lines
 from ...config.planning import plan
 from ...config.sections import SweepSpec
 from ...formatting import format_percent, format_seconds
@@ -26,7 +28,7 @@ def adaptive_dry_run_lines(spec: SweepSpec, embedded: bool = False) -> list[str]
     """
     lines = _plan_lines(spec)
     if embedded:
-        lines[-1:-1] = _too_large_lines(spec, estimate.available_memory_bytes())  # read at the call: tests set it
+        lines[-1:-1] = _too_large_lines(spec, host_memory.available_memory_bytes())  # read at the call: tests set it
     return lines
 
 

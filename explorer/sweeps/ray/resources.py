@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ...config.estimate import check_fits_memory
+from ...config.memory_refusal import check_fits_memory
 from ...config.planning import PlannedReference
 from ...config.reference_kinds import kind_named
 from ...config.sections import SweepSpec

@@ -16,7 +16,8 @@ def runnable_spec(spec_or_path, overrides: Sequence[str], address: str | None) -
     (``address`` None: it runs on this machine) what cannot fit its memory is refused before it starts."""
     spec = load_spec(spec_or_path, overrides)
     if address in (None, SESSION_ADDRESS):
-        from ...config.estimate import available_memory_bytes, check_fits_memory
+        from ...config.host_memory import available_memory_bytes
+        from ...config.memory_refusal import check_fits_memory
 
         check_fits_memory(spec, available_memory_bytes())
     return spec

@@ -11,8 +11,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...config import estimate
-from ...config.estimate import compute_wall_seconds, reference_seconds, slots_here, trial_seconds
+from ...config import estimate, host_memory
+from ...config.cost_model import trial_seconds
+from ...config.estimate import compute_wall_seconds, reference_seconds, slots_here
 from ...config.planning import Plan, plan
 from ...config.sections import SweepSpec
 from ...formatting import format_percent, format_seconds
@@ -30,9 +31,9 @@ def sweep_dry_run_lines(spec: SweepSpec, embedded: bool, store: "Store | None" =
     ``explorer.sweeps.adaptive.adaptive_dry_run_lines``). ``embedded``: the sweep would run on this
     machine, so its memory and CPUs price the plan. ``store``: also what it already has and what
     is left to run."""
-    memory = estimate.available_memory_bytes() if embedded else None  # read at the call: tests set it
+    memory = host_memory.available_memory_bytes() if embedded else None  # read at the call: tests set it
     the_plan, cpus = plan(spec), os.cpu_count() if embedded else None
-    lines = estimate.dry_run_lines(the_plan, memory, cpus)
+    lines = estimate.estimate_lines(the_plan, memory, cpus)
     lines[-1:-1] = fused_group_lines(the_plan, memory, cpus)
     lines[-1:-1] = left_to_run_lines(the_plan, store, cpus)
     return lines
@@ -99,7 +100,7 @@ def left_to_run(the_plan: Plan, done: set[str], cached: set[str], cpus: int | No
 def fused_group_lines(the_plan: Plan, memory: int | None, cpus: int | None) -> list[str]:
     """The fused groups the trial phase would make (``packing.packs_of_groups``: the points of one
     shape trained as one program, within a worker's share of ``memory``), their sizes, and their
-    estimated compute against the points alone (``config.estimate.fused_seconds``)."""
+    estimated compute against the points alone (``config.cost_model.fused_seconds``)."""
     res = the_plan.spec.resources
     if not res.fuse:
         return ["fused groups: none ([resources] fuse = false: every point trains alone)"]

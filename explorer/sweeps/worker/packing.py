@@ -3,7 +3,7 @@ Tune's fixed cost per trial is spread over them, balanced by estimated compute.
 
 With fusion (``[resources] fuse``, the default) a pack is a list of fused groups: points of one
 shape (``TrialConfig.fusion_key``) that its worker trains as one program (``trials.train_fused``),
-each group within the memory a worker may hold (``config.estimate.fused_memory_bytes``). The
+each group within the memory a worker may hold (``config.cost_model.fused_memory_bytes``). The
 points of a shape are kept together, split only as much as the balance of the packs across the
 slots and the memory bound ask. Without fusion every group is one point, as the packs of
 ``pack`` give them."""
@@ -13,7 +13,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from ...config.estimate import PROCESS_BYTES, FusedMemory, fused_memory_bytes, fused_seconds, trial_seconds
+from ...config.cost_model import PROCESS_BYTES, FusedMemory, fused_memory_bytes, fused_seconds, trial_seconds
 from ...config.planning import PlannedTrial
 
 PACK_TARGET_S = 2.0  # aim for Tune trials of about this much estimated compute
@@ -30,7 +30,7 @@ def memory_share(node_bytes: float, at_once: int) -> int:
 
 def estimated_seconds(trial: PlannedTrial) -> float:
     """Estimated single-core seconds of one grid point (all seeds): the dry run's cost model
-    (``config.estimate.trial_seconds``), so that the packs, the progress line's ETA and the dry
+    (``config.cost_model.trial_seconds``), so that the packs, the progress line's ETA and the dry
     run price a trial the same way."""
     return trial_seconds(trial.config)
 
@@ -41,7 +41,7 @@ def group_seconds(group: Sequence[PlannedTrial]) -> float:
 
 
 def group_memory(group: Sequence[PlannedTrial], batched: bool) -> int:
-    """Estimated peak bytes of training a fused group (``config.estimate.fused_memory_bytes``)."""
+    """Estimated peak bytes of training a fused group (``config.cost_model.fused_memory_bytes``)."""
     return fused_memory_bytes([t.config for t in group], batched)
 
 

@@ -14,7 +14,7 @@ from explorer.analysis.laws import resolve_form
 from explorer.sweeps.adaptive.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
 from explorer.config.spec_rules import adaptive_targets
 from explorer.config.spec import parse_spec
-from explorer.config.estimate import trial_seconds
+from explorer.config.cost_model import trial_seconds
 from explorer.config.planning import plan
 from store import SCHEMA_VERSION, Store
 from trials import ProblemConfig, TrialConfig

@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 from click.testing import CliRunner
 
-import explorer.config.estimate
+import explorer.config.host_memory
 from explorer.cli import main
 from explorer.config.estimate import reference_memory_bytes, reference_seconds
 from explorer.config.planning import plan
@@ -45,7 +45,7 @@ def test_every_shipped_spec_dry_runs_cleanly(path, tmp_path, monkeypatch):
 
 def test_a_grid_too_large_for_this_machine_is_priced_and_its_points_flagged(monkeypatch):
     # the full hidden-width grid's 8192 x 4096 references need ~31 GiB; here the machine has 8
-    monkeypatch.setattr(explorer.config.estimate, "available_memory_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(explorer.config.host_memory, "available_memory_bytes", lambda: 8 * 2**30)
     done = CliRunner().invoke(main, ["sweep", str(PAPER / "hidden-width-rates.toml"), "--dry-run"])
     assert done.exit_code == 0, done.output
     assert "time: " in done.output and "memory here: 8 GiB available" in done.output
@@ -102,7 +102,8 @@ class _StoreHolding:
 def test_a_grown_sweeps_dry_run_prices_only_what_is_left_with_rays_start(monkeypatch):
     import re
 
-    from explorer.config.estimate import compute_wall_seconds, trial_seconds
+    from explorer.config.cost_model import trial_seconds
+    from explorer.config.estimate import compute_wall_seconds
     from explorer.formatting import format_seconds
     from explorer.sweeps.ray import records as ray_records
     from explorer.sweeps.run import dry_run

@@ -9,8 +9,8 @@ import math
 import pytest
 
 import explorer
-from explorer.config.estimate import (FusedMemory, fused_memory_bytes, fused_seconds, trial_memory_bytes,
-                                      trial_seconds)
+from explorer.config.cost_model import (FusedMemory, fused_memory_bytes, fused_seconds, trial_memory_bytes,
+                                        trial_seconds)
 from explorer.config.planning import plan
 from explorer.config.spec import parse_spec
 from explorer.sweeps.worker import packing
@@ -225,7 +225,7 @@ import ctypes, gc, json, resource, sys
 import torch
 torch.set_num_threads(1)
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_fused
-from explorer.config.estimate import fused_memory_bytes
+from explorer.config.cost_model import fused_memory_bytes
 
 batched = sys.argv[1] == "batched"
 base = TrialConfig(L=64, M=256, D=64, problem=ProblemConfig(samples=10), seeds=(0, 1, 2), steps=3, device="cpu")
