@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.analysis.decomposed import fit_decomposed  # noqa: E402
 from explorer.analysis.data import seed_grams  # noqa: E402
-from explorer.config.estimate import trial_seconds  # noqa: E402
+from explorer.config.cost_model import trial_seconds  # noqa: E402
 from explorer.config.planning import plan  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
 from explorer.sweeps.adaptive import read_rounds  # noqa: E402
