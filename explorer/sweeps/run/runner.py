@@ -250,7 +250,7 @@ def _claim_and_run(spec, store, the_plan, todo, known, guard, leases, claimed, r
     """Until nothing is left: claim what no other driver holds, run its references and trials,
     release it, then wait for the other drivers' claims and take over what they left."""
     from ..references import run_references
-    from .trial_phase import run_trials_again_when_lost
+    from .trial_phase import RunContext, run_trials_again_when_lost
 
     rerun = frozenset(t.trial_key for t in todo if t.trial_key in known)
     while todo:
@@ -265,8 +265,8 @@ def _claim_and_run(spec, store, the_plan, todo, known, guard, leases, claimed, r
             result.reference_errors.update(broken)
             runnable = [t for t in batch if t.ref_key not in broken]
             if runnable:
-                result.lost += run_trials_again_when_lost(spec, store, the_plan, runnable, diverged, rerun, slots,
-                                                          limit, bar, guard.check)
+                run = RunContext(spec, store, the_plan, diverged, rerun, slots, limit, bar, guard.check)
+                result.lost += run_trials_again_when_lost(run, runnable)
             leases.release({t.trial_key for t in batch})
         if not theirs:
             break

@@ -5,9 +5,18 @@ of Tune trials lost for good (their actors died with a node) run once more."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from store import StoreUnreachable
+
+if TYPE_CHECKING:
+    from store import Store
+
+    from ...config.planning import Plan, PlannedTrial
+    from ...config.sections import SweepSpec
+    from ..tracking import Progress
 
 from ..tracking import LOST_ACTOR_RETRIES, error_text
 from ..worker import Group, Job, Ledger, group_memory, group_seconds, memory_share, packs_of_groups, run_pack
@@ -21,20 +30,35 @@ from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter,
 LOST_TRIAL_PASSES = 2
 
 
-def run_trials_again_when_lost(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar,
-                               check) -> list[str]:
+@dataclass(frozen=True)
+class RunContext:
+    """What every pass of the trial phase shares: the sweep, where its rows go, what the reference
+    phase left, how wide it runs, and where it reports (``runner`` makes one per claimed batch)."""
+
+    spec: "SweepSpec"
+    store: "Store"
+    the_plan: "Plan"
+    reference_errors: Mapping[str, str]  # ref_key -> why its reference diverged: its points are recorded failed
+    rerun: Collection[str]  # trial keys the store already has rows of (failed before): they run again
+    slots: int  # Tune trials at once
+    limit: int | None  # the spec's or the caller's max_concurrent, None for what fits
+    bar: "Progress"
+    check: Callable[[], None]  # raises SweepInterrupted once a signal came (``StopOnSignal``)
+
+
+def run_trials_again_when_lost(run: RunContext, todo: list["PlannedTrial"]) -> list[str]:
     """``run_trials``, then, while Tune trials were lost for good, once more over the points they
     left without rows (at most ``LOST_TRIAL_PASSES`` times); returns every loss's cause."""
-    causes = lost = run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar, check)
+    causes = lost = run_trials(run, todo)
     for _ in range(LOST_TRIAL_PASSES):
         if not lost:
             break
-        known = store.trial_statuses(spec.name)
+        known = run.store.trial_statuses(run.spec.name)
         left = [t for t in todo if t.trial_key not in known]  # no rows at all (a failed point has its own)
         if not left:
             break
-        bar.message(f"{len(left)} points lost with their Tune trials ({lost[0]}): running them again")
-        lost = run_trials(spec, store, the_plan, left, reference_errors, rerun, slots, limit, bar, check)
+        run.bar.message(f"{len(left)} points lost with their Tune trials ({lost[0]}): running them again")
+        lost = run_trials(run, left)
         causes = causes + lost
     return causes
 
@@ -51,15 +75,16 @@ def fused_memory_bound(spec, slots: int, node_memory: float) -> int | None:
     return memory_share(node_memory, per_node)
 
 
-def _trainable(spec, store, the_plan, packs: list[list[Group]], reference_errors, rerun, node_memory: float):
+def _trainable(run: RunContext, packs: list[list[Group]], node_memory: float):
     """``run_pack`` with its job attached and the resources each pack asks of Ray (CPUs, GPUs
     and, for large points or groups, memory)."""
+    spec = run.spec
     # On the driver's node: a lost worker node must not take the ledger with it.
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
     ledger = ray.remote(num_cpus=0, scheduling_strategy=here)(Ledger).remote()
-    job = Job(sweep=spec.name, store=store, packs=tuple(tuple(p) for p in packs),
-              references=the_plan.reference_map(), reference_errors=reference_errors,
-              rerun=rerun, retries=spec.resources.retries, ledger=ledger)
+    job = Job(sweep=spec.name, store=run.store, packs=tuple(tuple(p) for p in packs),
+              references=run.the_plan.reference_map(), reference_errors=run.reference_errors,
+              rerun=run.rerun, retries=spec.resources.retries, ledger=ledger)
     cpus, gpus = spec.resources.cpus_per_trial, spec.resources.gpus_per_trial
     # workers train a group one point after another (``trials.train_fused``'s default)
     memory = [memory_request(max(group_memory(g, batched=False) for g in p), node_memory) for p in packs]
@@ -74,14 +99,14 @@ def _trainable(spec, store, the_plan, packs: list[list[Group]], reference_errors
     return tune.with_resources(tune.with_parameters(run_pack, job=job), pack_resources)
 
 
-def run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limit, bar,
-               check: Callable[[], None]) -> list[str]:
-    """Run the packed points as Tune trials; return why some Tune trials failed for good. ``check``
-    (a signal) is called at every step of Tune's loop (``StopOnSignal``)."""
+def run_trials(run: RunContext, todo: list["PlannedTrial"]) -> list[str]:
+    """Run the points ``todo``, packed, as Tune trials; return why some Tune trials failed for good.
+    ``run.check`` (a signal) is called at every step of Tune's loop (``StopOnSignal``)."""
+    spec, slots, limit, bar = run.spec, run.slots, run.limit, run.bar
     node_memory = largest_node_memory()
     packs = packs_of_groups(todo, slots, spec.resources.points_per_trial, spec.resources.fuse,
                             fused_memory_bound(spec, slots, node_memory))
-    trainable = _trainable(spec, store, the_plan, packs, reference_errors, rerun, node_memory)
+    trainable = _trainable(run, packs, node_memory)
     # each point's share of its group's estimate (a group of one: the point's own)
     costs = {t.trial_key: group_seconds(g) / len(g) for p in packs for g in p for t in g}
     callback = ProgressCallback(bar, costs)
@@ -98,7 +123,7 @@ def run_trials(spec, store, the_plan, todo, reference_errors, rerun, slots, limi
             tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=limit),
             run_config=tune.RunConfig(
                 name=f"explorer-{spec.name}", storage_path=tune_dir, verbose=0, log_to_file=False,
-                callbacks=[callback, StopOnSignal(check)], progress_reporter=QuietReporter(), stop=stopper,
+                callbacks=[callback, StopOnSignal(run.check)], progress_reporter=QuietReporter(), stop=stopper,
                 failure_config=tune.FailureConfig(max_failures=LOST_ACTOR_RETRIES),
             ),
         )

@@ -183,7 +183,7 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     landed: dict[str, str] = {}
     calls = []
 
-    def run_trials(spec, store, the_plan, todo, *rest):
+    def run_trials(run, todo):
         calls.append([t.trial_key for t in todo])
         if len(calls) == 1:  # the first pass: "c"'s actor died with its node, Tune gave up on it
             landed.update(a="ok", b="failed")
@@ -195,7 +195,8 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     store = types.SimpleNamespace(trial_statuses=lambda sweep: dict(landed))
     spec = types.SimpleNamespace(name="s")
     bar = types.SimpleNamespace(message=lambda text: None)
-    causes = runner.run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar, lambda: None)
+    run = runner.RunContext(spec, store, None, {}, set(), 2, None, bar, lambda: None)
+    causes = runner.run_trials_again_when_lost(run, points)
     assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
     assert landed == {"a": "ok", "b": "failed", "c": "ok"}
     assert causes == ["ActorDiedError: The actor died unexpectedly"]
