@@ -313,7 +313,7 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: TrialRunner | RoundRunne
         store: the results store (rounds are logged in its ``rounds`` kind).
         runner: a ``RoundRunner`` (``SessionRunner``: the trials run in the background, the
             next round queued while one ends), or a ``TrialRunner``: ``runner(spec, keys)`` runs
-            the trials with those keys and returns (``ray_runner.TuneRunner``, ``PlantedRunner``).
+            the trials with those keys and returns (``run.runner.TuneRunner``, ``PlantedRunner``).
         log: receives one line per event (round chosen, done, stop).
 
     Returns:

@@ -5,7 +5,7 @@ Each actor (``PointWorker``) is one slot of ``cpus_per_trial`` CPUs and ``gpus_p
 It receives the job (store, references, retries) once, trains the points it is handed with the
 same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
 failed point recorded as such) and keeps the references it read in its process
-(``reference_cache``), so a reference is read once per actor for the whole run, not once per
+(``references.cache``), so a reference is read once per actor for the whole run, not once per
 round. The driver computes the references the store lacks before the pool starts
 (``session_runner``) and hands it those that diverged: their points are recorded ``failed`` with
 the reason, as in a sweep. A reference that a worker still has to compute (one removed from the
@@ -42,9 +42,9 @@ from store import StoreError, StoreUnreachable
 from ...config.cost_model import trial_memory_bytes
 from ...config.planning import Plan, PlannedTrial
 from ...config.sections import SweepSpec
-from ..tracking import LOST_ACTOR_RETRIES, error_text, root_cause, unreachable
 from ..ray import apply_torch_threads, largest_node_memory, memory_request, ray
 from ..references import load_reference
+from ..tracking import LOST_ACTOR_RETRIES, error_text, root_cause, unreachable
 from ..worker import Job, run_point
 
 

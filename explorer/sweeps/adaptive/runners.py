@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class TrialRunner(Protocol):
     """Runs the trials of ``keys`` (a subset of ``spec``'s plan) and returns when they have run.
 
-    The result may carry ``interrupted`` (a signal number, as ``ray_runner.SweepResult`` does):
+    The result may carry ``interrupted`` (a signal number, as ``tracking.SweepResult`` does):
     the loop then stops with that exit code. A key whose trial the store already holds may be
     skipped.
     """

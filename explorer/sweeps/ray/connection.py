@@ -1,5 +1,5 @@
 """The Ray a sweep runs on: this process's own, the session Ray this user keeps running
-(``explorer ray start``: ``session_ray``), an embedded one started for the duration (dashboard
+(``explorer ray start``: ``ray.session``), an embedded one started for the duration (dashboard
 off, loopback only, session files in a private 0700 folder, ``ray.init`` called from an empty
 folder so that no ``./store`` shadows the packages in the workers, shut down on exit), or a
 cluster joined by address."""
@@ -75,7 +75,7 @@ def token_notice_dropped() -> Iterator[None]:
 def _start(address: str | None, num_cpus: int | None, session: SessionRay | None = None) -> str:
     """``ray.init`` for an embedded Ray (address None) or a cluster; returns the session's kind.
     Any failure is one ``ClusterError`` line with what to do, and leaves no half-started Ray. A
-    join is bounded: the address must answer as Ray (``ray_probe.probe``), and the join must be
+    join is bounded: the address must answer as Ray (``probe.probe``), and the join must be
     done within ``join_timeout_s()``."""
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
     temp_dir = private_temp_dir()

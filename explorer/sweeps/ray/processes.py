@@ -1,6 +1,6 @@
 """A process of this machine, told apart from any later one that gets its number: its id, its
 start time (clock ticks after boot, ``/proc/PID/stat``) and the boot's id. The session Ray
-(``session_ray``) signals a process only when all three still match what it recorded when it
+(``ray.session``) signals a process only when all three still match what it recorded when it
 started that process: a number the system gave to another process since is never signalled."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What this user's Ray folders record, read without importing Ray (a dry run reads them): the
 private folder of the embedded Ray's files (``private_temp_dir``), the session Ray's folder, one
 per user and environment (``session_dir``), its record (``session.json``: what a sweep joins,
-checked by ``check_session``; ``session_ray`` starts and stops it) and how long Ray's starts took
+checked by ``check_session``; ``ray.session`` starts and stops it) and how long Ray's starts took
 here (``ray_starts.json``: the dry run and the progress line price Ray's start with them)."""
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from pathlib import Path
 from store import package_root
 
 from ...formatting import format_seconds
-from .processes import boot_id, start_ticks
 from .probe import PROBE_TIMEOUT_S, probe
+from .processes import boot_id, start_ticks
 from .session_drivers import is_stopping
 
-RECORD = "session.json"  # the session Ray's record (``session_ray``), in ``private_temp_dir()``
+RECORD = "session.json"  # the session Ray's record (``ray.session``), in ``private_temp_dir()``
 STARTS = "ray_starts.json"  # the last embedded Ray starts' durations, in seconds
 STARTS_KEPT = 10
 RAY_CORE = ("gcs_server", "raylet")  # the session's processes without which its Ray cannot be joined

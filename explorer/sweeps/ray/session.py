@@ -6,7 +6,7 @@ It is the embedded Ray itself (``ray_session``: dashboard off, loopback only, Ra
 ``private_temp_dir()``, the same environment), started by a small holder process of its own
 (``python -m explorer.sweeps.ray.session``, in a session of its own so that closing the terminal
 does not end it) that keeps it until told to stop. Its record, ``session.json`` in this user's
-and this environment's folder (``ray_records.session_dir``), says where it listens, the holder's
+and this environment's folder (``records.session_dir``), says where it listens, the holder's
 identity (process id, start time, boot), the processes Ray started (the same), and the code that
 started it (``store.code_fingerprint``). A sweep with no ``--address`` joins it when its holder
 is that process, Ray answers and its code is the sweep's own, and starts its own embedded Ray
@@ -33,10 +33,10 @@ from store import code_fingerprint
 
 from ...errors import ClusterError
 from ...formatting import format_seconds
-from .processes import boot_id, descendants, end_process, process_name, same_process, start_ticks
-from .imports import ray
-from .records import RECORD, SessionRay, check_session, environment_label, read_record, record_path, session_dir
 from .connection import ray_session
+from .imports import ray
+from .processes import boot_id, descendants, end_process, process_name, same_process, start_ticks
+from .records import RECORD, SessionRay, check_session, environment_label, read_record, record_path, session_dir
 from .session_drivers import clear_stopping, let_drivers_stop
 
 LOG = "session.log"

@@ -12,9 +12,9 @@ from store import Store, StoreError
 
 from ...config.planning import PlannedReference
 from ...config.reference_kinds import kind_named
-from .screen import validator
-from ..tracking import unreachable
 from ..ray import apply_torch_threads
+from ..tracking import unreachable
+from .screen import validator
 
 if TYPE_CHECKING:
     from trials import Reference

@@ -14,9 +14,9 @@ from store import StoreError, StoreUnreachable
 
 from ...config.planning import Plan, PlannedTrial
 from ...config.sections import SweepSpec
-from ..tracking import Progress, error_text, root_cause
 from ..interrupts import SIGNAL_POLL_S
 from ..ray import largest_node_memory, memory_request, ray, reference_need
+from ..tracking import Progress, error_text, root_cause
 from .cache import reference_task
 from .screen import reference_problem
 
@@ -54,7 +54,7 @@ def _sound_copy(store, planned) -> bool:
 def found_in_store(store, refs, check: Callable[[], None]) -> list:
     """The references of ``refs`` that the store holds and that can serve as they are: read on
     the driver (``READ_THREADS`` at a time: on object storage each read waits on the network)
-    and screened as a worker would (``reference_screen``). One that is missing, unreadable or
+    and screened as a worker would (``references.screen``). One that is missing, unreadable or
     not sound is left to a Ray task, whose worker quarantines it and computes it again, or says
     why it cannot; ``check`` (a signal) is called while the reads run."""
     pool = ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(refs))),

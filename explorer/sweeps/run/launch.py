@@ -3,7 +3,7 @@
 
 The spec is loaded, and on an embedded Ray checked against this machine's memory, before Ray is
 even imported: a spec error or a grid too large for the machine is one quick line. Ray comes with
-``ray_runner``, imported once the spec is known to run.
+``runner``, imported once the spec is known to run.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ trials. The steps live in their own modules of this package; this one puts them 
 3. Claim the remaining trials (``leases``); trials a live driver of the same sweep holds are left
    to it and waited for, then picked up if still incomplete (its claims lapse after the TTL when
    it died).
-4. References (``reference_phase``): those the store holds are read on the driver; one Ray task
+4. References (``references.phase``): those the store holds are read on the driver; one Ray task
    per reference key still to compute.
 5. Trials: the remaining grid points, packed into Tune trials and run by the workers
    (``trial_phase``, ``worker``): each worker writes its own rows and reports only keys and
@@ -45,12 +45,12 @@ from ...config.env_settings import check_environment
 from ...config.planning import Plan, PlannedTrial, plan
 from ...config.sections import SweepSpec
 from ...store_access import open_store
-from .dry_run import left_to_run, reference_cached
+from ..interrupts import SignalGuard, SweepInterrupted, resume_command
+from ..ray import SESSION_ADDRESS
 from ..tracking import (Leases, Progress, RunLog, SweepResult, compact_leftovers, compact_trials, count_started_since,
                         count_statuses, driver_ttl_s, note_other_drivers, release_after_run,
                         remove_dead_writers_temporaries, stop_when_store_lost, wait_for)
-from ..interrupts import SignalGuard, SweepInterrupted, resume_command
-from ..ray import SESSION_ADDRESS
+from .dry_run import left_to_run, reference_cached
 
 PLANNING_NOTE_POINTS = 10_000  # a grid this large takes a second or more to plan: say so first
 
@@ -206,8 +206,7 @@ def _run_on_ray(spec: SweepSpec, store: Store, the_plan: Plan, todo: list[Planne
     drivers), and clean up whatever happens; returns the keys this driver claimed."""
     # Ray (and torch, with the workers' modules) only here, once trials are known to run: a
     # complete sweep prints its summary without either (``launch.sweep`` imports this module).
-    from ..ray import ray_session
-    from ..ray import check_resources
+    from ..ray import check_resources, ray_session
 
     leases = Leases(store, spec.name, driver_ttl_s(launch.lease_ttl_s))
     claimed: set[str] = set()

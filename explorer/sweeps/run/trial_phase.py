@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING
 
 from store import StoreUnreachable
 
+from ..ray import (NodeAffinitySchedulingStrategy, environment, largest_node_memory, memory_request,
+                   no_secrets_in_runtime_env, ray, tune)
+from ..tracking import LOST_ACTOR_RETRIES, error_text
+from ..worker import Group, Job, Ledger, group_memory, group_seconds, memory_share, packs_of_groups, run_pack
+from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal, StopWhenStoreLost,
+                        quiet_loggers)
+
 if TYPE_CHECKING:
     from store import Store
 
     from ...config.planning import Plan, PlannedTrial
     from ...config.sections import SweepSpec
     from ..tracking import Progress
-
-from ..tracking import LOST_ACTOR_RETRIES, error_text
-from ..worker import Group, Job, Ledger, group_memory, group_seconds, memory_share, packs_of_groups, run_pack
-from ..ray import (NodeAffinitySchedulingStrategy, environment, largest_node_memory, memory_request,
-                   no_secrets_in_runtime_env, ray, tune)
-from .tune_glue import (TUNE_ENV, TUNE_LOGGERS, ProgressCallback, QuietReporter, StopOnSignal, StopWhenStoreLost,
-                        quiet_loggers)
 
 # Passes over the points of Tune trials that Tune gave up on (their actors died: a node was lost
 # while Ray still placed restarts there). Each pass runs only the points that have no rows yet.

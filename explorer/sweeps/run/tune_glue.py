@@ -6,8 +6,8 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 
-from ..tracking import STORE_LOST, Progress
 from ..ray import tune
+from ..tracking import STORE_LOST, Progress
 
 TUNE_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",  # the legacy output honours verbose=0 (the new one always prints a header)

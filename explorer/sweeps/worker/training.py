@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from store import Store, StoreError, trial_row_from_metrics
 
 from ...config.planning import PlannedTrial
-from ..tracking import STORE_LOST, error_text, failed_rows, unreachable
-from .packing import Group
 from ..ray import apply_torch_threads, ray
 from ..references import load_reference
+from ..tracking import STORE_LOST, error_text, failed_rows, unreachable
+from .packing import Group
 
 REPORT_EVERY_S = 0.5  # a worker reports progress at most this often (each report is a driver round trip)
 
