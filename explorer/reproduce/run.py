@@ -281,7 +281,7 @@ def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
 
 
 def experiment_dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
-                  cpus: int | None) -> list[str]:
+                             cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
     sweep SPEC --dry-run``), a row per claim (its sweep, its metric, the paper's number) and where
     the report would go. Nothing runs, nothing is written."""
@@ -437,5 +437,6 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     return [("err_out", steps)]
 
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "experiment_dry_run_lines", "list_lines", "markdown_table",
-           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit", "scale_cost"]
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "experiment_dry_run_lines", "list_lines",
+           "markdown_table", "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit",
+           "scale_cost"]

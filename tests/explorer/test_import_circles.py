@@ -22,13 +22,26 @@ from tests.paths import REPO_ROOT
 ROOT = REPO_ROOT
 
 
+def bound_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top: functions, and targets of assignments (tuples too, as
+    ``__all__, __getattr__, __dir__ = lazy_face(...)`` binds them)."""
+    bound = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bound |= {t.id for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                          if isinstance(t, ast.Name)}
+    return bound
+
+
 def wings(root: pathlib.Path, top: str = "explorer") -> list[str]:
-    """The packages under ``top`` whose ``__init__`` is a lazy face (``__getattr__``)."""
+    """The packages under ``top`` whose ``__init__`` is a lazy face (it binds ``__getattr__``, by a
+    ``def`` or from ``explorer.faces.lazy_face``)."""
     found = []
     for init in sorted((root / top).rglob("__init__.py")):
         name = module_name(init, root)
         tree = ast.parse(init.read_text())
-        if name != top and any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+        if name != top and "__getattr__" in bound_names(tree):
             found.append(name)
     return found
 

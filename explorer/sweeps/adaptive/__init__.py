@@ -16,9 +16,11 @@ imported on first use (PEP 562), so that reading a spec or a dry run does not im
 
 Behind the face: ``driver`` schedules the rounds on a runner, ``stopping`` decides after each
 refit what runs next or why the loop stops, ``trial_reads`` keeps the trials' statuses and wall
-times between reads, ``selection`` chooses the points.
+times between reads, ``selection`` chooses the points. The wing reaches the rest of
+``explorer.sweeps`` only through the faces of its wings (``ray``, ``tracking``, ``references``,
+``worker``; ``tests/explorer/sweeps/test_sweeps_layout.py``).
 """
-import importlib
+from ...faces import lazy_face
 
 # name -> the module of this wing that defines it.
 _LAZY = {
@@ -40,16 +42,4 @@ _LAZY = {
     "SweepRows": "row_cache",
 }
 
-__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'explorer.sweeps.adaptive' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)

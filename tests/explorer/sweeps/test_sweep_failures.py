@@ -55,7 +55,7 @@ def test_an_unwritable_store_is_one_line_before_ray_starts(tmp_path, monkeypatch
     def no_ray(*args, **kwargs):
         raise AssertionError("Ray started before the store was checked")
 
-    monkeypatch.setattr(explorer.sweeps.ray, "ray_session", no_ray)  # the runner imports it from the face when trials run
+    monkeypatch.setattr(explorer.sweeps.ray, "ray_session", no_ray)  # the runner takes it from the face when trials run
     done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(blocker / "results")])
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
