@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.analysis.decomposed import fit_decomposed  # noqa: E402
 from explorer.analysis.data import seed_grams  # noqa: E402
-from explorer.config.estimate import trial_seconds  # noqa: E402
+from explorer.config.cost_model import trial_seconds  # noqa: E402
 from explorer.config.planning import plan  # noqa: E402
 from explorer.config.spec import load_spec  # noqa: E402
 from explorer.sweeps.adaptive import read_rounds  # noqa: E402
@@ -78,7 +78,7 @@ def references(target: Path, source: str | None) -> None:
     if source:
         shutil.copytree(Path(source) / "references", target / "references")
         return
-    from explorer.sweeps.reference_cache import load_reference
+    from explorer.sweeps.references.cache import load_reference
 
     store = Store(target)
     for ref in plan(load_spec(FULL_SPEC), SCHEMA_VERSION).references:

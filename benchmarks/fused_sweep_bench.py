@@ -88,7 +88,7 @@ def run_once(raw: dict, store_root: str, slots: int) -> dict:
     import explorer
     from explorer.config.planning import plan
     from explorer.config.spec import parse_spec
-    from explorer.sweeps import packing
+    from explorer.sweeps.worker import packing
     from store import SCHEMA_VERSION, Store
 
     spec = parse_spec(raw)
@@ -143,7 +143,7 @@ def fresh_process_run(name: str, sweep: str, references: str, num_cpus: int | No
     """(``--child``, in a fresh process) Ray's start, then one sweep from an empty store holding
     only the cached ``references``: as ``explorer sweep`` meets it."""
     import explorer
-    from explorer.sweeps.ray_session import ray_session
+    from explorer.sweeps.ray.connection import ray_session
     from store import Store
 
     with tempfile.TemporaryDirectory(prefix="sweep-start-bench-") as root:
@@ -252,7 +252,7 @@ def main() -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return
-    from explorer.sweeps.ray_session import ray_session
+    from explorer.sweeps.ray.connection import ray_session
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="fused-sweep-bench-") as root:

@@ -119,7 +119,7 @@ class SessionCampaign:
         return run(explorer(*args), timeout_s, env, cwd=self.work)
 
     def record_folder(self, copy=False) -> Path:
-        code = "import sys; from explorer.sweeps.ray_records import session_dir; print(session_dir())"
+        code = "import sys; from explorer.sweeps.ray.records import session_dir; print(session_dir())"
         env = dict(self.env, PYTHONPATH=str(self.copy)) if copy else self.env
         out = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.work, capture_output=True, text=True)
         return Path(out.stdout.strip())

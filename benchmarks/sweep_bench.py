@@ -29,7 +29,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import explorer  # noqa: E402  (before Ray: it keeps the embedded Ray on loopback)
 import ray  # noqa: E402
-from explorer.sweeps.ray_session import ray_session  # noqa: E402
+from explorer.sweeps.ray.connection import ray_session  # noqa: E402
 from store import Store  # noqa: E402
 
 ALPHAS = [round(0.5 + 0.05 * i, 2) for i in range(32)]

@@ -28,7 +28,7 @@ time goes, in bare steps, from one more warm trial whose main functions are time
 (``PartTimer``): unit draw, forward/step, metrics (the metric functions, the baseline and the
 step's observer; of them dp, observer and local sums apart), rows; first touch is cold - warm.
 With --whole torch runs one thread unless ``--threads`` says otherwise: a sweep's worker gets one
-CPU and runs one thread (explorer/sweeps/threads.py), and one-thread ratios hold on a loaded
+CPU and runs one thread (explorer/sweeps/ray/threads.py), and one-thread ratios hold on a loaded
 machine, where two threads of one process wait on each other. ``--clock cpu`` times by the
 process's CPU time instead of the wall clock: on a shared machine a one-thread process's wall
 time also counts the time other processes held its core, its CPU time does not.

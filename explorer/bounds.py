@@ -3,7 +3,7 @@
 A count is refused with one line when it is above its ceiling, so that a typo (``seeds =
 1000000000``) never reaches ``tuple(range(seeds))`` or a bootstrap array: the process would grow
 until the machine kills it. The ceilings are far above any sweep the project runs (docs/sweeps.md
-lists them); beyond them the memory estimate (``explorer.config.estimate``) judges what fits.
+lists them); beyond them the memory estimate (``explorer.config.memory_refusal``) judges what fits.
 
 - ``INT64_MAX``: every integer that lands in an int64 column (seeds, problem draws, sizes,
   steps) is at most this; Parquet cannot store a larger one.

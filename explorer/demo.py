@@ -27,7 +27,7 @@ from .formatting import shell_word
 from .report.fit_cache import FitCache
 from .report.page import write_report
 from .store_access import open_store
-from .sweeps.launch import sweep
+from .sweeps import sweep
 
 DEMO_SPEC = {
     "name": "demo",

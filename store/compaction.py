@@ -439,7 +439,7 @@ def compact(files: Files, sweep: str | None, rows_per_file: int = 4_000_000, kin
         rows_per_file: target size of a compacted file; one trial is never split.
         kinds: the kinds to compact (default all; ``"references"`` adds the store's reference
             cache, shared by every sweep). A sweep's end compacts ``("trials", "metrics",
-            "references")`` within its budget (``explorer.sweeps.cleanup``). Each kind keeps
+            "references")`` within its budget (``explorer.sweeps.tracking.cleanup``). Each kind keeps
             every guarantee above on its own: metrics inputs are chosen by the trials rows,
             which compacting trials never loses.
         budget_s: per kind: past this many seconds no new batch of that kind is started: what

@@ -2,7 +2,7 @@
 of its three packages (``trials``, ``store``, ``explorer``) as this process loads them, so that
 rows from a second checkout, another virtualenv or code edited since can be told apart (the
 ``code_fingerprint`` column of metrics and trials rows) and a session Ray started by other code
-is not joined (``explorer.sweeps.session_ray``).
+is not joined (``explorer.sweeps.ray.session``).
 
 It is computed where a row is written (a Ray worker writes its trial's rows): it names the code
 that ran, whatever the driver's is."""

@@ -270,7 +270,7 @@ _ROUNDS = (
     Column("spent_cost", _FLOAT, "cost of every trial chosen up to this round, in cost_unit"),
     Column("budget_cost", _FLOAT, "the budget: [adaptive] budget times the full grid's cost, in cost_unit"),
     Column("full_cost", _FLOAT, "cost of the whole candidate grid, in cost_unit"),
-    Column("cost_unit", _STR, "the unit of the costs: predicted single-core seconds (explorer/config/estimate.py); "
+    Column("cost_unit", _STR, "the unit of the costs: predicted single-core seconds (explorer/config/cost_model.py); "
            "null in logs written before it was recorded, whose costs are L*M*D*seeds", nullable=True, optional=True),
     Column("spent_wall_s", _FLOAT, "sum of wall_s of the sweep's trials when the round was written", nullable=True),
     Column("reason", _STR, "why these points: initial design, or greedy CI gain per cost"),

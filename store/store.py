@@ -327,7 +327,7 @@ class Store:
             sweep: the sweep (None: only the reference cache, with ``kinds=("references",)``).
             kinds: which kinds to compact (default every data kind); ``"references"`` adds the
                 store's reference cache. A sweep's end compacts ``trials``, ``metrics`` and
-                ``references`` within its budget (``explorer.sweeps.cleanup``).
+                ``references`` within its budget (``explorer.sweeps.tracking.cleanup``).
             budget_s: start no new batch after this many seconds; the rest stays for later.
         """
         return compaction.compact(self._files, sweep, rows_per_file=rows_per_file, kinds=kinds, budget_s=budget_s)

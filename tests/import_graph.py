@@ -132,7 +132,7 @@ def reached(imported: Import, root: pathlib.Path, through_faces: bool = True) ->
 def import_graph(root: pathlib.Path, top: str = "explorer", *, type_checking: bool = True,
                  through_faces: bool = True, packages: bool = True) -> dict[str, set[str]]:
     """module -> the modules of package ``top`` it imports (not itself). ``packages=False`` leaves
-    out the edges to packages: importing ``explorer.sweeps.worker`` runs its ``__init__``, but a
+    out the edges to packages: importing ``explorer.sweeps.worker.training`` runs its ``__init__``, but a
     face imports nothing, so a circle through it is no circle."""
     graph = {}
     for path in sorted((root / top).rglob("*.py")):

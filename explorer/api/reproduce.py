@@ -34,11 +34,11 @@ def reproduce_dry_run(name: str, scale: str = "laptop", *, address: str | None =
     """``explorer reproduce NAME --dry-run``: each sweep's trials, references and estimated memory
     and time, priced by this machine's memory and CPUs with an embedded Ray (``address`` None),
     and where the report would go."""
-    from ..config.estimate import available_memory_bytes
-    from ..reproduce.run import dry_run_lines
+    from ..config.host_memory import available_memory_bytes
+    from ..reproduce.run import experiment_dry_run_lines
 
     embedded = address is None
-    return dry_run_lines(name, scale, out, available_memory_bytes() if embedded else None,
+    return experiment_dry_run_lines(name, scale, out, available_memory_bytes() if embedded else None,
                          os.cpu_count() if embedded else None)
 
 

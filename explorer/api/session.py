@@ -1,18 +1,18 @@
 """The twins of ``explorer ray start``, ``stop`` and ``status`` (``explorer.cli.session``): the
-session Ray (``explorer.sweeps.session_ray``)."""
+session Ray (``explorer.sweeps.ray.session``)."""
 from __future__ import annotations
 
 
 def ray_start(num_cpus: int | None = None) -> list[str]:
     """Start the session Ray, a local Ray that every later sweep on this machine without an
     ``address`` joins, so that Ray starts once per working session (``explorer ray start``;
-    ``explorer.sweeps.session_ray``). Loopback only, no dashboard, as the embedded default.
+    ``explorer.sweeps.ray.session``). Loopback only, no dashboard, as the embedded default.
     Returns what the command prints; one already running is kept.
 
     Raises:
         ClusterError: Ray could not start (one line).
     """
-    from ..sweeps.session_ray import start_lines
+    from ..sweeps import start_lines
 
     return start_lines(num_cpus)
 
@@ -20,14 +20,14 @@ def ray_start(num_cpus: int | None = None) -> list[str]:
 def ray_stop() -> list[str]:
     """Stop the session Ray (``explorer ray stop``): its processes only, never another Ray of this
     machine. Returns what the command prints."""
-    from ..sweeps.session_ray import stop_lines
+    from ..sweeps import stop_lines
 
     return stop_lines()
 
 
 def ray_status() -> list[str]:
     """Whether a session Ray is running and where (``explorer ray status``)."""
-    from ..sweeps.session_ray import status_lines
+    from ..sweeps import status_lines
 
     return status_lines()
 

@@ -1,6 +1,6 @@
 """The twins of ``explorer sweep`` (``--adaptive``, ``--dry-run``), ``status`` and ``demo``
-(``explorer.cli.sweep``): the launches (``explorer.sweeps.launch``, ``explorer.sweeps.adaptive``),
-the dry run, the counts by status (``explorer.sweeps.status``) and the demo."""
+(``explorer.cli.sweep``): the launches (``explorer.sweeps``: its ``run`` and ``adaptive`` wings),
+the dry runs, the counts by status and the demo."""
 from __future__ import annotations
 
 import os
@@ -11,12 +11,11 @@ from store import Store
 
 from ..config.sections import SweepSpec
 from ..store_access import open_store, store_errors
-from ..sweeps.launch import sweep  # beside the Tune driver, which reproduce and demo call too
-from ..sweeps.status import SweepStatus, every_sweep_status_lines, sweep_status
+from ..sweeps import SweepStatus, every_sweep_status_lines, sweep, sweep_status  # sweep: reproduce and demo call it too
 from .echo import Echo
 
 if TYPE_CHECKING:
-    from ..sweeps.adaptive import AdaptiveResult
+    from ..sweeps import AdaptiveResult
 
 
 def adaptive_sweep(
@@ -42,7 +41,7 @@ def adaptive_sweep(
         SpecError, ClusterError, StoreError: as ``sweep``. DriverBusy (a UsageError): another live
         driver runs this adaptive sweep.
     """
-    from ..sweeps.adaptive import adaptive_sweep as launch
+    from ..sweeps import adaptive_sweep as launch
 
     return launch(spec_or_path, store, address, max_concurrent, overrides, progress, num_cpus)
 
@@ -59,11 +58,12 @@ def dry_run(spec: SweepSpec, address: str | None = None, adaptive: bool = False,
         SpecError: (adaptive) a grid the law cannot be fitted on, or a budget that pays for no point.
         StoreError: the store cannot be read.
     """
-    from ..sweeps.dry_run import dry_run_lines
+    from ..sweeps import adaptive_dry_run_lines, sweep_dry_run_lines
 
     with store_errors():
-        st = None if store is None or adaptive else open_store(store)
-        return dry_run_lines(spec, embedded=address is None, adaptive=adaptive, store=st)
+        if adaptive:
+            return adaptive_dry_run_lines(spec, embedded=address is None)
+        return sweep_dry_run_lines(spec, embedded=address is None, store=None if store is None else open_store(store))
 
 
 def demo(store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", echo: Echo = print) -> int:

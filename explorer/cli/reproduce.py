@@ -15,7 +15,7 @@ def _reproduction_stack() -> tuple:
     ends the command (``begin_work``)."""
     from .. import api
     from ..reproduce.run import reproduce
-    from ..sweeps.ray_runner import run_sweep
+    from ..sweeps import run_sweep
     return api, reproduce, run_sweep
 
 

@@ -26,7 +26,7 @@ def _spec_reader() -> tuple:
 def _sweep_driver() -> tuple:
     """The twins (the store) and the Tune driver, imported where a signal still ends the command."""
     from .. import api
-    from ..sweeps.ray_runner import run_sweep
+    from ..sweeps import run_sweep
     return api, run_sweep
 
 

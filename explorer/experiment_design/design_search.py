@@ -208,7 +208,7 @@ class CostModel:
     def trial(self, L: int, M: int, D: int, seeds: int) -> tuple[float, int]:
         key = (L, M, D, seeds)
         if key not in self._trials:
-            from ..config.estimate import trial_memory_bytes, trial_seconds
+            from ..config.cost_model import trial_memory_bytes, trial_seconds
 
             config = self.base.replace(L=int(L), M=int(M), D=int(D), seeds=tuple(range(seeds)))
             self._trials[key] = (trial_seconds(config), trial_memory_bytes(config))
@@ -258,7 +258,7 @@ def _reference_for(model: PilotModel, costs: CostModel, Ls, Ms, D: int, need: fl
     """(depth, width, err, seconds, bytes), floor met, fits in memory: the cheapest ladder
     reference whose error is at most ``need``, preferring those that fit in ``memory``; else the
     most accurate one (the floor not met)."""
-    from ..config.estimate import PROCESS_BYTES
+    from ..config.cost_model import PROCESS_BYTES
 
     options = []
     top_L, top_LM = max(Ls), max(Ls) * max(Ms)
@@ -284,7 +284,7 @@ def _reference_for(model: PilotModel, costs: CostModel, Ls, Ms, D: int, need: fl
 def evaluate_grid(model: PilotModel, costs: CostModel, limits: Limits, Ls, Ms, D: int, seeds: int,
                   targets: dict) -> list[Evaluated]:
     """Every draw count for one grid and seed count: its prediction, and which limits it meets."""
-    from ..config.estimate import PROCESS_BYTES
+    from ..config.cost_model import PROCESS_BYTES
 
     terms = grid_terms(model, Ls, Ms, D, seeds)
     need = min(terms.smallest_err, terms.smallest_bias if "a" in targets else math.inf) / FLOOR_FACTOR

@@ -86,7 +86,7 @@ class DesignResult:
         return out
 
     def lines(self) -> list[str]:
-        from ..config.estimate import PROCESS_BYTES
+        from ..config.cost_model import PROCESS_BYTES
         from ..formatting import format_bytes, format_seconds
 
         best, m = self.found.best, self.model
@@ -173,7 +173,7 @@ def design(sweep: str, targets, store="results", budget: float | None = None, ou
         PilotError: a pilot that cannot ground a design. SweepDataError: a sweep the store lacks.
     """
     from .design_search import DEFAULT_MAX_LM, DRAWS
-    from ..config.estimate import physical_memory_bytes
+    from ..config.host_memory import physical_memory_bytes
     from ..store_access import open_store
     from ..config.spec import parse_spec
 

@@ -7,7 +7,7 @@ close (CI excludes), not measured or disagrees, always with the reason. The repo
 table (CLI, ``claims.csv``, ``claims.md``, ``index.html``: the same grades, a headline counting
 each) and charts of the authors' curves over our points. The fits behind the claims are stored
 (kind ``fits``, fit id ``reproduce-EXPERIMENT-CLAIM``). Sweeps resume like every sweep
-(``explorer.sweeps.launch.sweep``): rerunning skips the trials the store has.
+(``explorer.sweeps.sweep``): rerunning skips the trials the store has.
 """
 from __future__ import annotations
 
@@ -280,8 +280,8 @@ def report_folder(name: str, scale: str, out: str | Path | None) -> Path:
     return Path(out) if out is not None else Path(f"reproduce-{name}-{scale}")
 
 
-def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
-                  cpus: int | None) -> list[str]:
+def experiment_dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes: int | None,
+                             cpus: int | None) -> list[str]:
     """``explorer reproduce NAME --dry-run``: each sweep's plan and estimates (as ``explorer
     sweep SPEC --dry-run``), a row per claim (its sweep, its metric, the paper's number) and where
     the report would go. Nothing runs, nothing is written."""
@@ -293,7 +293,7 @@ def dry_run_lines(name: str, scale: str, out: str | Path | None, available_bytes
     for role in exp.sweeps:
         spec = exp.load(role, scale)
         lines.append(f"{role}: {exp.spec_path(role, scale)}")
-        lines += ["  " + line for line in estimate.dry_run_lines(plan(spec), available_bytes, cpus)[:-1]]
+        lines += ["  " + line for line in estimate.estimate_lines(plan(spec), available_bytes, cpus)[:-1]]
     lines.append("claims (id, sweep, metric: what the paper says):")
     lines += [f"  {c.id} ({c.sweep}, {c.metric}): {c.paper_text or 'reported beside the paper, not graded'}"
               for c in exp.claims]
@@ -326,7 +326,7 @@ def reproduce(name: str, scale: str = "laptop", store="results", address: str | 
             written (a verdict on a partial sweep would be a false one); the message counts the
             trials that are complete.
     """
-    from ..sweeps.launch import sweep
+    from ..sweeps import sweep
     from ..errors import RunInterrupted, UsageError
     from ..store_access import open_sweep
 
@@ -437,5 +437,6 @@ def _chart_metrics(exp: Experiment, role: str) -> list[tuple[str, int | None]]:
     return [("err_out", steps)]
 
 
-__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "dry_run_lines", "list_lines", "markdown_table",
-           "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit", "scale_cost"]
+__all__ = ["EXPERIMENTS", "Claim", "Experiment", "claims_table", "experiment_dry_run_lines", "list_lines",
+           "markdown_table", "measure", "pooled", "report_folder", "reproduce", "save_claim_fit", "save_frontier_fit",
+           "scale_cost"]

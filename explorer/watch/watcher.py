@@ -23,7 +23,7 @@ import pyarrow as pa
 from store import STATUSES, Store, StoreError
 
 from ..analysis.data import all_distinct_counts, metrics_column_names, run_state
-from ..sweeps.progress import eta_seconds
+from ..sweeps import eta_seconds
 from .answer import Interval, compute_answer
 
 FAILED = "failed"

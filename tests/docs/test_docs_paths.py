@@ -25,7 +25,7 @@ ROOT = REPO_ROOT
 DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 PATH = re.compile(r"(?<![\w/.-])((?:tests/)?(?:explorer|trials|store|benchmarks)/[\w/.-]*?\.py)\b")
 DOTTED = re.compile(r"(?<![\w./-])explorer(?:\.[A-Za-z_]\w*)+")
-# In architecture.md's table, a backticked path such as `sweeps/ray_runner.py` is under explorer/.
+# In architecture.md's table, a backticked path such as `sweeps/run/runner.py` is under explorer/.
 TABLE_PATH = re.compile(r"^\|[^|]*", re.MULTILINE)
 BACKTICKED_PY = re.compile(r"`([\w/]+\.py)`")
 FILE_SUFFIXES = {"py", "toml", "md", "txt", "json", "html", "log", "parquet"}

@@ -37,7 +37,7 @@ def _rows() -> tuple:
 def store_uri(tmp_path_factory):
     root = tmp_path_factory.mktemp("flags") / "store"
     st = Store(str(root))
-    for cfg, rows in _rows():  # as explorer.sweeps.worker.run_point writes a trial
+    for cfg, rows in _rows():  # as explorer.sweeps.worker.training.run_point writes a trial
         for row in rows:
             row.update(node_id="test", error=None)
         trial_row = trial_row_from_metrics(rows, config_json=json.dumps(cfg.numerics(), sort_keys=True),

@@ -35,7 +35,7 @@ def test_the_graph_sees_relative_lazy_type_checking_and_face_imports():
     assert "explorer.errors" in GRAPH["explorer.cli.group"]  # relative, at the top
     assert "explorer.config.sections" in GRAPH["explorer.sweeps.adaptive.runners"]  # under TYPE_CHECKING
     assert "explorer.sweeps.adaptive.launch" in GRAPH["explorer.api.sweep"]  # lazily, through the face
-    assert "explorer.sweeps.adaptive" in GRAPH["explorer.sweeps.dry_run"]  # the face itself
+    assert "explorer.sweeps.ray" in GRAPH["explorer.sweeps.run.launch"]  # the face itself
 
 
 def test_no_import_circle_among_the_explorer_modules():

@@ -112,7 +112,7 @@ def face_table(package: str) -> dict[str, str]:
 
 def explorer_graph() -> dict[str, set[str]]:
     """explorer module -> the explorer modules it imports (a package's ``__init__`` is not an edge:
-    importing ``explorer.sweeps.worker`` runs it, but it imports nothing; a name imported from a
+    importing ``explorer.sweeps.worker.training`` runs it, but it imports nothing; a name imported from a
     lazy face is an edge to the module that defines it)."""
     return import_graph.import_graph(ROOT, "explorer", type_checking=False, packages=False)
 

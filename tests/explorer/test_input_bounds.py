@@ -91,7 +91,7 @@ def test_good_environment_values_and_defaults(monkeypatch):
 
 
 def test_a_driver_claims_for_the_variable_else_the_stores_heartbeat_lifetime(monkeypatch):
-    from explorer.sweeps.leases import driver_ttl_s
+    from explorer.sweeps.tracking.leases import driver_ttl_s
     from store import DEFAULT_TTL_S, references
 
     monkeypatch.delenv("EXPLORER_LEASE_TTL_S", raising=False)

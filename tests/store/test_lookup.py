@@ -144,7 +144,7 @@ def test_remove_temporaries_spares_recent_writes_and_the_references_unless_asked
 
 
 def test_a_sweeps_end_spares_a_live_reference_write_of_another_sweep(local_store):
-    from explorer.sweeps.cleanup import remove_leftovers
+    from explorer.sweeps.tracking.cleanup import remove_leftovers
 
     _fill(local_store)
     root = local_store.files.root

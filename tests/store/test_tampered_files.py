@@ -89,7 +89,7 @@ def test_a_reference_its_reader_refuses_is_recomputed_and_the_refusal_is_named(l
 
 
 def test_the_explorer_refuses_a_reference_with_nan_outputs_or_another_key_in_its_meta():
-    from explorer.sweeps.reference_screen import reference_problem
+    from explorer.sweeps.references.screen import reference_problem
 
     good = {"out": np.zeros((2, 3)), "hidden": np.zeros((2, 3)), "loss": np.zeros(2), "err_out": np.full(2, np.nan)}
     assert reference_problem("k1", good, {"key": "k1"}) is None  # NaN error estimates are legitimate

@@ -5,6 +5,7 @@ The wing's face: code outside it imports these names, never a module inside it. 
 imported on first use (PEP 562), so that reading a spec or a dry run does not import Ray:
 
 - ``adaptive_sweep`` (``launch``): the launch of an adaptive sweep, the twin of ``explorer sweep --adaptive``;
+  ``adaptive_dry_run_lines`` (``preview``): its dry run, the candidates, budget and initial design;
 - ``run_adaptive``, ``AdaptiveLoop`` (``loop``): one run of the loop; ``AdaptiveResult``,
   ``adaptive_status``, ``read_rounds`` (``rounds``): what it did, and its rounds log;
 - ``TrialRunner``, ``RoundRunner`` (``runners``): the interfaces the loop's runners declare;
@@ -15,13 +16,16 @@ imported on first use (PEP 562), so that reading a spec or a dry run does not im
 
 Behind the face: ``driver`` schedules the rounds on a runner, ``stopping`` decides after each
 refit what runs next or why the loop stops, ``trial_reads`` keeps the trials' statuses and wall
-times between reads, ``selection`` chooses the points.
+times between reads, ``selection`` chooses the points. The wing reaches the rest of
+``explorer.sweeps`` only through the faces of its wings (``ray``, ``tracking``, ``references``,
+``worker``; ``tests/explorer/sweeps/test_sweeps_layout.py``).
 """
-import importlib
+from ...faces import lazy_face
 
 # name -> the module of this wing that defines it.
 _LAZY = {
     "adaptive_sweep": "launch",
+    "adaptive_dry_run_lines": "preview",
     "run_adaptive": "loop",
     "AdaptiveLoop": "loop",
     "FIT_SEED": "loop",
@@ -38,16 +42,4 @@ _LAZY = {
     "SweepRows": "row_cache",
 }
 
-__all__ = sorted(_LAZY, key=lambda name: (name[0].islower(), name))
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module 'explorer.sweeps.adaptive' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = lazy_face(__name__, _LAZY)

@@ -1,5 +1,5 @@
 """Launching an adaptive sweep (``explorer sweep SPEC --adaptive``; its twin
-``explorer.api.adaptive_sweep``), as ``explorer.sweeps.launch.sweep`` launches a grid: the spec
+``explorer.api.adaptive_sweep``), as ``explorer.sweeps.run.launch.sweep`` launches a grid: the spec
 loaded and checked first, then one driver per sweep (a lease) and one Ray session with one pool of
 workers for every round, started at the first trials to run."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ def adaptive_sweep(
     target's CI is narrow enough or the budget is spent (``explorer.sweeps.adaptive``: its
     ``run_adaptive`` and ``SessionRunner``; docs/sweeps.md).
 
-    Args: as ``explorer.sweeps.launch.sweep``.
+    Args: as ``explorer.sweeps.run.launch.sweep``.
 
     Returns:
         An ``AdaptiveResult`` (``summary()``, ``exit_code``: 0 once the loop stopped).
@@ -41,8 +41,8 @@ def adaptive_sweep(
     import sys
 
     from ...store_access import open_store
-    from ..runnable import runnable_spec
-    from ..leases import sole_adaptive_driver
+    from ..ray import runnable_spec
+    from ..tracking import sole_adaptive_driver
     from .loop import run_adaptive
     from .session_runner import SessionRunner
 

@@ -27,7 +27,7 @@ The loop (docs/sweeps.md, "Adaptive sweeps"):
    trials are not rerun), a done round without a stop reason is followed by the next, a stopped
    loop only reports.
 
-Compute is counted in predicted single-core seconds per trial (``config.estimate.trial_seconds``,
+Compute is counted in predicted single-core seconds per trial (``config.cost_model.trial_seconds``,
 the cost model of the dry run and the packer; ``selection.COST_UNIT``, recorded in the rounds log),
 against ``budget`` times the full grid's: a choice never takes the spending past the budget. Wall
 time (sum of the trials' ``wall_s``) is reported beside it and corrects the selection's wall
@@ -313,7 +313,7 @@ def run_adaptive(spec: SweepSpec, store: Store, runner: TrialRunner | RoundRunne
         store: the results store (rounds are logged in its ``rounds`` kind).
         runner: a ``RoundRunner`` (``SessionRunner``: the trials run in the background, the
             next round queued while one ends), or a ``TrialRunner``: ``runner(spec, keys)`` runs
-            the trials with those keys and returns (``ray_runner.TuneRunner``, ``PlantedRunner``).
+            the trials with those keys and returns (``run.runner.TuneRunner``, ``PlantedRunner``).
         log: receives one line per event (round chosen, done, stop).
 
     Returns:

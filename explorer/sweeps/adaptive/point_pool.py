@@ -5,7 +5,7 @@ Each actor (``PointWorker``) is one slot of ``cpus_per_trial`` CPUs and ``gpus_p
 It receives the job (store, references, retries) once, trains the points it is handed with the
 same code as a Tune trial's pack (``worker.run_point``: rows written by the worker, retries, a
 failed point recorded as such) and keeps the references it read in its process
-(``reference_cache``), so a reference is read once per actor for the whole run, not once per
+(``references.cache``), so a reference is read once per actor for the whole run, not once per
 round. The driver computes the references the store lacks before the pool starts
 (``session_runner``) and hands it those that diverged: their points are recorded ``failed`` with
 the reason, as in a sweep. A reference that a worker still has to compute (one removed from the
@@ -39,15 +39,12 @@ from dataclasses import dataclass, replace
 
 from store import StoreError, StoreUnreachable
 
-from ...config.estimate import trial_memory_bytes
+from ...config.cost_model import trial_memory_bytes
 from ...config.planning import Plan, PlannedTrial
 from ...config.sections import SweepSpec
-from .. import resources
-from ..failures import LOST_ACTOR_RETRIES, error_text, root_cause
-from ..ray_import import ray
-from ..reference_cache import load_reference
-from ..store_lost import unreachable
-from ..threads import apply_torch_threads
+from ..ray import apply_torch_threads, largest_node_memory, memory_request, ray
+from ..references import load_reference
+from ..tracking import LOST_ACTOR_RETRIES, error_text, root_cause, unreachable
 from ..worker import Job, run_point
 
 
@@ -124,8 +121,8 @@ class PointPool:
                   reference_errors=dict(diverged or {}), rerun=frozenset(), retries=spec.resources.retries,
                   ledger=None)
         self.broken: dict[str, str] = {}  # ref_key -> why its reference raised: its points are not run
-        memory = resources.memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
-                                          resources.largest_node_memory())
+        memory = memory_request(max((trial_memory_bytes(t.config) for t in the_plan.trials), default=0),
+                                          largest_node_memory())
         self.options = dict(num_cpus=spec.resources.cpus_per_trial, num_gpus=spec.resources.gpus_per_trial,
                             max_restarts=0, **({"memory": memory} if memory else {}))
         self.job_ref = ray.put(job)

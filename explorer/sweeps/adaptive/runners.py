@@ -3,7 +3,7 @@
 Two kinds are interchangeable:
 
 - a ``TrialRunner`` is called with a spec and trial keys and returns once those trials have run
-  (their rows are in the store): ``explorer.sweeps.ray_runner.TuneRunner`` (a Ray Tune sweep of
+  (their rows are in the store): ``explorer.sweeps.run.runner.TuneRunner`` (a Ray Tune sweep of
   those keys) and ``planted_runner.PlantedRunner`` (rows of a planted law, no Ray, no torch);
 - a ``RoundRunner`` runs in the background: the loop queues keys (``submit``), collects those
   that finished (``wait``) and may queue the next round while a round's last points run
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class TrialRunner(Protocol):
     """Runs the trials of ``keys`` (a subset of ``spec``'s plan) and returns when they have run.
 
-    The result may carry ``interrupted`` (a signal number, as ``ray_runner.SweepResult`` does):
+    The result may carry ``interrupted`` (a signal number, as ``tracking.SweepResult`` does):
     the loop then stops with that exit code. A key whose trial the store already holds may be
     skipped.
     """

@@ -3,7 +3,7 @@
 Pure functions of tables and numbers (no store, no Ray); ``loop`` runs the loop, ``stopping`` decides.
 
 - Candidates: the plan's trials (a grid point x problem draw, with the spec's seeds batched).
-  A candidate's cost is its predicted single-core seconds, ``config.estimate.trial_seconds``:
+  A candidate's cost is its predicted single-core seconds, ``config.cost_model.trial_seconds``:
   the one cost model that the dry run and the packer use too (``COST_UNIT``). It is
   deterministic, so a budget in these units is never exceeded. The wall time is predicted from
   the measured ``wall_s`` of the sweep's trials (``WallModel``: wall_s = w0 + w1 * cost,
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...analysis.fitting import Z95
-from ...config.estimate import trial_seconds
+from ...config.cost_model import trial_seconds
 
 LOG_AXES = ("L", "M", "D")
-COST_UNIT = "predicted single-core seconds"  # of config.estimate.trial_seconds: the rounds log's cost_unit
+COST_UNIT = "predicted single-core seconds"  # of config.cost_model.trial_seconds: the rounds log's cost_unit
 INITIAL_SHARE = 0.4  # the initial design spends at most this share of the budget
 
 
@@ -56,7 +56,7 @@ class Candidate:
 
 def candidates_of(trials) -> list[Candidate]:
     """The candidates of a plan's trials (``planning.PlannedTrial``), in plan order, each priced
-    by ``config.estimate.trial_seconds``."""
+    by ``config.cost_model.trial_seconds``."""
     return [Candidate(t.trial_key, t.config.L, t.config.M, t.config.D, t.config.alpha, t.config.problem.seed,
                       len(t.config.seeds), trial_seconds(t.config)) for t in trials]
 

@@ -2,7 +2,7 @@
 
 ``SessionRunner`` starts (or joins) Ray at the first trials it is given and keeps it, with one
 ``point_pool.PointPool`` of long-lived workers, until the loop ends. References the store lacks are
-computed first (``reference_phase``); each worker reads a reference the first time one of its
+computed first (``references.phase``); each worker reads a reference the first time one of its
 points needs it and keeps it for the rest of the run. ``submit`` queues trial keys and returns at once; the loop then
 ``wait``s for finished keys and may queue the next round while the last points of a round run,
 so no worker waits for the refit (``lookahead``). Compared with a ``run_sweep`` per round, a
@@ -24,12 +24,10 @@ from store import SCHEMA_VERSION, Store, StoreError
 
 from ...config.planning import plan
 from ...config.sections import SweepSpec
-from ..cleanup import LOCK_WAIT_S, compact_trials, release_dead_locks, remove_leftovers
 from ...signals import SIGNAL_POLL_S, SignalGuard
-from ..progress import Progress
-from ..ray_session import ray_session
-from ..reference_phase import run_references
-from ..resources import check_resources
+from ..ray import check_resources, ray_session
+from ..references import run_references
+from ..tracking import LOCK_WAIT_S, Progress, compact_trials, release_dead_locks, remove_leftovers
 from .point_pool import PointPool, PointRecord
 
 
@@ -75,7 +73,7 @@ class SessionRunner:
         """Ray, the resource check, the references the store lacks, then the pool, once.
 
         References missing from the store are computed first, one Ray task each with its memory
-        request (``reference_phase``), before the workers take the slots; those already stored
+        request (``references.phase``), before the workers take the slots; those already stored
         are read by each worker when one of its points first needs them.
         """
         if self.pool is not None:

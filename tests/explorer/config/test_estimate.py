@@ -1,6 +1,7 @@
-"""Estimates before a sweep runs (explorer.config.estimate): memory and time per trial and reference,
-`explorer sweep --dry-run`, and the refusal of a sweep whose largest point cannot fit in memory
-(D = [1000000000] used to start Ray and report 12 failures `can't allocate memory` 2 minutes later)."""
+"""Estimates before a sweep runs (explorer.config.estimate, cost_model, memory_refusal): memory and
+time per trial and reference, `explorer sweep --dry-run`, and the refusal of a sweep whose largest
+point cannot fit in memory (D = [1000000000] used to start Ray and report 12 failures `can't
+allocate memory` 2 minutes later)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,10 @@ from click.testing import CliRunner
 
 from explorer.cli import main
 from explorer.errors import SpecError
-from explorer.config.estimate import (PROCESS_BYTES, check_fits_memory, dry_run_lines, largest_point, physical_memory_bytes,
-                                      reference_memory_bytes, trial_memory_bytes, trial_seconds)
+from explorer.config.cost_model import PROCESS_BYTES, trial_memory_bytes, trial_seconds
+from explorer.config.estimate import estimate_lines, reference_memory_bytes
+from explorer.config.host_memory import physical_memory_bytes
+from explorer.config.memory_refusal import check_fits_memory, largest_point
 from explorer.config.planning import plan
 from explorer.config.spec import load_spec
 
@@ -130,11 +133,11 @@ def test_the_data_counts_in_the_estimates_of_trials_and_references():
 
 
 def test_the_issues_data_heavy_dry_run_says_neither_fits_where_16_gb_are_not_free(tmp_path, monkeypatch):
-    import explorer.config.estimate
+    import explorer.config.host_memory
 
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY)
-    monkeypatch.setattr(explorer.config.estimate, "available_memory_bytes", lambda: 16 * 2**30)
+    monkeypatch.setattr(explorer.config.host_memory, "available_memory_bytes", lambda: 16 * 2**30)
     done = CliRunner().invoke(main, ["sweep", str(spec), "--dry-run", *DATA_HEAVY])
     assert done.exit_code == 0, done.output
     assert "memory here: 16 GiB available" in done.output
@@ -156,29 +159,8 @@ def test_the_data_heavy_sweep_is_refused_before_ray_the_store_or_any_allocation(
     assert not store.exists()
 
 
-def test_available_memory_is_what_the_kernel_and_a_cgroup_limit_leave(monkeypatch):
-    from explorer.config import estimate
-
-    files = {"/proc/meminfo": "MemTotal: 32000000 kB\nMemAvailable: 8000000 kB\n"}
-    monkeypatch.setattr(estimate, "_read_small", lambda path: files.get(path))
-    assert estimate.available_memory_bytes() == 8_000_000 * 1024
-    files.update({"/sys/fs/cgroup/memory.max": "4294967296\n", "/sys/fs/cgroup/memory.current": "1073741824\n",
-                  "/sys/fs/cgroup/memory.stat": "anon 1\ninactive_file 536870912\n"})
-    assert estimate.available_memory_bytes() == 4 * 2**30 - (2**30 - 2**29)  # the limit, less what is used but cache
-    files["/sys/fs/cgroup/memory.max"] = "max\n"
-    assert estimate.available_memory_bytes() == 8_000_000 * 1024
-    del files["/sys/fs/cgroup/memory.max"]  # cgroup v1: a page-rounded 2^63 means no limit
-    files["/sys/fs/cgroup/memory/memory.limit_in_bytes"] = "9223372036854771712\n"
-    assert estimate.available_memory_bytes() == 8_000_000 * 1024
-    files["/sys/fs/cgroup/memory/memory.limit_in_bytes"] = "2147483648\n"
-    files["/sys/fs/cgroup/memory/memory.usage_in_bytes"] = "0\n"
-    assert estimate.available_memory_bytes() == 2 * 2**30
-    files.clear()
-    assert estimate.available_memory_bytes() == estimate.physical_memory_bytes()
-
-
 def test_dry_run_lines_without_a_machine():
-    lines = dry_run_lines(plan(load_spec({**QUICK, "reference": {"kind": "largest"}})))
+    lines = estimate_lines(plan(load_spec({**QUICK, "reference": {"kind": "largest"}})))
     assert lines[1] == "references: 1 largest (the largest grid point of each group, run with its seeds)"
     assert not any(line.startswith(("on this machine", "memory here")) for line in lines)
     assert physical_memory_bytes() > 2**28
@@ -191,7 +173,7 @@ import json, resource, sys, time
 import torch
 torch.set_num_threads(1)
 from trials import ProblemConfig, ReferenceConfig, TrialConfig, compute_reference, train_trial
-from explorer.config.estimate import trial_memory_bytes, trial_seconds
+from explorer.config.cost_model import trial_memory_bytes, trial_seconds
 L, M, D, N, R, K = map(int, sys.argv[1:7])
 cfg = TrialConfig(L=L, M=M, D=D, problem=ProblemConfig(samples=N), seeds=tuple(range(R)), steps=K,
                   dtype=sys.argv[7], device="cpu")
@@ -232,7 +214,8 @@ import torch
 torch.set_num_threads(1)
 from trials import (ProblemConfig, Reference, ReferenceConfig, TrialConfig, compute_reference, reference_from_trial,
                     train_trial)
-from explorer.config.estimate import reference_memory_bytes, trial_memory_bytes
+from explorer.config.cost_model import trial_memory_bytes
+from explorer.config.estimate import reference_memory_bytes
 
 def resident():
     with open("/proc/self/statm") as f:

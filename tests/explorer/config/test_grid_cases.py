@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from explorer.config.estimate import dry_run_lines
+from explorer.config.estimate import estimate_lines
 from explorer.config.planning import plan
 from explorer.config.spec import load_spec, parse_spec
 from explorer.errors import SpecError
@@ -72,7 +72,7 @@ def test_a_point_two_cases_share_runs_once_and_the_dry_run_counts_each_case():
     data["grid"]["cases"][1] = {"preset": ["standard"], "lr_scaling": ["raw"], "lr": [0.25, 0.5]}
     p = plan(parse_spec(data), schema_version=1)
     assert p.case_trials == (12, 8) and len(p.trials) == 12 + 8 - 4  # lr 0.25 x 2 widths x 2 draws shared
-    lines = dry_run_lines(p)
+    lines = estimate_lines(p)
     assert lines[0].startswith("sweep lrwidth: 16 trials (the union of 2 cases over ")
     assert lines[1] == "  case 0 (preset standard, lr_scaling raw, lr 0.0625 .. 0.25 (3 values)): 12 trials"
     assert lines[2] == "  case 1 (preset standard, lr_scaling raw, lr 0.25 .. 0.5 (2 values)): 8 trials"

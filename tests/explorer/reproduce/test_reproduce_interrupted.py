@@ -6,9 +6,9 @@ import signal
 
 from click.testing import CliRunner
 
-import explorer.sweeps.launch
+import explorer.sweeps
 from explorer.cli import main
-from explorer.sweeps.results import SweepResult
+from explorer.sweeps.tracking.results import SweepResult
 
 
 def test_a_sweep_stopped_by_sigint_ends_reproduce_with_one_line_and_no_report(tmp_path, monkeypatch):
@@ -19,7 +19,7 @@ def test_a_sweep_stopped_by_sigint_ends_reproduce_with_one_line_and_no_report(tm
         return SweepResult(name=spec.name, store=str(kwargs["store"]), total=spec.grid_points(), skipped=0, ran=5,
                            ok=5, missing=spec.grid_points() - 5, interrupted=signal.SIGINT)
 
-    monkeypatch.setattr(explorer.sweeps.launch, "sweep", interrupted_sweep)
+    monkeypatch.setattr(explorer.sweeps, "sweep", interrupted_sweep)  # reproduce takes it from the face
     out = tmp_path / "report"
     result = CliRunner().invoke(main, ["reproduce", "companion-linear", "--scale", "tiny",
                                        "--store", str(tmp_path / "store"), "--out", str(out)])

@@ -187,7 +187,7 @@ def test_a_signal_during_an_adaptive_round_stops_the_loop_and_the_rerun_complete
 def test_a_signal_during_compaction_lets_it_finish_then_says_how_to_resume(tmp_path, monkeypatch, signum):
     # Compaction takes a fraction of a second: the signal is sent from inside it (in-process),
     # the way it lands when a user presses Ctrl-C just then.
-    from explorer.sweeps.ray_runner import run_sweep
+    from explorer.sweeps.run.runner import run_sweep
     from explorer.config.spec import load_spec
 
     spec = load_spec({"name": "compactsignal", "train": {"steps": 3}, "reference": {"depth": 16, "width": 8},

@@ -8,9 +8,14 @@ import pytest
 import ray
 
 import explorer
-from explorer.sweeps import packing, reference_cache, resources, threads, worker
+from explorer.sweeps.ray import resources, threads
+from explorer.sweeps.references import cache as reference_cache
+from explorer.sweeps.references import phase as reference_phase
+from explorer.sweeps.run import trial_phase
+from explorer.sweeps.worker import packing
+from explorer.sweeps.worker import training as worker
 from explorer.errors import SpecError
-from explorer.sweeps.progress import Progress
+from explorer.sweeps.tracking.progress import Progress
 from explorer.config.planning import plan
 from explorer.config.spec import parse_spec
 from store import SCHEMA_VERSION, Store
@@ -84,7 +89,7 @@ def test_sweep_on_embedded_ray_lands_every_row_and_rerun_does_no_work(tmp_path, 
 _EMBEDDED = """
 import json, os, warnings
 warnings.simplefilter("error")  # the not-on-loopback warning fails the run
-from explorer.sweeps.ray_session import ray_session
+from explorer.sweeps.ray.connection import ray_session
 import ray
 with ray_session(None, num_cpus=1) as kind:
     seen = {"kind": kind, "nodes": sorted({n["NodeManagerAddress"] for n in ray.nodes()}),
@@ -278,7 +283,8 @@ def test_points_that_ask_ray_for_memory_are_scheduled_and_run(tmp_path, local_ra
     monkeypatch.setattr(resources, "MEMORY_REQUEST_FLOOR", 0)
     asked = []
     real = resources.memory_request
-    monkeypatch.setattr(resources, "memory_request", lambda need, node: asked.append(real(need, node)) or asked[-1])
+    for caller in (reference_phase, trial_phase):  # the phases that ask Ray for memory, each its own name
+        monkeypatch.setattr(caller, "memory_request", lambda need, node: asked.append(real(need, node)) or asked[-1])
     # D = 32: a reference no other test of this module computed, so its task asks for memory too.
     result = explorer.sweep(spec_with(grid={"L": [2, 4], "M": [1, 2], "D": [32]}), store=tmp_path, progress=False)
     assert (result.ok, result.failed, result.missing) == (4, 0, 0), result.summary()

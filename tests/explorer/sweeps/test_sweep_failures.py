@@ -11,10 +11,12 @@ import ray
 from click.testing import CliRunner
 
 import explorer
-from explorer.sweeps import cleanup, failures, ray_session, results
-from explorer.sweeps.leases import Leases
+import explorer.sweeps.ray
+from explorer.sweeps.ray import connection as ray_session
+from explorer.sweeps.tracking import cleanup, failures, results
+from explorer.sweeps.tracking.leases import Leases
 from explorer.cli import main
-from explorer.sweeps.progress import Progress, eta_seconds
+from explorer.sweeps.tracking.progress import Progress, eta_seconds
 from store import StoreError
 
 from tests.explorer.cli.test_cli_sweep import GOOD
@@ -53,7 +55,7 @@ def test_an_unwritable_store_is_one_line_before_ray_starts(tmp_path, monkeypatch
     def no_ray(*args, **kwargs):
         raise AssertionError("Ray started before the store was checked")
 
-    monkeypatch.setattr(ray_session, "ray_session", no_ray)  # ray_runner imports it when trials run
+    monkeypatch.setattr(explorer.sweeps.ray, "ray_session", no_ray)  # the runner takes it from the face when trials run
     done = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(blocker / "results")])
     assert done.exit_code == 2, done.output
     lines = done.output.strip().splitlines()
@@ -148,7 +150,7 @@ def test_claims_of_a_dead_driver_of_this_machine_are_taken_over_at_once(tmp_path
 
 
 def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_node():
-    from explorer.sweeps.resources import MEMORY_REQUEST_FLOOR, memory_request
+    from explorer.sweeps.ray.resources import MEMORY_REQUEST_FLOOR, memory_request
 
     node = 12 * 2**30
     assert memory_request(MEMORY_REQUEST_FLOOR - 1, node) == 0  # small points schedule by CPUs alone
@@ -159,7 +161,7 @@ def test_memory_requests_bucket_by_powers_of_two_and_never_exceed_the_largest_no
 
 
 def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monkeypatch):
-    import explorer.sweeps.resources as runner
+    import explorer.sweeps.ray.resources as runner
     from explorer.errors import SpecError
     from explorer.config.spec import load_spec
 
@@ -175,13 +177,13 @@ def test_a_point_larger_than_every_node_is_refused_before_it_waits_forever(monke
 def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     import types
 
-    import explorer.sweeps.trial_phase as runner
+    import explorer.sweeps.run.trial_phase as runner
 
     points = [types.SimpleNamespace(trial_key=k) for k in ("a", "b", "c")]
     landed: dict[str, str] = {}
     calls = []
 
-    def run_trials(spec, store, the_plan, todo, *rest):
+    def run_trials(run, todo):
         calls.append([t.trial_key for t in todo])
         if len(calls) == 1:  # the first pass: "c"'s actor died with its node, Tune gave up on it
             landed.update(a="ok", b="failed")
@@ -193,7 +195,8 @@ def test_points_of_tune_trials_lost_for_good_run_once_more(monkeypatch):
     store = types.SimpleNamespace(trial_statuses=lambda sweep: dict(landed))
     spec = types.SimpleNamespace(name="s")
     bar = types.SimpleNamespace(message=lambda text: None)
-    causes = runner.run_trials_again_when_lost(spec, store, None, points, {}, set(), 2, None, bar, lambda: None)
+    run = runner.RunContext(spec, store, None, {}, set(), 2, None, bar, lambda: None)
+    causes = runner.run_trials_again_when_lost(run, points)
     assert calls == [["a", "b", "c"], ["c"]]  # only the point without rows runs again, once
     assert landed == {"a": "ok", "b": "failed", "c": "ok"}
     assert causes == ["ActorDiedError: The actor died unexpectedly"]

@@ -92,7 +92,7 @@ def _files_with(root: Path, needles: tuple[str, ...]) -> list[str]:
 def test_credentials_reach_no_log_runtime_env_store_file_or_terminal(tmp_path, s3_endpoint):
     import pyarrow.fs as pafs
 
-    from explorer.sweeps.ray_session import private_temp_dir
+    from explorer.sweeps.ray.connection import private_temp_dir
 
     bucket = f"b-{uuid.uuid4().hex[:12]}"
     fs = pafs.S3FileSystem(endpoint_override=s3_endpoint, scheme="http", access_key="x", secret_key="y",

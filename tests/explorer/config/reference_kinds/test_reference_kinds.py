@@ -15,7 +15,8 @@ import pathlib
 
 import pytest
 
-from explorer.config.estimate import check_fits_memory, dry_run_lines, largest_point, plan_cost
+from explorer.config.estimate import estimate_lines, plan_cost
+from explorer.config.memory_refusal import check_fits_memory, largest_point
 from explorer.config.planning import plan
 from explorer.config.reference_kinds import KINDS, kind_named
 from explorer.config.spec import parse_spec
@@ -112,7 +113,7 @@ def test_a_new_kind_is_one_entry_the_planner_and_the_dry_run_ask(monkeypatch):
     spec = dataclasses.replace(spec, reference=dataclasses.replace(spec.reference, kind="toy"))
     the_plan = plan(spec)
     assert {r.kind for r in the_plan.made_by_workers} == {"toy"} and not the_plan.references
-    assert "references: 0 toy" in dry_run_lines(the_plan)
+    assert "references: 0 toy" in estimate_lines(the_plan)
 
 
 def test_kind_none_plans_prices_and_computes_no_reference():
@@ -123,7 +124,7 @@ def test_kind_none_plans_prices_and_computes_no_reference():
     # one empty reference per trial shape (steps, samples, outputs, D), made by the workers
     assert len(the_plan.made_by_workers) == 2
     assert set(the_plan.reference_map()) == {t.ref_key for t in the_plan.trials}
-    lines = dry_run_lines(the_plan, 8 * 2**30, 2)
+    lines = estimate_lines(the_plan, 8 * 2**30, 2)
     assert any(line.startswith("references: 0 ") for line in lines), lines
     assert "largest reference" not in "\n".join(lines) and "and 0 s of references in all" in lines[3], lines
     assert largest_point(spec)[1] is None and largest_point(the_plan)[1] is None

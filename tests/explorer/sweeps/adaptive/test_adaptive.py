@@ -14,7 +14,7 @@ from explorer.analysis.laws import resolve_form
 from explorer.sweeps.adaptive.selection import Candidate, Linearised, WallModel, choose_batch, initial_design
 from explorer.config.spec_rules import adaptive_targets
 from explorer.config.spec import parse_spec
-from explorer.config.estimate import trial_seconds
+from explorer.config.cost_model import trial_seconds
 from explorer.config.planning import plan
 from store import SCHEMA_VERSION, Store
 from trials import ProblemConfig, TrialConfig
@@ -537,7 +537,7 @@ def test_a_second_driver_of_an_adaptive_sweep_is_refused_in_one_line(tmp_path):
 
     from explorer.cli import main
     from explorer.config.spec import load_spec
-    from explorer.sweeps.leases import ADAPTIVE_DRIVER_KEY, sole_adaptive_driver
+    from explorer.sweeps.tracking.leases import ADAPTIVE_DRIVER_KEY, sole_adaptive_driver
 
     spec = REPO_ROOT / "examples" / "rates_adaptive.toml"
     name = load_spec(spec).name

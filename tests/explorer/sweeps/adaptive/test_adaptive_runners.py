@@ -11,7 +11,7 @@ import pytest
 from explorer.config.spec import parse_spec
 from explorer.sweeps.adaptive import PlantedRunner, RoundRunner, SessionRunner, TrialRunner, free_law
 from explorer.sweeps.adaptive.driver import BlockingRunner
-from explorer.sweeps.ray_runner import TuneRunner
+from explorer.sweeps.run.runner import TuneRunner
 from store import Store
 
 SPEC = {"name": "r", "grid": {"L": [4, 8], "M": [1], "D": [8], "seeds": 1}, "train": {"steps": 2},
@@ -55,7 +55,7 @@ def test_a_round_runner_is_not_taken_for_a_trial_runner(tmp_path):
 
 
 def test_the_tune_runner_runs_the_given_keys_through_run_sweep(tmp_path, monkeypatch):
-    import explorer.sweeps.ray_runner as ray_runner
+    import explorer.sweeps.run.runner as ray_runner
 
     calls = []
     monkeypatch.setattr(ray_runner, "run_sweep", lambda spec, store, **kw: calls.append((spec, store, kw)) or "result")

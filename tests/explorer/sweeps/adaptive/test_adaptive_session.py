@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_one_pool_of_workers_serves_every_round_without_barriers(tmp_path, monkeypatch):
-    from explorer.sweeps.ray_import import ray
+    from explorer.sweeps.ray.imports import ray
 
     starts = []
     real_init = ray.init
