@@ -26,7 +26,7 @@ from .estimator import Design, Draw, checked_draws, design, log_terms, replicate
 from ...errors import FitError
 from ...formatting import fmt
 from ..data import FLOOR_FACTOR, TERM_METRICS
-from ..laws import DEFAULT_FORM, EXPONENT_START, LAW_METHOD, Expression, method_of, parse_expression, resolve_form, unidentified_terms
+from ..laws import DEFAULT_FORM, EXPONENT_START, Expression, method_of, parse_expression, resolve_form, unidentified_terms
 from ..fitting import FitResult, Problem, data_hash, fit_warnings, solve_batch
 
 TERM_LOSS = 1e3  # soft-L1 scale of the batched solver, far beyond any log residual: plain least squares
@@ -189,7 +189,7 @@ def _prepared(frame: pd.DataFrame, floor: str) -> tuple[list[Draw], Design, str 
 
 def _term_law(form: str, term: str) -> tuple[str, Expression]:
     label, expr = resolve_form(form)
-    if method_of(label).name != LAW_METHOD:
+    if not method_of(label).from_rms_errors:
         raise FitError(f"the {label} law fits both terms itself; fit one term with a law of it, e.g. --form "
                        f"\"{DEFAULT_TERM_LAWS[term] if term == 'bias' else UNTIED_FLUCT}\"")
     return label, expr

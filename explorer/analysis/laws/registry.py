@@ -41,7 +41,8 @@ the same terms in quadrature (``rss_twin``: the diagnostics' warning on additive
 gives the shape advice (``shape_advice``) and whether ``explorer compare`` fits it
 (``comparable``), and the report's words for it (``report_law``, ``contrast``). What it asks a
 method (``Method``): its fallback law, whether it fits the two terms on their own
-(``fits_terms``), and whether an error is its data's (``missing_data``).
+(``fits_terms``), whether the law fitter fits it from RMS errors (``from_rms_errors``), and
+whether an error is its data's (``missing_data``).
 """
 from __future__ import annotations
 
@@ -89,6 +90,12 @@ class Method:
     # it fits the two terms of the decomposition on their own (bias and fluctuation): its result
     # draws the terms' charts, and the user's laws of the terms (--bias, --fluct) go with its laws
     fits_terms: bool = False
+
+    @property
+    def from_rms_errors(self) -> bool:
+        """Whether the law fitter fits its laws from each point's RMS error (``LAW_METHOD``): a
+        fitter of another method's data refuses them."""
+        return self.name == LAW_METHOD
 
     def missing_data(self, exc: Exception) -> bool:
         """Whether ``exc`` says this method's data is missing (no decomposition, or an error that
