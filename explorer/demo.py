@@ -23,6 +23,7 @@ import math
 import os
 from collections.abc import Callable
 
+from .analysis.laws import DEFAULT_FORM
 from .formatting import shell_word
 from .report.fit_cache import FitCache
 from .report.page import write_report
@@ -101,7 +102,7 @@ def exponent_lines(result) -> list[str]:
     return lines
 
 
-def fit_lines(store, sweep: str = "demo", form: str = "decomposed", n_boot: int = 200, cache=None) -> list[str]:
+def fit_lines(store, sweep: str = "demo", form: str = DEFAULT_FORM, n_boot: int = 200, cache=None) -> list[str]:
     """The fit of ``form`` to the sweep's final err_out: the theory's exponents a and b first
     (``exponent_lines``), then the fit as ``explorer fit`` prints it (law, constants with 95% CIs,
     warnings); or one line saying why there is none. ``cache``: a ``FitCache`` (the report's, whose

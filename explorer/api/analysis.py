@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from store import Store
 
+from ..analysis.laws import DEFAULT_FORM
 from .echo import Echo, quiet
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: str = 
 
 
 def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
-           metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
+           metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = DEFAULT_FORM,
            n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None,
            export: str | Sequence[str] = (), reload_s: float | None = None) -> Report:
     """A sweep's offline HTML report in ``out`` (``explorer.report.page.build_report``), its fits
@@ -50,7 +51,7 @@ def report(sweep: str, store: Store | str | os.PathLike = "results", out: str | 
                         force=force, compare_with=compare_with, export=export, reload_s=reload_s)
 
 
-def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results", metric: str = "err_out",
+def fit(sweep: str, form: str = DEFAULT_FORM, *, store: Store | str = "results", metric: str = "err_out",
         step: int | None = None, where: str | None = None, n_boot: int = 200, seed: int = 0,
         floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = (),
         bias: str | None = None, fluct: str | None = None) -> SweepFit:
@@ -66,7 +67,7 @@ def fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results",
         metric, step, where: the rows fitted (step None: each trial's final step); axes the sweep
             varies besides L, M, D are held at their most common values (``FitResult.held``). A
             term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone.
-        bias, fluct: with ``form="decomposed"``, the user's laws of the two terms, fitted together.
+        bias, fluct: with the decomposed law (``DEFAULT_FORM``), the user's laws of the two terms, fitted together.
         n_boot, seed, floor: the bootstrap's resamples and seed; the reference's error removed in
             quadrature ("quadrature") or not ("none").
         save: write the fit's rows to the store. compare: also rank every registry law by

@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING
 
 from store import Store
 
+from ..analysis.laws import DEFAULT_FORM
+
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
 
 
 def compare(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
-            form: str = "decomposed", metric: str = "err_out", step: int | None = None, where: str | None = None,
+            form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None, where: str | None = None,
             n_boot: int = 200, seed: int = 0, save: bool = True, at: dict | None = None) -> Comparison:
     """Compare two sweeps' fitted laws on the grid points, problem draws and seeds they share,
     with paired intervals of the differences (``explorer.analysis.compare``; docs/analysis.md).

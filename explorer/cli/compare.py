@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..analysis.laws import DEFAULT_FORM
 from ..bounds import MAX_RESAMPLES
 from ..store_access import store_errors
 from .options import (RegistryHelpOption, bounded_list, column_names, compared_forms, metric_option, step_option, store_option,
@@ -19,7 +20,7 @@ from .options import (RegistryHelpOption, bounded_list, column_names, compared_f
               help="Compare the slice at this value of an axis the sweeps also vary, e.g. --at lr=0.5 "
                    "(repeatable); without it such a comparison is refused.")
 @store_option
-@click.option("--form", default="decomposed", show_default=True, metavar="F", cls=RegistryHelpOption,
+@click.option("--form", default=DEFAULT_FORM, show_default=True, metavar="F", cls=RegistryHelpOption,
               registry_help=compared_forms, help="The law both sweeps are fitted with.")
 @metric_option
 @step_option

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from ..analysis.laws import DEFAULT_FORM
+
 DEFAULT_STORE = "./results"
 
 store_option = click.option(
@@ -85,9 +87,9 @@ def column_names() -> str:
 
 def compared_forms() -> str:
     """The laws ``explorer compare`` fits."""
-    from ..analysis.compare import COMPARED_FORMS
+    from ..analysis.laws import compared_forms as forms
 
-    return f"One of: {', '.join(COMPARED_FORMS)} (the laws compare fits)."
+    return f"One of: {', '.join(forms())} (the laws compare fits)."
 
 
 metric_option = click.option("--metric", default="err_out", show_default=True, metavar="NAME", cls=RegistryHelpOption,
@@ -98,7 +100,7 @@ fit_metric_option = click.option("--metric", default="err_out", show_default=Tru
 
 def form_option(help_text: str):
     """``--form``: a law of the registry or an expression, with ``help_text`` before the names."""
-    return click.option("--form", default="decomposed", show_default=True, metavar="F", cls=RegistryHelpOption,
+    return click.option("--form", default=DEFAULT_FORM, show_default=True, metavar="F", cls=RegistryHelpOption,
                         registry_help=form_names, help=help_text)
 step_option = click.option("--step", type=int, default=None, metavar="K",
                            help="GD step to read (default: each trial's final step).")

@@ -20,6 +20,7 @@ from trials import (ACTIVATION_NAMES, BLOCKS, DATA_KINDS, DEVICES, DTYPES, LR_SC
                     TrialConfig)
 
 from ..bounds import MAX_GRID_POINTS, MAX_REPLICAS, MAX_SEEDS
+from ..analysis.laws import DEFAULT_FORM
 from .reference_kinds import DEFAULT_KIND, KINDS, kind_named
 from .spec_values import (at_most, boolean, budget_fraction, choice, law_name, list_of, nonnegative_int,
                           nonnegative_number, points_per_trial, positive_int, positive_number, resample_count,
@@ -219,7 +220,7 @@ class AdaptiveSpec:
     """[adaptive]: ``explorer sweep --adaptive`` runs the [grid] as a candidate set, choosing points
     round by round to shrink the targets' CIs per unit of cost (``explorer.sweeps.adaptive``)."""
 
-    form: str = spec_field("decomposed", law_name,
+    form: str = spec_field(DEFAULT_FORM, law_name,
                             "the law fitted each round, a name of the fit registry (explorer fit --form)")
     targets: tuple[str, ...] | None = spec_field(
         None, list_of(law_name, "parameter names"), "parameters whose CIs to shrink (default: the form's exponents)")

@@ -3,7 +3,7 @@ their noise per seed, and its reference's error as a law of the particles.
 
 ``explorer design`` (``explorer.experiment_design.design_search``) predicts the confidence intervals a candidate sweep
 would give from this model. It is built from the pilot's per-seed Gram rows
-(``sweep_data.seed_grams``) and its ``decomposed`` fit:
+(``sweep_data.seed_grams``) and its ``decomposed`` fit (``DESIGNED_LAW``, through ``fit_sweep``):
 
 - fluctuation: c2 (D/(LM))^b, the pilot's fitted c2 and b (the fit must measure them);
 - bias: (c1 + c3 D/M) L^-a. a is the pilot's fitted exponent where the pilot measures it, else
@@ -37,6 +37,7 @@ import numpy as np
 from ..analysis.decomposed import draws_of, effective_entries, gram_spread, standard_errors, terms
 from ..config.reference_kinds import DEFAULT_KIND, KINDS
 from ..errors import FitError
+from .design_record import DESIGNED_LAW
 
 MIN_POINTS = 6  # fewer grid points than this cannot measure two exponents
 ENTRIES_CALIBRATION = 0.57  # n_eff of the engine's errors / what a 3-seed pilot's unbiased estimate gives
@@ -151,19 +152,21 @@ def pilot_model(store, sweep: str, n_boot: int = 100) -> PilotModel:
             measure the fluctuation's exponent, a pilot that varies axes besides L, M, D.
         SweepDataError, NoDecompositionError: as ``seed_grams``.
     """
-    from ..analysis.decomposed import fit_decomposed
-    from ..analysis.data import first_ok_trial, seed_grams
+    from ..analysis.data import first_ok_trial
+    from ..analysis.fitting import data_and_fitter, fit_sweep
 
+    read, _ = data_and_fitter(DESIGNED_LAW[0], DESIGNED_LAW[1])  # the decomposed law's rows: the seeds' Gram rows
     con = store.connect(sweep=sweep, read_only=True)
     try:
-        frame = seed_grams(con, sweep)
+        frame = read(con, sweep, metric=DESIGNED_LAW[1])
         configs = first_ok_trial(con, sweep, _TRIAL_COLUMNS)
     finally:
         con.close()
     _check_usable(frame, sweep)
     frame = frame[frame["n_seeds"] >= 2].reset_index(drop=True)
     try:
-        fit = fit_decomposed(frame, n_boot=n_boot, per_draw=True, range_check=False)
+        fit = fit_sweep(None, sweep, DESIGNED_LAW[0], metric=DESIGNED_LAW[1], rows=frame, n_boot=n_boot,
+                        per_draw=True, range_check=False)
     except FitError as exc:
         raise PilotError(f"pilot sweep {sweep!r} cannot ground a design: its decomposed fit fails ({exc})") from None
     if not all(np.isfinite(fit.estimate[n]) for n in ("c2", "b")):

@@ -15,9 +15,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from ..analysis.laws import DEFAULT_FORM
+
 DESIGN_FORM = "design"  # the form of a design's record in the fits kind (never a law of the registry)
 DESIGN_FIT_ID = "design"
-DESIGNED_LAW = ("decomposed", "err_out")  # the fit a design predicts: its form and metric
+DESIGNED_LAW = (DEFAULT_FORM, "err_out")  # the fit a design predicts: its form and metric
 
 
 def record_rows(sweep: str, targets: dict, predicted: dict, grid_points: int, described: str) -> list[dict]:

@@ -10,6 +10,7 @@ import pandas as pd
 from . import charts as _charts
 from . import diagnostic_charts
 from ..analysis.data import grid_errors, held_where, round_rows, status_counts, step_errors
+from ..analysis.laws import method_of
 from ..errors import QueryError, SweepDataError
 from .contents import Report
 from .held_slice import held_words, made
@@ -41,7 +42,8 @@ def add_charts(report: Report, con, sweep, metric, step, where, fit_where, point
         if chart is not None:
             c[name] = chart
 
-    decomposed = report.fits.get("decomposed")
+    # the fit of the two terms on their own (the decomposed law's): its bias and fluctuation drawn
+    decomposed = next((r for name, r in report.fits.items() if method_of(name).fits_terms), None)
     if decomposed is not None:
         add("bias_vs_depth", lambda: _charts.bias_vs_depth(decomposed))
         add("fluct_vs_units", lambda: _charts.fluct_vs_units(decomposed))
@@ -79,7 +81,8 @@ def add_charts(report: Report, con, sweep, metric, step, where, fit_where, point
 
         add(f"error_vs_{axis}", over_axis)
     # the decomposed fit's estimates first: their spread over draws is what the interval rests on
-    per_draw = [(r, per_draw_frame(r)) for r in sorted(report.fits.values(), key=lambda r: r.form != "decomposed")]
+    per_draw = [(r, per_draw_frame(r)) for r in sorted(report.fits.values(),
+                                                       key=lambda r: not method_of(r.form).fits_terms)]
     per_draw = [(r, p) for r, p in per_draw if p is not None]
     if per_draw:
         result, frame = per_draw[0]

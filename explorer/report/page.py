@@ -44,7 +44,7 @@ from .chart_files import (CHART_FORMATS, PAGE_FORMATS, bundle_digest, chart_html
                           vega_bundle)
 from ..errors import FitError, SweepDataError
 from ..analysis.fitting import FitResult, compare_laws, fit_sweep, flag_summary, interval_description
-from ..analysis.laws import DEFAULT_FORM, RSS_FALLBACK, law_forms, resolve_form
+from ..analysis.laws import DEFAULT_FORM, FORMS, law_forms, method_of, needed_axes, report_forms, resolve_form
 from ..formatting import fmt
 
 from ..store_access import open_sweep
@@ -60,7 +60,6 @@ from ..analysis.data import (FLOOR_FACTOR, GRID_COLUMNS, column_values, distinct
                              require_measured, require_sweep_rows, status_counts, sweep_is, table_columns)
 
 PHASE_AXIS_ORDER = ("alpha", "lr", "sigma_u", "sigma_v", "D", "L", "M")
-REPORT_FORMS = ("decomposed", "theory", "free", "free_rss", "output", "joint")
 SCALE_AXES = ("L", "M", "D")
 COMPARE_COLUMNS = ("law", "n_params", "cv_loo", "cv_extrap", "rank")
 
@@ -94,17 +93,6 @@ def varying_axes(con, sweep: str, where: str | None = None) -> list[str]:
     candidates = [c for c in dict.fromkeys(SCALE_AXES + GRID_COLUMNS) if c in columns]
     counts = distinct_counts(con, sweep, candidates, where)
     return [c for c in candidates if int(counts[c].iloc[0]) > 1]
-
-
-def needed_axes(form: str) -> frozenset[str]:
-    """The axes a law needs to vary to be fitted: those of L and M it uses; D for ``joint`` (its
-    c3/sqrt(D) term) and for a law of D alone; one of L, M, D for a law of P alone."""
-    label, expr = resolve_form(form)
-    used = set(expr.variables)
-    needed = used & {"L", "M"}
-    if label == "joint" or (not needed and "D" in used):
-        needed.add("D")
-    return frozenset(needed)
 
 
 def _phase_axes(varying: list[str]) -> tuple[str, str] | None:
@@ -212,7 +200,7 @@ def _chart_title(name: str) -> str:
 
 
 def build_report(con, sweep: str, out_dir: str | Path, *, metric: str = "err_out", step: int | None = None,
-                 where: str | None = None, form: str = "decomposed", n_boot: int = 200, seed: int = 0,
+                 where: str | None = None, form: str = DEFAULT_FORM, n_boot: int = 200, seed: int = 0,
                  store=None, exports=(), force: bool = False, comparison=None, cache=None) -> Report:
     """Fit, chart and write the report of a sweep into ``out_dir``.
 
@@ -303,10 +291,13 @@ def _build(con, sweep: str, out: Path, *, metric: str, step: int | None, where: 
         except (FitError, ValueError) as exc:
             report.fit_errors["model comparison"] = str(exc)
     main = report.fits.get(form)  # None when it cannot be fitted: charts then show data only
-    if main is None and form == DEFAULT_FORM:  # no Gram rows or one seed: the same law on the RMS errors
-        main = report.fits.get(RSS_FALLBACK)
-    if "joint" in report.fits:
-        report.advice = made(report, "the shape advice", lambda: shape_advice(report.fits["joint"]))
+    fallback = method_of(form).fallback
+    if main is None and fallback is not None:  # no Gram rows or one seed: the same law on the RMS errors
+        main = report.fits.get(fallback)
+    advising = next((result for name, result in report.fits.items() if name in FORMS and FORMS[name].shape_advice),
+                    None)
+    if advising is not None:
+        report.advice = made(report, "the shape advice", lambda: shape_advice(advising))
 
     axes = _phase_axes(report.varying)
     if axes is not None:
@@ -336,7 +327,8 @@ def _fit_forms(report: Report, con, sweep: str, form: str, *, metric: str, step:
     """Fit the report's laws (and ``form``) into ``report.fits``; a law whose axes the sweep does
     not vary is skipped, one that cannot be fitted is noted in ``report.fit_errors``. ``fit``
     False (the held slice has no rows, said once): none is tried."""
-    forms = list(REPORT_FORMS) + ([form] if form not in REPORT_FORMS else [])
+    forms = report_forms()
+    forms += [form] if form not in forms else []
     for name in forms:
         missing = tuple(a for a in SCALE_AXES if a in needed_axes(name) and a not in report.varying)
         if missing:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..analysis.laws import DEFAULT_FORM
 from ..store_access import open_sweep, store_errors
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class SweepFit:
         return out
 
 
-def sweep_fit(sweep: str, form: str = "decomposed", *, store: Store | str = "results", metric: str = "err_out",
+def sweep_fit(sweep: str, form: str = DEFAULT_FORM, *, store: Store | str = "results", metric: str = "err_out",
               step: int | None = None, where: str | None = None, n_boot: int = 200, seed: int = 0,
               floor: str = "quadrature", save: bool = True, compare: bool = False, budgets: Sequence[float] = (),
               bias: str | None = None, fluct: str | None = None) -> SweepFit:
@@ -119,7 +120,7 @@ def sweep_phase(sweep: str, store: Store | str | os.PathLike = "results", *, x: 
 
 
 def sweep_report(sweep: str, store: Store | str | os.PathLike = "results", out: str | os.PathLike = "report", *,
-                 metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = "decomposed",
+                 metric: str = "err_out", step: int | None = None, where: str | None = None, form: str = DEFAULT_FORM,
                  n_boot: int = 200, save: bool = True, force: bool = False, compare_with: str | None = None,
                  export: str | Sequence[str] = (), reload_s: float | None = None) -> Report:
     """A stored sweep's offline HTML report, as ``explorer.api.report`` documents."""

@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ..analysis.fitting import FitResult, flag_summary, measured_law, stated_law
-from ..analysis.laws import RSS_FALLBACK
+from ..analysis.laws import DEFAULT_FORM, FORMS, method_of, resolve_form
 from ..analysis.data import FLOOR_FACTOR, REFERENCE_ERROR, plain_value
 from ..analysis.shapes import beyond_data
 from ..formatting import fmt
@@ -55,13 +55,16 @@ def summary_sentences(report: Report, grid: pd.DataFrame | None, metric: str) ->
     # Grid points measured against several references are read against their newest (the note says which).
     notes = grid.attrs.get("notes", ()) if grid is not None else ()
     lines.extend(M_('<span class="warn">References: {}.</span>').format(note) for note in notes)
-    if "theory" in fits:
-        lines.append(_theory_sentence(fits["theory"], metric))
-    if "output" in fits and "theory" in fits:
-        better = "output" if fits["output"].r2_log > fits["theory"].r2_log else "theory"
-        lines.append(M_("Output form (D/(LM) instead of its square root): R&sup2; (log) {} vs {} for the theory "
-                        "form: the {} form describes this grid better.")
-                     .format(fmt(fits["output"].r2_log, ".3f"), fmt(fits["theory"].r2_log, ".3f"), better))
+    lines.extend(_law_sentence(name, result, metric) for name, result in fits.items()
+                 if name in FORMS and FORMS[name].report_law is not None)
+    for name, result in fits.items():
+        contrast = FORMS[name].contrast if name in FORMS else None
+        if contrast is not None and contrast[0] in fits:
+            rival, words = contrast
+            better = name if result.r2_log > fits[rival].r2_log else rival
+            lines.append(M_("{} form ({}): R&sup2; (log) {} vs {} for the {} form: the {} form describes this grid "
+                            "better.").format(name.capitalize(), words, fmt(result.r2_log, ".3f"),
+                                              fmt(fits[rival].r2_log, ".3f"), rival, better))
     for name, result in fits.items():
         warnings = len(result_field(result, "warnings", []))  # the red items of its block, each once
         if warnings:
@@ -70,7 +73,7 @@ def summary_sentences(report: Report, grid: pd.DataFrame | None, metric: str) ->
     if report.advice is not None:
         lines.append(advice_sentence(report.advice))
     for form, why in report.fit_errors.items():
-        if form != "decomposed":  # said in the first line
+        if form != DEFAULT_FORM:  # said in the first line
             lines.append(M_("The {} form was not fitted: {}").format(form, why))
     lines.extend(_skipped_sentences(report))
     if report.phase is not None:
@@ -146,42 +149,46 @@ def hyper_sentences(report: Report) -> list[Markup]:
     return out
 
 
-def _theory_sentence(t: FitResult, metric: str) -> Markup:
-    """The theory fit's law with its measured terms alone (an unmeasured constant is named with
-    its reason, never its value), its R^2 and its extrapolation."""
+def _law_sentence(name: str, t: FitResult, metric: str) -> Markup:
+    """A law's fit in the words its registry entry gives (``Form.report_law``: the theory's), with
+    its measured terms alone (an unmeasured constant is named with its reason, never its value),
+    its R^2 and its extrapolation."""
     quality = Markup("R&sup2; (log) {} over {} grid points ({} floor-limited left out); a fit without the largest "
                      "L&middot;M predicts it within {}%.").format(
         _span(t.r2_log, fmt(t.r2_log, ".3f"), fit_id=t.fit_id, field="r2_log"), t.n_points, t.n_excluded,
         fmt(100 * t.extrapolation_error, ".1f"))
-    missing = {n: why for n, why in result_field(t, "not_measured", t.unidentified).items() if n in ("c1", "c2")}
+    constants = resolve_form(name)[1].parameters
+    missing = {n: why for n, why in result_field(t, "not_measured", t.unidentified).items() if n in constants}
+    label = f"{name.capitalize()} fit"
     if not missing:
-        return Markup("Theory fit: {} &asymp; {}/L + {}&middot;sqrt(D/(L M)), {}").format(
-            metric, fmt(t.estimate["c1"], ".3g"), fmt(t.estimate["c2"], ".3g"), quality)
+        filled = Markup(FORMS[name].report_law).format(**{n: fmt(t.estimate[n], ".3g") for n in constants})
+        return Markup("{}: {} &asymp; {}, {}").format(label, metric, filled, quality)
     why = Markup("; ").join(Markup("{} {}").format(n, w) for n, w in missing.items())
-    law = measured_law(t) if len(missing) < 2 else None
+    law = measured_law(t) if len(missing) < len(constants) else None
     if law is None:
-        return Markup('Theory fit: <span class="warn">no term measured</span> ({}); {}').format(why, quality)
-    return Markup('Theory fit, its measured term alone: {} &asymp; {} (<span class="warn">{}</span>); {}').format(
-        metric, law, why, quality)
+        return Markup('{}: <span class="warn">no term measured</span> ({}); {}').format(label, why, quality)
+    return Markup('{}, its measured term alone: {} &asymp; {} (<span class="warn">{}</span>); {}').format(
+        label, metric, law, why, quality)
 
 
 def _decomposed_sentences(report: Report) -> list[Markup]:
     """The summary's first lines: a and b of the decomposed fit with their intervals, or why
     they are not measured on this grid, then its two surfaces."""
-    result = report.fits.get("decomposed")
+    result = report.fits.get(DEFAULT_FORM)
     out = []
     if result is None:
-        why = report.fit_errors.get("decomposed")
+        why = report.fit_errors.get(DEFAULT_FORM)
         if why is None:
             return []  # the sweep does not vary L and M: said with the other laws not fitted
         out.append(Markup("Exponents a (depth) and b (units) from the decomposed fit: not measured on this grid: "
                           "{}.").format(why))
-        result = report.fits.get(RSS_FALLBACK)
+        fallback = method_of(DEFAULT_FORM).fallback
+        result = report.fits.get(fallback) if fallback is not None else None
         if result is None:
             return out
-        source = Markup("free_rss fit to the RMS errors")
+        source = Markup("{} fit to the RMS errors").format(fallback)
     else:
-        source = Markup("decomposed fit")
+        source = Markup("{} fit").format(DEFAULT_FORM)
     for name, label, theory in (("a", Markup("Depth exponent a (bias ~ c1 L<sup>-a</sup>, {})").format(source), "1"),
                                 ("b", Markup("Units exponent b (fluctuation ~ c2 (D/(L M))<sup>b</sup>, {})")
                                  .format(source), "1/2")):

@@ -53,6 +53,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..analysis.laws import DEFAULT_FORM
 from .pooling import POOL, describe as describe_pooling, with_blown_up_runs
 from .verdicts import (NOT_MEASURED, Verdict, bound_verdict, bounds_verdict, constant_verdict, exponent_verdict,
                        finite, negligible_verdict, not_comparable)
@@ -95,7 +96,8 @@ class Claim:
     # curve: the authors' curve, err(L, M, D); frontier: the authors' curve, err(P)
     curve: Callable | None = None
     # fit: the law of the mean error over every run of a point, with a bootstrap over the draws
-    # (explorer.analysis.fitting.fit_pooled; the authors' pooling), instead of a fit to every draw's rows
+    # (the registry's mean_of_runs method: explorer.analysis.fitting.fit_pooled; the authors' pooling),
+    # instead of a fit to every draw's rows
     mean_of_runs: bool = False
     residuals: str = "log"  # mean_of_runs: "err" minimises the squares of err - law, as the authors' curve_fit
     pooled: bool = True  # curve / collapse: pool problem draws as sqrt(mean err^2)
@@ -275,11 +277,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   paper=0.30, paper_text="<= 30 % spread"),
             Claim("sampling-rate", "the sampling term: fluctuation ~ c2 (D/(LM))^b across the seeds (decomposed fit: "
                   "b from the seeds' spread at each point, every L and M)", HIDDEN_WIDTH, "main", "fit", step=10,
-                  form="decomposed", parameter="b", quantity="exponent", paper=0.5, paper_text="b = 1/2 (rate)",
+                  form=DEFAULT_FORM, parameter="b", quantity="exponent", paper=0.5, paper_text="b = 1/2 (rate)",
                   tolerance=CLOSE_EXPONENT),
             Claim("bias-rate", "the depth term: bias ~ c1 L^-a, the seeds' mean error (decomposed fit, on the "
                   "shallow, wide grid where it dominates)", HIDDEN_WIDTH, "bias", "fit", step=10,
-                  form="decomposed", parameter="a", quantity="exponent", paper=1.0, paper_text="a = 1 (rate)",
+                  form=DEFAULT_FORM, parameter="a", quantity="exponent", paper=1.0, paper_text="a = 1 (rate)",
                   tolerance=CLOSE_EXPONENT),
             Claim("width-d-exponent", "the sampling term's D exponent: err_out ~ sqrt((c1 L^-a)^2 + (c2 D^g (LM)^-b)^2) "
                   "on a D sweep, g untied from b; the bound sqrt(D/(LM)) allows g <= 1/2 (the read-out averages "
@@ -430,16 +432,17 @@ def procedure(claim: Claim, pooling: str) -> dict:
 
 
 def fit_claim(claim: Claim, grid: pd.DataFrame, con, sweep: str, n_boot: int, pooling: str = "authors"):
-    """The claim's fit: the law fitted to the mean of every run (``grid``, the claim's grid of
-    errors) when the claim asks for it, else with the law's own method on the claim's rows of the
-    store (``fit_sweep``: the seeds' Gram rows for the decomposed law, the grid of errors for the others)."""
-    if claim.mean_of_runs:
-        from ..analysis.fitting import fit_pooled
-
-        return fit_pooled(grid, claim.form, n_boot=n_boot, where=claim.where, residuals=claim.residuals,
-                          pool=POOL[pooling])
+    """The claim's fit, through ``fit_sweep``: the law fitted to the mean of every run (the
+    ``mean_of_runs`` method on ``grid``, the claim's grid of errors) when the claim asks for it,
+    else with the law's own method on the claim's rows of the store (the seeds' Gram rows for the
+    decomposed law, the grid of errors for the others)."""
     from ..analysis.fitting import fit_sweep
+    from ..analysis.laws import MEAN_OF_RUNS_METHOD
 
+    if claim.mean_of_runs:  # the registry's mean-of-runs method on the claim's grid (its blown-up runs counted)
+        return fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where,
+                         n_boot=n_boot, method=MEAN_OF_RUNS_METHOD, rows=grid,
+                         options={"residuals": claim.residuals, "pool": POOL[pooling]})
     return fit_sweep(con, sweep, claim.form, metric=claim.metric, step=claim.step, where=claim.where, n_boot=n_boot,
                      hold=False)
 

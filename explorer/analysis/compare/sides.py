@@ -2,9 +2,10 @@
 the store, checked for comparability, fitted on what they share and compared with paired
 intervals (``pairing``); the rows can be saved as kind ``comparisons``.
 
-Guard rails, as ``explorer fit``'s: each side is read as a fit reads it (``seed_grams`` at the
-``held_axes`` slice, one reference per point), and the comparison is refused, in one line, when
-the two sides' errors are not comparable: different reference kinds, or different problems
+Guard rails, as ``explorer fit``'s: each side is read as a fit of the law reads it (its method's
+reader: ``seed_grams`` at the ``held_axes`` slice, one reference per point), each side's own
+warnings are its fit's (``fit_sweep`` on the paired rows), and the comparison is refused, in one
+line, when the two sides' errors are not comparable: different reference kinds, or different problems
 (input and output dimensions, samples, coupled embeddings: the same problem seed would not draw
 the same data), or stored references of another numerics version or problem. It warns when the
 sides differ in more configuration columns than the one being compared, naming them, and when
@@ -25,15 +26,15 @@ from ...formatting import fmt
 from .pairing import PAIR_COLUMNS, Paired, PairedFit, pair_frames, paired_fit, verdict_line
 from .seed_paths import departing_seeds, departure_warning
 from ...errors import FitError, QueryError, SweepDataError
-from ..laws import DEFAULT_FORM, resolve_form
-from ..fitting import check_single_slice
+from ..laws import DEFAULT_FORM, compared_forms, resolve_form
+from ..fitting import check_single_slice, data_and_fitter, fit_sweep
 from ..data import (GRID_COLUMNS, all_of, column_is, column_values, held_axes, held_where, plain_value, reference_metas,
-                   seed_grams, sweep_is, table_columns, where_clause)
+                   sweep_is, table_columns, where_clause)
 
 # Columns that define the data a problem seed draws: sides that differ in them share no draws.
 PROBLEM_COLUMNS = ("d_in", "d_out", "samples", "coupled_dim")
 CATEGORICAL_AXES = ("preset", "activation")  # the axes `--by` is meant for (any grid column works)
-COMPARED_FORMS = ("decomposed",)
+COMPARED_FORMS = tuple(compared_forms())  # the laws ``explorer compare`` fits (``Form.comparable``)
 # Settings of a reference's computation (its stored metadata): a different resolution changes the
 # floor the fit removes, not what is measured (a warning); other numerics are not comparable.
 REFERENCE_RESOLUTION = ("depth", "width", "replicas")
@@ -266,15 +267,15 @@ def check_references(settings_a: dict, settings_b: dict, a: Side, b: Side) -> li
             "removes differs"]
 
 
-def side_warnings(paired, floor: str) -> list[str]:
+def side_warnings(paired, floor: str, form: str = DEFAULT_FORM) -> list[str]:
     """Each side's own fit warnings on the shared selection (a law that does not explain a grid,
-    a term not measured), as ``explorer fit`` gives them, prefixed A: or B:."""
-    from ..decomposed import fit_decomposed
-
+    a term not measured), as ``explorer fit`` gives them (``fit_sweep`` of ``form`` on the side's
+    paired rows), prefixed A: or B:."""
     out = []
     for name, frame in (("A", paired.a), ("B", paired.b)):
         try:
-            result = fit_decomposed(frame, n_boot=0, floor=floor, per_draw=False, range_check=False)
+            result = fit_sweep(None, name, form, rows=frame, n_boot=0, floor=floor, per_draw=False,
+                               range_check=False)
         except FitError as exc:
             out.append(f"{name}: {exc}")
             continue
@@ -299,13 +300,14 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     if label not in COMPARED_FORMS:
         raise FitError(f"compare fits the {', '.join(COMPARED_FORMS)} law only (its intervals resample the shared "
                        f"draws and seeds); --form {form} is not supported")
+    read, _ = data_and_fitter(label)  # the law's own rows (the seeds' Gram rows)
     held, frames, configs = [], [], []
     for side in (a, b):
         condition = _side_where(side, where)
         fixed = held_axes(con, side.sweep, ("L", "M", "D"), condition)
         refuse_held_slices(side, fixed, con, condition, by)
         selected = held_where(fixed, condition)
-        frame = seed_grams(con, side.sweep, metric=metric, step=step, where=selected)
+        frame = read(con, side.sweep, metric=metric, step=step, where=selected)
         check_single_slice(frame)
         held.append(fixed)
         frames.append(frame)
@@ -314,7 +316,7 @@ def compare(con, a: Side, b: Side, *, form: str = DEFAULT_FORM, metric: str = "e
     warnings = check_references(reference_settings(con, frames[0]), reference_settings(con, frames[1]), a, b)
     paired = pair_frames(frames[0], frames[1], names=(a.label, b.label))
     fit = paired_fit(paired, n_boot=n_boot, seed=seed, floor=floor)
-    warnings += side_warnings(paired, floor)
+    warnings += side_warnings(paired, floor, label)
     warnings += departure_warning(departing_seeds(paired.a, paired.b))
     if len(differing) > 1:
         detail = "; ".join(f"{c}: {', '.join(map(str, va))} against {', '.join(map(str, vb))}"

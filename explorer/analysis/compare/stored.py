@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import FitError
 from ...store_access import check_where, open_store
+from ..laws import DEFAULT_FORM
 from .sides import Comparison, Side, at_where, compare as compare_sides, sides_by
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def compare_stored(sweep_a: str, sweep_b: str | None = None, *, by: str | None = None, store: Store | str = "results",
-                   form: str = "decomposed", metric: str = "err_out", step: int | None = None,
+                   form: str = DEFAULT_FORM, metric: str = "err_out", step: int | None = None,
                    where: str | None = None, n_boot: int = 200, seed: int = 0, save: bool = True,
                    at: dict | None = None) -> Comparison:
     """Compare two sweeps' fitted laws, as ``explorer.api.compare`` documents (its arguments and errors)."""

@@ -21,7 +21,7 @@ from .estimator import FULL, NAMES, Decomposed, Draw, checked_draws, estimate, t
 from .d_axis import d_slope_warnings
 from .term_fit import term_grid
 from ...errors import FitError
-from ..laws import FORMS, parse_expression, resolve_form
+from ..laws import DEFAULT_FORM, FORMS, parse_expression, resolve_form
 from ..fitting import FitResult, TieTest, data_hash, fit_warnings
 from ...formatting import fmt
 from ..data import DRAW_COLUMN, FLOOR_FACTOR
@@ -34,7 +34,7 @@ GUARD_RESAMPLES = 50  # bootstrap resamples of the refit without the smallest po
 # tied law's four, and the law with a D exponent in each term where the slice varies D.
 TIED_AT = {"c1": "log_c1", "a": "a", "c2": "log_c2", "b": "b"}
 UNTIED_AT = {"c1": "log_c1_d", "a": "a", "c2": "log_c2_d", "b": "b_d", "g": "g", "h": "h"}
-UNTIED_LAW = FORMS["decomposed"].untied  # sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)
+UNTIED_LAW = FORMS[DEFAULT_FORM].untied  # sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)
 
 
 def _at(fit_or_theta, varies_d: bool) -> dict:
@@ -65,7 +65,7 @@ def _subset(draws: list[Draw], keep) -> list[Draw]:
     return out
 
 
-def fit_decomposed(frame: pd.DataFrame, form: str = "decomposed", *, n_boot: int = 200, seed: int = 0,
+def fit_decomposed(frame: pd.DataFrame, form: str = DEFAULT_FORM, *, n_boot: int = 200, seed: int = 0,
                    where: str | None = None, floor: str = "quadrature", per_draw: bool = True,
                    range_check: bool = True) -> FitResult:
     """Fit the decomposed law to a ``seed_grams`` frame (one slice, one step): the registry's

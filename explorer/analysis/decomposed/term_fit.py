@@ -26,7 +26,7 @@ from .estimator import Design, Draw, checked_draws, design, log_terms, replicate
 from ...errors import FitError
 from ...formatting import fmt
 from ..data import FLOOR_FACTOR, TERM_METRICS
-from ..laws import FORMS, LAW_METHOD, Expression, method_of, parse_expression, resolve_form, unidentified_terms
+from ..laws import DEFAULT_FORM, EXPONENT_START, Expression, method_of, parse_expression, resolve_form, unidentified_terms
 from ..fitting import FitResult, Problem, data_hash, fit_warnings, solve_batch
 
 TERM_LOSS = 1e3  # soft-L1 scale of the batched solver, far beyond any log residual: plain least squares
@@ -143,7 +143,7 @@ def fit_one_term(draws: list[Draw], des: Design, term: str, expr: Expression, pl
     if len(y) < len(expr.parameters) + 1:
         raise FitError(f"only {len(y)} (draw, point) rows of the {term} term are measured; the law "
                        f"{expr.text!r} has {len(expr.parameters)} parameters and needs at least {len(expr.parameters) + 1}")
-    hints = FORMS["free"].start
+    hints = EXPONENT_START
     theta, converged, jac = law.point_fit(L, M, D, y, w, hints, np.random.default_rng(seed))
     if not plan["inner"]:
         nan = np.full(len(theta), np.nan)
@@ -189,7 +189,7 @@ def _prepared(frame: pd.DataFrame, floor: str) -> tuple[list[Draw], Design, str 
 
 def _term_law(form: str, term: str) -> tuple[str, Expression]:
     label, expr = resolve_form(form)
-    if method_of(label).name != LAW_METHOD:
+    if not method_of(label).from_rms_errors:
         raise FitError(f"the {label} law fits both terms itself; fit one term with a law of it, e.g. --form "
                        f"\"{DEFAULT_TERM_LAWS[term] if term == 'bias' else UNTIED_FLUCT}\"")
     return label, expr
@@ -274,7 +274,7 @@ def fit_term(frame: pd.DataFrame, form: str, *, n_boot: int = 200, seed: int = 0
     return result
 
 
-def fit_terms(frame: pd.DataFrame, form: str = "decomposed", *, bias: str | None = None, fluct: str | None = None,
+def fit_terms(frame: pd.DataFrame, form: str = DEFAULT_FORM, *, bias: str | None = None, fluct: str | None = None,
               n_boot: int = 200, seed: int = 0, where: str | None = None, floor: str = "quadrature",
               per_draw: bool = True, range_check: bool = True) -> FitResult:
     """User laws for the two terms fitted together on a ``seed_grams`` frame: ``bias`` on each

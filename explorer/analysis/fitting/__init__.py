@@ -6,7 +6,8 @@ does); ``rms_fit.fit`` fits a law to each point's RMS error over seeds (the leas
 in ``solver``, the two-level bootstrap in ``bootstrap``); ``result.FitResult`` is a fitted law
 with its rows and guard rails, ``text`` says it in words; ``diagnostics`` judges laws and grids
 (cross-validated comparison, local slopes, the range check); ``mean_of_runs`` fits the mean error
-over every run with a bootstrap over draws (the companion paper's pooling); ``targets`` reads an
+over every run with a bootstrap over draws (the companion paper's pooling; the registry's
+``mean_of_runs`` method, asked for by name through ``fit_sweep``); ``targets`` reads an
 adaptive sweep's targets from a fit; ``stored_sweep`` fits a stored sweep for ``explorer fit``,
 naming the law that fits it instead where the law's data is missing; ``tie`` tests the theory's tie of two exponents (g = b).
 

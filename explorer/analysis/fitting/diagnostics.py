@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import FitError
-from ..laws import FORMS, Expression, law_forms, resolve_form, unidentified_terms
+from ..laws import DEFAULT_FORM, FORMS, Expression, law_forms, resolve_form, unidentified_terms
 from .solver import LOSS_SCALE
 from .result import FitResult
 from .solver import (FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm, prepare, solve_batch, start_points)
@@ -29,21 +29,19 @@ CV_TOLERANCE = 0.02  # compare_laws: laws within 2% of the best CV error rank by
 SAME_LAW_LOG = 1e-3  # same_law: two fitted laws this close in log at every point are one law
 
 
-ADDITIVE_FORMS = ("theory", "free")  # their terms add; the RMS over seeds adds them in quadrature
-RSS_FORMS = ("theory_rss", "free_rss")
-
-
 def additive_warning(table: pd.DataFrame, form: str) -> list[str]:
-    """A warning when ``form`` adds its terms and the comparison ranks a quadrature law ahead of it."""
+    """A warning when ``form`` adds its terms (it has a quadrature twin, ``Form.rss_twin``) and the
+    comparison ranks a law adding them in quadrature (any additive law's twin) ahead of it."""
     rank = {name: r for law, r in zip(table["law"], table["rank"]) for name in str(law).split(" = ")}
-    if form not in ADDITIVE_FORMS or form not in rank:
+    if form not in FORMS or FORMS[form].rss_twin is None or form not in rank:
         return []
-    ahead = [f for f in RSS_FORMS if f in rank and rank[f] < rank[form]]
+    twins = [f.rss_twin for f in FORMS.values() if f.rss_twin is not None]
+    ahead = [f for f in twins if f in rank and rank[f] < rank[form]]
     if not ahead:
         return []
     return [f"{', '.join(ahead)} rank{'s' if len(ahead) == 1 else ''} ahead of {form}: the errors combine the two "
             f"terms in quadrature (RMS over seeds), so the additive {form} law biases its exponent in L upwards; "
-            "prefer the decomposed fit (the default)"]
+            f"prefer the {DEFAULT_FORM} fit (the default)"]
 
 
 def fittable_forms(grid: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -264,5 +262,5 @@ def local_slopes(grid: pd.DataFrame, column: str = "err") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["axis", "L", "M", "D", "x_low", "x_high", "x", "slope", "theory"])
 
 
-__all__ = ["ADDITIVE_FORMS", "CV_TOLERANCE", "RSS_FORMS", "additive_warning", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check",
+__all__ = ["CV_TOLERANCE", "additive_warning", "compare_laws", "fittable_forms", "format_comparison", "local_slopes", "range_check",
            "same_law"]

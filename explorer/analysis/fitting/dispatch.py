@@ -2,8 +2,9 @@
 with the reader the law's method names (``explorer.analysis.laws.METHODS``) and fits it with the
 method's fitter.
 
-``explorer fit`` (through ``explorer.api.fit``), the report, the adaptive loop and the
-reproductions all fit through here, so a law with a way of fitting of its own is a ``Method``
+``explorer fit`` (through ``explorer.api.fit``), the report, the adaptive loop, ``explorer
+compare`` (each side's warnings), a design's pilot and the reproductions all fit through here
+(a reproduction's mean of runs is the ``mean_of_runs`` method, asked for by name), so a law with a way of fitting of its own is a ``Method``
 entry of the registry and the module that fits it; nothing here changes. What a reader and a
 fitter must do is declared below (``SweepReader``, ``Fitter``).
 """
@@ -53,12 +54,13 @@ class Fitter(Protocol):
                  range_check: bool = ...) -> FitResult: ...
 
 
-def data_and_fitter(form: str, metric: str | None = None, terms: bool = False) -> tuple[SweepReader, Fitter]:
+def data_and_fitter(form: str, metric: str | None = None, terms: bool = False,
+                    method: str | None = None) -> tuple[SweepReader, Fitter]:
     """The reader and the fitter of the method that fits ``form`` on ``metric`` (``terms``: the
-    user's laws of both terms; ``explorer.analysis.laws.method_of``), imported on this first use
-    (the fitting stack: scipy)."""
-    method = method_of(form, metric, terms)
-    return _imported(method.data), _imported(method.fitter)
+    user's laws of both terms; ``method``: a method asked for by name; ``explorer.analysis.laws.method_of``),
+    imported on this first use (the fitting stack: scipy)."""
+    found = method_of(form, metric, terms, method)
+    return _imported(found.data), _imported(found.fitter)
 
 
 def _imported(target: str):
@@ -71,7 +73,8 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
               where: str | None = None, n_boot: int = 200, seed: int = 0, hold: bool = True,
               floor: str = "quadrature", per_draw: bool = True, range_check: bool = True,
               select: Callable[[pd.DataFrame], pd.DataFrame] | None = None, bias: str | None = None,
-              fluct: str | None = None, cache=None) -> FitResult:
+              fluct: str | None = None, cache=None, method: str | None = None, options: dict | None = None,
+              rows: pd.DataFrame | None = None) -> FitResult:
     """A law fitted to one slice of a sweep: its method's reader, then its fitter (``data_and_fitter``).
 
     Args:
@@ -89,6 +92,12 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
             fitted together from the seeds' Gram rows (``explorer.analysis.decomposed.fit_terms``).
         cache: an ``explorer.report.fit_cache.FitCache`` (its ``computed(kind, inputs, compute)``):
             a fit of the same rows and options is read back from it, not fitted again (not with ``select``).
+        method: a method asked for by name rather than the law's own (``explorer.analysis.laws.TERM_METHODS``:
+            ``mean_of_runs``, the mean error over every run of a point with a bootstrap over the draws).
+        options: more keyword arguments of the method's fitter (``mean_of_runs``: ``residuals``, ``pool``).
+        rows: the frame to fit, read already as the method's reader reads it (a design's pilot,
+            each side of a comparison, a reproduction's runs with their blow-ups): nothing is
+            read, no slice is held (``hold`` is not used) and ``con`` may be None.
         A term metric (``bias_out``, ``fluct_hidden``, ...) fits ``form`` to that term alone
         (``explorer.analysis.decomposed.fit_term``).
     Returns:
@@ -104,17 +113,23 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
     terms = bias is not None or fluct is not None
     if terms:
         _check_term_laws(label, metric, bias, fluct)
-    read, fitter = data_and_fitter(label, metric, terms)
+    read, fitter = data_and_fitter(label, metric, terms, method)
     if terms:
         fitter = functools.partial(fitter, bias=bias, fluct=fluct)
-    require_sweep_rows(con, sweep, where)  # a filter matching nothing says so, in the user's words
-    held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
-    if hold:
-        where = held_where(held, where)
-    frame = read(con, sweep, metric=metric, step=step, where=where)
+    if options:
+        fitter = functools.partial(fitter, **options)
+    if rows is not None:
+        held, frame = {}, rows
+    else:
+        require_sweep_rows(con, sweep, where)  # a filter matching nothing says so, in the user's words
+        held = held_axes(con, sweep, ("L", "M", "D"), where) if hold else {}
+        if hold:
+            where = held_where(held, where)
+        frame = read(con, sweep, metric=metric, step=step, where=where)
     if select is not None:
         frame = select(frame)
-    check_single_slice(frame)
+    if rows is None:  # rows given are the caller's slice, checked as it needs
+        check_single_slice(frame)
     def fit() -> FitResult:
         return fitter(frame, form, n_boot=n_boot, seed=seed, where=where, floor=floor, per_draw=per_draw,
                       range_check=range_check)
@@ -125,14 +140,24 @@ def fit_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str = "err_o
         result = cache.computed("fit", {"frame": frame, "form": form, "method": label, "metric": metric, "step": step,
                                         "n_boot": n_boot, "seed": seed, "where": where, "floor": floor,
                                         "per_draw": per_draw, "range_check": range_check, "bias": bias,
-                                        "fluct": fluct}, fit)
+                                        "fluct": fluct, **_named(method, options)}, fit)
     result.held = held
     return result
 
 
+def _named(method: str | None, options: dict | None) -> dict:
+    """The cache's inputs for a method asked for by name and its fitter's options (none: none, so
+    that the keys of the fits cached before them stay the same)."""
+    named = {"by_name": method} if method is not None else {}
+    if options:
+        named["options"] = {k: getattr(v, "__qualname__", v) for k, v in sorted(options.items())}
+    return named
+
+
 def _check_term_laws(label: str, metric: str, bias: str | None, fluct: str | None) -> None:
-    """User laws of the two terms go with the decomposed law and an error metric; each must parse."""
-    if method_of(label).name != "decomposed":
+    """User laws of the two terms go with a law whose method fits the two terms on their own (the
+    decomposed law) and an error metric; each must parse."""
+    if not method_of(label).fits_terms:
         raise FitError(f"--bias and --fluct are the user's laws of the decomposed law's two terms: use them with "
                        f"--form {DEFAULT_FORM}, not {label!r}")
     if method_of(label, metric).name == TERM_METHOD:

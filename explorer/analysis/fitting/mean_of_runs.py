@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from .result import FitResult
+
 MIN_DRAWS = 3  # a bootstrap over fewer draws does not estimate their spread
 RESAMPLE_STARTS = 3  # starts of each bootstrap refit (the point fit keeps fit's default)
 
@@ -88,7 +90,7 @@ def least_squares_on_err(form: str, points: pd.DataFrame, start: dict) -> dict:
     return dict(zip(names, map(float, solution.x)))
 
 
-def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options):
+def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options) -> tuple:
     """(tool's fit of the law on ``points``, the constants under ``residuals``)."""
     from .rms_fit import fit
 
@@ -99,12 +101,18 @@ def _estimate(points: pd.DataFrame, form: str, residuals: str, **fit_options):
 
 
 def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, where: str | None = None,
-               residuals: str = "log", pool=pooled_mean):
+               residuals: str = "log", pool=pooled_mean, *, floor: str = "quadrature", per_draw: bool = False,
+               range_check: bool = False) -> FitResult:
     """The law ``form`` fitted to ``pooled_mean(grid)``, with a bootstrap over the problem draws
     (``grid``: grid_errors rows with problem_seed and seed_errs). Returns a ``FitResult`` whose
     intervals, samples and bootstrap description are the draws'; ``residuals`` as in the module
     docstring; ``pool``: how a point's runs become its error (default ``pooled_mean``; a
     reproduction passes its spec's pooling, ``explorer.reproduce.pooling``).
+
+    The registry's ``mean_of_runs`` method's fitter (an ``explorer.analysis.fitting.Fitter``; a
+    reproduction fits through ``fit_sweep(..., method="mean_of_runs", options=...)``): ``floor`` as
+    ``rms_fit.fit``'s; ``per_draw`` and ``range_check`` are not used (the means pool the draws, and
+    the interval is the draws' own).
 
     Raises:
         FitError: as ``rms_fit.fit``; or fewer than ``MIN_DRAWS`` draws.
@@ -117,7 +125,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
     draws = np.sort(grid["problem_seed"].unique()) if "problem_seed" in grid else np.array([None])
     if len(draws) < MIN_DRAWS:
         raise FitError(f"{len(draws)} problem draw(s): a bootstrap over draws needs at least {MIN_DRAWS}")
-    result, estimate = _estimate(pool(grid), form, residuals, where=where)
+    result, estimate = _estimate(pool(grid), form, residuals, where=where, floor=floor)
     names = [p for p in result.parameters if math.isfinite(estimate[p])]
     by_draw = {d: grid[grid["problem_seed"] == d] for d in draws}
     rng = np.random.default_rng(seed)
@@ -128,7 +136,7 @@ def fit_pooled(grid: pd.DataFrame, form: str, n_boot: int = 200, seed: int = 0, 
             if residuals == "err":  # a local refit from the point estimate: no log fit needed to start it
                 refit = least_squares_on_err(form, pool(sample), estimate)
             else:
-                _, refit = _estimate(pool(sample), form, residuals, n_starts=RESAMPLE_STARTS)
+                _, refit = _estimate(pool(sample), form, residuals, n_starts=RESAMPLE_STARTS, floor=floor)
         except FitError:
             continue
         replicates.append([refit[p] for p in names])

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...bounds import MAX_RESAMPLES
 from ...errors import FitError
-from ..laws import FORMS, LAW_METHOD, Expression, method_of, parse_expression, resolve_form, unidentified_terms
+from ..laws import FORMS, Expression, method_of, parse_expression, resolve_form, unidentified_terms
 from .bootstrap import bootstrap, interval, per_draw as per_draw_fits, spread
 from .result import FitResult, data_hash, fit_warnings
 from .solver import (FREE_BOUND, LOSS_SCALE, FitData, Problem, best_fit, check_single_slice, fit_data, largest_lm,
@@ -153,7 +153,7 @@ def _check_request(label: str, n_boot: int, grid: pd.DataFrame | None) -> None:
     if not 0 <= n_boot <= MAX_RESAMPLES:  # before the (n_boot, parameters) array of the bootstrap
         raise FitError(f"n_boot must be from 0 to {MAX_RESAMPLES:,} bootstrap resamples, got {n_boot}")
     method = method_of(label)
-    if method.name != LAW_METHOD:  # another method's law: its own data and fitter
+    if not method.from_rms_errors:  # another method's law: its own data and fitter
         fitter, data = (target.replace(":", ".") for target in (method.fitter, method.data))
         raise FitError(f"the {label} law is fitted by its own method, {method.name} (fit_sweep, or {fitter} on a "
                        f"{data.rsplit('.', 1)[-1]} frame), not from RMS errors")

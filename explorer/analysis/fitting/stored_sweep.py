@@ -15,7 +15,8 @@ def fit_stored_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str =
 
     Raises:
         FitError, NoDecompositionError: as ``fit_sweep``; where the law's method has a fallback and
-            the error is its data's (a missing decomposition, or a ``FitError`` naming the method),
+            the error is its data's (``Method.missing_data``: a missing decomposition, or a ``FitError``
+            naming the method),
             the error's ``fallback_form`` is that law (else it has none).
     """
     try:
@@ -23,7 +24,7 @@ def fit_stored_sweep(con, sweep: str, form: str = DEFAULT_FORM, *, metric: str =
     except (NoDecompositionError, FitError) as exc:
         label, _ = resolve_form(form)
         method = method_of(label, metric)
-        if method.fallback is None or not isinstance(exc, NoDecompositionError) and method.name not in str(exc):
+        if method.fallback is None or not method.missing_data(exc):
             raise
         exc.fallback_form = method.fallback
         raise

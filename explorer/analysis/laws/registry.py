@@ -23,8 +23,10 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``expression``
 - Where a slice varies D, ``free``, ``free_rss`` and ``decomposed`` fit their ``untied`` law, an
   exponent per varied axis in each term: c1 D^h L^-a and c2 D^g (LM)^-b; the theory's tie g = b
   is tested (``explorer.analysis.fitting.tie``) and the tied law fitted beside it.
-- Any law may be fitted to one term (``TERM_METHOD``, a metric of ``TERM_METRICS``), and the
-  user's laws to both terms together (``TERMS_METHOD``).
+- Any law may be fitted to one term (``TERM_METHOD``, a metric of ``TERM_METRICS``), the user's
+  laws to both terms together (``TERMS_METHOD``), and any law to the mean error over every run of
+  a point with a bootstrap over the draws (``MEAN_OF_RUNS_METHOD``, the companion paper's pooling,
+  which a reproduction asks for by name).
 - ``joint``: err ~ c1/L + c2 sqrt(D/(L M)) + c3/sqrt(D). Chaintron, Chizat, Maass, "ResNets of All
   Shapes and Sizes" (arXiv:2603.18168): the large-D term of the joint limit.
 - ``output``: err ~ c1/L + c2 D/(L M). The companion paper's output errors decay like D/(L M)
@@ -32,6 +34,15 @@ Laws (``FORMS``; any other text is parsed as a user expression by ``expression``
 - ``companion_hidden``: err^2 ~ a D/(L M) + b/D + c/L^2, and ``companion_output``:
   err^2 ~ a (D/(L M))^2 + b/D + c/L^2: the companion paper's bounds as a root sum of squares
   (hidden state, output); a, b, c are positive constants.
+
+What the rest of the house asks a law (``Form``) instead of testing its name: whether the report
+fits it (``report``) and the axes it needs varied (``needs``, ``needed_axes``), the law that adds
+the same terms in quadrature (``rss_twin``: the diagnostics' warning on additive laws), whether it
+gives the shape advice (``shape_advice``) and whether ``explorer compare`` fits it
+(``comparable``), and the report's words for it (``report_law``, ``contrast``). What it asks a
+method (``Method``): its fallback law, whether it fits the two terms on their own
+(``fits_terms``), whether the law fitter fits it from RMS errors (``from_rms_errors``), and
+whether an error is its data's (``missing_data``).
 """
 from __future__ import annotations
 
@@ -39,12 +50,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...errors import FitError
+from ...errors import FitError, NoDecompositionError
 from ...formatting import fmt
 from ..data import ERROR_METRICS, FIT_METRICS, TERM_METRICS
+from .default import DEFAULT_FORM
 from .expression import Expression, constant_terms, parse_expression
-
-DEFAULT_FORM = "decomposed"  # of explorer fit, the report and the adaptive loop
 
 RSS_FALLBACK = "free_rss"  # what the CLI suggests when the decomposed law cannot run
 
@@ -53,6 +63,12 @@ LAW_METHOD = "law"  # the method of a user expression and of every law that name
 TERM_METHOD = "term"  # any law fitted to one term of the decomposition (a term metric)
 
 TERMS_METHOD = "terms"  # the user's laws of both terms (``--form decomposed --bias EXPR --fluct EXPR``)
+
+MEAN_OF_RUNS_METHOD = "mean_of_runs"  # any law fitted to each point's mean error over every run (a reproduction's)
+
+# where the free exponents start (free, free_rss and the fits of one term): the theory's a, b, the
+# D exponents g (tied to b) and h (none)
+EXPONENT_START = {"a": 1.0, "b": 0.5, "g": 0.5, "h": 0.0}
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,20 @@ class Method:
     loss: str  # what the fit minimises, in words
     metrics: tuple[str, ...] = FIT_METRICS  # the metrics it can fit
     fallback: str | None = None  # the law that fits the same terms from RMS errors when this one's data is missing
+    # it fits the two terms of the decomposition on their own (bias and fluctuation): its result
+    # draws the terms' charts, and the user's laws of the terms (--bias, --fluct) go with its laws
+    fits_terms: bool = False
+
+    @property
+    def from_rms_errors(self) -> bool:
+        """Whether the law fitter fits its laws from each point's RMS error (``LAW_METHOD``): a
+        fitter of another method's data refuses them."""
+        return self.name == LAW_METHOD
+
+    def missing_data(self, exc: Exception) -> bool:
+        """Whether ``exc`` says this method's data is missing (no decomposition, or an error that
+        names the method: one seed a point), so that its ``fallback`` would fit the sweep."""
+        return isinstance(exc, NoDecompositionError) or self.name in str(exc)
 
 
 METHODS: dict[str, Method] = {
@@ -80,12 +110,14 @@ METHODS: dict[str, Method] = {
                "none: every draw's RMS over seeds, each a point", "soft-L1 on log residuals"),
         Method("decomposed", "explorer.analysis.data:seed_grams", "explorer.analysis.decomposed:fit_decomposed",
                "none: each seed's Gram rows (decomposed fit)", "the decomposed fit's (bias and fluctuation)",
-               metrics=tuple(m.name for m in ERROR_METRICS.values() if m.gram), fallback=RSS_FALLBACK),
+               metrics=tuple(m.name for m in ERROR_METRICS.values() if m.gram), fallback=RSS_FALLBACK,
+               fits_terms=True),
     )
 }
 
 
-# The methods a metric or an option chooses rather than a law (any law may be fitted with them).
+# The methods a metric or an option chooses rather than a law (any law may be fitted with them;
+# ``method_of(..., method=NAME)`` or ``fit_sweep(..., method=NAME)`` asks for one by name).
 TERM_METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -95,6 +127,9 @@ TERM_METHODS: dict[str, Method] = {
         Method(TERMS_METHOD, "explorer.analysis.data:seed_grams", "explorer.analysis.decomposed:fit_terms",
                "none: each seed's Gram rows (the user's law of each term)", "weighted least squares on each log term",
                metrics=tuple(m.name for m in ERROR_METRICS.values() if m.gram)),
+        Method(MEAN_OF_RUNS_METHOD, "explorer.analysis.data:grid_errors", "explorer.analysis.fitting:fit_pooled",
+               "each point's mean error over every run (seeds x draws); bootstrap over the draws",
+               "soft-L1 on log residuals, or unweighted least squares on err (option residuals='err')"),
     )
 }
 
@@ -113,6 +148,17 @@ class Form:
     # the law with an exponent per varied axis in each term, fitted where the slice varies D: the
     # theory ties the fluctuation's D and L*M exponents (g = b), which the fit then tests
     untied: str | None = None
+    report: int | None = None  # its place among the laws every report fits (None: fitted when asked for)
+    needs: tuple[str, ...] = ()  # axes it needs varied besides the L and M it uses (joint: D, for c3/sqrt(D))
+    # an additive law of the two terms: its twin adding them in quadrature, as the RMS over seeds
+    # does (the diagnostics warn when the twin ranks ahead: the additive law biases a upwards)
+    rss_twin: str | None = None
+    shape_advice: bool = False  # the report's shape advice (the best L, M, D at a budget) reads its fit
+    comparable: bool = False  # ``explorer compare`` fits it (its intervals resample the shared draws and seeds)
+    # the report summary's sentence of its fit: the law with its constants ({c1}, ... filled in, markup)
+    report_law: str | None = None
+    # the law the report summary sets its fit against (by R^2), and how the two differ, in words
+    contrast: tuple[str, str] | None = None
 
     @property
     def summary(self) -> str:
@@ -124,23 +170,26 @@ class Form:
 FORMS: dict[str, Form] = {
     f.name: f
     for f in (
-        Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound"),
+        Form("theory", "c1/L + c2*sqrt(D/(L*M))", "Chizat 2025 (arXiv:2509.10167), 2LP-block bound", report=1,
+             rss_twin="theory_rss", report_law="{c1}/L + {c2}&middot;sqrt(D/(L M))"),
         Form("free", "c1*L**(-a) + c2*(D/(L*M))**b", "theory's two terms with free exponents",
-             start={"a": 1.0, "b": 0.5, "g": 0.5, "h": 0.0}, theory={"a": 1.0, "b": 0.5},
-             untied="c1*D**h*L**(-a) + c2*D**g*(L*M)**(-b)"),
+             start=dict(EXPONENT_START), theory={"a": 1.0, "b": 0.5},
+             untied="c1*D**h*L**(-a) + c2*D**g*(L*M)**(-b)", report=2, rss_twin="free_rss"),
         Form("theory_rss", "sqrt((c1/L)**2 + c2**2*D/(L*M))",
              "theory's two terms as the RMS over seeds combines them (bias and fluctuation in quadrature)"),
         Form("free_rss", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
              "free's two terms in quadrature, as the RMS over seeds combines them",
-             start={"a": 1.0, "b": 0.5, "g": 0.5, "h": 0.0}, theory={"a": 1.0, "b": 0.5},
-             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)"),
+             start=dict(EXPONENT_START), theory={"a": 1.0, "b": 0.5},
+             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)", report=3),
         Form("decomposed", "sqrt((c1*L**(-a))**2 + (c2*(D/(L*M))**b)**2)",
              "each term on its own: c1, a on the seeds' bias, c2, b on their fluctuation (docs/analysis.md)",
              start={"a": 1.0, "b": 0.5}, theory={"a": 1.0, "b": 0.5}, method="decomposed",
-             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)"),
+             untied="sqrt((c1*D**h*L**(-a))**2 + (c2*D**g*(L*M)**(-b))**2)", report=0, comparable=True),
         Form("joint", "c1/L + c2*sqrt(D/(L*M)) + c3/sqrt(D)",
-             "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D"),
-        Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)"),
+             "Chaintron, Chizat, Maass 2026 (arXiv:2603.18168), joint limit in L, M, D", report=5, needs=("D",),
+             shape_advice=True),
+        Form("output", "c1/L + c2*D/(L*M)", "Chaintron, Chizat, Maass 2026: output error ~ D/(L M)", report=4,
+             contrast=("theory", "D/(LM) instead of its square root")),
         Form("companion_hidden", "sqrt(a*D/(L*M) + b/D + c/L**2)",
              "Chaintron, Chizat, Maass 2026: hidden-state error^2 ~ D/(LM) + 1/D + 1/L^2", positive=("a", "b", "c")),
         Form("companion_output", "sqrt(a*(D/(L*M))**2 + b/D + c/L**2)",
@@ -149,10 +198,20 @@ FORMS: dict[str, Form] = {
 }
 
 
-def method_of(form: str, metric: str | None = None, terms: bool = False) -> Method:
-    """The method that fits ``form``: ``TERM_METHOD`` for any law on a term metric, ``TERMS_METHOD``
-    for user laws of both terms (``terms``), else a registry law's own, ``LAW_METHOD`` for an
-    expression."""
+def method_of(form: str, metric: str | None = None, terms: bool = False, method: str | None = None) -> Method:
+    """The method that fits ``form``: ``method`` when one is asked for by name (a name of
+    ``METHODS`` or ``TERM_METHODS``), else ``TERM_METHOD`` for any law on a term metric,
+    ``TERMS_METHOD`` for user laws of both terms (``terms``), else a registry law's own,
+    ``LAW_METHOD`` for an expression.
+
+    Raises:
+        FitError: ``method`` names no method.
+    """
+    if method is not None:
+        known = {**METHODS, **TERM_METHODS}
+        if method not in known:
+            raise FitError(f"unknown fit method {method!r}; expected one of: {', '.join(known)}")
+        return known[method]
     if metric in TERM_METRICS:
         return TERM_METHODS[TERM_METHOD]
     if terms:
@@ -163,6 +222,34 @@ def method_of(form: str, metric: str | None = None, terms: bool = False) -> Meth
 def law_forms() -> list[str]:
     """The registry laws fitted to RMS errors (``LAW_METHOD``): those ``compare_laws`` ranks."""
     return [name for name, form in FORMS.items() if form.method == LAW_METHOD]
+
+
+def report_forms() -> list[str]:
+    """The laws every report fits, in the report's order (``Form.report``)."""
+    return sorted((name for name, form in FORMS.items() if form.report is not None), key=lambda n: FORMS[n].report)
+
+
+def compared_forms() -> list[str]:
+    """The laws ``explorer compare`` fits (``Form.comparable``)."""
+    return [name for name, form in FORMS.items() if form.comparable]
+
+
+def needed_axes(form: str) -> frozenset[str]:
+    """The axes a law needs to vary to be fitted: those of L and M it uses, those its registry
+    entry needs besides (``Form.needs``: D for ``joint``'s c3/sqrt(D) term), D for a law of D
+    alone; one of L, M, D for a law of P alone.
+
+    Raises:
+        FitError, ExpressionError: as ``resolve_form``.
+    """
+    label, expr = resolve_form(form)
+    used = set(expr.variables)
+    needed = used & {"L", "M"}
+    if label in FORMS:
+        needed |= set(FORMS[label].needs)
+    if not needed and "D" in used:
+        needed.add("D")
+    return frozenset(needed)
 
 
 def resolve_form(form: str) -> tuple[str, Expression]:
@@ -216,5 +303,6 @@ def unidentified_terms(expr: Expression, grid: pd.DataFrame) -> tuple[Expression
     return parse_expression(reduced, positive), reasons
 
 
-__all__ = ["DEFAULT_FORM", "FORMS", "LAW_METHOD", "METHODS", "TERM_METHOD", "TERM_METHODS", "TERMS_METHOD", "RSS_FALLBACK", "Form", "Method", "law_forms", "method_of",
-           "resolve_form", "unidentified_terms"]
+__all__ = ["DEFAULT_FORM", "EXPONENT_START", "FORMS", "LAW_METHOD", "MEAN_OF_RUNS_METHOD", "METHODS", "TERM_METHOD",
+           "TERM_METHODS", "TERMS_METHOD", "RSS_FALLBACK", "Form", "Method", "compared_forms", "law_forms", "method_of",
+           "needed_axes", "report_forms", "resolve_form", "unidentified_terms"]
