@@ -269,6 +269,8 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
 
     from store import Store
     from store.layout import compacted_name, join, kind_dir
+    from store.schema import schema
+    from store.status_counts import footer_metadata
     from store.write import parquet_bytes
 
     sys.path.insert(0, str(ROOT / "tests" / "store"))
@@ -302,9 +304,12 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
                     columns[name] = pa.ListArray.from_arrays(lists.offsets, pa.array(values))
                 else:
                     columns[name] = pa.concat_arrays([base] * n)
-            table = pa.table(columns).cast(template.schema)
+            # the store's own column types (a query gives timestamps as Etc/UTC: the screen would refuse them)
+            table = pa.table(columns).cast(pa.schema([schema(kind).field(name) for name in template.schema.names]))
             path = join(kind_dir(st.files.root, "synth", kind), compacted_name(f"{time.time_ns():020d}{n_chunk:08x}", 0))
-            st.files.put(path, parquet_bytes(table, compression="zstd"))
+            # as compaction writes them: a trials file keeps its rows by status in its footer
+            st.files.put(path, parquet_bytes(table, metadata=footer_metadata(table) if kind == "trials" else None,
+                                             compression="zstd"))
     return time.perf_counter() - t0
 
 
