@@ -30,9 +30,9 @@ from .files import Entry, Files
 from .layout import check_sweep, classify, kind_dir
 from .lookup import read_again_if_moved, read_tables
 from .schema import STATUSES
-from .screen import _key_range, screen_file, unreadable_error
+from .screen import key_range, screen_file, unreadable_error
 
-FOOTER_KEY = b"explorer.trial_status_counts"
+FOOTER_KEY = b"explorer:trial_status_counts"
 _KIND = "trials"
 _KEY = "trial_key"
 
@@ -110,7 +110,7 @@ def _footer(files: Files, entry: Entry, fragments: dict) -> tuple:
     if counts is not None:
         found = (counts[0], None if metadata.num_rows == 0 else (counts[1], counts[2]))
     else:
-        found = (None, _key_range(metadata, _KEY) if metadata.num_rows else None)
+        found = (None, key_range(metadata, _KEY) if metadata.num_rows else None)
     if entry.size is not None and entry.mtime is not None:
         if len(_FOOTERS) > 100_000:
             _FOOTERS.clear()
