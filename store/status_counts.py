@@ -13,7 +13,7 @@ the resolution rule over those files alone. So the counts equal those of ``trial
 whatever the store holds, and a sweep's end (its trials compacted into parts of disjoint key
 ranges) leaves a store whose counts cost one footer per 4 million trials.
 
-Files are screened as the views screen them (``screen.screen_file``): a foreign file counts
+Files are screened as the views screen them (``screen.screen_listing``): a foreign file counts
 nothing, an unreadable one raises ``UnreadableFileError`` naming it.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .files import Entry, Files
 from .layout import check_sweep, classify, kind_dir
 from .lookup import read_again_if_moved, read_tables
 from .schema import STATUSES
-from .screen import key_range, screen_file, unreadable_error
+from .screen import key_range, screen_listing, unreadable_error
 
 FOOTER_KEY = b"explorer:trial_status_counts"
 _KIND = "trials"
@@ -135,17 +135,14 @@ def _status_counts(files: Files, sweep: str) -> dict[str, int]:
     counts = {status: 0 for status in STATUSES}
     listing = list_kind(files, sweep, _KIND, stat=True)
     fragments: dict = {}
-    unreadable = []
-    footers: list[tuple[Entry, dict | None, tuple[str, str] | None]] = []
-    for entry in listing.compacted:
-        verdict = screen_file(files, entry, _KIND, None, fragments)
-        if verdict is not None:
-            if verdict.category == "unreadable":
-                unreadable.append(verdict)
-            continue  # foreign: serves no rows
-        footers.append((entry, *_footer(files, entry, fragments)))
+    # the compacted files' footers, screened as the views screen them (in parallel on object storage)
+    verdicts = screen_listing(files, Listing(listing.directory, compacted=listing.compacted), _KIND, fragments=fragments)
+    unreadable = [v for v in verdicts if v.category == "unreadable"]
     if unreadable:
         raise unreadable_error(unreadable)
+    refused = {v.file for v in verdicts}  # foreign: serves no rows
+    footers: list[tuple[Entry, dict | None, tuple[str, str] | None]] = [
+        (entry, *_footer(files, entry, fragments)) for entry in listing.compacted if entry.path not in refused]
     clean = _clean_files(footers, sorted(listing.singles))
     for entry, by_status, _ in footers:
         if entry.path in clean:

@@ -187,3 +187,14 @@ def test_has_kind_lists_and_reads_nothing(local_store):
     assert local_store.has_kind("s", "trials") and local_store.has_kind("s", "metrics")
     assert not local_store.has_kind("s", "rounds")
     assert not local_store.has_kind("nosuch", "trials")
+
+
+def test_a_foreign_compacted_file_counts_nothing(local_store):
+    import pyarrow as pa
+
+    _fill(local_store, _trials())
+    local_store.compact("s", kinds=("trials",))
+    expected = _expected(local_store)
+    stray = os.path.join(kind_dir(local_store.files.root, "s", "trials"), "compacted.99999999999999999999abcd1234.0.parquet")
+    pq.write_table(pa.table({"trial_key": ["f" * 16], "status": ["ok"]}), stray)
+    assert local_store.trial_status_counts("s") == expected == _expected(local_store)
