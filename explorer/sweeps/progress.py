@@ -155,7 +155,7 @@ class Progress:
             return None
         t0, done0, cost0 = self.anchor
         window = now - t0
-        if window <= 0 or window < t0 - self.started:
+        if window <= 0 or window + 1e-3 < t0 - self.started:  # (a millisecond: clocks in floats)
             return None
         eta = eta_seconds(window, c.done - done0, c.total - done0, c.done_cost - cost0,
                           max(c.total_cost - cost0, 0.0) if c.total_cost > 0 else 0.0, c.slots)
