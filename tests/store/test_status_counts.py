@@ -198,3 +198,14 @@ def test_a_foreign_compacted_file_counts_nothing(local_store):
     stray = os.path.join(kind_dir(local_store.files.root, "s", "trials"), "compacted.99999999999999999999abcd1234.0.parquet")
     pq.write_table(pa.table({"trial_key": ["f" * 16], "status": ["ok"]}), stray)
     assert local_store.trial_status_counts("s") == expected == _expected(local_store)
+
+
+def test_counts_equal_those_of_the_rows_on_any_store(any_store, monkeypatch):
+    trials = _trials()
+    _fill(any_store, trials[:8])
+    any_store.compact("s", kinds=("trials",))
+    seen = _rows_read(monkeypatch)
+    assert any_store.trial_status_counts("s") == _expected(any_store) and seen == []
+    _fill(any_store, trials[8:])  # small files beside the compacted one
+    assert any_store.trial_status_counts("s") == _expected(any_store)
+    assert sum(any_store.trial_status_counts("s").values()) == len(trials)
