@@ -142,13 +142,17 @@ def count_files(root: Path) -> tuple[int, int]:
     return len(files), sum(1 for p in files if p.parent.name == "references")
 
 
-def first_trial_eta(lines: list[tuple[float, str]]) -> tuple[float | None, str | None, float | None]:
-    """(time it was printed, its text, seconds it predicted) of the first ETA of the trial phase."""
+def first_trial_eta(lines: list[tuple[float, str]], measured: bool = False) -> tuple[float | None, str | None, float | None]:
+    """(time it was printed, its text, seconds it predicted) of the first ETA of the trial phase
+    (``measured``: the first from the measured rate, not the dry run's estimate; of an estimate
+    ``~low-high``, the middle of the range)."""
     for t, line in lines:
         for part in line.replace("\r", "\n").split("\n"):
-            match = re.search(r"trials \d+/\d+ .*ETA (~?)([0-9hms.]+)", part)
-            if match:
-                return t, part.strip(), parse_duration(match.group(2))
+            match = re.search(r"trials \d+/\d+ .*ETA (~?)([0-9hms.]+)(?:-([0-9hms.]+))?", part)
+            if match and not (measured and match.group(1)):
+                low = parse_duration(match.group(2))
+                high = parse_duration(match.group(3)) if match.group(3) else low
+                return t, part.strip(), None if low is None or high is None else (low + high) / 2
     return None, None, None
 
 
@@ -176,6 +180,7 @@ def sweep_part(sizes: list[int], device: str | None, every_s: float) -> list[dic
             wall, rc, out, lines, peak = run_timed(EXPLORER + ["sweep", str(spec), "--store", str(store)], every_s)
             files, ref_files = count_files(store)
             eta_at, eta_line, eta_s = first_trial_eta(lines)
+            measured_at, measured_line, measured_s = first_trial_eta(lines, measured=True)
             end = trial_phase_end(lines)
             tune_trials = next((int(m.group(1)) for _, l in lines if (m := re.search(r"as (\d+) Tune trials", l))), None)
             check_wall, check_rc, check_out, _, _ = run_timed(EXPLORER + ["check", "--store", str(store)], every_s)
@@ -192,6 +197,8 @@ def sweep_part(sizes: list[int], device: str | None, every_s: float) -> list[dic
                 "compute_s": round(compute, 1) if compute is not None else None,
                 "first_eta_line": eta_line, "first_eta_s": eta_s,
                 "actual_left_s": round(end - eta_at, 1) if end is not None and eta_at is not None else None,
+                "first_measured_eta_line": measured_line, "first_measured_eta_s": measured_s,
+                "actual_left_at_measured_s": round(end - measured_at, 1) if end is not None and measured_at is not None else None,
                 "second_sweep_wall_s": round(wall2, 1), "second_sweep_rc": rc2, "second_sweep_peak_rss_mb": round(peak2),
                 "second_sweep_references_found": found and not computed, "device": device or "cpu", "load": load(),
             }
@@ -269,6 +276,8 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
 
     from store import Store
     from store.layout import compacted_name, join, kind_dir
+    from store.schema import schema
+    from store.status_counts import footer_metadata
     from store.write import parquet_bytes
 
     sys.path.insert(0, str(ROOT / "tests" / "store"))
@@ -302,9 +311,12 @@ def write_synthetic(root: Path, trials: int, steps: int = 20, chunk: int = 50_00
                     columns[name] = pa.ListArray.from_arrays(lists.offsets, pa.array(values))
                 else:
                     columns[name] = pa.concat_arrays([base] * n)
-            table = pa.table(columns).cast(template.schema)
+            # the store's own column types (a query gives timestamps as Etc/UTC: the screen would refuse them)
+            table = pa.table(columns).cast(pa.schema([schema(kind).field(name) for name in template.schema.names]))
             path = join(kind_dir(st.files.root, "synth", kind), compacted_name(f"{time.time_ns():020d}{n_chunk:08x}", 0))
-            st.files.put(path, parquet_bytes(table, compression="zstd"))
+            # as compaction writes them: a trials file keeps its rows by status in its footer
+            st.files.put(path, parquet_bytes(table, metadata=footer_metadata(table) if kind == "trials" else None,
+                                             compression="zstd"))
     return time.perf_counter() - t0
 
 
@@ -474,10 +486,14 @@ def main() -> None:
         big = max(sweeps, key=lambda r: r["trials"]) if sweeps else None
         if big and floor.get("tune_wall_s") and big.get("compute_s") is not None:
             overhead = big["wall_s"] - big["compute_s"] / 2
-            log(f"tool overhead {overhead:.1f} s (wall - compute/2) vs bare Tune {floor['tune_wall_s']:.1f} s: "
-                f"ratio {overhead / floor['tune_wall_s']:.2f}")
+            per_trial, floor_per_trial = overhead / big["trials"], floor["tune_wall_s"] / big["trials"]
+            log(f"tool overhead {overhead:.1f} s (wall - compute/2; {per_trial * 1e3:.1f} ms a trial) vs bare Tune "
+                f"{floor['tune_wall_s']:.1f} s for {floor['tune_trials']} Tune trials ({floor_per_trial * 1e3:.1f} ms a "
+                f"trial of the sweep): ratio {overhead / floor['tune_wall_s']:.2f}")
             emit({"part": "overhead", "trials": big["trials"], "tool_overhead_s": round(overhead, 1),
-                  "tune_floor_s": floor["tune_wall_s"], "ratio": round(overhead / floor["tune_wall_s"], 2)})
+                  "tool_overhead_per_trial_ms": round(per_trial * 1e3, 2), "tune_floor_s": floor["tune_wall_s"],
+                  "tune_floor_per_trial_ms": round(floor_per_trial * 1e3, 2),
+                  "ratio": round(overhead / floor["tune_wall_s"], 2), "load": load()})
     if "compaction" in parts:
         compactions = compaction_part([int(x) for x in args.compaction.split(",") if x], args.sample_s, args.code)
         log(f"compaction peak RSS exponent: {exponent(compactions, 'trials', 'peak_rss_mb')}")

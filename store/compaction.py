@@ -54,6 +54,7 @@ from .query import kind_dataset
 from .printable import printable
 from .schema import KEY_COLUMN
 from .screen import Verdict, screen_listing
+from .status_counts import StatusTally
 from .write import ROW_GROUP_ROWS
 
 SORT_KEYS = {"metrics": ["trial_key", "seed", "step"], "trials": ["trial_key"], "fits": ["fit_id"],
@@ -237,7 +238,7 @@ class _Parts:
         self.generation = _generation()
         self.written: list[tuple[str, ContentDigest]] = []
         self.rows = 0
-        self._open = None  # (path, writer context, writer, fingerprint, rows)
+        self._open = None  # (path, writer context, writer, fingerprint, rows, status tally or None)
 
     def add(self, table: pa.Table) -> None:
         keys = table.column(KEY_COLUMN[self.kind])
@@ -268,18 +269,23 @@ class _Parts:
             context = self.files.put_stream(path)
             sink = context.__enter__()
             writer = pq.ParquetWriter(sink, table.schema, compression="zstd")
-            self._open = [path, context, writer, ContentDigest(), 0]
+            # a trials part keeps its rows by status in its footer: counted without reading rows
+            self._open = [path, context, writer, ContentDigest(), 0, StatusTally() if self.kind == "trials" else None]
         self._open[2].write_table(table, row_group_size=REFERENCE_ROW_GROUP_ROWS if self.kind == REFERENCES_DIR else ROW_GROUP_ROWS)
         self._open[3].add(table)
         self._open[4] += table.num_rows
+        if self._open[5] is not None:
+            self._open[5].add(table)
         self.rows += table.num_rows
 
     def _close(self) -> None:
         if self._open is None:
             return
-        path, context, writer, fingerprint, _ = self._open
+        path, context, writer, fingerprint, _, tally = self._open
         self._open = None
         try:
+            if tally is not None:
+                writer.add_key_value_metadata(tally.metadata())
             writer.close()
         except BaseException as exc:
             context.__exit__(type(exc), exc, exc.__traceback__)
@@ -293,7 +299,7 @@ class _Parts:
     def abandon(self) -> None:
         """Remove every part written or being written (the originals stay)."""
         if self._open is not None:
-            path, context, writer, _, _ = self._open
+            path, context, writer = self._open[:3]
             self._open = None
             try:
                 writer.close()

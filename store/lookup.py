@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .catalog import Source, list_kind
+from .catalog import Listing, Source, list_kind
 from .errors import SchemaError, StoreError
 from .files import Files
 from .layout import check_sweep
@@ -76,9 +76,12 @@ def trial_rows(files: Files, sweep: str, kind: str, keys) -> pa.Table | None:
     return pa.concat_tables(tables) if tables else None
 
 
-def read_tables(files: Files, sweep: str, kind: str, keys, columns: list[str] | None) -> list[pa.Table]:
-    """The ``columns`` (None: all) of the rows of ``kind`` serving ``keys`` (None: every key)."""
-    listing = list_kind(files, sweep, kind, stat=True)
+def read_tables(files: Files, sweep: str, kind: str, keys, columns: list[str] | None,
+                listing: Listing | None = None) -> list[pa.Table]:
+    """The ``columns`` (None: all) of the rows of ``kind`` serving ``keys`` (None: every key);
+    ``listing``: of these files only (default: the kind's whole folder)."""
+    if listing is None:
+        listing = list_kind(files, sweep, kind, stat=True)
     served = servable(files, listing, kind)  # the views' rule: foreign files never serve rows
     if served.unreadable:
         raise unreadable_error(served.unreadable)

@@ -180,16 +180,17 @@ class SweepSummary:
 
 
 def sweeps_summary(files: Files) -> list[SweepSummary]:
-    """One summary per sweep: trials (with a trials row) by status, bytes on disk, last write."""
-    from .lookup import trial_values
+    """One summary per sweep: trials (with a trials row) by status, from the compacted files'
+    footers where they can be (``status_counts``), bytes on disk, last write."""
+    from .status_counts import status_counts
 
     out = []
     for name in list_sweeps(files):
-        statuses = list(trial_values(files, name, "status").values())
+        counts = status_counts(files, name)
         entries = files.walk(sweep_dir(files.root, name))
         mtimes = [e.mtime for e in entries if e.mtime is not None]
         out.append(SweepSummary(
-            name, len(statuses), statuses.count("ok"), statuses.count("diverged"), statuses.count("failed"),
+            name, sum(counts.values()), counts.get("ok", 0), counts.get("diverged", 0), counts.get("failed", 0),
             sum(e.size or 0 for e in entries), max(mtimes) if mtimes else None,
         ))
     return out

@@ -180,7 +180,7 @@ def _screen(files: Files, entry: Entry, kind: str, key: str | None, fragments: d
     if folder is not None:
         expected.append(("sweep", folder, f"under sweep={folder}"))
     for column, value, where in expected:
-        held = _key_range(metadata, column)
+        held = key_range(metadata, column)
         if held is None and metadata.num_rows:  # no statistics: the rows themselves say whose they are
             try:
                 held = _key_range_from_rows(fragment, column)
@@ -200,7 +200,7 @@ def _sweep_folder(path: str) -> str | None:
     return parse_sweep_dir(parts[-3]) if len(parts) >= 3 else None
 
 
-def _key_range(metadata, column: str) -> tuple[str, str] | None:
+def key_range(metadata, column: str) -> tuple[str, str] | None:
     """(min, max) of a string column from the row-group statistics, None when not recorded."""
     index = metadata.schema.names.index(column)
     low = high = None

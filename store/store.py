@@ -4,6 +4,7 @@
     st.write_trial(sweep, trial_key, metric_rows, trial_row)
     st.completed_trial_keys(sweep)              # -> set of trial keys with a trials row
     st.trial_statuses(sweep)                    # -> {trial_key: "ok" | "diverged" | "failed"}
+    st.trial_status_counts(sweep)               # -> {"ok": n, "diverged": n, "failed": n}, from footers
     st.get_or_compute_reference(ref_key, compute)
     st.write_fit(sweep, fit_id, rows)
     st.write_round(sweep, round_id, rows)          # an adaptive sweep's round log
@@ -30,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references, runs
+from . import cleanup, compaction, integrity, leases, lookup, maintenance, query, references, runs, status_counts
 from .catalog import completed_keys, list_kind, list_references, list_sweeps
 from .control import MalformedControl, read_control
 from .errors import StoreQueryError
@@ -188,6 +189,23 @@ class Store:
             InvalidNameError: a bad sweep name. StoreError: an unreadable file.
         """
         return lookup.trial_values(self._files, sweep, "status")
+
+    def trial_status_counts(self, sweep: str) -> dict[str, int]:
+        """``{status: trials}`` of the sweep (ok, diverged and failed always present): the counts
+        of ``trial_statuses``, read from the footers of the compacted trials files where they
+        can be (``store.status_counts``), so a sweep's end leaves counts that cost the same at
+        10^6 trials as at 10^3; small files and files compacted before the counts were kept are
+        read as ``trial_statuses`` reads them.
+
+        Raises:
+            InvalidNameError: a bad sweep name. UnreadableFileError, StoreError: an unreadable file.
+        """
+        return status_counts.status_counts(self._files, sweep)
+
+    def has_kind(self, sweep: str, kind: str) -> bool:
+        """Whether the sweep holds any file of ``kind`` (one listing, nothing read): lets a
+        caller skip a kind that is absent (``explorer status`` and an adaptive sweep's rounds)."""
+        return status_counts.has_kind(self._files, sweep, kind)
 
     def trial_column(self, sweep: str, column: str, keys: Iterable[str] | None = None) -> dict[str, object]:
         """``trial_key -> value`` of one trials column (e.g. ``error``), for ``keys`` only when

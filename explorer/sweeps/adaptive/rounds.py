@@ -84,7 +84,7 @@ class AdaptiveResult:
 
 def read_rounds(store: Store, sweep: str) -> pd.DataFrame:
     """The sweep's ``rounds`` rows (empty frame when it has none), sorted by round."""
-    if sweep not in store.sweeps():
+    if sweep not in store.sweeps() or not store.has_kind(sweep, "rounds"):  # no query for a kind not there
         return pd.DataFrame()
     return stored_round_rows(store, sweep).to_pandas()
 

@@ -52,9 +52,7 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
         raise ValueError("give a spec or a sweep name (not both)")
     if sweep is not None:
         st = open_store(store, sweep=sweep)
-        counts = {s: 0 for s in STATUSES}
-        for status in st.trial_statuses(sweep).values():
-            counts[status] = counts.get(status, 0) + 1
+        counts = st.trial_status_counts(sweep)  # from the compacted files' footers: flat in the trials
         return SweepStatus(sweep=sweep, store=st.uri, counts=counts, adaptive=_adaptive_lines(st, sweep))
     spec = load_spec(spec_or_path, overrides)
     st = open_store(store)  # a spec not run yet: every trial pending, even in an empty store
@@ -70,7 +68,7 @@ def sweep_status(spec_or_path=None, *, sweep: str | None = None, store: Store | 
 
 def _adaptive_lines(st: Store, sweep: str) -> list[str]:
     """The rounds of an adaptive sweep, for the status (none for other sweeps)."""
-    if sweep not in st.sweeps():
+    if sweep not in st.sweeps() or not st.has_kind(sweep, "rounds"):
         return []
     from ..adaptive import adaptive_status
 
@@ -85,11 +83,11 @@ def every_sweep_status_lines(store) -> list[str]:
     """
     st = open_store(store, must_exist=True)
     with store_errors():
-        rows = [(name, st.trial_statuses(name)) for name in st.sweeps()]
+        rows = [(name, st.trial_status_counts(name)) for name in st.sweeps()]
     lines = [f"{'sweep':<24}" + "".join(f"{s:>10}" for s in STATUSES) + f"{'trials':>10}"]
-    for name, statuses in rows:
-        counts = [sum(1 for v in statuses.values() if v == s) for s in STATUSES]
-        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{len(statuses):>10}")
+    for name, by_status in rows:
+        counts = [by_status.get(s, 0) for s in STATUSES]
+        lines.append(f"{name:<24}" + "".join(f"{c:>10}" for c in counts) + f"{sum(by_status.values()):>10}")
     return lines
 
 

@@ -27,6 +27,14 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+# What a worker spends on each trial beyond its compute, which the cost model does not price:
+# its two Parquet files written (and fsynced) and its report. About 25 ms a trial per worker on
+# the 2-core machine (docs/benchmarks.md, "Sweep overhead": 10 - 36 ms a trial of wall time at 2
+# workers); a sweep of tiny trials is mostly this. Added to the dry run's estimate when the
+# trial phase begins, so that its first ETA is not its compute alone.
+TRIAL_OVERHEAD_S = 0.025
+
+
 def eta_seconds(elapsed: float, done: int, total: int, done_cost: float = 0.0, total_cost: float = 0.0,
                 slots: int = 1) -> float:
     """Seconds left, from what the finished trials cost.
@@ -89,8 +97,12 @@ class Progress:
         # The rate is measured from the trial phase's first finished pack (its time, done and
         # done_cost): what came before it (Ray's start, the workers' start and imports, the first
         # pack's own start) is no steady rate and is never extrapolated (a first ETA of 7h28m for
-        # a sweep that ended 30 s later). Until ``slots`` more reports have landed after it, the
-        # ETA is the dry run's estimate, labelled so.
+        # a sweep that ended 30 s later). Until ``slots`` more reports have landed after it, and
+        # the window since it is as long as the phase took to reach it, the ETA is the dry run's
+        # estimate, labelled so: packs that waited on a busy driver land together right after
+        # the first, and a short window would take that burst for the rate (an ETA of 90 s where
+        # 905 s were left); over a window as long as the start, the burst is at most the work
+        # done during the start, so the rate is at most about twice the true one.
         self.anchor: tuple[float, int, float] | None = None
         self._reports_since_anchor = 0
         self._last_done = 0
@@ -113,9 +125,14 @@ class Progress:
 
     def begin(self, total_cost: float = 0.0, slots: int = 1) -> None:
         """The trials start now: elapsed time counts from here (not from the references)."""
-        self.started = time.monotonic()
+        now = time.monotonic()
+        self.started = now
         self.anchor, self._reports_since_anchor, self._last_done = None, 0, self.counts.done
         self.counts.total_cost, self.counts.slots = total_cost, max(1, slots)
+        if self.expected_end is not None:  # the dry run priced the compute, not each trial's writes
+            extra = max(self.counts.total - self.counts.done, 0) * TRIAL_OVERHEAD_S / self.counts.slots
+            low, high = (max(end, now) + extra for end in self.expected_end)
+            self.expected_end = (low, high)
 
     def _observe(self, now: float) -> None:
         """Note a change of ``done``: the first finished pack sets the anchor, later ones count."""
@@ -130,14 +147,15 @@ class Progress:
 
     def measured(self, now: float) -> tuple[float, float] | None:
         """(trials per second, seconds left) measured since the first finished pack, or None while
-        fewer than ``slots`` reports landed after it (no rate yet: each slot has not yet finished
-        a pack in the window, and two packs ending together would make it absurdly fast)."""
+        fewer than ``slots`` reports landed after it (each slot has not yet finished a pack in the
+        window, and two packs ending together would make it absurdly fast) or while the window
+        is shorter than the phase's time to that pack (a burst of packs right after it would)."""
         c = self.counts
         if self.anchor is None or self._reports_since_anchor < c.slots:
             return None
         t0, done0, cost0 = self.anchor
         window = now - t0
-        if window <= 0:
+        if window <= 0 or window + 1e-3 < t0 - self.started:  # (a millisecond: clocks in floats)
             return None
         eta = eta_seconds(window, c.done - done0, c.total - done0, c.done_cost - cost0,
                           max(c.total_cost - cost0, 0.0) if c.total_cost > 0 else 0.0, c.slots)

@@ -214,6 +214,9 @@ def test_until_a_trial_ends_the_progress_eta_is_the_first_estimate_with_rays_sta
     bar.begin(total_cost=4.0, slots=1)
     now = bar.started
     bar.counts.done, bar.counts.done_cost = 1, 1.0
-    assert bar.line(now=now + 5.0).endswith("ETA ~25.0s (dry-run estimate)")  # the first pack ended: no rate yet
+    # the first pack ended: no rate yet (the estimate with the 4 trials' writes, TRIAL_OVERHEAD_S each)
+    assert bar.line(now=now + 5.0).endswith("ETA ~25.1s (dry-run estimate)")
     bar.counts.done, bar.counts.done_cost = 2, 2.0
-    assert bar.line(now=now + 7.0).endswith("ETA 4.0s")  # a pack since the first: the measured rate takes over
+    assert bar.line(now=now + 7.0).endswith("(dry-run estimate)")  # a window shorter than the 5 s to the first
+    # a pack since the first, over a window as long as the phase took to reach it: the measured rate takes over
+    assert bar.line(now=now + 10.0).endswith("ETA 10.0s")
