@@ -16,12 +16,13 @@ from ..signals import begin_work
 
 def _fitting_stack() -> tuple:
     """The fitting stack (scipy, the store) and the twins, imported while a signal still ends the
-    command cleanly (``begin_work``): the fit's dispatch and its fit to RMS errors."""
+    command cleanly (``begin_work``): the fit's dispatch and the solver under its fit to RMS errors
+    (the fitter itself is the dispatch's to import: nothing past ``fit_sweep`` names one)."""
     from .. import api
     from ..analysis.fitting import fit_sweep  # its dispatch
-    from ..analysis.fitting import fit  # its fit to RMS errors
+    from ..analysis.fitting import check_single_slice  # the solver's module, under the fit to RMS errors
     from ..store_access import store_errors
-    return api, fit_sweep, fit, store_errors
+    return api, fit_sweep, check_single_slice, store_errors
 
 
 def _report_stack() -> tuple:

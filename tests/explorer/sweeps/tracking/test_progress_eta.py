@@ -73,7 +73,7 @@ def test_a_burst_of_packs_after_the_first_is_not_taken_for_the_rate():
 def test_before_a_rate_the_dry_run_estimate_prices_each_trial_s_writes():
     # the dry run priced 20 - 50 s of compute; 6,400 trials on 2 slots also write 6,400 pairs
     # of files, TRIAL_OVERHEAD_S each a worker
-    from explorer.sweeps.progress import TRIAL_OVERHEAD_S
+    from explorer.sweeps.tracking.progress import TRIAL_OVERHEAD_S
 
     bar = Progress(total=6400, stream=io.StringIO(), interactive=False)
     bar.expect((20.0, 50.0))
