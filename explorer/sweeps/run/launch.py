@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ...config.sections import SweepSpec
 from ...store_access import open_store
-from ..ray import runnable_spec# the spec's checks, shared with the adaptive launch
+from ..ray import runnable_spec  # the spec's checks, shared with the adaptive launch
 
 if TYPE_CHECKING:
     from store import Store
